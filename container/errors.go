@@ -1,0 +1,11 @@
+package container
+
+import "errors"
+
+// Sentinel errors; wrapped with context by the engine.
+var (
+	ErrInvalidSpec = errors.New("invalid spec")
+	ErrNotRoot     = errors.New("the sandbox engine must run as root")
+	ErrNoUIDs      = errors.New("no free host uid slot")
+	ErrClosed      = errors.New("engine closed")
+)

@@ -1,0 +1,92 @@
+package container
+
+import (
+	"io"
+	"time"
+
+	"github.com/nsbox/nsbox/seccomp"
+)
+
+// Spec describes one run.
+type Spec struct {
+	// ID names the run in logs, cgroups and state directories. Empty: generated.
+	ID string
+	// RootfsDir is the host directory of the rootfs tree, mounted read-only as /.
+	RootfsDir string
+	// Argv is the command; Argv[0] is looked up in PATH inside the sandbox.
+	Argv []string
+	// Env holds extra KEY=VALUE pairs on top of the clean base environment.
+	Env []string
+	// Stdin feeds the command's standard input; nil means /dev/null.
+	Stdin io.Reader
+	// Stdout and Stderr, when set, receive output live as it is produced,
+	// in addition to the capped copies in the Result. Writes past the output
+	// cap are not forwarded.
+	Stdout, Stderr io.Writer
+	// Files are written into /workspace before the command starts.
+	Files []File
+	// Limits bound the run; zero fields take DefaultLimits' values.
+	Limits Limits
+	// Seccomp replaces the engine's default program when non-nil.
+	Seccomp seccomp.Program
+	// ReturnFiles are glob patterns (path.Match syntax, relative to
+	// /workspace) of files whose content is returned inline in the Result,
+	// up to MaxInlineBytes in all.
+	ReturnFiles []string
+}
+
+// File is an input file placed in the workspace.
+type File struct {
+	Path string // relative to /workspace; no "..", not absolute
+	Data []byte
+	Mode uint32 // permission bits; 0 means 0644
+}
+
+// Limits bound the resources of one run.
+type Limits struct {
+	Timeout     time.Duration
+	MemoryBytes int64
+	Pids        int64
+	CPUs        float64
+	DiskBytes   int64 // size of /workspace; /tmp and /dev/shm get the same cap each
+	OutputBytes int64 // per stream (stdout, stderr)
+}
+
+// DefaultLimits are applied to zero fields of a Spec's Limits.
+func DefaultLimits() Limits {
+	return Limits{
+		Timeout:     30 * time.Second,
+		MemoryBytes: 512 << 20,
+		Pids:        64,
+		CPUs:        1,
+		DiskBytes:   256 << 20,
+		OutputBytes: 1 << 20,
+	}
+}
+
+// WithDefaults returns l with zero fields filled from DefaultLimits.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits()
+	if l.Timeout == 0 {
+		l.Timeout = d.Timeout
+	}
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = d.MemoryBytes
+	}
+	if l.Pids == 0 {
+		l.Pids = d.Pids
+	}
+	if l.CPUs == 0 {
+		l.CPUs = d.CPUs
+	}
+	if l.DiskBytes == 0 {
+		l.DiskBytes = d.DiskBytes
+	}
+	if l.OutputBytes == 0 {
+		l.OutputBytes = d.OutputBytes
+	}
+	return l
+}
+
+// MaxInlineBytes caps the total inline content of ReturnFiles in a Result.
+const MaxInlineBytes = 8 << 20
