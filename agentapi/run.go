@@ -1,0 +1,106 @@
+package agentapi
+
+// Languages accepted in RunRequest.Language.
+const (
+	LanguagePython = "python"
+	LanguageBash   = "bash"
+)
+
+// RunRequest is the body of POST /v1/runs. Exactly one of Argv or
+// Language+Code is set.
+type RunRequest struct {
+	// Argv is the command to run; Argv[0] is looked up in PATH inside the
+	// sandbox.
+	Argv []string `json:"argv,omitempty"`
+	// Language ("python" or "bash") and Code run a snippet instead of Argv.
+	Language string `json:"language,omitempty"`
+	Code     string `json:"code,omitempty"`
+	// Stdin is fed to the command's standard input (UTF-8 text).
+	Stdin string `json:"stdin,omitempty"`
+	// Files are written into /workspace before the command starts.
+	Files []File `json:"files,omitempty"`
+	// Env holds extra environment variables on top of the sandbox's clean base.
+	Env map[string]string `json:"env,omitempty"`
+	// Limits bound the run; zero or absent fields take the daemon's defaults,
+	// and values above the daemon's maxima are refused.
+	Limits *Limits `json:"limits,omitempty"`
+	// Rootfs names the root filesystem; empty means the daemon's default.
+	Rootfs string `json:"rootfs,omitempty"`
+	// ReturnFiles are glob patterns (path.Match syntax, relative to
+	// /workspace) of files whose content is returned inline, capped in total.
+	ReturnFiles []string `json:"return_files,omitempty"`
+}
+
+// File is an input file. At most one of ContentBase64 and Text is set;
+// neither means an empty file.
+type File struct {
+	// Path is relative to /workspace: not empty, not absolute, no ".."
+	// element, no NUL, in clean form ("a/b", not "./a//b").
+	Path          string `json:"path"`
+	ContentBase64 string `json:"content_base64,omitempty"`
+	Text          string `json:"text,omitempty"`
+	// Mode holds permission bits (at most 0o777); 0 means 0o644.
+	Mode uint32 `json:"mode,omitempty"`
+}
+
+// Limits bound the resources of one run. Zero means "the daemon's default".
+type Limits struct {
+	TimeoutMs   int64   `json:"timeout_ms,omitempty"`
+	MemoryBytes int64   `json:"memory_bytes,omitempty"`
+	Pids        int64   `json:"pids,omitempty"`
+	CPUs        float64 `json:"cpus,omitempty"`
+	DiskBytes   int64   `json:"disk_bytes,omitempty"`
+	OutputBytes int64   `json:"output_bytes,omitempty"` // per stream
+}
+
+// Run statuses, as decided by the engine.
+const (
+	StatusOK          = "ok"
+	StatusExitNonzero = "exit_nonzero"
+	StatusTimeout     = "timeout"
+	StatusOOM         = "oom"
+	StatusOutputLimit = "output_limit"
+	StatusKilled      = "killed"
+	StatusError       = "error"
+)
+
+// RunResult is the response of POST /v1/runs (and the payload of the final
+// "result" stream event).
+//
+// Stdout and Stderr are always UTF-8 text. When a stream's bytes are not
+// valid UTF-8, Stdout holds them with invalid sequences replaced by U+FFFD
+// and StdoutBase64 holds the exact bytes (likewise for stderr); when they are
+// valid, the *_base64 field is absent.
+type RunResult struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	Error    string `json:"error,omitempty"`
+
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	StdoutBase64    string `json:"stdout_base64,omitempty"`
+	StderrBase64    string `json:"stderr_base64,omitempty"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+	StdoutBytes     int64  `json:"stdout_bytes"` // produced, including what was cut
+	StderrBytes     int64  `json:"stderr_bytes"`
+
+	WallMs          int64 `json:"wall_ms"`
+	CPUMs           int64 `json:"cpu_ms"`
+	MemoryPeakBytes int64 `json:"memory_peak_bytes"`
+
+	Files []FileResult `json:"files,omitempty"`
+}
+
+// FileResult describes a workspace file the run created or changed.
+// ContentBase64 is set for files that matched ReturnFiles.
+type FileResult struct {
+	Path          string `json:"path"`
+	Size          int64  `json:"size"`
+	SHA256        string `json:"sha256"`
+	Mime          string `json:"mime,omitempty"`
+	Mode          uint32 `json:"mode"`
+	ContentBase64 string `json:"content_base64,omitempty"`
+}
