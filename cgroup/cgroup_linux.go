@@ -1,0 +1,298 @@
+package cgroup
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	cfsPeriodUs = 100000
+	killTimeout = 2 * time.Second
+)
+
+// Stats is the resource usage of a sandbox cgroup.
+type Stats struct {
+	MemoryPeakBytes int64 // v1 memory.max_usage_in_bytes, v2 memory.peak
+	CPUUsage        time.Duration
+	UserCPU         time.Duration
+	SystemCPU       time.Duration
+	OOMKills        int64 // v1 memory.oom_control oom_kill, v2 memory.events oom_kill
+	PidsCurrent     int64
+	PidsLimitHit    bool // pids.events max > 0
+}
+
+// Cgroup is one sandbox's cgroup.
+type Cgroup struct {
+	id   string
+	v2   bool
+	dir  map[string]string // controller (v2: "") -> leaf directory
+	hier []string          // distinct leaf directories
+
+	mu      sync.Mutex
+	fd      int
+	deleted bool
+}
+
+// ID returns the sandbox id the cgroup was created for.
+func (c *Cgroup) ID() string { return c.id }
+
+// CloneFD returns an O_PATH directory fd of the v2 leaf, for
+// syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd} (CLONE_INTO_CGROUP).
+// It is -1 on v1 and after Delete.
+func (c *Cgroup) CloneFD() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fd
+}
+
+// Add moves pid into the cgroup: on v1 into every hierarchy used, written in
+// parallel; on v2 through cgroup.procs (for when CloneFD is not used).
+func (c *Cgroup) Add(pid int) error {
+	v := strconv.Itoa(pid)
+	if len(c.hier) == 1 {
+		if err := writeFile(c.hier[0], "cgroup.procs", v); err != nil {
+			return fmt.Errorf("cgroup %s: add pid %d: %w", c.id, pid, err)
+		}
+		return nil
+	}
+	errs := make([]error, len(c.hier))
+	var wg sync.WaitGroup
+	for i, d := range c.hier {
+		wg.Go(func() { errs[i] = writeFile(d, "cgroup.procs", v) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cgroup %s: add pid %d: %w", c.id, pid, err)
+	}
+	return nil
+}
+
+// AddSequential is Add on v1 with one hierarchy after another; it exists to
+// measure what the parallel writes of Add save.
+func (c *Cgroup) AddSequential(pid int) error {
+	v := strconv.Itoa(pid)
+	for _, d := range c.hier {
+		if err := writeFile(d, "cgroup.procs", v); err != nil {
+			return fmt.Errorf("cgroup %s: add pid %d: %w", c.id, pid, err)
+		}
+	}
+	return nil
+}
+
+// Pids returns the processes in the cgroup (the union over hierarchies on v1),
+// sorted.
+func (c *Cgroup) Pids() ([]int, error) {
+	var all []int
+	for _, d := range c.hier {
+		pids, err := readPids(d)
+		if err != nil {
+			if isNotExist(err) {
+				continue
+			}
+			return nil, fmt.Errorf("cgroup %s: %w", c.id, err)
+		}
+		all = append(all, pids...)
+	}
+	slices.Sort(all)
+	return slices.Compact(all), nil
+}
+
+// Stats reads the cgroup's resource usage. Counters whose controller is not
+// in use read as zero.
+func (c *Cgroup) Stats() (Stats, error) {
+	var s Stats
+	var err error
+	if c.v2 {
+		err = c.statsV2(&s)
+	} else {
+		err = c.statsV1(&s)
+	}
+	if err != nil {
+		return s, fmt.Errorf("cgroup %s stats: %w", c.id, err)
+	}
+	return s, nil
+}
+
+// Kill kills every process in the cgroup and waits, up to about two
+// seconds, until it is empty. On v2 it writes cgroup.kill; on v1 (or a v2
+// kernel without cgroup.kill) it freezes the cgroup, SIGKILLs every pid in
+// it, thaws it, and repeats until it is empty.
+func (c *Cgroup) Kill() error {
+	deadline := time.Now().Add(killTimeout)
+	if c.v2 {
+		err := writeFile(c.hier[0], "cgroup.kill", "1")
+		switch {
+		case err == nil:
+			if c.waitEmpty(deadline) {
+				return nil
+			}
+			return fmt.Errorf("cgroup %s: %w", c.id, ErrKillTimeout)
+		case isNotExist(err) && !c.exists():
+			return nil
+		case !isNotExist(err):
+			return fmt.Errorf("cgroup %s: kill: %w", c.id, err)
+		}
+		// No cgroup.kill (kernel < 5.14): freeze and kill.
+	}
+	for {
+		pids, err := c.Pids()
+		if err != nil {
+			return fmt.Errorf("cgroup %s: kill: %w", c.id, err)
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cgroup %s: %d processes left: %w", c.id, len(pids), ErrKillTimeout)
+		}
+		frozen := c.freeze(true, deadline)
+		// While frozen no process can fork or exit, so the pids read now
+		// are the live members and cannot be reused under us.
+		if frozen {
+			if pids, err = c.Pids(); err != nil {
+				c.freeze(false, deadline)
+				return fmt.Errorf("cgroup %s: kill: %w", c.id, err)
+			}
+		}
+		for _, pid := range pids {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		if frozen {
+			c.freeze(false, deadline)
+		}
+		if c.waitEmpty(earlier(deadline, time.Now().Add(100*time.Millisecond))) {
+			return nil
+		}
+	}
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// freeze freezes (or thaws) the cgroup and, when freezing, waits until it
+// is frozen. It reports whether the cgroup was frozen.
+func (c *Cgroup) freeze(on bool, deadline time.Time) bool {
+	var dir, file, val, check string
+	if c.v2 {
+		dir, file, val = c.hier[0], "cgroup.freeze", "0"
+		if on {
+			val = "1"
+		}
+	} else {
+		d, ok := c.dir["freezer"]
+		if !ok {
+			return false
+		}
+		dir, file, val = d, "freezer.state", "THAWED"
+		if on {
+			val = "FROZEN"
+		}
+	}
+	if err := writeFile(dir, file, val); err != nil || !on {
+		return false
+	}
+	for {
+		if c.v2 {
+			ev, err := readKeyed(dir, "cgroup.events")
+			if err != nil {
+				return false
+			}
+			check = strconv.FormatInt(ev["frozen"], 10)
+			if check == "1" {
+				return true
+			}
+		} else {
+			b, err := readFile(dir, "freezer.state")
+			if err != nil {
+				return false
+			}
+			if string(bytes.TrimSpace(b)) == "FROZEN" {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitEmpty polls until no process is left in the cgroup or the deadline
+// passes.
+func (c *Cgroup) waitEmpty(deadline time.Time) bool {
+	wait := 100 * time.Microsecond
+	for {
+		pids, err := c.Pids()
+		if err == nil && len(pids) == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 10*time.Millisecond)
+	}
+}
+
+func (c *Cgroup) exists() bool {
+	for _, d := range c.hier {
+		var st unix.Stat_t
+		if unix.Stat(d, &st) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Delete removes the cgroup's directory in every hierarchy (call Kill
+// first) and closes CloneFD. It is idempotent.
+func (c *Cgroup) Delete() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deleted {
+		return nil
+	}
+	var errs []error
+	for _, d := range c.hier {
+		if err := rmdirRetry(d); err != nil {
+			errs = append(errs, fmt.Errorf("cgroup %s: remove %s: %w", c.id, d, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if c.fd >= 0 {
+		unix.Close(c.fd)
+		c.fd = -1
+	}
+	c.deleted = true
+	return nil
+}
+
+// rmdirRetry removes a cgroup directory, retrying for a short while on
+// EBUSY: a cgroup whose last process just died can stay busy until the
+// kernel has finished tearing the process down.
+func rmdirRetry(d string) error {
+	deadline := time.Now().Add(time.Second)
+	for {
+		err := unix.Rmdir(d)
+		if err == nil || err == unix.ENOENT {
+			return nil
+		}
+		if err != unix.EBUSY || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

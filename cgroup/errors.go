@@ -1,0 +1,19 @@
+package cgroup
+
+import "errors"
+
+var (
+	// ErrUnavailable means no usable cgroup hierarchy is mounted.
+	ErrUnavailable = errors.New("no usable cgroup hierarchy: mount cgroup2 at /sys/fs/cgroup or the v1 memory, pids and cpu controllers")
+	// ErrInvalidName means a manager name or cgroup id is not a single path element.
+	ErrInvalidName = errors.New("invalid cgroup name: use a single path element without '/'")
+	// ErrController means a limit was asked for a controller that is not available.
+	ErrController = errors.New("cgroup controller not available")
+	// ErrSharedCgroup means this process shares its v2 cgroup with other
+	// processes, so controllers cannot be delegated below it.
+	ErrSharedCgroup = errors.New("own cgroup has other processes, cannot enable controllers for sandboxes: run nsbox in a cgroup of its own (systemd service with Delegate=yes, or systemd-run -p Delegate=yes)")
+	// ErrKillTimeout means processes were still in the cgroup after Kill gave up.
+	ErrKillTimeout = errors.New("processes still in cgroup after kill")
+	// ErrMalformed means a /proc or cgroup file could not be parsed.
+	ErrMalformed = errors.New("malformed cgroup file")
+)

@@ -1,0 +1,98 @@
+package cgroup
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+func (c *Cgroup) limitV1(l Limits) error {
+	if d, ok := c.dir["memory"]; ok {
+		// Swap is off for sandboxes whether or not memory is limited.
+		if err := writeFile(d, "memory.swappiness", "0"); err != nil && !isNotExist(err) {
+			return err
+		}
+		if l.MemoryBytes > 0 {
+			v := strconv.FormatInt(l.MemoryBytes, 10)
+			if err := writeFile(d, "memory.limit_in_bytes", v); err != nil {
+				return err
+			}
+			// memsw exists only with swap accounting; mem+swap = mem
+			// means no swap.
+			if err := writeFile(d, "memory.memsw.limit_in_bytes", v); err != nil && !isNotExist(err) {
+				return err
+			}
+		}
+	} else if l.MemoryBytes > 0 {
+		return fmt.Errorf("memory limit: v1 memory: %w", ErrController)
+	}
+	if l.Pids > 0 {
+		d, ok := c.dir["pids"]
+		if !ok {
+			return fmt.Errorf("pids limit: v1 pids: %w", ErrController)
+		}
+		if err := writeFile(d, "pids.max", strconv.FormatInt(l.Pids, 10)); err != nil {
+			return err
+		}
+	}
+	if l.CPUs > 0 {
+		d, ok := c.dir["cpu"]
+		if !ok {
+			return fmt.Errorf("cpu limit: v1 cpu: %w", ErrController)
+		}
+		if err := writeFile(d, "cpu.cfs_period_us", strconv.Itoa(cfsPeriodUs)); err != nil {
+			return err
+		}
+		if err := writeFile(d, "cpu.cfs_quota_us", strconv.FormatInt(cpuQuota(l.CPUs), 10)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cpuQuota is the CFS quota in µs per 100 ms period for a CPU limit; the
+// kernel's minimum is 1 ms.
+func cpuQuota(cpus float64) int64 {
+	return max(int64(cpus*cfsPeriodUs), 1000)
+}
+
+func (c *Cgroup) statsV1(s *Stats) error {
+	if d, ok := c.dir["memory"]; ok {
+		v, err := readInt(d, "memory.max_usage_in_bytes")
+		if err != nil {
+			return err
+		}
+		s.MemoryPeakBytes = v
+		oc, err := readKeyed(d, "memory.oom_control")
+		if err != nil {
+			return err
+		}
+		s.OOMKills = oc["oom_kill"]
+	}
+	if d, ok := c.dir["cpuacct"]; ok {
+		v, err := readInt(d, "cpuacct.usage")
+		if err != nil {
+			return err
+		}
+		s.CPUUsage = time.Duration(v)
+		if u, err := readInt(d, "cpuacct.usage_user"); err == nil {
+			s.UserCPU = time.Duration(u)
+		}
+		if u, err := readInt(d, "cpuacct.usage_sys"); err == nil {
+			s.SystemCPU = time.Duration(u)
+		}
+	}
+	if d, ok := c.dir["pids"]; ok {
+		v, err := readInt(d, "pids.current")
+		if err != nil {
+			return err
+		}
+		s.PidsCurrent = v
+		ev, err := readKeyed(d, "pids.events")
+		if err != nil {
+			return err
+		}
+		s.PidsLimitHit = ev["max"] > 0
+	}
+	return nil
+}
