@@ -1,0 +1,59 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the server's Prometheus metrics, in a registry of its own.
+type metrics struct {
+	reg           *prometheus.Registry
+	runs          *prometheus.CounterVec
+	queueWait     prometheus.Histogram
+	runTime       prometheus.Histogram
+	spawnFailures prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nsbox_runs_total",
+			Help: "Run requests by outcome: the engine's status, or invalid, rejected (429), setup_error.",
+		}, []string{"status"}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "nsbox_run_queue_wait_seconds",
+			Help:    "Time admitted runs waited for a run slot.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}),
+		runTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "nsbox_run_duration_seconds",
+			Help:    "Time from spawn to result, including teardown.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 12),
+		}),
+		spawnFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nsbox_spawn_failures_total",
+			Help: "Runs whose sandbox could not be set up.",
+		}),
+	}
+	m.reg.MustRegister(m.runs, m.queueWait, m.runTime, m.spawnFailures,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// gauges registers the in-flight and queue-depth gauges read from adm.
+func (m *metrics) gauges(adm *admission) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nsbox_runs_in_flight", Help: "Runs executing now."},
+			func() float64 { return float64(adm.inFlight()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nsbox_run_queue_depth", Help: "Runs waiting for a slot."},
+			func() float64 { return float64(adm.queued()) }),
+	)
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

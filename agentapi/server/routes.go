@@ -1,0 +1,116 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+)
+
+// route is one endpoint; the table drives both the mux and 405 answers.
+type route struct {
+	method, path string
+	h            http.HandlerFunc
+}
+
+func (s *Server) routes() http.Handler {
+	v := "/" + agentapi.Version
+	table := []route{
+		{http.MethodPost, v + "/runs", s.handleRun},
+		{http.MethodGet, v + "/health", s.handleHealth},
+		{http.MethodGet, v + "/info", s.handleInfo},
+		{http.MethodGet, "/metrics", s.metrics.handler().ServeHTTP},
+	}
+	mux := http.NewServeMux()
+	methods := map[string][]string{}
+	for _, rt := range table {
+		mux.HandleFunc(rt.method+" "+rt.path, rt.h)
+		methods[rt.path] = append(methods[rt.path], rt.method)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if m, ok := methods[r.URL.Path]; ok {
+			w.Header().Set("Allow", strings.Join(m, ", "))
+			writeError(w, fmt.Errorf("%s %s: %w (use %s)", r.Method, r.URL.Path, ErrMethodNotAllowed, strings.Join(m, ", ")))
+			return
+		}
+		writeError(w, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, ErrNotFound))
+	})
+	return s.middleware(mux)
+}
+
+// middleware refuses browser-shaped requests and answers 503 while
+// draining; it logs every request with the caller's uid/pid.
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		switch {
+		case r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "":
+			writeError(rec, ErrBrowserRequest)
+		case s.draining.Load():
+			writeError(rec, ErrShuttingDown)
+		default:
+			next.ServeHTTP(rec, r)
+		}
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start)}
+		if pc, ok := PeerCredFrom(r.Context()); ok {
+			attrs = append(attrs, "uid", pc.UID, "pid", pc.PID)
+		}
+		if id := rec.Header().Get(agentapi.HeaderRunID); id != "" {
+			attrs = append(attrs, "run", id)
+		}
+		level := slog.LevelInfo
+		if r.URL.Path == "/metrics" || strings.HasSuffix(r.URL.Path, "/health") {
+			level = slog.LevelDebug
+		}
+		s.log.Log(r.Context(), level, "request", attrs...)
+	})
+}
+
+// statusRecorder remembers the status; Unwrap lets http.ResponseController
+// reach the real writer's Flush and SetWriteDeadline.
+type statusRecorder struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wroteHeader {
+		r.status, r.wroteHeader = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, agentapi.Health{Status: "ok", APIVersion: agentapi.Version})
+}
+
+func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
+	names, err := s.cfg.Rootfs.List()
+	if err != nil {
+		writeError(w, fmt.Errorf("listing rootfs: %w", err))
+		return
+	}
+	if names == nil {
+		names = []string{}
+	}
+	writeJSON(w, http.StatusOK, agentapi.Info{
+		APIVersion:    agentapi.Version,
+		Version:       s.cfg.Version,
+		CgroupMode:    s.cfg.CgroupMode,
+		Rootfs:        names,
+		DefaultRootfs: s.cfg.DefaultRootfs,
+		DefaultLimits: wireLimits(s.cfg.DefaultLimits),
+		MaxLimits:     wireLimits(s.cfg.MaxLimits),
+		MaxConcurrent: s.cfg.MaxConcurrent,
+		QueueSize:     s.cfg.QueueSize,
+		InFlight:      s.adm.inFlight(),
+		Queued:        s.adm.queued(),
+	})
+}

@@ -1,0 +1,129 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container"
+)
+
+// handleRun serves POST /v1/runs: decode, validate, admit, resolve the
+// rootfs, run, answer with the result (or a stream of events).
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != agentapi.ContentTypeJSON {
+			writeError(w, fmt.Errorf("content type %q: %w", ct, ErrMediaType))
+			return
+		}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	req, err := DecodeRunRequest(r.Body)
+	if err != nil {
+		s.metrics.runs.WithLabelValues("invalid").Inc()
+		writeError(w, err)
+		return
+	}
+	j, err := s.validate(req)
+	if err != nil {
+		s.metrics.runs.WithLabelValues("invalid").Inc()
+		writeError(w, err)
+		return
+	}
+
+	s.runs.Add(1)
+	defer s.runs.Done()
+	id := newRunID()
+	w.Header().Set(agentapi.HeaderRunID, id)
+	log := s.log.With("run", id)
+
+	queued := time.Now()
+	release, err := s.adm.acquire(r.Context())
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			s.metrics.runs.WithLabelValues("rejected").Inc()
+		}
+		writeError(w, err)
+		return
+	}
+	defer release()
+	s.metrics.queueWait.Observe(time.Since(queued).Seconds())
+
+	dir, releaseRootfs, err := s.cfg.Rootfs.Acquire(j.rootfs)
+	if err != nil {
+		s.metrics.runs.WithLabelValues("invalid").Inc()
+		writeError(w, fmt.Errorf("rootfs %q: %w", j.rootfs, err))
+		return
+	}
+	defer releaseRootfs()
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	spec := j.spec(id, dir)
+	if j.stdin != "" {
+		spec.Stdin = strings.NewReader(j.stdin)
+	}
+	var ev *eventWriter
+	if wantsNDJSON(r) {
+		ev = newEventWriter(w, cancel)
+		ev.emit(agentapi.Event{Type: agentapi.EventStart, ID: id})
+		spec.Stdout = ev.stream(agentapi.EventStdout)
+		spec.Stderr = ev.stream(agentapi.EventStderr)
+	}
+
+	log.Info("run started", "argv0", spec.Argv[0], "rootfs", j.rootfs, "queue_wait", time.Since(queued))
+	started := time.Now()
+	res, err := s.cfg.Runner.Run(ctx, spec)
+	s.metrics.runTime.Observe(time.Since(started).Seconds())
+	if err != nil {
+		if errors.Is(err, container.ErrInvalidSpec) {
+			s.metrics.runs.WithLabelValues("invalid").Inc()
+		} else {
+			s.metrics.runs.WithLabelValues("setup_error").Inc()
+			s.metrics.spawnFailures.Inc()
+		}
+		log.Error("run failed", "err", err)
+		if ev != nil {
+			ev.finish()
+			_, ae := apiError(err)
+			ev.emit(agentapi.Event{Type: agentapi.EventError, Error: ae})
+			ev.done()
+			return
+		}
+		writeError(w, err)
+		return
+	}
+	s.metrics.runs.WithLabelValues(string(res.Status)).Inc()
+	out := wireResult(res, id)
+	log.Info("run finished", "status", out.Status, "exit_code", out.ExitCode, "wall_ms", out.WallMs)
+	if ev != nil {
+		ev.finish()
+		ev.emit(agentapi.Event{Type: agentapi.EventResult, Result: out})
+		ev.done()
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func wantsNDJSON(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == agentapi.ContentTypeNDJSON {
+			return true
+		}
+	}
+	return false
+}
+
+// newRunID returns a fresh run id: 16 lowercase hex digits.
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand since Go 1.24)
+	return hex.EncodeToString(b[:])
+}

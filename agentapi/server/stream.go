@@ -1,0 +1,122 @@
+package server
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nsbox/nsbox/agentapi"
+)
+
+// eventWriteTimeout bounds one event write: a client that stops reading is
+// treated as gone, and its run is cancelled.
+const eventWriteTimeout = 30 * time.Second
+
+// eventWriter writes a run's NDJSON stream, one flushed line per event. The
+// engine's stdout and stderr copiers call it concurrently.
+type eventWriter struct {
+	mu     sync.Mutex
+	rc     *http.ResponseController
+	enc    *json.Encoder
+	cancel func() // cancels the run when the client is gone
+	failed bool
+	carry  map[string][]byte // per stream: an incomplete UTF-8 sequence held back
+}
+
+func newEventWriter(w http.ResponseWriter, cancel func()) *eventWriter {
+	w.Header().Set("Content-Type", agentapi.ContentTypeNDJSON)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	return &eventWriter{
+		rc:     http.NewResponseController(w),
+		enc:    json.NewEncoder(w),
+		cancel: cancel,
+		carry:  map[string][]byte{},
+	}
+}
+
+func (e *eventWriter) emit(ev agentapi.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.emitLocked(ev)
+}
+
+func (e *eventWriter) emitLocked(ev agentapi.Event) {
+	if e.failed {
+		return
+	}
+	_ = e.rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout))
+	err := e.enc.Encode(ev)
+	if err == nil {
+		err = e.rc.Flush()
+	}
+	if err != nil {
+		e.failed = true
+		e.cancel()
+	}
+}
+
+// chunk emits p as a stdout/stderr event, holding back a trailing
+// incomplete UTF-8 sequence so characters are never split across events.
+func (e *eventWriter) chunk(typ string, p []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	data := append(e.carry[typ], p...)
+	cut := len(data)
+	for i := len(data) - 1; i >= 0 && i >= len(data)-utf8.UTFMax+1; i-- {
+		if utf8.RuneStart(data[i]) {
+			if !utf8.FullRune(data[i:]) {
+				cut = i
+			}
+			break
+		}
+	}
+	e.carry[typ] = append([]byte(nil), data[cut:]...)
+	if cut > 0 {
+		e.emitLocked(dataEvent(typ, data[:cut]))
+	}
+}
+
+func dataEvent(typ string, b []byte) agentapi.Event {
+	if utf8.Valid(b) {
+		return agentapi.Event{Type: typ, Data: string(b)}
+	}
+	return agentapi.Event{Type: typ, DataBase64: base64.StdEncoding.EncodeToString(b)}
+}
+
+// finish emits what is held back of incomplete sequences.
+func (e *eventWriter) finish() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, typ := range []string{agentapi.EventStdout, agentapi.EventStderr} {
+		if b := e.carry[typ]; len(b) > 0 {
+			e.emitLocked(dataEvent(typ, b))
+			e.carry[typ] = nil
+		}
+	}
+}
+
+// done clears the write deadline so the connection can serve further
+// requests.
+func (e *eventWriter) done() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_ = e.rc.SetWriteDeadline(time.Time{})
+}
+
+// stream returns the io.Writer the engine feeds one stream's output to.
+func (e *eventWriter) stream(typ string) *streamWriter { return &streamWriter{e: e, typ: typ} }
+
+type streamWriter struct {
+	e   *eventWriter
+	typ string
+}
+
+// Write never fails: a gone client cancels the run instead.
+func (w *streamWriter) Write(p []byte) (int, error) {
+	w.e.chunk(w.typ, p)
+	return len(p), nil
+}
