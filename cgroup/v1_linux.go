@@ -75,11 +75,15 @@ func (c *Cgroup) statsV1(s *Stats) error {
 			return err
 		}
 		s.CPUUsage = time.Duration(v)
-		if u, err := readInt(d, "cpuacct.usage_user"); err == nil {
-			s.UserCPU = time.Duration(u)
+		// cpuacct.stat splits time in ticks; cpuacct.usage is exact. Split
+		// the exact figure by the ticks' ratio, as v2's cpu.stat does.
+		st, err := readKeyed(d, "cpuacct.stat")
+		if err != nil {
+			return err
 		}
-		if u, err := readInt(d, "cpuacct.usage_sys"); err == nil {
-			s.SystemCPU = time.Duration(u)
+		if u, sy := st["user"], st["system"]; u+sy > 0 {
+			s.UserCPU = time.Duration(float64(v) * float64(u) / float64(u+sy))
+			s.SystemCPU = s.CPUUsage - s.UserCPU
 		}
 	}
 	if d, ok := c.dir["pids"]; ok {

@@ -75,4 +75,3 @@ func (c *Cgroup) statsV2(s *Stats) error {
 	}
 	return nil
 }
-

@@ -1,0 +1,383 @@
+package cgroup
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func requireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("requires root: creates cgroups")
+	}
+}
+
+// newTestManager returns a Manager with a unique name whose sandbox cgroups
+// and parent directory are removed when the test ends.
+func newTestManager(t testing.TB) *Manager {
+	t.Helper()
+	requireRoot(t)
+	b := make([]byte, 6)
+	rand.Read(b)
+	m, err := NewManager("nsbox-test-" + hex.EncodeToString(b))
+	if errors.Is(err, ErrSharedCgroup) {
+		t.Skipf("cgroup v2: this test process shares its cgroup with others (%v); run the test binary alone in a delegated cgroup, e.g. go test -c && systemd-run -p Delegate=yes --wait --pty ./cgroup.test", err)
+	}
+	if err != nil {
+		t.Fatalf("NewManager: %v", err)
+	}
+	t.Cleanup(func() { cleanupManager(t, m) })
+	return m
+}
+
+func cleanupManager(t testing.TB, m *Manager) {
+	t.Helper()
+	ids, err := m.Leftovers()
+	if err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+	for _, id := range ids {
+		if err := m.Remove(id); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+	for _, p := range m.hier {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("cleanup: %s still exists", p)
+		}
+	}
+}
+
+func create(t *testing.T, m *Manager, id string, l Limits) *Cgroup {
+	t.Helper()
+	c, err := m.Create(id, l)
+	if err != nil {
+		t.Fatalf("Create(%s): %v", id, err)
+	}
+	t.Cleanup(func() {
+		c.Kill()
+		if err := c.Delete(); err != nil {
+			t.Errorf("Delete: %v", err)
+		}
+	})
+	return c
+}
+
+// gated is a shell that waits for a line on stdin before running script, so
+// it can be moved into a cgroup before it does anything.
+type gated struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+func startGated(t *testing.T, script string) *gated {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", "read _ || exit 1; "+script)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return &gated{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+}
+
+func (g *gated) release(t *testing.T) {
+	t.Helper()
+	if _, err := io.WriteString(g.stdin, "\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readTrim(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func TestCreateWritesLimits(t *testing.T) {
+	m := newTestManager(t)
+	c := create(t, m, "limits", Limits{MemoryBytes: 64 << 20, Pids: 16, CPUs: 0.5})
+	type file struct{ ctrl, name, want string }
+	var files []file
+	if m.v2 {
+		files = []file{
+			{"", "memory.max", "67108864"},
+			{"", "memory.oom.group", "1"},
+			{"", "pids.max", "16"},
+			{"", "cpu.max", "50000 100000"},
+		}
+		if fileExists(c.hier[0], "memory.swap.max") {
+			files = append(files, file{"", "memory.swap.max", "0"})
+		}
+		if c.CloneFD() < 0 {
+			t.Error("CloneFD = -1 on v2")
+		}
+	} else {
+		files = []file{
+			{"memory", "memory.limit_in_bytes", "67108864"},
+			{"memory", "memory.swappiness", "0"},
+			{"pids", "pids.max", "16"},
+			{"cpu", "cpu.cfs_period_us", "100000"},
+			{"cpu", "cpu.cfs_quota_us", "50000"},
+		}
+		if fileExists(c.dir["memory"], "memory.memsw.limit_in_bytes") {
+			files = append(files, file{"memory", "memory.memsw.limit_in_bytes", "67108864"})
+		}
+		if c.CloneFD() != -1 {
+			t.Errorf("CloneFD = %d on v1, want -1", c.CloneFD())
+		}
+	}
+	for _, f := range files {
+		t.Run(f.name, func(t *testing.T) {
+			if got := readTrim(t, c.dir[f.ctrl], f.name); got != f.want {
+				t.Errorf("%s = %q, want %q", f.name, got, f.want)
+			}
+		})
+	}
+	if _, err := m.Create("limits", Limits{}); err == nil {
+		t.Error("Create of an existing id succeeded")
+	}
+}
+
+func TestCreateRejects(t *testing.T) {
+	m := newTestManager(t)
+	for _, tc := range []struct {
+		id string
+		l  Limits
+	}{
+		{"", Limits{}}, {"..", Limits{}}, {"a/b", Limits{}}, {"neg", Limits{MemoryBytes: -1}}, {"negcpu", Limits{CPUs: -1}},
+	} {
+		if c, err := m.Create(tc.id, tc.l); err == nil {
+			c.Delete()
+			t.Errorf("Create(%q, %+v) succeeded", tc.id, tc.l)
+		}
+	}
+	if _, err := NewManager("a/b"); !errors.Is(err, ErrInvalidName) {
+		t.Errorf("NewManager(a/b) err = %v, want ErrInvalidName", err)
+	}
+}
+
+func TestMemoryLimitOOMKills(t *testing.T) {
+	const limit = 64 << 20
+	m := newTestManager(t)
+	c := create(t, m, "oom", Limits{MemoryBytes: limit})
+	g := startGated(t, `exec python3 -c "b = b'x' * (200 << 20); print(len(b))"`)
+	if err := c.Add(g.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	g.release(t)
+	err := g.cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("python exited with %v, want SIGKILL", err)
+	}
+	if ws := ee.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("python: %v, want killed by SIGKILL", ws)
+	}
+	s, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.OOMKills < 1 {
+		t.Errorf("OOMKills = %d, want >= 1", s.OOMKills)
+	}
+	if s.MemoryPeakBytes < limit/2 || s.MemoryPeakBytes > limit+limit/16 {
+		t.Errorf("MemoryPeakBytes = %d, want near the limit %d", s.MemoryPeakBytes, limit)
+	}
+	if s.CPUUsage <= 0 {
+		t.Errorf("CPUUsage = %v, want > 0", s.CPUUsage)
+	}
+}
+
+func TestPidsLimit(t *testing.T) {
+	m := newTestManager(t)
+	c := create(t, m, "pids", Limits{Pids: 8})
+	g := startGated(t, `i=0; while [ $i -lt 20 ]; do sleep 1000 >/dev/null 2>&1 </dev/null & i=$((i+1)); done; echo done; wait`)
+	if err := c.Add(g.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	g.release(t)
+	// The shell either prints "done" (forks failed softly) or dies on the
+	// first failed fork; either way its loop is over.
+	g.out.ReadString('\n')
+	s, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PidsCurrent > 8 || s.PidsCurrent < 1 {
+		t.Errorf("PidsCurrent = %d, want 1..8", s.PidsCurrent)
+	}
+	if !s.PidsLimitHit {
+		t.Error("PidsLimitHit = false after a fork loop past the limit")
+	}
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gone reports whether pid has exited (a zombie waiting for a reaper counts).
+func gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || strings.HasPrefix(s[i+1:], " Z") || strings.HasPrefix(s[i+1:], " X")
+}
+
+func TestKillAndDelete(t *testing.T) {
+	m := newTestManager(t)
+	c := create(t, m, "kill", Limits{Pids: 32})
+	g := startGated(t, `sleep 1000 & sleep 1000 & echo started; wait`)
+	if err := c.Add(g.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	g.release(t)
+	if line, _ := g.out.ReadString('\n'); line != "started\n" {
+		t.Fatalf("shell said %q", line)
+	}
+	pids, err := c.Pids()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) != 3 {
+		t.Fatalf("Pids = %v, want the shell and two sleeps", pids)
+	}
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	g.cmd.Wait()
+	for _, pid := range pids {
+		if !gone(pid) {
+			t.Errorf("pid %d still alive after Kill", pid)
+		}
+	}
+	if err := c.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range c.hier {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still exists after Delete", d)
+		}
+	}
+	if err := c.Delete(); err != nil {
+		t.Errorf("second Delete: %v", err)
+	}
+	if err := c.Kill(); err != nil {
+		t.Errorf("Kill after Delete: %v", err)
+	}
+}
+
+func TestLeftoversRemove(t *testing.T) {
+	m := newTestManager(t)
+	var sleepers []*exec.Cmd
+	for _, id := range []string{"left-a", "left-b"} {
+		c, err := m.Create(id, Limits{Pids: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sleep", "1000")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		if err := c.Add(cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+		sleepers = append(sleepers, cmd)
+		// Forget c, as a crashed daemon would.
+	}
+	m2, err := NewManager(m.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := m2.Leftovers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"left-a", "left-b"}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("Leftovers = %v, want %v", ids, want)
+	}
+	for _, id := range ids {
+		if err := m2.Remove(id); err != nil {
+			t.Fatalf("Remove(%s): %v", id, err)
+		}
+	}
+	for _, cmd := range sleepers {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Errorf("sleeper %d: %v, want killed by SIGKILL", cmd.Process.Pid, err)
+		}
+	}
+	if ids, err := m2.Leftovers(); err != nil || len(ids) != 0 {
+		t.Errorf("Leftovers after Remove = %v, %v; want none", ids, err)
+	}
+}
+
+func TestStatsCPU(t *testing.T) {
+	m := newTestManager(t)
+	c := create(t, m, "cpu", Limits{CPUs: 1})
+	g := startGated(t, `i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done`)
+	if err := c.Add(g.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	g.release(t)
+	if err := g.cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CPUUsage <= 0 || s.UserCPU <= 0 || s.UserCPU+s.SystemCPU > s.CPUUsage+time.Millisecond {
+		t.Errorf("CPU usage %v user %v system %v: want usage > 0 and user in (0, usage]", s.CPUUsage, s.UserCPU, s.SystemCPU)
+	}
+}
+
+func TestCloneIntoCgroup(t *testing.T) {
+	m := newTestManager(t)
+	if m.Mode() != ModeV2 {
+		t.Skipf("CLONE_INTO_CGROUP needs cgroup v2; this host is %s", m.Mode())
+	}
+	c := create(t, m, "clone", Limits{Pids: 4})
+	cmd := exec.Command("/bin/cat", "/proc/self/cgroup")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: c.CloneFD()}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "/" + m.Name() + "/clone\n"; !strings.HasSuffix(string(out), want) {
+		t.Errorf("child's cgroup %q, want suffix %q", out, want)
+	}
+}
