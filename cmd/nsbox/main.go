@@ -13,7 +13,9 @@ func main() {
 	container.MaybeInit()
 
 	if err := newApp().Run(os.Args); err != nil {
-		fmt.Fprintf(os.Stderr, "nsbox: %v\n", err)
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintf(os.Stderr, "nsbox: %s\n", msg)
+		}
 		os.Exit(exitCode(err))
 	}
 }

@@ -1,0 +1,49 @@
+package container
+
+import (
+	"io"
+	"sync"
+)
+
+// capture keeps the first limit bytes of a stream, counts the rest, and
+// forwards what it keeps to an optional live writer. Past the limit it calls
+// onOverflow once (the engine kills the sandbox then).
+type capture struct {
+	mu         sync.Mutex
+	buf        []byte
+	limit      int64
+	total      int64
+	live       io.Writer
+	onOverflow func()
+	overflowed bool
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(p)
+	c.total += int64(n)
+	room := c.limit - int64(len(c.buf))
+	keep := p
+	if int64(len(keep)) > room {
+		keep = keep[:max(room, 0)]
+	}
+	c.buf = append(c.buf, keep...)
+	if c.live != nil && len(keep) > 0 {
+		// A slow or failed live consumer must not stall or fail the run.
+		_, _ = c.live.Write(keep)
+	}
+	if c.total > c.limit && !c.overflowed {
+		c.overflowed = true
+		if c.onOverflow != nil {
+			c.onOverflow()
+		}
+	}
+	return n, nil
+}
+
+func (c *capture) result() (data []byte, total int64, truncated bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf, c.total, c.total > int64(len(c.buf))
+}

@@ -1,0 +1,83 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testRootfs returns the rootfs tree the engine tests run in: NSBOX_TEST_ROOTFS
+// (a directory) or the store's "minimal" rootfs that `make test` builds.
+func testRootfs(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("NSBOX_TEST_ROOTFS")
+	if dir == "" {
+		dir = "/var/lib/nsbox/rootfs/minimal/rootfs"
+	}
+	if _, err := os.Stat(filepath.Join(dir, "usr/bin/python3")); err != nil {
+		t.Skipf("no test rootfs with python3 at %s (build it: nsbox rootfs build --profile minimal --name minimal, or set NSBOX_TEST_ROOTFS): %v", dir, err)
+	}
+	return dir
+}
+
+func requireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("requires root: the sandbox engine creates namespaces, cgroups and mounts")
+	}
+}
+
+// newTestEngine returns an engine whose cgroups live under a name unique to
+// this test process, and checks at cleanup that nothing of it remains.
+func newTestEngine(t testing.TB) *Engine {
+	t.Helper()
+	requireRoot(t)
+	name := fmt.Sprintf("nsbox-test-%d-%s", os.Getpid(), NewID()[:6])
+	e, err := New(Config{RunDir: t.TempDir(), CgroupName: name})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		e.Close()
+		if left, err := e.cgroups.Leftovers(); err != nil || len(left) > 0 {
+			t.Errorf("cgroups left behind: %v (err %v)", left, err)
+		}
+		if err := e.cgroups.Close(); err != nil {
+			t.Errorf("remove cgroup parent: %v", err)
+		}
+	})
+	return e
+}
+
+// runPy runs python3 -c code with optional spec tweaks.
+func runPy(t testing.TB, e *Engine, code string, tweak ...func(*Spec)) *Result {
+	t.Helper()
+	return runSpec(t, e, Spec{Argv: []string{"python3", "-c", code}}, tweak...)
+}
+
+func runSpec(t testing.TB, e *Engine, spec Spec, tweak ...func(*Spec)) *Result {
+	t.Helper()
+	spec.RootfsDir = testRootfs(t)
+	for _, f := range tweak {
+		f(&spec)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := e.Run(ctx, spec)
+	if err != nil {
+		t.Fatalf("Run(%q): %v", spec.Argv, err)
+	}
+	return res
+}
+
+func mustOK(t testing.TB, res *Result) string {
+	t.Helper()
+	if res.Status != StatusOK {
+		t.Fatalf("status %s (exit %d, signal %q), stderr:\n%s", res.Status, res.ExitCode, res.Signal, res.Stderr)
+	}
+	return strings.TrimSpace(string(res.Stdout))
+}
