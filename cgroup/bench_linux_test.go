@@ -1,0 +1,92 @@
+package cgroup
+
+import (
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkCreateAddDelete measures one sandbox cgroup's life: Create with
+// limits, Add a pid, move it out again, Delete. add-ns/op is the cost of Add
+// alone. On v1 a move into a cgroup waits for an RCU grace period unless one
+// happened moments ago, so the "idle" variants pause 50 ms (untimed) before
+// each iteration, as a daemon between spawns would, and the "hot" ones run
+// back to back.
+func BenchmarkCreateAddDelete(b *testing.B) {
+	m := newTestManager(b)
+	home, err := LocateSelf()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sleeper := exec.Command("sleep", "1000")
+	if err := sleeper.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	pid := sleeper.Process.Pid
+
+	// moveHome puts the sleeper back where it started so the leaf can be
+	// deleted.
+	moveHome := func(b *testing.B) {
+		if m.v2 {
+			b.Skip("v2: use CLONE_INTO_CGROUP; Add is the fallback")
+		}
+		for _, c := range v1Controllers {
+			if dir, ok := home.V1[c]; ok {
+				if err := writeFile(dir, "cgroup.procs", strconv.Itoa(pid)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, mode := range []struct {
+		name string
+		add  func(*Cgroup, int) error
+	}{
+		{"parallel", (*Cgroup).Add},
+		{"sequential", (*Cgroup).AddSequential},
+	} {
+		for _, idle := range []time.Duration{0, 50 * time.Millisecond} {
+			name := mode.name + "/hot"
+			if idle > 0 {
+				name = mode.name + "/idle"
+			}
+			b.Run(name, func(b *testing.B) {
+				var create, add, del time.Duration
+				i := 0
+				for b.Loop() {
+					if idle > 0 {
+						b.StopTimer()
+						time.Sleep(idle)
+						b.StartTimer()
+					}
+					t0 := time.Now()
+					c, err := m.Create("bench-"+strconv.Itoa(i), Limits{MemoryBytes: 512 << 20, Pids: 64, CPUs: 1})
+					if err != nil {
+						b.Fatal(err)
+					}
+					t1 := time.Now()
+					if err := mode.add(c, pid); err != nil {
+						b.Fatal(err)
+					}
+					t2 := time.Now()
+					moveHome(b)
+					t3 := time.Now()
+					if err := c.Delete(); err != nil {
+						b.Fatal(err)
+					}
+					t4 := time.Now()
+					create += t1.Sub(t0)
+					add += t2.Sub(t1)
+					del += t4.Sub(t3)
+					i++
+				}
+				n := float64(i)
+				b.ReportMetric(float64(create.Nanoseconds())/n, "create-ns/op")
+				b.ReportMetric(float64(add.Nanoseconds())/n, "add-ns/op")
+				b.ReportMetric(float64(del.Nanoseconds())/n, "delete-ns/op")
+			})
+		}
+	}
+}
