@@ -1,15 +1,181 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
 
+	"github.com/nsbox/nsbox/rootfs"
 	"github.com/urfave/cli/v2"
 )
 
 func rootfsCommand() *cli.Command {
-	return &cli.Command{
-		Name:   "rootfs",
-		Usage:  "not built yet",
-		Action: func(*cli.Context) error { return errors.New("rootfs: not built yet") },
+	store := &cli.StringFlag{
+		Name:    "store",
+		Usage:   "rootfs store directory",
+		Value:   rootfs.DefaultStoreRoot,
+		EnvVars: []string{"NSBOX_ROOTFS_STORE"},
 	}
+	return &cli.Command{
+		Name:  "rootfs",
+		Usage: "build, import, list and remove the root filesystems sandboxes run in",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "build",
+				Usage:     "build a Python rootfs from Debian packages (mmdebstrap)",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "profile", Value: "datasci", Usage: "package set: minimal or datasci"},
+					&cli.StringFlag{Name: "name", Value: rootfs.DefaultName, Usage: "rootfs name"},
+					&cli.StringFlag{Name: "mirror", Value: "http://deb.debian.org/debian", Usage: "Debian mirror URL"},
+					&cli.StringFlag{Name: "suite", Value: "bookworm", Usage: "Debian suite"},
+					&cli.BoolFlag{Name: "force", Usage: "replace an existing rootfs of that name"},
+					store,
+				},
+				Action: rootfsBuild,
+			},
+			{
+				Name:      "import",
+				Usage:     "import a directory or a tar/tar.gz (e.g. docker export) as a rootfs",
+				ArgsUsage: "NAME PATH",
+				Flags:     []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "replace an existing rootfs of that name"}, store},
+				Action:    rootfsImport,
+			},
+			{
+				Name:   "list",
+				Usage:  "list the rootfs trees in the store",
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}, store},
+				Action: rootfsList,
+			},
+			{
+				Name:      "rm",
+				Usage:     "remove a rootfs (refused while a sandbox uses it)",
+				ArgsUsage: "NAME",
+				Flags:     []cli.Flag{store},
+				Action:    rootfsRemove,
+			},
+		},
+	}
+}
+
+func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+}
+
+func rootfsBuild(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("rootfs build takes no arguments (got %q): use --name and --profile", c.Args().First())
+	}
+	ctx, cancel := signalContext(c)
+	defer cancel()
+	st := rootfs.Store{Root: c.String("store")}
+	start := time.Now()
+	pp := newProgressPrinter(os.Stderr)
+	r, err := st.Build(ctx, rootfs.BuildOptions{
+		Name:    c.String("name"),
+		Profile: c.String("profile"),
+		Mirror:  c.String("mirror"),
+		Suite:   c.String("suite"),
+		Force:   c.Bool("force"),
+	}, pp.print)
+	pp.end()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("rootfs build interrupted; nothing was installed")
+		}
+		return err
+	}
+	printSummary(r, time.Since(start))
+	return nil
+}
+
+func rootfsImport(c *cli.Context) error {
+	if c.NArg() != 2 {
+		return fmt.Errorf("usage: nsbox rootfs import NAME PATH [--force]")
+	}
+	ctx, cancel := signalContext(c)
+	defer cancel()
+	st := rootfs.Store{Root: c.String("store")}
+	start := time.Now()
+	r, rep, err := st.Import(ctx, c.Args().Get(0), c.Args().Get(1), c.Bool("force"))
+	if rep != nil {
+		for _, rj := range rep.Rejected {
+			fmt.Fprintf(os.Stderr, "rejected %s: %s\n", rj.Path, rj.Reason)
+		}
+		for _, p := range rep.StrippedSetid {
+			fmt.Fprintf(os.Stderr, "stripped setuid/setgid: %s\n", p)
+		}
+		for _, w := range rep.Warnings {
+			fmt.Fprintf(os.Stderr, "warning: %s\n", w)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("imported %d entries (%d rejected, %d setid bits stripped)\n", rep.Files, len(rep.Rejected), len(rep.StrippedSetid))
+	printSummary(r, time.Since(start))
+	return nil
+}
+
+func rootfsList(c *cli.Context) error {
+	st := rootfs.Store{Root: c.String("store")}
+	list, err := st.List()
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		metas := make([]rootfs.Meta, 0, len(list))
+		for _, r := range list {
+			metas = append(metas, r.Meta)
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(metas)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPROFILE\tPYTHON\tPACKAGES\tSIZE\tCREATED\tDIGEST")
+	for _, r := range list {
+		m := r.Meta
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Name, m.Profile, orDash(m.Python),
+			len(m.Packages), rootfs.HumanSize(m.SizeBytes), m.Created.Local().Format("2006-01-02 15:04"), shortDigest(m.Digest))
+	}
+	return tw.Flush()
+}
+
+func rootfsRemove(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return fmt.Errorf("usage: nsbox rootfs rm NAME")
+	}
+	st := rootfs.Store{Root: c.String("store")}
+	if err := st.Remove(c.Args().First()); err != nil {
+		return err
+	}
+	fmt.Printf("removed %s\n", c.Args().First())
+	return nil
+}
+
+func printSummary(r *rootfs.Rootfs, took time.Duration) {
+	m := r.Meta
+	fmt.Printf("rootfs %s ready in %s\n", r.Name, took.Round(100*time.Millisecond))
+	fmt.Printf("  profile   %s\n  python    %s\n  size      %s\n  packages  %d\n  digest    %s\n  path      %s\n",
+		m.Profile, orDash(m.Python), rootfs.HumanSize(m.SizeBytes), len(m.Packages), m.Digest, r.Dir)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func shortDigest(d string) string {
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12]
+	}
+	return d
 }

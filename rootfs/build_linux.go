@@ -1,0 +1,306 @@
+package rootfs
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// BuildOptions says what to build. Zero fields take defaults.
+type BuildOptions struct {
+	Name    string // default DefaultName
+	Profile string // "minimal" or "datasci" (default)
+	Mirror  string // default http://deb.debian.org/debian
+	Suite   string // default bookworm
+	Force   bool   // replace an existing rootfs of that name
+}
+
+const (
+	defaultMirror  = "http://deb.debian.org/debian"
+	defaultSuite   = "bookworm"
+	defaultProfile = "datasci"
+)
+
+// Build makes a rootfs from Debian packages with mmdebstrap and installs it
+// in the store atomically. progress (may be nil) is called from the calling
+// goroutine's children; cancel ctx to stop: mmdebstrap is killed and the
+// temporary tree removed.
+func (s Store) Build(ctx context.Context, o BuildOptions, progress func(Progress)) (*Rootfs, error) {
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	if o.Profile == "" {
+		o.Profile = defaultProfile
+	}
+	if o.Mirror == "" {
+		o.Mirror = defaultMirror
+	}
+	if o.Suite == "" {
+		o.Suite = defaultSuite
+	}
+	if err := ValidName(o.Name); err != nil {
+		return nil, err
+	}
+	prof, err := lookupProfile(o.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
+	}
+	mmdebstrap, err := exec.LookPath("mmdebstrap")
+	if err != nil {
+		return nil, ErrNoMmdebstrap
+	}
+	if progress == nil {
+		progress = func(Progress) {}
+	}
+	return s.create(ctx, o.Name, o.Force, progress, func(ctx context.Context, tree string) (Meta, error) {
+		m := Meta{Profile: o.Profile, Suite: o.Suite, Mirror: o.Mirror}
+		if err := runMmdebstrap(ctx, mmdebstrap, tree, o, prof, progress); err != nil {
+			return m, err
+		}
+		if err := trimTree(ctx, tree, prof, progress); err != nil {
+			return m, fmt.Errorf("trim: %w", err)
+		}
+		v, err := checkPython(ctx, tree, prof)
+		if err != nil {
+			return m, err
+		}
+		m.Python = v
+		return m, nil
+	})
+}
+
+func mmdebstrapArgs(tree string, o BuildOptions, prof profile) []string {
+	args := []string{
+		"--mode=root", "--variant=apt", "--format=directory",
+		"--include=" + strings.Join(prof.packages, ","),
+		`--aptopt=APT::Install-Recommends "false"`,
+		`--aptopt=Acquire::Retries "3"`,
+	}
+	for _, p := range []string{
+		"path-exclude=/usr/share/doc/*", "path-include=/usr/share/doc/*/copyright",
+		"path-exclude=/usr/share/man/*", "path-exclude=/usr/share/info/*",
+		"path-exclude=/usr/share/locale/*", "path-exclude=/usr/share/lintian/*",
+	} {
+		args = append(args, "--dpkgopt="+p)
+	}
+	return append(args, o.Suite, tree, o.Mirror)
+}
+
+// runMmdebstrap runs mmdebstrap on a pty (it draws progress bars only on a
+// terminal) in a private mount namespace (its /proc, /sys and /dev mounts
+// inside the tree can never outlive it).
+func runMmdebstrap(ctx context.Context, bin, tree string, o BuildOptions, prof profile, progress func(Progress)) error {
+	master, slave, err := openPty()
+	if err != nil {
+		return fmt.Errorf("open pty for mmdebstrap: %w", err)
+	}
+	defer master.Close()
+	cmd := exec.Command(bin, mmdebstrapArgs(tree, o, prof)...)
+	cmd.Stdout, cmd.Stderr = slave, slave
+	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "DEBIAN_FRONTEND=noninteractive")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Unshareflags: syscall.CLONE_NEWNS}
+	progress(Progress{Phase: "setup", Percent: -1, Message: "mmdebstrap " + o.Suite + " from " + o.Mirror})
+	if err := cmd.Start(); err != nil {
+		slave.Close()
+		return fmt.Errorf("start mmdebstrap: %w", err)
+	}
+	slave.Close()
+	pgid := cmd.Process.Pid
+
+	var parser *mmdebstrapParser
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		parser = parseMmdebstrap(master, progress)
+	}()
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-ctx.Done():
+		// mmdebstrap cleans up on SIGTERM; give it a moment, then kill all.
+		syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case waitErr = <-done:
+		case <-time.After(15 * time.Second):
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			waitErr = <-done
+		}
+	}
+	syscall.Kill(-pgid, syscall.SIGKILL) // stragglers holding the pty
+	// Read what is left, but never hang on a process outside our group.
+	readDone := make(chan struct{})
+	go func() { wg.Wait(); close(readDone) }()
+	select {
+	case <-readDone:
+	case <-time.After(5 * time.Second):
+		master.Close()
+		<-readDone
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if waitErr != nil {
+		kind, detail := parser.failure()
+		switch kind {
+		case ErrMirrorUnreachable:
+			return fmt.Errorf("%w: %s (%s): check the URL and the network, or pass --mirror", kind, o.Mirror, detail)
+		case ErrNoSpace:
+			return fmt.Errorf("%w (%s)", kind, detail)
+		}
+		return fmt.Errorf("%w: mmdebstrap: %v: %s", ErrBuildFailed, waitErr, detail)
+	}
+	return nil
+}
+
+func openPty() (master, slave *os.File, err error) {
+	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	var n uint32
+	rc, err := master.SyscallConn()
+	if err == nil {
+		cerr := rc.Control(func(fd uintptr) {
+			if err = unix.IoctlSetPointerInt(int(fd), unix.TIOCSPTLCK, 0); err == nil {
+				n, err = unix.IoctlGetUint32(int(fd), unix.TIOCGPTN)
+			}
+		})
+		if err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 100}); err != nil {
+		master.Close()
+		slave.Close()
+		return nil, nil, err
+	}
+	return master, slave, nil
+}
+
+// trimTree removes what no sandbox needs: apt caches and lists, logs,
+// debconf templates, man/info/locale/doc leftovers (dpkg already skipped most)
+// and the test suites shipped inside big Python packages.
+func trimTree(ctx context.Context, tree string, prof profile, progress func(Progress)) error {
+	before := treeSize(tree)
+	progress(Progress{Phase: "trim", Percent: -1, Message: fmt.Sprintf("tree is %s before trimming", HumanSize(before))})
+	var paths []string
+	for _, g := range []string{
+		"var/cache/apt/*", "var/lib/apt/lists/*", "var/cache/debconf/*-old",
+		"var/cache/debconf/templates.dat", "var/log/*", "usr/share/man/*",
+		"usr/share/info/*", "usr/share/locale/*", "usr/share/lintian/*",
+	} {
+		m, _ := filepath.Glob(filepath.Join(tree, g))
+		paths = append(paths, m...)
+	}
+	for _, pkg := range prof.trimTests {
+		root := filepath.Join(tree, "usr/lib/python3/dist-packages", pkg)
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if d.IsDir() && (d.Name() == "tests") {
+				paths = append(paths, p)
+				return filepath.SkipDir
+			}
+			return nil
+		})
+	}
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+	}
+	after := treeSize(tree)
+	progress(Progress{Phase: "trim", Percent: 100, Message: fmt.Sprintf("trimmed %s -> %s", HumanSize(before), HumanSize(after))})
+	return nil
+}
+
+func treeSize(tree string) int64 {
+	var n int64
+	seen := map[uint64]bool{}
+	filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				if st, ok := info.Sys().(*syscall.Stat_t); ok && !seen[st.Ino] {
+					seen[st.Ino] = true
+					n += info.Size()
+				}
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// checkPython runs the profile's imports in the new tree (chroot, no bytecode
+// writes) and returns the Python version.
+func checkPython(ctx context.Context, tree string, prof profile) (string, error) {
+	run := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "chroot", append([]string{tree, "/usr/bin/python3", "-I", "-B"}, args...)...)
+		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8",
+			"MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/.nsbox-check"}
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	defer os.RemoveAll(filepath.Join(tree, "tmp/.nsbox-check"))
+	out, err := run("--version")
+	if err != nil {
+		return "", fmt.Errorf("%w: python3 does not run in the new tree: %v: %s", ErrBuildFailed, err, out)
+	}
+	version := strings.TrimPrefix(out, "Python ")
+	if prof.imports != "" {
+		if out, err := run("-c", prof.imports); err != nil {
+			return "", fmt.Errorf("%w: import check failed in the new tree: %v: %s", ErrBuildFailed, err, lastLine(out))
+		}
+	}
+	return version, nil
+}
+
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// HumanSize formats bytes as "1.2 GB" (powers of 1024).
+func HumanSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
