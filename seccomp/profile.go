@@ -1,8 +1,8 @@
 package seccomp
 
 import (
-	_ "embed"
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io"
