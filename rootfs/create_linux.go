@@ -133,7 +133,7 @@ func (s Store) swapIn(tmp, name string, force bool) error {
 	if err != nil {
 		return nil // tmp (.tmp-*) is cleaned later all the same
 	}
-	if err := os.Rename(tmp, old); err != nil {
+	if err := unix.Rename(tmp, old); err != nil {
 		os.Remove(old)
 		old = tmp
 	}

@@ -118,8 +118,8 @@ func (s Store) park(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// rename(2) atomically replaces the empty directory tmp.
-	if err := os.Rename(s.entryDir(name), tmp); err != nil {
+	// rename(2) atomically replaces the empty directory tmp (os.Rename refuses to).
+	if err := unix.Rename(s.entryDir(name), tmp); err != nil {
 		os.Remove(tmp)
 		return "", err
 	}
