@@ -1,0 +1,121 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/rootfs"
+)
+
+// gatherFacts looks at this host for the doctor.
+func gatherFacts(store, socket string) hostFacts {
+	f := hostFacts{EUID: os.Geteuid(), Store: store, Socket: socket}
+
+	var b []byte
+	b, f.MaxUserNSErr = os.ReadFile("/proc/sys/user/max_user_namespaces")
+	f.MaxUserNS = string(b)
+	userns := exec.Command("/bin/true")
+	userns.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+	f.UserNSErr = userns.Run()
+
+	b, f.SeccompActionsErr = os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+	f.SeccompActions = string(b)
+
+	f.Mounts, f.ProcCgroup, f.CgroupErr = readCgroupFacts()
+	if f.CgroupErr == nil {
+		l := cgroup.Locate(f.Mounts, f.ProcCgroup)
+		if l.Mode == cgroup.ModeV2 && l.Unified != "" {
+			f.V2Controllers, f.V2ControlErr = readControllers(l.Unified + "/cgroup.controllers")
+			f.CloneIntoErr = tryCloneInto(l.Unified)
+		}
+	}
+
+	if fd, err := unix.PidfdOpen(os.Getpid(), 0); err != nil {
+		f.PidfdErr = err
+	} else {
+		unix.Close(fd)
+	}
+	b, _ = os.ReadFile("/proc/filesystems")
+	f.Filesystems = string(b)
+
+	if st, err := os.Stat(store); err != nil {
+		f.StoreErr = err
+	} else if !st.IsDir() {
+		f.StoreErr = errors.New("not a directory")
+	} else if list, err := (rootfs.Store{Root: store}).List(); err != nil {
+		f.ListErr = err
+	} else {
+		for _, r := range list {
+			desc := r.Name
+			if r.Meta.Python != "" {
+				desc += " (" + r.Meta.Profile + ", python " + r.Meta.Python + ")"
+			} else if r.Meta.Profile != "" {
+				desc += " (" + r.Meta.Profile + ")"
+			}
+			f.Rootfs = append(f.Rootfs, desc)
+		}
+	}
+
+	if conn, err := net.DialTimeout("unix", socket, time.Second); err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) {
+			err = op.Err // the path is already in the report
+		}
+		f.SocketErr = err
+	} else {
+		conn.Close()
+	}
+	return f
+}
+
+func readCgroupFacts() ([]cgroup.Mount, map[string]string, error) {
+	mf, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer mf.Close()
+	mounts, err := cgroup.ParseMountinfo(mf)
+	if err != nil {
+		return nil, nil, err
+	}
+	cf, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cf.Close()
+	self, err := cgroup.ParseProcCgroup(cf)
+	if err != nil {
+		return nil, nil, err
+	}
+	return mounts, self, nil
+}
+
+func readControllers(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return cgroup.ParseControllers(f)
+}
+
+// tryCloneInto starts /bin/true with CLONE_INTO_CGROUP into this process's
+// own cgroup: a real test of the feature that creates nothing.
+func tryCloneInto(dir string) error {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", dir, err)
+	}
+	defer unix.Close(fd)
+	cmd := exec.Command("/bin/true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	return cmd.Run()
+}
