@@ -141,6 +141,12 @@ func (c *Cgroup) Kill() error {
 		}
 		// No cgroup.kill (kernel < 5.14): freeze and kill.
 	}
+	return c.killFrozen(deadline)
+}
+
+// killFrozen freezes the cgroup, SIGKILLs every pid in it, thaws it, and
+// repeats until it is empty or the deadline passes.
+func (c *Cgroup) killFrozen(deadline time.Time) error {
 	for {
 		pids, err := c.Pids()
 		if err != nil {

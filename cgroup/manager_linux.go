@@ -54,6 +54,11 @@ func NewManager(name string) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newManager(name, l)
+}
+
+// newManager sets up a Manager for the layout l.
+func newManager(name string, l Layout) (*Manager, error) {
 	m := &Manager{name: name, mode: l.Mode, parent: make(map[string]string)}
 	switch l.Mode {
 	case ModeV2:
