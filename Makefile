@@ -1,0 +1,66 @@
+# nsbox — build, test and run. Run `make help` for the targets.
+SHELL        := /bin/bash
+GO           ?= go
+BIN          := bin/nsbox
+VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+STORE        ?= /var/lib/nsbox/rootfs
+TEST_ROOTFS  ?= minimal
+GOFLAGS_STATIC := -tags netgo,osusergo -trimpath
+LDFLAGS      := -s -w -X main.version=$(VERSION) -linkmode external -extldflags "-static"
+APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap runc python3 ca-certificates git
+
+export CGO_ENABLED := 1
+
+.PHONY: help deps build test test-unit rootfs-test rootfs-default demo lint bench clean
+
+help: ## show this help
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+deps: ## install what building and testing need (Debian/Ubuntu, as root; idempotent)
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing$$(echo $$missing | sed 's/^/ /')"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "deps: all present"; fi
+	@command -v $(GO) >/dev/null || { echo "deps: Go is not installed (https://go.dev/dl, 1.26+)"; exit 1; }
+
+build: ## build the static binary bin/nsbox (cgo, libseccomp linked statically)
+	$(GO) build $(GOFLAGS_STATIC) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nsbox
+	@ldd $(BIN) 2>&1 | grep -q 'not a dynamic executable' || { echo "build: $(BIN) is not static"; exit 1; }
+
+rootfs-test: build ## build the minimal rootfs the tests use (skipped when present)
+	@if $(BIN) rootfs list --store $(STORE) --json | grep -q '"name": *"$(TEST_ROOTFS)"'; then \
+		echo "rootfs-test: $(TEST_ROOTFS) present"; \
+	else $(BIN) rootfs build --store $(STORE) --profile minimal --name $(TEST_ROOTFS); fi
+
+rootfs-default: build ## build the data-science rootfs as "default" (skipped when present)
+	@if $(BIN) rootfs list --store $(STORE) --json | grep -q '"name": *"default"'; then \
+		echo "rootfs-default: default present"; \
+	else $(BIN) rootfs build --store $(STORE) --profile datasci --name default; fi
+
+test: deps rootfs-test ## set up and run every test (as root: real namespaces, cgroups, seccomp)
+	$(GO) vet ./...
+	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs NSBOX_TEST_ROOTFS_STORE=$(STORE) NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS) \
+		$(GO) test -count=1 -timeout 20m ./...
+
+test-unit: ## run the tests that need neither root nor a rootfs
+	$(GO) test -count=1 -short ./...
+
+demo: deps rootfs-default ## set up everything and run a pandas snippet in a sandbox
+	@echo '--- nsbox exec -- python3 (pandas in a fresh sandbox)'
+	printf '%s\n' 'import pandas as pd, numpy as np' \
+		'df = pd.DataFrame({"x": np.arange(5), "y": np.arange(5) ** 2})' \
+		'print(df.describe().loc[["mean", "max"]])' \
+		'import os; print("uid", os.getuid(), "| rootfs writable:", os.access("/usr", os.W_OK))' \
+		| $(BIN) exec -- python3 -
+
+lint: ## go vet and staticcheck
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+bench: deps rootfs-test ## benchmarks: cold spawn vs bubblewrap (alternating), throughput
+	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs $(GO) test -run '^$$' -bench . -benchtime 200x ./container/
+	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs $(GO) test -run '^$$' -bench Throughput -benchtime 5x ./container/
+
+clean: ## remove build output
+	rm -rf bin

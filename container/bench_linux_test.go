@@ -1,0 +1,118 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+// bwrapCmd is the baseline: bubblewrap with every namespace unshared, the
+// same rootfs read-only, fresh /proc, /dev and /tmp (no seccomp, no cgroup).
+func bwrapCmd(root string, argv ...string) *exec.Cmd {
+	args := []string{
+		"--unshare-all", "--die-with-parent", "--new-session",
+		"--ro-bind", root, "/", "--proc", "/proc", "--dev", "/dev",
+		"--tmpfs", "/tmp", "--tmpfs", "/workspace", "--chdir", "/workspace",
+		"--clearenv", "--setenv", "PATH", basePath, "--setenv", "HOME", "/workspace",
+		"--uid", "1000", "--gid", "1000", "--",
+	}
+	return exec.Command("bwrap", append(args, argv...)...)
+}
+
+type sample []time.Duration
+
+func (s sample) pct(p float64) time.Duration {
+	c := append(sample(nil), s...)
+	sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
+	return c[min(len(c)-1, int(p*float64(len(c))))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// BenchmarkColdPrint alternates a cold nsbox run and a bwrap run of
+// python3 -c 'print(1)' on the same rootfs, so machine drift hits both
+// equally, and reports both medians, p95s and their ratio.
+func BenchmarkColdPrint(b *testing.B) {
+	e := newTestEngine(b)
+	root := testRootfs(b)
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		b.Skip("bwrap not installed (apt-get install bubblewrap): no baseline")
+	}
+	argv := []string{"python3", "-c", "print(1)"}
+	var nsb, bw sample
+	for b.Loop() {
+		t0 := time.Now()
+		res, err := e.Run(context.Background(), Spec{RootfsDir: root, Argv: argv})
+		if err != nil || res.Status != StatusOK {
+			b.Fatalf("nsbox: %v %+v", err, res)
+		}
+		nsb = append(nsb, time.Since(t0))
+		t0 = time.Now()
+		if out, err := bwrapCmd(root, argv...).CombinedOutput(); err != nil {
+			b.Fatalf("bwrap: %v: %s", err, out)
+		}
+		bw = append(bw, time.Since(t0))
+	}
+	b.ReportMetric(ms(nsb.pct(0.5)), "nsbox-p50-ms")
+	b.ReportMetric(ms(nsb.pct(0.95)), "nsbox-p95-ms")
+	b.ReportMetric(ms(bw.pct(0.5)), "bwrap-p50-ms")
+	b.ReportMetric(ms(bw.pct(0.95)), "bwrap-p95-ms")
+	b.ReportMetric(float64(nsb.pct(0.5))/float64(bw.pct(0.5)), "ratio-p50")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkThroughput2 measures runs/s with two workers, nsbox and bwrap
+// in alternating one-second rounds.
+func BenchmarkThroughput2(b *testing.B) {
+	e := newTestEngine(b)
+	root := testRootfs(b)
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		b.Skip("bwrap not installed: no baseline")
+	}
+	argv := []string{"python3", "-c", "print(1)"}
+	nsbox := func() error {
+		res, err := e.Run(context.Background(), Spec{RootfsDir: root, Argv: argv})
+		if err == nil && res.Status != StatusOK {
+			err = fmt.Errorf("status %s", res.Status)
+		}
+		return err
+	}
+	bwrap := func() error { return bwrapCmd(root, argv...).Run() }
+	round := func(f func() error) float64 {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		n := 0
+		deadline := time.Now().Add(time.Second)
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(deadline) {
+					if err := f(); err != nil {
+						b.Error(err)
+						return
+					}
+					mu.Lock()
+					n++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		return float64(n)
+	}
+	var rn, rb []float64
+	for b.Loop() {
+		rn = append(rn, round(nsbox))
+		rb = append(rb, round(bwrap))
+	}
+	med := func(v []float64) float64 { sort.Float64s(v); return v[len(v)/2] }
+	b.ReportMetric(med(rn), "nsbox-runs/s")
+	b.ReportMetric(med(rb), "bwrap-runs/s")
+	b.ReportMetric(med(rn)/med(rb), "ratio")
+	b.ReportMetric(0, "ns/op")
+}
