@@ -1,0 +1,196 @@
+// Package client is the Go client of the nsbox daemon's API (package
+// agentapi) over its Unix socket. The zero Client talks to
+// agentapi.DefaultSocket.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+)
+
+// Client talks to one nsbox daemon. The zero value is usable; a Client is
+// safe for concurrent use and must not be copied after first use.
+type Client struct {
+	// Socket is the daemon's Unix socket; empty means agentapi.DefaultSocket.
+	Socket string
+	// HTTPClient, when set, is used as is (its transport must reach the
+	// daemon; requests go to http://nsbox/...).
+	HTTPClient *http.Client
+
+	once sync.Once
+	hc   *http.Client
+}
+
+func (c *Client) httpClient() *http.Client {
+	c.once.Do(func() {
+		if c.HTTPClient != nil {
+			c.hc = c.HTTPClient
+			return
+		}
+		sock := c.Socket
+		if sock == "" {
+			sock = agentapi.DefaultSocket
+		}
+		var d net.Dialer
+		c.hc = &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return d.DialContext(ctx, "unix", sock)
+			},
+			MaxIdleConnsPerHost: 16,
+			IdleConnTimeout:     30 * time.Second,
+		}}
+	})
+	return c.hc
+}
+
+const baseURL = "http://nsbox/" + agentapi.Version
+
+// Health checks that the daemon answers.
+func (c *Client) Health(ctx context.Context) (*agentapi.Health, error) {
+	var h agentapi.Health
+	if err := c.get(ctx, "/health", &h); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// Info returns the daemon's version, limits, rootfs list and concurrency.
+func (c *Client) Info(ctx context.Context) (*agentapi.Info, error) {
+	var in agentapi.Info
+	if err := c.get(ctx, "/info", &in); err != nil {
+		return nil, err
+	}
+	return &in, nil
+}
+
+// Run runs req and returns its result. A run that ends badly (non-zero
+// exit, timeout, …) is a result, not an error; errors are transport
+// failures and *agentapi.Error from the daemon.
+func (c *Client) Run(ctx context.Context, req *agentapi.RunRequest) (*agentapi.RunResult, error) {
+	resp, err := c.postRun(ctx, req, agentapi.ContentTypeJSON)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var res agentapi.RunResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return nil, fmt.Errorf("nsbox daemon: decoding run result: %w", err)
+	}
+	return &res, nil
+}
+
+// RunStream runs req and calls onEvent (when non-nil) for every stream event
+// as it arrives — start, stdout and stderr chunks, then the result — and
+// returns the result. Cancelling ctx disconnects, which kills the run.
+func (c *Client) RunStream(ctx context.Context, req *agentapi.RunRequest, onEvent func(agentapi.Event)) (*agentapi.RunResult, error) {
+	resp, err := c.postRun(ctx, req, agentapi.ContentTypeNDJSON)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(bufio.NewReader(resp.Body))
+	for {
+		var ev agentapi.Event
+		if err := dec.Decode(&ev); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fmt.Errorf("nsbox daemon: run stream ended before its result: %w", err)
+		}
+		if onEvent != nil {
+			onEvent(ev)
+		}
+		switch ev.Type {
+		case agentapi.EventResult:
+			if ev.Result == nil {
+				return nil, errors.New("nsbox daemon: result event without a result")
+			}
+			return ev.Result, nil
+		case agentapi.EventError:
+			if ev.Error == nil {
+				return nil, errors.New("nsbox daemon: error event without an error")
+			}
+			return nil, ev.Error
+		}
+	}
+}
+
+func (c *Client) postRun(ctx context.Context, req *agentapi.RunRequest, accept string) (*http.Response, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encoding run request: %w", err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/runs", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", agentapi.ContentTypeJSON)
+	hr.Header.Set("Accept", accept)
+	return c.do(hr)
+}
+
+func (c *Client) get(ctx context.Context, p string, v any) error {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+p, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.do(hr)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("nsbox daemon: decoding %s: %w", p, err)
+	}
+	return nil
+}
+
+// do sends hr and turns non-2xx answers into *agentapi.Error.
+func (c *Client) do(hr *http.Request) (*http.Response, error) {
+	resp, err := c.httpClient().Do(hr)
+	if err != nil {
+		return nil, fmt.Errorf("nsbox daemon at %s: %w (is `nsbox daemon` running?)", c.socketName(), err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	return nil, responseError(resp)
+}
+
+func (c *Client) socketName() string {
+	if c.HTTPClient != nil {
+		return "(custom transport)"
+	}
+	if c.Socket == "" {
+		return agentapi.DefaultSocket
+	}
+	return c.Socket
+}
+
+func responseError(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var body agentapi.ErrorBody
+	ae := &agentapi.Error{Status: resp.StatusCode}
+	if err := json.Unmarshal(data, &body); err == nil && body.Error != nil {
+		ae.Code, ae.Message = body.Error.Code, body.Error.Message
+	} else {
+		ae.Code, ae.Message = agentapi.CodeInternal, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(data))
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+		ae.RetryAfter = time.Duration(s) * time.Second
+	}
+	return ae
+}
