@@ -18,8 +18,9 @@ type Progress struct {
 
 var (
 	ansiRE = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
-	// mmdebstrap's progress bar: "downloading:  42.00 [=====>    ]".
-	barRE = regexp.MustCompile(`^([a-z]+):\s+([0-9]+(?:\.[0-9]+)?)`)
+	// mmdebstrap's progress bar: "downloading:  42.00 [=====>    ]", the
+	// status word being absent for some steps.
+	barRE = regexp.MustCompile(`^(?:([a-z]+):)?\s*([0-9]+(?:\.[0-9]+)?) \[`)
 )
 
 // mmdebstrapParser turns mmdebstrap's terminal output into Progress events
@@ -63,29 +64,23 @@ var infoPhases = []struct{ prefix, phase string }{
 	{"cleaning package lists", "trim"},
 }
 
-var barPhases = map[string]string{
-	"downloading": "download",
-	"extracting":  "extract",
-	"installing":  "install",
-	"configuring": "install",
-}
-
 func (p *mmdebstrapParser) line(raw string) {
 	l := strings.TrimSpace(ansiRE.ReplaceAllString(raw, ""))
 	if l == "" || l == "done" {
 		return
 	}
 	if m := barRE.FindStringSubmatch(l); m != nil {
-		phase, ok := barPhases[m[1]]
-		if !ok {
-			return
-		}
+		// The percentage is of the step the last "I:" line announced.
 		f, _ := strconv.ParseFloat(m[2], 64)
-		if int(f) == p.percent && phase == p.phase {
+		if int(f) == p.percent {
 			return
 		}
-		p.phase, p.percent = phase, int(f)
-		p.emit(Progress{Phase: phase, Percent: f, Message: m[1]})
+		p.percent = int(f)
+		msg := m[1]
+		if msg == "" {
+			msg = p.phase
+		}
+		p.emit(Progress{Phase: p.phase, Percent: f, Message: msg})
 		return
 	}
 	p.tail = append(p.tail, l)
