@@ -44,8 +44,8 @@ func BenchmarkCreateAddDelete(b *testing.B) {
 		name string
 		add  func(*Cgroup, int) error
 	}{
-		{"parallel", (*Cgroup).Add},
-		{"sequential", (*Cgroup).AddSequential},
+		{"sequential", (*Cgroup).Add},
+		{"parallel", (*Cgroup).AddParallel},
 	} {
 		for _, idle := range []time.Duration{0, 50 * time.Millisecond} {
 			name := mode.name + "/hot"

@@ -52,20 +52,28 @@ func (c *Cgroup) CloneFD() int {
 	return c.fd
 }
 
-// Add moves pid into the cgroup: on v1 into every hierarchy used, written in
-// parallel; on v2 through cgroup.procs (for when CloneFD is not used).
+// Add moves pid into the cgroup: on v1 into every hierarchy used, one after
+// another; on v2 through cgroup.procs (for when CloneFD is not used).
 //
 // On v1 a move waits for an RCU grace period unless another move ran moments
-// before: about 10 ms after an idle spell, 0.15-0.3 ms back to back
-// (BenchmarkCreateAddDelete). Overlap it with the child's own setup.
+// before: 9-12 ms after an idle spell, 0.1-0.4 ms back to back. Only the
+// first of the five writes waits, so writing them in parallel (AddParallel)
+// saves nothing (BenchmarkCreateAddDelete). Overlap Add with the child's own
+// setup to hide it.
 func (c *Cgroup) Add(pid int) error {
 	v := strconv.Itoa(pid)
-	if len(c.hier) == 1 {
-		if err := writeFile(c.hier[0], "cgroup.procs", v); err != nil {
+	for _, d := range c.hier {
+		if err := writeFile(d, "cgroup.procs", v); err != nil {
 			return fmt.Errorf("cgroup %s: add pid %d: %w", c.id, pid, err)
 		}
-		return nil
 	}
+	return nil
+}
+
+// AddParallel is Add with the v1 hierarchies written concurrently; it is
+// kept to measure against Add.
+func (c *Cgroup) AddParallel(pid int) error {
+	v := strconv.Itoa(pid)
 	errs := make([]error, len(c.hier))
 	var wg sync.WaitGroup
 	for i, d := range c.hier {
@@ -74,18 +82,6 @@ func (c *Cgroup) Add(pid int) error {
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cgroup %s: add pid %d: %w", c.id, pid, err)
-	}
-	return nil
-}
-
-// AddSequential is Add on v1 with one hierarchy after another; it exists to
-// measure what the parallel writes of Add save.
-func (c *Cgroup) AddSequential(pid int) error {
-	v := strconv.Itoa(pid)
-	for _, d := range c.hier {
-		if err := writeFile(d, "cgroup.procs", v); err != nil {
-			return fmt.Errorf("cgroup %s: add pid %d: %w", c.id, pid, err)
-		}
 	}
 	return nil
 }
