@@ -109,8 +109,13 @@ func New(cfg Config) (*Engine, error) {
 // CgroupMode reports the cgroup layout the engine enforces limits with.
 func (e *Engine) CgroupMode() cgroup.Mode { return e.cgroups.Mode() }
 
-// Close releases the engine's resources. Runs in flight are not affected.
+// Close releases the engine's resources and removes its cgroup parent when
+// no sandbox cgroup is left in it (another engine with the same CgroupName
+// may still be using it; then it stays). Call it after the last Run.
 func (e *Engine) Close() error {
+	if err := e.cgroups.Close(); err != nil && !errors.Is(err, unix.EBUSY) {
+		e.log.Debug("remove cgroup parent", "err", err)
+	}
 	return e.self.Close()
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nsbox/nsbox/cgroup"
 )
 
 // testRootfs returns the rootfs tree the engine tests run in: NSBOX_TEST_ROOTFS
@@ -42,12 +44,25 @@ func newTestEngine(t testing.TB) *Engine {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() {
-		e.Close()
 		if left, err := e.cgroups.Leftovers(); err != nil || len(left) > 0 {
 			t.Errorf("cgroups left behind: %v (err %v)", left, err)
 		}
-		if err := e.cgroups.Close(); err != nil {
-			t.Errorf("remove cgroup parent: %v", err)
+		e.Close()
+		layout, err := cgroup.LocateSelf()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs := map[string]string{"unified": layout.Unified}
+		for ctrl, dir := range layout.V1 {
+			dirs[ctrl] = dir
+		}
+		for ctrl, dir := range dirs {
+			if dir == "" {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				t.Errorf("cgroup parent %s left in %s", name, ctrl)
+			}
 		}
 	})
 	return e
