@@ -1,12 +1,55 @@
 package container
 
 import (
+	"bytes"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
 func TestMain(m *testing.M) {
 	// Sandboxes re-execute this test binary as their init.
 	MaybeInit()
-	os.Exit(m.Run())
+	mountsBefore := countMounts()
+	code := m.Run()
+	// After the whole suite nothing of nsbox may remain on the host.
+	if leaks := leftovers(mountsBefore); len(leaks) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: the suite left things behind:\n  %s\n", strings.Join(leaks, "\n  "))
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func countMounts() int {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	return bytes.Count(b, []byte("\n"))
+}
+
+// leftovers lists init processes still alive, mounts added since the start,
+// and liveness locks of this process's runs.
+func leftovers(mountsBefore int) []string {
+	var out []string
+	if n := countMounts(); n != mountsBefore {
+		out = append(out, fmt.Sprintf("host mount count changed from %d to %d", mountsBefore, n))
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, d := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && bytes.HasPrefix(b, []byte(initArg0+"\x00")) {
+			out = append(out, "sandbox init process "+d.Name()+" still running")
+		}
+		if st, err := os.ReadFile(filepath.Join("/proc", d.Name(), "status")); err == nil && bytes.Contains(st, []byte("\nPPid:\t"+fmt.Sprint(os.Getpid())+"\n")) {
+			out = append(out, "child process "+d.Name()+" of the test binary still running")
+		}
+	}
+	locks, _ := filepath.Glob(filepath.Join(LockDir, "sandbox-*.lock"))
+	for _, l := range locks {
+		if f, err := lockFile(l); err == nil {
+			f.Close()
+			out = append(out, "stale liveness lock "+l)
+		}
+	}
+	return out
 }
