@@ -142,7 +142,7 @@ for e in "${envs[@]}"; do envq+=" $(q "$e")"; done
 
 cmdline="console=ttyS0 panic=-1 reboot=t rdinit=/init cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1"
 cmdline+=" tsc=reliable nokaslr mitigations=off"
-[ "$verbose" = 1 ] || cmdline+=" quiet loglevel=3"
+if [ "$verbose" = 1 ]; then cmdline+=" nsbox.verbose"; else cmdline+=" quiet loglevel=3"; fi
 
 # The serial console streams through this loop, which drops the exit marker
 # and remembers it; timeout(1) bounds the whole VM.
@@ -161,7 +161,12 @@ marker=
 while IFS= read -r line || [ -n "$line" ]; do
 	line=${line%$'\r'}
 	case $line in
-	*NSBOX-VM-EXIT=*) marker=${line##*NSBOX-VM-EXIT=} ;;
+	*NSBOX-VM-EXIT=*)
+		marker=${line##*NSBOX-VM-EXIT=}
+		line=${line%%NSBOX-VM-EXIT=*}
+		[ -z "$line" ] || printf '%s\n' "$line"
+		;;
+	*"reboot: Power down") [ "$verbose" = 1 ] && printf '%s\n' "$line" ;;
 	*) printf '%s\n' "$line" ;;
 	esac
 done < <(run_qemu)
