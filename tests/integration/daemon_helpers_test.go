@@ -162,6 +162,27 @@ func (d *daemon) kill(t *testing.T) {
 	}
 }
 
+// waitIdle polls /v1/info until no run is in flight or queued: the
+// daemon answers a run's client before the run is torn down when the client
+// has gone.
+func (d *daemon) waitIdle(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := d.client.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.InFlight == 0 && info.Queued == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon still has %d runs in flight, %d queued", info.InFlight, info.Queued)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitGone polls until no process has marker in its command line.
 func waitGone(t *testing.T, marker string) {
 	t.Helper()
@@ -203,6 +224,7 @@ func (d *daemon) leftoverCgroups(t *testing.T) []string {
 	}
 	defer f.Close()
 	var left []string
+	seen := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		parts := strings.SplitN(sc.Text(), ":", 3)
@@ -219,6 +241,10 @@ func (d *daemon) leftoverCgroups(t *testing.T) []string {
 			}
 		}
 		for _, b := range bases {
+			if seen[b] {
+				continue
+			}
+			seen[b] = true
 			parent := filepath.Join(b, parts[2], d.cgroupName)
 			ents, err := os.ReadDir(parent)
 			if err != nil {
