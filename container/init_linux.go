@@ -28,24 +28,25 @@ const (
 	fdSync      = 4 // one byte once the child sits in its cgroup
 	fdErr       = 5 // CLOEXEC: init writes a setup error here; EOF = exec happened
 	fdWorkspace = 6 // detached tmpfs mount (fsmount) for /workspace
+	fdControl   = 7 // optional control socket; becomes fd 3 of the command
 )
 
 // initConfig is everything init needs; the engine decides all of it.
 type initConfig struct {
-	Rootfs      string   `json:"rootfs"`
-	Argv        []string `json:"argv"`
-	Env         []string `json:"env"`
-	Hostname    string   `json:"hostname"`
-	TmpBytes    int64    `json:"tmp_bytes"`
-	NoFile      uint64   `json:"nofile"`
-	FSizeBytes  uint64   `json:"fsize_bytes"`
-	UID         int      `json:"uid"`
-	GID         int      `json:"gid"`
-	Masked      []string `json:"masked"`
-	ReadOnly    []string `json:"read_only"`
-	Seccomp     []byte   `json:"seccomp"`
-	CgroupNS    bool     `json:"cgroupns"` // unshare a cgroup namespace after placement
-	SandboxPath string   `json:"sandbox_path"`
+	Rootfs     string   `json:"rootfs"`
+	Argv       []string `json:"argv"`
+	Env        []string `json:"env"`
+	Hostname   string   `json:"hostname"`
+	TmpBytes   int64    `json:"tmp_bytes"`
+	NoFile     uint64   `json:"nofile"`
+	FSizeBytes uint64   `json:"fsize_bytes"`
+	UID        int      `json:"uid"`
+	GID        int      `json:"gid"`
+	Masked     []string `json:"masked"`
+	ReadOnly   []string `json:"read_only"`
+	Seccomp    []byte   `json:"seccomp"`
+	CgroupNS   bool     `json:"cgroupns"` // unshare a cgroup namespace after placement
+	Control    bool     `json:"control"`
 }
 
 // MaybeInit runs the sandbox init when this process was re-executed as one,
@@ -110,8 +111,16 @@ func runInit() error {
 	if err := unix.Chdir("/workspace"); err != nil {
 		return fmt.Errorf("chdir /workspace: %w", err)
 	}
-	// Nothing but stdin, stdout and stderr crosses the exec.
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+	// Nothing but stdin, stdout, stderr (and the control socket as fd 3,
+	// when asked for) crosses the exec.
+	first := uint(3)
+	if cfg.Control {
+		if err := unix.Dup3(fdControl, 3, 0); err != nil {
+			return fmt.Errorf("control socket: %w", err)
+		}
+		first = 4
+	}
+	if err := unix.CloseRange(first, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("close_range: %w", err)
 	}
 	if err := seccomp.Program(cfg.Seccomp).Install(); err != nil {

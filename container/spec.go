@@ -29,6 +29,10 @@ type Spec struct {
 	Limits Limits
 	// Seccomp replaces the engine's default program when non-nil.
 	Seccomp seccomp.Program
+	// Control asks for a control socket: fd 3 of the command is one end of
+	// a Unix stream socketpair, Sandbox.Control the other (the Python
+	// runner speaks its protocol over it).
+	Control bool
 	// ReturnFiles are glob patterns (path.Match syntax, relative to
 	// /workspace) of files whose content is returned inline in the Result,
 	// up to MaxInlineBytes in all.

@@ -14,18 +14,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// workspace is a size-capped tmpfs that exists only as a detached mount
+// Workspace is a size-capped tmpfs that exists only as a detached mount
 // (fsopen/fsmount): it is never attached anywhere in the host's mount tree,
 // so a crash cannot leave it mounted, and the engine reaches its files only
 // through the mount's fd, beneath it, without following symlinks.
-type workspace struct {
-	fd  int // O_PATH fd of the detached mount's root
+type Workspace struct {
+	mnt *os.File // owns fd; handed to init as ExtraFiles
+	fd  int      // O_PATH fd of the detached mount's root
 	uid int // host uid/gid owning new files (the sandbox user)
 	gid int
 }
 
 // newWorkspace creates the tmpfs with the given size, owned by uid/gid.
-func newWorkspace(sizeBytes int64, uid, gid int) (*workspace, error) {
+func newWorkspace(sizeBytes int64, uid, gid int) (*Workspace, error) {
 	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("fsopen tmpfs: %w", err)
@@ -50,30 +51,34 @@ func newWorkspace(sizeBytes int64, uid, gid int) (*workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsmount tmpfs: %w", err)
 	}
-	return &workspace{fd: mfd, uid: uid, gid: gid}, nil
+	return &Workspace{mnt: os.NewFile(uintptr(mfd), "workspace"), fd: mfd, uid: uid, gid: gid}, nil
 }
 
 // close drops the engine's reference; the tmpfs is freed once the sandbox's
 // mount namespace is gone too.
-func (w *workspace) close() error {
-	if w.fd < 0 {
+func (w *Workspace) close() error {
+	if w.mnt == nil {
 		return nil
 	}
-	err := unix.Close(w.fd)
-	w.fd = -1
+	err := w.mnt.Close()
+	w.mnt, w.fd = nil, -1
 	return err
 }
 
 // beneath is the resolution every host-side access to the workspace uses.
 const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
 
-func (w *workspace) openat(p string, flags uint64, mode uint64) (int, error) {
+func (w *Workspace) openat(p string, flags uint64, mode uint64) (int, error) {
 	return unix.Openat2(w.fd, p, &unix.OpenHow{Flags: flags | unix.O_CLOEXEC | unix.O_NOFOLLOW, Mode: mode, Resolve: beneath})
 }
 
-// writeFile places an input file, creating parent directories, all owned by
-// the sandbox user. p must have passed ValidPath.
-func (w *workspace) writeFile(p string, data []byte, perm uint32) error {
+// WriteFile creates or replaces a file, creating parent directories, all
+// owned by the sandbox user. Nothing on the way is followed if it is a
+// symlink.
+func (w *Workspace) WriteFile(p string, data []byte, perm uint32) error {
+	if err := ValidPath(p); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidPath, err)
+	}
 	if perm == 0 {
 		perm = 0o644
 	}
@@ -84,7 +89,7 @@ func (w *workspace) writeFile(p string, data []byte, perm uint32) error {
 	}
 	fd, err := w.openat(p, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, uint64(perm&0o777))
 	if err != nil {
-		return fmt.Errorf("create %s: %w", p, err)
+		return mapErr("create", p, err)
 	}
 	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
@@ -100,17 +105,17 @@ func (w *workspace) writeFile(p string, data []byte, perm uint32) error {
 	return nil
 }
 
-func (w *workspace) mkdirAll(dir string) error {
+func (w *Workspace) mkdirAll(dir string) error {
 	cur := ""
 	for _, c := range splitPath(dir) {
 		cur = path.Join(cur, c)
 		err := unix.Mkdirat(w.fd, cur, 0o755)
 		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("mkdir %s: %w", cur, err)
+			return mapErr("mkdir", cur, err)
 		}
 		fd, err := w.openat(cur, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {
-			return fmt.Errorf("open %s: %w", cur, err)
+			return mapErr("mkdir", cur, err)
 		}
 		err = unix.Fchown(fd, w.uid, w.gid)
 		unix.Close(fd)
@@ -143,7 +148,7 @@ const maxListedFiles = 10000
 // collect lists the regular files of the workspace that differ from the
 // inputs (by sha256), reading inline content for paths matching patterns up
 // to MaxInlineBytes. Symlinks and special files are never opened.
-func (w *workspace) collect(inputs map[string]string, patterns []string) ([]FileInfo, error) {
+func (w *Workspace) collect(inputs map[string]string, patterns []string) ([]FileInfo, error) {
 	var files []FileInfo
 	inline := int64(0)
 	var walk func(dir string) error
@@ -199,7 +204,7 @@ func wantInline(p string, patterns []string) bool {
 	return false
 }
 
-func (w *workspace) hashFile(p string, inline bool, room int64) (FileInfo, []byte, error) {
+func (w *Workspace) hashFile(p string, inline bool, room int64) (FileInfo, []byte, error) {
 	fd, err := w.openat(p, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return FileInfo{}, nil, fmt.Errorf("open %s: %w", p, err)

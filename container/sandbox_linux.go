@@ -1,0 +1,455 @@
+package container
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nsbox/nsbox/cgroup"
+)
+
+// Sandbox is a started sandbox: its command is running (or has ended and
+// not been waited for). Every Sandbox must be waited for: Wait is what tears
+// it down.
+type Sandbox struct {
+	spec    Spec
+	limits  Limits
+	log     *slog.Logger
+	slot    *uidSlot
+	ws      *Workspace
+	cg      *cgroup.Cgroup
+	cleanup []func()
+
+	cmd     *exec.Cmd
+	started time.Time
+	stdout  *capture
+	stderr  *capture
+	readers sync.WaitGroup
+	control *os.File
+	timer   *time.Timer
+	stopCtx func() bool
+
+	mu       sync.Mutex
+	verdict  Status // set when the engine ended the run
+	killOnce sync.Once
+	waitOnce sync.Once
+	result   *Result
+	waitErr  error
+}
+
+// ID is the sandbox's run id.
+func (s *Sandbox) ID() string { return s.spec.ID }
+
+// Pid is the host pid of the sandbox's main process.
+func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
+
+// Control is the engine's end of the control socket (fd 3 of the command)
+// when the spec asked for one, else nil. It is closed by Wait.
+func (s *Sandbox) Control() *os.File { return s.control }
+
+// Workspace gives host-side access to /workspace while the sandbox lives.
+func (s *Sandbox) Workspace() *Workspace { return s.ws }
+
+// Stats reads the sandbox's cgroup counters now.
+func (s *Sandbox) Stats() (cgroup.Stats, error) { return s.cg.Stats() }
+
+// Output returns what the command has written so far (capped) and the
+// byte counts including what was cut.
+func (s *Sandbox) Output() (stdout, stderr []byte, stdoutTotal, stderrTotal int64) {
+	stdout, stdoutTotal, _ = s.stdout.result()
+	stderr, stderrTotal, _ = s.stderr.result()
+	return
+}
+
+// Kill ends the whole sandbox, every process in it, with the verdict v
+// (StatusKilled, StatusTimeout, ...). The first verdict wins.
+func (s *Sandbox) Kill(v Status) {
+	s.mu.Lock()
+	if s.verdict == "" {
+		s.verdict = v
+	}
+	s.mu.Unlock()
+	s.killOnce.Do(func() {
+		if err := s.cg.Kill(); err != nil {
+			s.log.Warn("kill sandbox", "err", err)
+		}
+	})
+}
+
+func (s *Sandbox) teardown() {
+	for i := len(s.cleanup) - 1; i >= 0; i-- {
+		s.cleanup[i]()
+	}
+	s.cleanup = nil
+}
+
+// Run executes spec in a fresh sandbox and returns its result once every
+// process, cgroup and workspace of the run is gone. The error is non-nil
+// (and the result nil) when the spec is invalid (ErrInvalidSpec) or the
+// sandbox could not be set up; the run's own failures are verdicts in the
+// Result. Cancelling ctx kills the sandbox (status "killed").
+func (e *Engine) Run(ctx context.Context, spec Spec) (*Result, error) {
+	sb, err := e.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return sb.Wait()
+}
+
+// Start spawns spec's command in a fresh sandbox and returns once the
+// command has been exec'd. The deadline (Limits.Timeout) counts from here;
+// cancelling ctx kills the sandbox. Call Wait to collect the result and tear
+// the sandbox down.
+func (e *Engine) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) {
+	if err := e.validate(&spec); err != nil {
+		return nil, err
+	}
+	s := &Sandbox{spec: spec, limits: spec.Limits.WithDefaults(), log: e.log.With("run", spec.ID)}
+	defer func() {
+		if err != nil {
+			s.teardown()
+		}
+	}()
+	env, err := buildEnv(spec.Env, s.limits.CPUs)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.prepare(s); err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
+	}
+	if err := e.spawn(ctx, s, env); err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
+	}
+	return s, nil
+}
+
+// prepare takes a uid slot and the liveness lock, creates the cgroup and
+// the workspace with the input files. Every step registers its undo.
+func (e *Engine) prepare(s *Sandbox) error {
+	slot, err := e.uids.acquire()
+	if err != nil {
+		return err
+	}
+	s.slot = slot
+	s.cleanup = append(s.cleanup, slot.release)
+
+	live, err := lockFile(livenessLock(s.spec.ID))
+	if err != nil {
+		return fmt.Errorf("liveness lock: %w", err)
+	}
+	s.cleanup = append(s.cleanup, func() { os.Remove(live.Name()); live.Close() })
+
+	cg, err := e.cgroups.Create(s.spec.ID, cgroup.Limits{
+		MemoryBytes: s.limits.MemoryBytes,
+		Pids:        s.limits.Pids,
+		CPUs:        s.limits.CPUs,
+	})
+	if err != nil {
+		return fmt.Errorf("create cgroup: %w", err)
+	}
+	s.cg = cg
+	s.cleanup = append(s.cleanup, func() {
+		if err := cg.Kill(); err != nil {
+			s.log.Warn("kill cgroup", "err", err)
+		}
+		if err := cg.Delete(); err != nil {
+			s.log.Warn("delete cgroup", "err", err)
+		}
+	})
+
+	ws, err := newWorkspace(s.limits.DiskBytes, slot.userID(), slot.userID())
+	if err != nil {
+		return err
+	}
+	s.ws = ws
+	s.cleanup = append(s.cleanup, func() { ws.close() })
+	for _, f := range s.spec.Files {
+		if err := ws.WriteFile(f.Path, f.Data, f.Mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) initConfig(s *Sandbox, env []string) initConfig {
+	prog := s.spec.Seccomp
+	if prog == nil {
+		prog = e.cfg.Seccomp
+	}
+	return initConfig{
+		Rootfs:     s.spec.RootfsDir,
+		Argv:       s.spec.Argv,
+		Env:        env,
+		Hostname:   "sandbox",
+		TmpBytes:   s.limits.DiskBytes,
+		NoFile:     1024,
+		FSizeBytes: uint64(s.limits.DiskBytes),
+		UID:        SandboxUID,
+		GID:        SandboxGID,
+		Masked:     e.masked,
+		ReadOnly:   e.ro,
+		Seccomp:    prog,
+		CgroupNS:   s.cg.CloneFD() < 0,
+		Control:    s.spec.Control,
+	}
+}
+
+// spawn clones init into fresh namespaces, places it in its cgroup, and
+// returns once the user's command has been exec'd.
+func (e *Engine) spawn(ctx context.Context, s *Sandbox, env []string) error {
+	var parentEnds, childEnds []*os.File
+	closeParent := true
+	defer func() {
+		for _, f := range childEnds {
+			f.Close()
+		}
+		if closeParent {
+			for _, f := range parentEnds {
+				f.Close()
+			}
+		}
+	}()
+	pipe := func() (rd, wr *os.File, err error) {
+		rd, wr, err = os.Pipe()
+		return rd, wr, err
+	}
+	cfgR, cfgW, err := pipe()
+	if err != nil {
+		return err
+	}
+	childEnds, parentEnds = append(childEnds, cfgR), append(parentEnds, cfgW)
+	syncR, syncW, err := pipe()
+	if err != nil {
+		return err
+	}
+	childEnds, parentEnds = append(childEnds, syncR), append(parentEnds, syncW)
+	errR, errW, err := pipe()
+	if err != nil {
+		return err
+	}
+	childEnds, parentEnds = append(childEnds, errW), append(parentEnds, errR)
+	outR, outW, err := pipe()
+	if err != nil {
+		return err
+	}
+	childEnds, parentEnds = append(childEnds, outW), append(parentEnds, outR)
+	errOutR, errOutW, err := pipe()
+	if err != nil {
+		return err
+	}
+	childEnds, parentEnds = append(childEnds, errOutW), append(parentEnds, errOutR)
+	inR, inW, err := pipe()
+	if err != nil {
+		return err
+	}
+	childEnds, parentEnds = append(childEnds, inR), append(parentEnds, inW)
+
+	extra := []*os.File{cfgR, syncR, errW, s.ws.mnt}
+	if s.spec.Control {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("control socket: %w", err)
+		}
+		ours, theirs := os.NewFile(uintptr(fds[0]), "control"), os.NewFile(uintptr(fds[1]), "control-child")
+		childEnds, parentEnds = append(childEnds, theirs), append(parentEnds, ours)
+		extra = append(extra, theirs)
+		s.control = ours
+	}
+
+	cmd := &exec.Cmd{
+		Path:       fmt.Sprintf("/proc/self/fd/%d", e.self.Fd()),
+		Args:       []string{initArg0},
+		Env:        []string{initEnv},
+		Stdin:      inR,
+		Stdout:     outW,
+		Stderr:     errOutW,
+		ExtraFiles: extra,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+				syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
+			UidMappings: []syscall.SysProcIDMap{
+				{ContainerID: 0, HostID: s.slot.rootID(), Size: 1},
+				{ContainerID: SandboxUID, HostID: s.slot.userID(), Size: 1},
+			},
+			GidMappings: []syscall.SysProcIDMap{
+				{ContainerID: 0, HostID: s.slot.rootID(), Size: 1},
+				{ContainerID: SandboxGID, HostID: s.slot.userID(), Size: 1},
+			},
+			GidMappingsEnableSetgroups: true,
+			Credential:                 &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}},
+			Setsid:                     true,
+			Pdeathsig:                  syscall.SIGKILL,
+		},
+	}
+	if fd := s.cg.CloneFD(); fd >= 0 {
+		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWCGROUP
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = fd
+	}
+
+	s.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("spawn sandbox init: %w", err)
+	}
+	s.cmd = cmd
+	s.cleanup = append(s.cleanup, func() {
+		// Reap init if Wait did not (a failed start): kill first.
+		if cmd.ProcessState == nil {
+			s.cg.Kill()
+			cmd.Wait()
+		}
+	})
+	// The child holds its ends now.
+	for _, f := range childEnds {
+		f.Close()
+	}
+	childEnds = nil
+
+	// Init builds its mounts while we place it in its cgroup.
+	cfg := e.initConfig(s, env)
+	cfgErr := json.NewEncoder(cfgW).Encode(&cfg)
+	cfgW.Close()
+	if cfgErr != nil {
+		return fmt.Errorf("send init config: %w", cfgErr)
+	}
+	if s.cg.CloneFD() < 0 {
+		if err := s.cg.Add(cmd.Process.Pid); err != nil {
+			return fmt.Errorf("place sandbox in its cgroup: %w", err)
+		}
+	}
+	if _, err := syncW.Write([]byte{1}); err != nil {
+		msg, _ := io.ReadAll(errR)
+		return fmt.Errorf("sandbox init: %s", bytes.TrimSpace(msg))
+	}
+	syncW.Close()
+
+	s.stdout = &capture{limit: s.limits.OutputBytes, live: s.spec.Stdout, onOverflow: func() { s.Kill(StatusOutputLimit) }}
+	s.stderr = &capture{limit: s.limits.OutputBytes, live: s.spec.Stderr, onOverflow: func() { s.Kill(StatusOutputLimit) }}
+	s.readers.Add(2)
+	go func() { defer s.readers.Done(); io.Copy(s.stdout, outR); outR.Close() }()
+	go func() { defer s.readers.Done(); io.Copy(s.stderr, errOutR); errOutR.Close() }()
+	go feedStdin(inW, s.spec.Stdin)
+	closeParent = false
+	s.cleanup = append(s.cleanup, func() {
+		if s.control != nil {
+			s.control.Close()
+		}
+	})
+
+	// EOF on the error pipe without a message means the exec happened.
+	initMsg, _ := io.ReadAll(errR)
+	errR.Close()
+	if len(initMsg) > 0 {
+		msg := string(bytes.TrimSpace(initMsg))
+		if !strings.Contains(msg, "command not found") {
+			s.Kill(StatusError)
+			s.cmd.Wait()
+			s.readers.Wait()
+			return fmt.Errorf("sandbox init: %s", msg)
+		}
+		// Like a shell: the run happened, the command did not exist.
+		s.stderr.Write([]byte("nsbox: " + msg + "\n"))
+	}
+	s.timer = time.AfterFunc(s.limits.Timeout, func() { s.Kill(StatusTimeout) })
+	s.stopCtx = context.AfterFunc(ctx, func() { s.Kill(StatusKilled) })
+	return nil
+}
+
+// Wait waits for the command to end, kills whatever it left in the sandbox,
+// collects the result and tears the sandbox down (cgroup, workspace, uid
+// slot). It may be called more than once; later calls return the same.
+func (s *Sandbox) Wait() (*Result, error) {
+	s.waitOnce.Do(func() {
+		s.result, s.waitErr = s.wait()
+		s.teardown()
+	})
+	return s.result, s.waitErr
+}
+
+func (s *Sandbox) wait() (*Result, error) {
+	waitErr := s.cmd.Wait()
+	wall := time.Since(s.started)
+	s.timer.Stop()
+	s.stopCtx()
+	// The main process is gone; nothing else of the run may outlive it.
+	s.Kill("")
+	s.readers.Wait()
+
+	res := &Result{ID: s.spec.ID, WallTime: wall}
+	res.Stdout, res.StdoutBytes, res.StdoutTruncated = s.stdout.result()
+	res.Stderr, res.StderrBytes, res.StderrTruncated = s.stderr.result()
+	st, err := s.cg.Stats()
+	if err != nil {
+		s.log.Warn("cgroup stats", "err", err)
+	}
+	res.CPUTime = st.CPUUsage
+	res.MemoryPeakBytes = st.MemoryPeakBytes
+
+	s.mu.Lock()
+	verdict := s.verdict
+	s.mu.Unlock()
+	res.ExitCode, res.Signal = exitStatus(s.cmd.ProcessState, waitErr)
+	switch {
+	case verdict == StatusTimeout && st.OOMKills > 0:
+		res.Status = StatusOOM
+	case verdict != "":
+		res.Status = verdict
+	case st.OOMKills > 0 && res.ExitCode != 0:
+		res.Status = StatusOOM
+	case res.Signal != "":
+		res.Status = StatusKilled
+	case res.ExitCode != 0:
+		res.Status = StatusExitNonzero
+	default:
+		res.Status = StatusOK
+	}
+
+	inputs := make(map[string]string, len(s.spec.Files))
+	for _, f := range s.spec.Files {
+		sum := sha256.Sum256(f.Data)
+		inputs[f.Path] = hex.EncodeToString(sum[:])
+	}
+	files, err := s.ws.collect(inputs, s.spec.ReturnFiles)
+	if err != nil {
+		s.log.Warn("list workspace files", "err", err)
+	}
+	res.Files = files
+	s.log.Debug("run finished", "status", res.Status, "exit", res.ExitCode, "wall", wall)
+	return res, nil
+}
+
+// feedStdin copies the caller's stdin into the sandbox and closes the pipe
+// so the command sees EOF. A nil reader gives an immediate EOF.
+func feedStdin(w *os.File, r io.Reader) {
+	defer w.Close()
+	if r != nil {
+		io.Copy(w, r)
+	}
+}
+
+func exitStatus(ps *os.ProcessState, waitErr error) (code int, signal string) {
+	if ps == nil {
+		return -1, ""
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok {
+		return ps.ExitCode(), ""
+	}
+	if ws.Signaled() {
+		return 128 + int(ws.Signal()), unix.SignalName(ws.Signal())
+	}
+	return ws.ExitStatus(), ""
+}

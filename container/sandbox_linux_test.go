@@ -1,0 +1,104 @@
+package container
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// A control socket reaches the command as fd 3 and nothing else does.
+func TestControlSocket(t *testing.T) {
+	e := newTestEngine(t)
+	code := `
+import os, socket
+s = socket.socket(fileno=3)
+fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
+line = s.makefile().readline()
+s.sendall(("echo:" + line.strip() + " fds:" + ",".join(map(str, fds)) + "\n").encode())
+`
+	sb, err := e.Start(context.Background(), Spec{RootfsDir: testRootfs(t), Argv: []string{"python3", "-c", code}, Control: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.Control().Write([]byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := bufio.NewReader(sb.Control()).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fds seen by listdir: 0,1,2, the socket (3) and listdir's own fd.
+	if !strings.HasPrefix(reply, "echo:hello fds:0,1,2,3,4") || strings.Count(reply, ",") != 4 {
+		t.Errorf("reply %q", reply)
+	}
+	res, err := sb.Wait()
+	if err != nil || res.Status != StatusOK {
+		t.Fatalf("wait: %v %+v", err, res)
+	}
+}
+
+// The host side reads and writes the workspace of a live sandbox beneath
+// its mount, and never through a symlink the sandbox planted.
+func TestWorkspaceHostAccess(t *testing.T) {
+	e := newTestEngine(t)
+	code := `
+import os, sys
+os.symlink("/etc", "etc-link")
+os.mkdir("d"); open("d/made.txt", "w").write("from sandbox")
+print("ready", flush=True)
+sys.stdin.readline()
+print(open("uploaded.txt").read())
+`
+	stdinR, stdinW := ioPipe(t)
+	sb, err := e.Start(context.Background(), Spec{RootfsDir: testRootfs(t), Argv: []string{"python3", "-c", code}, Stdin: stdinR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := sb.Workspace()
+	waitFor(t, func() bool { _, err := ws.ReadFile("d/made.txt", 100); return err == nil })
+	before, err := ws.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ws.ReadFile("d/made.txt", 100); err != nil || string(b) != "from sandbox" {
+		t.Errorf("read: %q %v", b, err)
+	}
+	if _, err := ws.ReadFile("etc-link/passwd", 1<<20); !errors.Is(err, ErrInvalidPath) {
+		t.Errorf("read through a planted symlink: err %v, want ErrInvalidPath", err)
+	}
+	if err := ws.WriteFile("etc-link/evil", []byte("x"), 0); !errors.Is(err, ErrInvalidPath) {
+		t.Errorf("write through a planted symlink: err %v, want ErrInvalidPath", err)
+	}
+	if _, err := ws.ReadFile("d/made.txt", 3); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("limit not enforced: %v", err)
+	}
+	if err := ws.WriteFile("uploaded.txt", []byte("from host"), 0); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := ws.Changed(before, nil)
+	if err != nil || len(changed) != 1 || changed[0].Path != "uploaded.txt" {
+		t.Errorf("changed = %+v, %v", changed, err)
+	}
+	list, err := ws.List("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, e := range list {
+		paths = append(paths, e.Path)
+	}
+	if got := strings.Join(paths, " "); got != "d d/made.txt etc-link uploaded.txt" {
+		t.Errorf("list = %s", got)
+	}
+	stdinW.Write([]byte("go\n"))
+	stdinW.Close()
+	res, err := sb.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := mustOK(t, res); out != "ready\nfrom host" {
+		t.Errorf("stdout %q", out)
+	}
+}
