@@ -21,7 +21,7 @@ import (
 type Workspace struct {
 	mnt *os.File // owns fd; handed to init as ExtraFiles
 	fd  int      // O_PATH fd of the detached mount's root
-	uid int // host uid/gid owning new files (the sandbox user)
+	uid int      // host uid/gid owning new files (the sandbox user)
 	gid int
 }
 
