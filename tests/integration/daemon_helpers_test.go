@@ -30,12 +30,12 @@ func testRootfs(t *testing.T) (store, name string) {
 	if store == "" {
 		store = "/var/lib/nsbox/rootfs"
 	}
-	name = os.Getenv("NSBOX_TEST_ROOTFS")
+	name = os.Getenv("NSBOX_TEST_ROOTFS_NAME")
 	if name == "" {
 		name = "minimal"
 	}
 	if _, err := os.Stat(filepath.Join(store, name, "rootfs")); err != nil {
-		t.Skipf("requires the rootfs %q in %s (build it with `nsbox rootfs build --name %s`, or set NSBOX_TEST_ROOTFS_STORE/NSBOX_TEST_ROOTFS): %v", name, store, name, err)
+		t.Skipf("requires the rootfs %q in %s (build it with `nsbox rootfs build --name %s`, or set NSBOX_TEST_ROOTFS_STORE/NSBOX_TEST_ROOTFS_NAME): %v", name, store, name, err)
 	}
 	return store, name
 }
