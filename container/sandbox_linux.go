@@ -46,6 +46,7 @@ type Sandbox struct {
 	verdict  Status // set when the engine ended the run
 	killOnce sync.Once
 	waitOnce sync.Once
+	done     chan struct{}
 	result   *Result
 	waitErr  error
 }
@@ -73,6 +74,17 @@ func (s *Sandbox) Output() (stdout, stderr []byte, stdoutTotal, stderrTotal int6
 	stderr, stderrTotal, _ = s.stderr.result()
 	return
 }
+
+// Signal sends sig to the sandbox's main process (pid 1 inside: it only
+// receives signals it has a handler for, e.g. Python's SIGINT ->
+// KeyboardInterrupt). Use Kill to end the sandbox.
+func (s *Sandbox) Signal(sig syscall.Signal) error {
+	return s.cmd.Process.Signal(sig)
+}
+
+// Done is closed when the sandbox's main process has exited (before Wait
+// has collected the result).
+func (s *Sandbox) Done() <-chan struct{} { return s.done }
 
 // Kill ends the whole sandbox, every process in it, with the verdict v
 // (StatusKilled, StatusTimeout, ...). The first verdict wins.
@@ -117,7 +129,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) {
 	if err := e.validate(&spec); err != nil {
 		return nil, err
 	}
-	s := &Sandbox{spec: spec, limits: spec.Limits.WithDefaults(), log: e.log.With("run", spec.ID)}
+	s := &Sandbox{spec: spec, limits: spec.Limits.WithDefaults(), log: e.log.With("run", spec.ID), done: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.teardown()
@@ -365,6 +377,18 @@ func (e *Engine) spawn(ctx context.Context, s *Sandbox, env []string) error {
 	}
 	s.timer = time.AfterFunc(s.limits.Timeout, func() { s.Kill(StatusTimeout) })
 	s.stopCtx = context.AfterFunc(ctx, func() { s.Kill(StatusKilled) })
+	go func() {
+		// Wait on the process without reaping it, so Done fires even
+		// before anyone calls Wait.
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		close(s.done)
+	}()
 	return nil
 }
 
