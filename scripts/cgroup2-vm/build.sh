@@ -9,8 +9,9 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${1:-${NSBOX_VM_CACHE:-$repo/.cache/cgroup2-vm}}
-# Modules the guest needs: virtio PCI transport, 9p over virtio for the shares.
-modules=(virtio_pci 9pnet_virtio 9p)
+# Modules the guest needs: virtio PCI transport, 9p over virtio for the shares,
+# overlay (runc's exeseal seals /proc/self/exe with an overlayfs).
+modules=(virtio_pci 9pnet_virtio 9p overlay)
 
 log() { printf 'cgroup2-vm: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -53,7 +54,7 @@ kver=${kpkg#linux-image-}
 kdir=$cache/kernel-$kver-$kpkgver
 
 # 1. Kernel + the few modules, unpacked once per kernel package version.
-if [ ! -f "$kdir/vmlinuz" ]; then
+if [ ! -f "$kdir/vmlinuz" ] || [ "$(cat "$kdir/modules/wanted" 2>/dev/null)" != "${modules[*]}" ]; then
 	log "fetching $kpkg $kpkgver"
 	tmp=$(mktemp -d "$cache/tmp.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
@@ -72,6 +73,7 @@ if [ ! -f "$kdir/vmlinuz" ]; then
 		echo "$rel" >>"$tmp/k/modules/load-order"
 	done <"$tmp/list"
 	cp "$tmp/x/lib/modules/$kver"/modules.builtin* "$tmp/k/modules/"
+	echo "${modules[*]}" >"$tmp/k/modules/wanted"
 	cp "$tmp/x/boot/vmlinuz-$kver" "$tmp/k/vmlinuz"
 	# An uncompressed vmlinux boots ~3.5 s faster under TCG (qemu loads it
 	# through its PVH entry point; no in-guest XZ decompression).
@@ -142,11 +144,16 @@ if [ ! -f "$initrd" ]; then
 	printf '127.0.0.1\tlocalhost\n::1\tlocalhost\n' >"$r/etc/hosts"
 	echo nsbox-vm >"$r/etc/hostname"
 	(cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) >"$tmp/initramfs.cpio"
+	rm -f "$kdir"/initramfs-*.cpio
 	mv "$tmp/initramfs.cpio" "$initrd"
 	rm -rf "$tmp"
 	trap - EXIT
 fi
 
+# Drop what older kernel and busybox packages left.
+for d in "$cache"/kernel-* "$cache"/busybox-*; do
+	[ "$d" = "$kdir" ] || [ "$d" = "$bbdir" ] || rm -rf "$d"
+done
 kernel=$kdir/vmlinuz
 [ -f "$kdir/vmlinux" ] && kernel=$kdir/vmlinux
 cat >"$cache/current.env.tmp" <<EOF

@@ -93,7 +93,9 @@ fi
 ctl=$(mktemp -d "${TMPDIR:-/tmp}/nsbox-vm.XXXXXX")
 cleanup() {
 	# timeout(1) passes the TERM on to qemu.
-	[ -f "$ctl/qemu.rc" ] || kill "$(cat "$ctl/timeout.pid" 2>/dev/null)" 2>/dev/null
+	if [ ! -f "$ctl/qemu.rc" ] && [ -f "$ctl/timeout.pid" ]; then
+		kill "$(cat "$ctl/timeout.pid")" 2>/dev/null || true
+	fi
 	rm -rf "$ctl"
 }
 trap cleanup EXIT
@@ -154,8 +156,9 @@ run_qemu() {
 		-kernel "$KERNEL" -initrd "$INITRD" -append "$cmdline" \
 		"${fsargs[@]}" </dev/null 2>"$ctl/qemu.log" &
 	echo $! >"$ctl/timeout.pid"
-	wait $!
-	echo $? >"$ctl/qemu.rc"
+	local rc=0
+	wait $! || rc=$?
+	{ echo "$rc" >"$ctl/qemu.rc"; } 2>/dev/null || true # gone if interrupted
 }
 marker=
 while IFS= read -r line || [ -n "$line" ]; do

@@ -1,0 +1,65 @@
+#!/bin/sh
+# gotest.sh REPO BINDIR [NAME=VALUE|PKG]... [-- TESTFLAGS...] — runs in the
+# guest (busybox sh): for each PKG (e.g. ./container, ./tests/integration) cd
+# REPO/PKG and run BINDIR/<pkg with / as _>.test (built on the host with
+# `go test -c`), printing `ok`/`FAIL` lines the way `go test` does. A NAME=VALUE
+# word is exported for the packages after it. Exits 1 if any package failed.
+#
+# If NSBOX_VM_NSBOX_BIN names a prebuilt nsbox binary, a `go` shim is put first
+# in PATH whose `go build ... -o OUT ...` copies that binary to OUT: the guest
+# has no Go toolchain, and tests/integration's TestMain runs
+# `go build -o DIR/nsbox ./cmd/nsbox`.
+set -u
+[ $# -ge 3 ] || { echo "usage: gotest.sh REPO BINDIR [NAME=VALUE|PKG]... [-- TESTFLAGS...]" >&2; exit 2; }
+repo=$1
+bindir=$2
+shift 2
+pkgs=
+while [ $# -gt 0 ] && [ "$1" != -- ]; do
+	pkgs="$pkgs $1"
+	shift
+done
+[ $# -gt 0 ] && shift # the --; what is left are test flags
+
+if [ -n "${NSBOX_VM_NSBOX_BIN:-}" ]; then
+	shim=$(mktemp -d /tmp/nsbox-vm-shim.XXXXXX)
+	cat >"$shim/go" <<-'EOF'
+		#!/bin/sh
+		while [ $# -gt 0 ]; do
+			if [ "$1" = -o ]; then exec cp "$NSBOX_VM_NSBOX_BIN" "$2"; fi
+			shift
+		done
+		echo "go shim (cgroup2 VM): only 'go build -o OUT' is supported" >&2
+		exit 2
+	EOF
+	chmod +x "$shim/go"
+	PATH=$shim:$PATH
+	export PATH
+fi
+
+failed=0
+for p in $pkgs; do
+	case $p in
+	*=*)
+		export "${p?}"
+		continue
+		;;
+	esac
+	rel=${p#./}
+	bin=$bindir/$(echo "$rel" | tr / _).test
+	start=$(cut -d' ' -f1 /proc/uptime)
+	if [ ! -x "$bin" ]; then
+		echo "FAIL	$rel	(no test binary $bin)"
+		failed=1
+		continue
+	fi
+	if (cd "$repo/$rel" && "$bin" "$@"); then
+		res=ok
+	else
+		res=FAIL
+		failed=1
+	fi
+	end=$(cut -d' ' -f1 /proc/uptime)
+	echo "$res	$rel	$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.3fs", b - a}')"
+done
+exit $failed
