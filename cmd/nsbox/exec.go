@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,9 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/client"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/nsbox/nsbox/seccomp"
@@ -44,6 +48,9 @@ command's. A limit verdict is named on stderr and exits 124 (timeout) or 137
 			&cli.StringSliceFlag{Name: "env", Usage: "set `K=V` in the sandbox (repeatable); nothing else of your environment goes in"},
 			&cli.StringFlag{Name: "seccomp-profile", Usage: "Docker-format seccomp profile `FILE` instead of nsbox's default"},
 			&cli.BoolFlag{Name: "json", Usage: "print the whole result as one JSON object instead of streaming"},
+			&cli.StringFlag{Name: "socket", Value: agentapi.DefaultSocket, Usage: "daemon `SOCKET`; the run goes through the daemon when it answers", EnvVars: []string{"NSBOX_SOCKET"}},
+			&cli.BoolFlag{Name: "no-daemon", Usage: "run in-process even when a daemon answers (needs root)"},
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "say on stderr whether the run goes through the daemon or in-process"},
 		},
 		Action: runExec,
 	}
@@ -118,6 +125,24 @@ func runExec(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if !c.Bool("no-daemon") {
+		cl := &client.Client{Socket: c.String("socket")}
+		hctx, cancel := context.WithTimeout(c.Context, time.Second)
+		_, herr := cl.Health(hctx)
+		cancel()
+		switch {
+		case herr == nil:
+			if c.Bool("verbose") {
+				fmt.Fprintf(os.Stderr, "nsbox: running through the daemon at %s\n", c.String("socket"))
+			}
+			return execViaDaemon(c, cl, spec)
+		case c.IsSet("socket"):
+			return fmt.Errorf("exec: the daemon at %s does not answer: %v (use --no-daemon to run in-process)", c.String("socket"), herr)
+		}
+	}
+	if c.Bool("verbose") {
+		fmt.Fprintln(os.Stderr, "nsbox: running in-process (no daemon answered)")
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("exec: running a sandbox in-process needs root (run as root, or start `nsbox daemon` and use its socket)")
 	}
@@ -155,15 +180,14 @@ func runExec(c *cli.Context) error {
 			return err
 		}
 	}
-	return verdict(res, spec.Limits)
+	return verdict(string(res.Status), res.ExitCode, res.Signal, res.Error, spec.Limits)
 }
 
 // verdict turns a result into the process exit: the command's own code, or
 // a one-line explanation and 124/137 when a limit ended the run.
-func verdict(res *container.Result, l container.Limits) error {
+func verdict(status string, code int, signal, errMsg string, l container.Limits) error {
 	var msg string
-	code := res.ExitCode
-	switch res.Status {
+	switch container.Status(status) {
 	case container.StatusOK:
 		return nil
 	case container.StatusExitNonzero:
@@ -176,11 +200,11 @@ func verdict(res *container.Result, l container.Limits) error {
 		msg, code = fmt.Sprintf("output limit of %s per stream reached; the run was killed", humanBytes(l.OutputBytes)), 137
 	case container.StatusKilled:
 		msg, code = "killed", 137
-		if res.Signal != "" {
-			msg = "killed by " + res.Signal
+		if signal != "" {
+			msg = "killed by " + signal
 		}
 	default:
-		msg = fmt.Sprintf("run ended with status %s: %s", res.Status, res.Error)
+		msg = fmt.Sprintf("run ended with status %s: %s", status, errMsg)
 	}
 	return &exitError{code: code, err: errors.New(msg)}
 }

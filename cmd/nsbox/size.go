@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // parseSize reads a byte count like 512M, 1G, 256MiB, 1024k or 4096
@@ -47,3 +48,5 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/client"
+	"github.com/nsbox/nsbox/container"
+)
+
+// maxDaemonStdin bounds what exec reads from a piped stdin to send along.
+const maxDaemonStdin = 32 << 20
+
+// execViaDaemon runs spec through the daemon: output streams live, stdin
+// (when piped) is sent with the request, and the exit follows the result.
+func execViaDaemon(c *cli.Context, cl *client.Client, spec container.Spec) error {
+	if spec.Seccomp != nil {
+		return errors.New("exec: --seccomp-profile applies to in-process runs only; add --no-daemon")
+	}
+	req := &agentapi.RunRequest{Argv: spec.Argv}
+	if c.IsSet("rootfs") {
+		req.Rootfs = c.String("rootfs")
+	}
+	lim := &agentapi.Limits{}
+	if c.IsSet("timeout") {
+		lim.TimeoutMs = spec.Limits.Timeout.Milliseconds()
+	}
+	if c.IsSet("memory") {
+		lim.MemoryBytes = spec.Limits.MemoryBytes
+	}
+	if c.IsSet("pids") {
+		lim.Pids = spec.Limits.Pids
+	}
+	if c.IsSet("cpus") {
+		lim.CPUs = spec.Limits.CPUs
+	}
+	if c.IsSet("disk") {
+		lim.DiskBytes = spec.Limits.DiskBytes
+	}
+	if c.IsSet("output") {
+		lim.OutputBytes = spec.Limits.OutputBytes
+	}
+	if *lim != (agentapi.Limits{}) {
+		req.Limits = lim
+	}
+	if len(spec.Env) > 0 {
+		req.Env = map[string]string{}
+		for _, kv := range spec.Env {
+			k, v, _ := cutEnv(kv)
+			req.Env[k] = v
+		}
+	}
+	for _, f := range spec.Files {
+		req.Files = append(req.Files, agentapi.File{Path: f.Path, ContentBase64: base64.StdEncoding.EncodeToString(f.Data)})
+	}
+	if !isTerminal(os.Stdin) {
+		in, err := io.ReadAll(io.LimitReader(os.Stdin, maxDaemonStdin+1))
+		if err != nil {
+			return fmt.Errorf("exec: read stdin: %w", err)
+		}
+		if len(in) > maxDaemonStdin {
+			return fmt.Errorf("exec: stdin is larger than %s; through the daemon it is sent with the request (use --file, or --no-daemon)", humanBytes(maxDaemonStdin))
+		}
+		if !utf8.Valid(in) {
+			return errors.New("exec: binary stdin goes only to in-process runs; use --file or --no-daemon")
+		}
+		req.Stdin = string(in)
+	}
+
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	asJSON := c.Bool("json")
+	var onEvent func(agentapi.Event)
+	if !asJSON {
+		onEvent = func(ev agentapi.Event) {
+			var w io.Writer
+			switch ev.Type {
+			case agentapi.EventStdout:
+				w = os.Stdout
+			case agentapi.EventStderr:
+				w = os.Stderr
+			default:
+				return
+			}
+			if ev.DataBase64 != "" {
+				b, _ := base64.StdEncoding.DecodeString(ev.DataBase64)
+				w.Write(b)
+			} else {
+				io.WriteString(w, ev.Data)
+			}
+		}
+	}
+	res, err := cl.RunStream(ctx, req, onEvent)
+	if err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	}
+	lim2 := spec.Limits
+	if res.Status != agentapi.StatusOK && res.Status != agentapi.StatusExitNonzero {
+		// Name the limit the daemon applied when the flag did not set it.
+		if info, err := cl.Info(c.Context); err == nil {
+			d := info.DefaultLimits
+			for _, f := range []struct {
+				flag string
+				dst  *int64
+				val  int64
+			}{{"memory", &lim2.MemoryBytes, d.MemoryBytes}, {"output", &lim2.OutputBytes, d.OutputBytes}} {
+				if !c.IsSet(f.flag) && f.val > 0 {
+					*f.dst = f.val
+				}
+			}
+			if !c.IsSet("timeout") && d.TimeoutMs > 0 {
+				lim2.Timeout = msDuration(d.TimeoutMs)
+			}
+		}
+	}
+	return verdict(res.Status, res.ExitCode, res.Signal, res.Error, lim2)
+}
+
+func cutEnv(kv string) (k, v string, ok bool) {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
