@@ -19,4 +19,8 @@ type Info struct {
 	QueueSize     int      `json:"queue_size"`
 	InFlight      int      `json:"in_flight"`
 	Queued        int      `json:"queued"`
+
+	// Profiles are the security profiles a run may select, their limits
+	// resolved over the daemon's defaults.
+	Profiles []Profile `json:"profiles"`
 }

@@ -24,6 +24,9 @@ type RunRequest struct {
 	// Limits bound the run; zero or absent fields take the daemon's defaults,
 	// and values above the daemon's maxima are refused.
 	Limits *Limits `json:"limits,omitempty"`
+	// Profile names a security profile (GET /v1/info lists them) whose
+	// limits apply to the fields Limits leaves zero; empty means none.
+	Profile string `json:"profile,omitempty"`
 	// Rootfs names the root filesystem; empty means the daemon's default.
 	Rootfs string `json:"rootfs,omitempty"`
 	// ReturnFiles are glob patterns (path.Match syntax, relative to

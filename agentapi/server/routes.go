@@ -100,14 +100,16 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	if names == nil {
 		names = []string{}
 	}
+	pol := s.pol.Load()
 	writeJSON(w, http.StatusOK, agentapi.Info{
 		APIVersion:    agentapi.Version,
 		Version:       s.cfg.Version,
 		CgroupMode:    s.cfg.CgroupMode,
 		Rootfs:        names,
-		DefaultRootfs: s.cfg.DefaultRootfs,
-		DefaultLimits: wireLimits(s.cfg.DefaultLimits),
-		MaxLimits:     wireLimits(s.cfg.MaxLimits),
+		DefaultRootfs: pol.defaultRootfs,
+		DefaultLimits: wireLimits(pol.defaults),
+		MaxLimits:     wireLimits(pol.max),
+		Profiles:      pol.infoProfiles(),
 		MaxConcurrent: s.cfg.MaxConcurrent,
 		QueueSize:     s.cfg.QueueSize,
 		InFlight:      s.adm.inFlight(),

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 )
 
@@ -49,6 +50,9 @@ type Config struct {
 
 	Version    string // daemon version, reported by /v1/info
 	CgroupMode string // "v2", "v1" or "hybrid", reported by /v1/info
+
+	// Profiles a run may select by name (nil: agentapi.BuiltinProfiles()).
+	Profiles []agentapi.Profile
 }
 
 // DefaultMaxLimits are the maxima a request may ask for unless configured.
@@ -114,6 +118,9 @@ type Server struct {
 	handler  http.Handler
 	draining atomic.Bool
 	runs     sync.WaitGroup // run handlers in progress
+	// pol holds the defaults, maxima and profiles requests see; it starts
+	// from cfg and Reconfigure replaces it (cfg's copies then go stale).
+	pol atomic.Pointer[policy]
 }
 
 // New checks cfg and returns a Server.
@@ -132,6 +139,10 @@ func New(cfg Config) (*Server, error) {
 		log:     cfg.Logger,
 		adm:     newAdmission(cfg.MaxConcurrent, cfg.QueueSize),
 		metrics: newMetrics(),
+	}
+	if err := s.Reconfigure(Policy{DefaultRootfs: cfg.DefaultRootfs, DefaultLimits: cfg.DefaultLimits,
+		MaxLimits: cfg.MaxLimits, Profiles: cfg.Profiles}); err != nil {
+		return nil, err
 	}
 	s.metrics.gauges(s.adm)
 	s.handler = s.routes()

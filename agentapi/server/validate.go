@@ -91,7 +91,7 @@ type job struct {
 func (s *Server) validate(req *agentapi.RunRequest) (*job, error) {
 	j := &job{stdin: req.Stdin, rootfs: req.Rootfs}
 	if j.rootfs == "" {
-		j.rootfs = s.cfg.DefaultRootfs
+		j.rootfs = s.pol.Load().defaultRootfs
 	} else if len(j.rootfs) > maxRootfsNameLen || strings.ContainsAny(j.rootfs, "/\x00") || j.rootfs == "." || j.rootfs == ".." {
 		return nil, fieldErr("rootfs", "%q is not a rootfs name", j.rootfs)
 	}
@@ -190,7 +190,7 @@ func (s *Server) validate(req *agentapi.RunRequest) (*job, error) {
 	}
 	j.returnFiles = req.ReturnFiles
 
-	lim, err := s.limits(req.Limits)
+	lim, err := s.limitsFor(req.Profile, req.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -200,11 +200,11 @@ func (s *Server) validate(req *agentapi.RunRequest) (*job, error) {
 
 // limits checks the requested limits against the maxima (refused, never
 // clamped) and fills the rest from the defaults.
-func (s *Server) limits(l *agentapi.Limits) (container.Limits, error) {
+func (pol *policy) limits(l *agentapi.Limits) (container.Limits, error) {
 	if l == nil {
 		l = &agentapi.Limits{}
 	}
-	mx := s.cfg.MaxLimits
+	mx := pol.max
 	ints := []struct {
 		name     string
 		got, max int64
@@ -237,7 +237,7 @@ func (s *Server) limits(l *agentapi.Limits) (container.Limits, error) {
 		DiskBytes:   l.DiskBytes,
 		OutputBytes: l.OutputBytes,
 	}
-	d := s.cfg.DefaultLimits
+	d := pol.defaults
 	if lim.Timeout == 0 {
 		lim.Timeout = d.Timeout
 	}
