@@ -1,0 +1,86 @@
+package runner
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// MaxFrameBytes bounds one frame from the runner (figures are inline, as
+// base64 PNG).
+const MaxFrameBytes = 256 << 20
+
+// request is one cell sent to the runner.
+type request struct {
+	Code   string `json:"code"`
+	Marker string `json:"marker"`
+}
+
+// reply is the runner's answer to one cell (or its first "ready" frame).
+type reply struct {
+	Ready     bool       `json:"ready,omitempty"`
+	Count     int        `json:"count"`
+	Value     *string    `json:"value,omitempty"`
+	Exception *Exception `json:"exception,omitempty"`
+	Figures   []Figure   `json:"figures,omitempty"`
+	Unmarked  bool       `json:"unmarked,omitempty"` // a marker could not be written
+}
+
+// Exception is an exception raised by a cell.
+type Exception struct {
+	Name      string `json:"name"`      // the type, e.g. "ZeroDivisionError"
+	Value     string `json:"value"`     // str(exception)
+	Traceback string `json:"traceback"` // formatted, frames of the runner removed
+}
+
+// Figure is one matplotlib figure.
+type Figure struct {
+	MIME string `json:"mime"`
+	Data []byte `json:"data_base64"` // JSON: base64
+}
+
+// writeFrame writes v as one frame: a 4-byte big-endian length, then JSON.
+func writeFrame(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 4, 4+len(b))
+	binary.BigEndian.PutUint32(buf, uint32(len(b)))
+	_, err = w.Write(append(buf, b...))
+	return err
+}
+
+// readFrame reads one frame's payload, refusing lengths above max.
+func readFrame(r io.Reader, max int) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if uint64(n) > uint64(max) {
+		return nil, fmt.Errorf("%w: %d bytes (max %d)", ErrFrameTooLarge, n, max)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// readReply reads and decodes one reply frame.
+func readReply(r io.Reader) (*reply, error) {
+	b, err := readFrame(r, MaxFrameBytes)
+	if err != nil {
+		return nil, err
+	}
+	var rep reply
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	return &rep, nil
+}

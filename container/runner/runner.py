@@ -1,0 +1,161 @@
+# nsbox Python runner: executes cells sent over fd 3 in a persistent
+# __main__ namespace. Frames are a 4-byte big-endian length then JSON.
+import os, sys, json, signal, ast, linecache, types, traceback
+
+_CTL = 3
+_REPR_CAP = 65536
+_ns = sys.modules['__main__'].__dict__
+sys.argv[:] = ['']
+_shown = []
+
+
+def _read(n):
+    b = b''
+    while len(b) < n:
+        c = os.read(_CTL, n - len(b))
+        if not c:
+            raise EOFError
+        b += c
+    return b
+
+
+def _recv():
+    n = int.from_bytes(_read(4), 'big')
+    return json.loads(_read(n))
+
+
+def _send(obj):
+    b = json.dumps(obj, separators=(',', ':')).encode()
+    b = len(b).to_bytes(4, 'big') + b
+    while b:
+        b = b[os.write(_CTL, b):]
+
+
+def _figures(close=True):
+    plt = sys.modules.get('matplotlib.pyplot')
+    if plt is None:
+        return []
+    import io, base64
+    out = []
+    for num in plt.get_fignums():
+        fig = plt.figure(num)
+        buf = io.BytesIO()
+        try:
+            fig.savefig(buf, format='png')
+            out.append({'mime': 'image/png', 'data_base64': base64.b64encode(buf.getvalue()).decode()})
+        except Exception as e:
+            print('nsbox: figure %d could not be saved: %r' % (num, e), file=sys.stderr)
+    if close:
+        plt.close('all')
+    return out
+
+
+def _show(*args, **kwargs):
+    _shown.extend(_figures())
+
+
+class _BackendFinder:
+    """Imports MPLBACKEND's module on first use: Agg with a non-blocking
+    show() that captures the figures shown."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != 'nsbox_mpl_backend':
+            return None
+        import importlib.machinery
+        return importlib.machinery.ModuleSpec(name, _BackendFinder)
+
+    @staticmethod
+    def create_module(spec):
+        return None
+
+    @staticmethod
+    def exec_module(mod):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        mod.FigureCanvas = FigureCanvasAgg
+        mod.show = _show
+
+
+sys.meta_path.append(_BackendFinder)
+os.environ['MPLBACKEND'] = 'module://nsbox_mpl_backend'
+
+
+def _user_tb(tb):
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith('<cell '):
+        tb = tb.tb_next
+    return tb
+
+
+def _exception(e):
+    tb = _user_tb(e.__traceback__)
+    lines = traceback.format_exception(type(e), e, tb)
+    return {'name': type(e).__name__, 'value': str(e), 'traceback': ''.join(lines)}
+
+
+def _run(count, code):
+    name = '<cell %d>' % count
+    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+    tree = compile(code, name, 'exec', ast.PyCF_ONLY_AST)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    exec(compile(tree, name, 'exec'), _ns)
+    if last is not None:
+        v = eval(compile(last, name, 'eval'), _ns)
+        if v is not None:
+            _ns['_'] = v
+            r = repr(v)
+            if len(r) > _REPR_CAP:
+                r = r[:_REPR_CAP] + '...'
+            return r
+    return None
+
+
+def _flush():
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+
+
+def main():
+    count = 0
+    _send({'ready': True})
+    while True:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            req = _recv()
+        except EOFError:
+            return
+        count += 1
+        rep = {'count': count}
+        try:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            try:
+                v = _run(count, req['code'])
+                if v is not None:
+                    rep['value'] = v
+            except SystemExit as e:
+                if e.code not in (None, 0):
+                    rep['exception'] = _exception(e)
+            except BaseException as e:
+                rep['exception'] = _exception(e)
+            figs = _shown + _figures()
+            _shown.clear()
+            if figs:
+                rep['figures'] = figs
+        except KeyboardInterrupt as e:
+            rep['exception'] = _exception(e)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _flush()
+        m = req['marker'].encode()
+        for fd in (1, 2):
+            try:
+                os.write(fd, m)
+            except OSError:
+                rep['unmarked'] = True
+        _send(rep)
+
+
+main()

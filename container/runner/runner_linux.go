@@ -1,0 +1,301 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nsbox/nsbox/container"
+)
+
+//go:embed runner.py
+var runnerSource string
+
+// bootstrap runs the runner script, passed as argv[1], in a module of its
+// own so that the user's __main__ namespace holds none of its names.
+const bootstrap = "import sys; exec(compile(sys.argv[1], '<nsbox-runner>', 'exec'), {'__name__': '_nsbox_runner'})"
+
+// Argv is the command that starts the runner in a sandbox.
+func Argv() []string { return []string{"python3", "-I", "-c", bootstrap, runnerSource} }
+
+// InterruptGrace is how long a cell has to stop after its timeout's
+// KeyboardInterrupt before the whole sandbox is killed.
+const InterruptGrace = 2 * time.Second
+
+// markerWait bounds the wait for a cell's end markers on stdout and stderr
+// after its reply came (the pipes may lag behind the control socket).
+const markerWait = 2 * time.Second
+
+// Starter spawns sandboxes; *container.Engine implements it.
+type Starter interface {
+	Start(ctx context.Context, spec container.Spec) (*container.Sandbox, error)
+}
+
+// Runner is a live Python interpreter in a sandbox. Exec calls are
+// serialised. Close ends it; it must always be called.
+type Runner struct {
+	sb      *container.Sandbox
+	ctl     *os.File
+	stdout  *sink
+	stderr  *sink
+	replies chan *reply
+	readErr error // set before replies is closed
+
+	sem chan struct{} // one Exec at a time
+
+	mu     sync.Mutex
+	dead   Status // "" while alive, else why it died
+	reason string
+	count  int
+}
+
+// Start starts the runner in a fresh sandbox made from spec: spec's Argv,
+// Control, Stdout and Stderr are set by Start. spec.Limits.Timeout is the
+// sandbox's whole life and spec.Limits.OutputBytes caps all the output of
+// its life (the engine kills the sandbox past it); each Exec caps its own
+// output separately. Start returns once the interpreter is ready.
+func Start(ctx context.Context, eng Starter, spec container.Spec) (*Runner, error) {
+	r := &Runner{
+		stdout:  &sink{},
+		stderr:  &sink{},
+		replies: make(chan *reply, 1),
+		sem:     make(chan struct{}, 1),
+	}
+	spec.Argv = Argv()
+	spec.Control = true
+	spec.Stdout, spec.Stderr = r.stdout, r.stderr
+	// ctx bounds the start only: the engine kills the sandbox when the
+	// context it was started with ends.
+	sb, err := eng.Start(context.WithoutCancel(ctx), spec)
+	if err != nil {
+		return nil, err
+	}
+	r.sb, r.ctl = sb, sb.Control()
+	go r.read()
+
+	select {
+	case rep, ok := <-r.replies:
+		if ok && rep.Ready {
+			return r, nil
+		}
+		err = fmt.Errorf("%w: no ready frame (%v)", ErrProtocol, r.readErr)
+	case <-sb.Done():
+		err = errors.New("the interpreter exited before it was ready")
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	sb.Kill(container.StatusError)
+	res, _ := sb.Wait()
+	if res != nil && len(res.Stderr) > 0 {
+		err = fmt.Errorf("%w; stderr: %s", err, trim(res.Stderr, 2048))
+	}
+	return nil, fmt.Errorf("start Python runner: %w (does the rootfs have python3?)", err)
+}
+
+func trim(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// read delivers the runner's frames until the socket ends.
+func (r *Runner) read() {
+	defer close(r.replies)
+	for {
+		rep, err := readReply(r.ctl)
+		if err != nil {
+			r.readErr = err
+			return
+		}
+		r.replies <- rep
+	}
+}
+
+// Sandbox is the runner's sandbox (for its workspace and stats).
+func (r *Runner) Sandbox() *container.Sandbox { return r.sb }
+
+// Dead reports why the runner ended ("" and "" while it lives).
+func (r *Runner) Dead() (Status, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dead, r.reason
+}
+
+func (r *Runner) setDead(st Status, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dead == "" {
+		r.dead, r.reason = st, reason
+	}
+}
+
+// ExecRequest is one cell to run.
+type ExecRequest struct {
+	Code string
+	// Timeout bounds the cell (0: none but the sandbox's own). Past it the
+	// cell gets a KeyboardInterrupt, and InterruptGrace later the sandbox
+	// is killed.
+	Timeout time.Duration
+	// OutputBytes caps the output kept in the Result, per stream (0: 1 MiB).
+	// Callbacks see all of it.
+	OutputBytes int64
+	// OnStdout and OnStderr receive output as it is produced; they must
+	// not keep the slice.
+	OnStdout, OnStderr func([]byte)
+}
+
+// Exec runs one cell and returns its result. The error is non-nil only
+// when the cell could not be run at all (the runner is dead: ErrDead, or
+// ctx ended while waiting for an earlier cell). A cell's own failures —
+// exceptions, timeouts, an OOM or crash that ends the runner — are
+// statuses in the Result. Cancelling ctx interrupts the cell like a timeout.
+func (r *Runner) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
+	select {
+	case r.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-r.sem }()
+	if st, why := r.Dead(); st != "" {
+		return nil, fmt.Errorf("%w: %s", ErrDead, why)
+	}
+	if req.OutputBytes <= 0 {
+		req.OutputBytes = 1 << 20
+	}
+	var m [16]byte
+	_, _ = rand.Read(m[:])
+	marker := "\x1b]nsbox-end-" + hex.EncodeToString(m[:]) + "\x07"
+	start := time.Now()
+	outSeen := r.stdout.begin([]byte(marker), req.OutputBytes, req.OnStdout)
+	errSeen := r.stderr.begin([]byte(marker), req.OutputBytes, req.OnStderr)
+
+	res := &Result{}
+	if err := writeFrame(r.ctl, request{Code: req.Code, Marker: marker}); err != nil {
+		r.died()
+		r.finish(res, start)
+		res.Status, res.Error = r.Dead()
+		return res, nil
+	}
+
+	var timeout <-chan time.Time
+	if req.Timeout > 0 {
+		t := time.NewTimer(req.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var grace <-chan time.Time
+	done := ctx.Done()
+	interrupt := func(st Status) {
+		res.Status = st
+		_ = r.sb.Signal(syscall.SIGINT)
+		grace = time.After(InterruptGrace)
+		timeout, done = nil, nil
+	}
+	for {
+		select {
+		case rep, ok := <-r.replies:
+			if !ok {
+				r.died()
+				r.finish(res, start)
+				res.Status, res.Error = r.Dead()
+				return res, nil
+			}
+			if !rep.Unmarked {
+				r.waitMarkers(outSeen, errSeen)
+			}
+			r.finish(res, start)
+			res.Count, res.Exception, res.Figures = rep.Count, rep.Exception, rep.Figures
+			if rep.Value != nil {
+				res.Value = *rep.Value
+			}
+			switch {
+			case res.Status != "": // timeout or cancelled, interrupted in time
+			case rep.Exception != nil:
+				res.Status = StatusException
+			default:
+				res.Status = StatusOK
+			}
+			return res, nil
+		case <-r.sb.Done():
+			r.died()
+			r.finish(res, start)
+			res.Status, res.Error = r.Dead()
+			return res, nil
+		case <-timeout:
+			interrupt(StatusTimeout)
+		case <-done:
+			interrupt(StatusCancelled)
+		case <-grace:
+			why := fmt.Sprintf("the cell did not stop within %s of its KeyboardInterrupt; the sandbox was killed", InterruptGrace)
+			r.setDead(res.Status, why)
+			r.sb.Kill(container.StatusTimeout)
+			<-r.sb.Done()
+			r.finish(res, start)
+			res.Killed = true
+			res.Error = why
+			return res, nil
+		}
+	}
+}
+
+func (r *Runner) waitMarkers(out, err <-chan struct{}) {
+	t := time.NewTimer(markerWait)
+	defer t.Stop()
+	for _, ch := range []<-chan struct{}{out, err} {
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		case <-r.sb.Done():
+			return
+		}
+	}
+}
+
+func (r *Runner) finish(res *Result, start time.Time) {
+	res.Stdout, res.StdoutBytes, res.StdoutTruncated = r.stdout.end()
+	res.Stderr, res.StderrBytes, res.StderrTruncated = r.stderr.end()
+	res.Wall = time.Since(start)
+}
+
+// died records why the interpreter is gone: an OOM kill or a crash.
+func (r *Runner) died() {
+	st, err := r.sb.Stats()
+	switch {
+	case err == nil && st.OOMKills > 0:
+		r.setDead(StatusOOM, "the sandbox ran out of memory (its memory limit); the interpreter was killed")
+	default:
+		r.setDead(StatusCrashed, "the interpreter exited or crashed")
+	}
+}
+
+// Close ends the interpreter (EOF on its control socket, then a kill if it
+// does not exit within a second), tears the sandbox down and returns the
+// sandbox's result. Later calls return the same.
+func (r *Runner) Close() (*container.Result, error) {
+	r.setDead(StatusClosed, "the runner was closed")
+	_ = unix.Shutdown(int(r.ctl.Fd()), unix.SHUT_WR)
+	select {
+	case <-r.sb.Done():
+	case <-time.After(time.Second):
+		r.sb.Kill(container.StatusKilled)
+	}
+	return r.sb.Wait()
+}
+
+// Kill ends the sandbox at once with verdict v and tears it down.
+func (r *Runner) Kill(v container.Status) (*container.Result, error) {
+	r.setDead(StatusKilled, "the runner was killed")
+	r.sb.Kill(v)
+	return r.sb.Wait()
+}

@@ -1,0 +1,206 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nsbox/nsbox/container"
+)
+
+func TestCells(t *testing.T) {
+	r := startRunner(t, newEngine(t), testRootfs(t))
+	tests := []struct {
+		name, code         string
+		status             Status
+		value              string
+		stdout, stderr     string
+		exc, excValue, tb  string
+	}{
+		{name: "assign", code: "x = 41", status: StatusOK},
+		{name: "state persists", code: "x + 1", status: StatusOK, value: "42"},
+		{name: "print and value", code: "print('hi')\nimport sys\nprint('err', file=sys.stderr)\n'v'", status: StatusOK, value: "'v'", stdout: "hi\n", stderr: "err\n"},
+		{name: "no newline", code: "print('a', end='')", status: StatusOK, stdout: "a"},
+		{name: "None is no value", code: "None", status: StatusOK},
+		{name: "imports persist", code: "import json", status: StatusOK},
+		{name: "uses import", code: "json.dumps([1])", status: StatusOK, value: "'[1]'"},
+		{name: "zero division", code: "a = 1\nb = 0\nc = a / b", status: StatusException, exc: "ZeroDivisionError", excValue: "division by zero", tb: "line 3"},
+		{name: "syntax error", code: "def f(:", status: StatusException, exc: "SyntaxError"},
+		{name: "subprocess output", code: "import subprocess\nsubprocess.run(['echo', 'from child'])", status: StatusOK, stdout: "from child\n", value: "CompletedProcess(args=['echo', 'from child'], returncode=0)"},
+		{name: "runner names hidden", code: "'_send' in globals() or '_run' in globals()", status: StatusOK, value: "False"},
+		{name: "exit(0) is ok", code: "import sys\nsys.exit(0)", status: StatusOK},
+		{name: "exit(3) raises", code: "import sys\nsys.exit(3)", status: StatusException, exc: "SystemExit"},
+		{name: "still alive", code: "x", status: StatusOK, value: "41"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := exec(t, r, tc.code)
+			if res.Status != tc.status || res.Value != tc.value || string(res.Stdout) != tc.stdout || string(res.Stderr) != tc.stderr {
+				t.Fatalf("got status %q value %q stdout %q stderr %q exception %+v; want %q %q %q %q",
+					res.Status, res.Value, res.Stdout, res.Stderr, res.Exception, tc.status, tc.value, tc.stdout, tc.stderr)
+			}
+			if tc.exc == "" {
+				if res.Exception != nil {
+					t.Fatalf("unexpected exception %+v", res.Exception)
+				}
+				return
+			}
+			e := res.Exception
+			if e == nil || e.Name != tc.exc || (tc.excValue != "" && e.Value != tc.excValue) || !strings.Contains(e.Traceback, tc.tb) {
+				t.Fatalf("exception %+v, want %s %q with %q in the traceback", e, tc.exc, tc.excValue, tc.tb)
+			}
+			if strings.Contains(e.Traceback, "nsbox-runner") {
+				t.Errorf("traceback shows runner frames:\n%s", e.Traceback)
+			}
+		})
+	}
+}
+
+func TestTracebackPointsAtUserLine(t *testing.T) {
+	r := startRunner(t, newEngine(t), testRootfs(t))
+	exec(t, r, "def f(d):\n    return 1 / d")
+	res := exec(t, r, "y = 2\nf(0)")
+	if res.Status != StatusException || res.Exception.Name != "ZeroDivisionError" {
+		t.Fatalf("got %+v", res)
+	}
+	tb := res.Exception.Traceback
+	for _, want := range []string{`File "<cell 2>", line 2`, "f(0)", `File "<cell 1>", line 2, in f`, "return 1 / d", "ZeroDivisionError: division by zero"} {
+		if !strings.Contains(tb, want) {
+			t.Errorf("traceback lacks %q:\n%s", want, tb)
+		}
+	}
+	if res.Count != 2 {
+		t.Errorf("count %d, want 2", res.Count)
+	}
+}
+
+func TestTimeoutInterrupts(t *testing.T) {
+	r := startRunner(t, newEngine(t), testRootfs(t))
+	exec(t, r, "x = 7")
+	res := execReq(t, r, ExecRequest{Code: "print('before', flush=True)\nwhile True: pass", Timeout: 300 * time.Millisecond})
+	if res.Status != StatusTimeout || res.Killed || res.Exception == nil || res.Exception.Name != "KeyboardInterrupt" {
+		t.Fatalf("got %+v", res)
+	}
+	if string(res.Stdout) != "before\n" {
+		t.Errorf("stdout %q", res.Stdout)
+	}
+	if got := exec(t, r, "x"); got.Value != "7" {
+		t.Fatalf("after the timeout x = %q (%+v)", got.Value, got)
+	}
+}
+
+func TestTimeoutKillsStuckCell(t *testing.T) {
+	r := startRunner(t, newEngine(t), testRootfs(t))
+	// The cell ignores SIGINT (like a long C call): the sandbox must be killed.
+	res := execReq(t, r, ExecRequest{Code: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", Timeout: 200 * time.Millisecond})
+	if res.Status != StatusTimeout || !res.Killed {
+		t.Fatalf("got %+v %+v", res, res.Exception)
+	}
+	if _, err := r.Exec(context.Background(), ExecRequest{Code: "1"}); err == nil {
+		t.Fatal("Exec on a killed runner succeeded")
+	}
+}
+
+func TestOOMEndsRunner(t *testing.T) {
+	r := startRunner(t, newEngine(t), testRootfs(t), func(s *container.Spec) { s.Limits.MemoryBytes = 64 << 20 })
+	res := exec(t, r, "b = bytearray(1 << 30)")
+	if res.Status != StatusOOM {
+		t.Fatalf("status %q, want oom (%+v)", res.Status, res)
+	}
+	if st, _ := r.Dead(); st != StatusOOM {
+		t.Fatalf("Dead() = %q", st)
+	}
+}
+
+func TestCrashEndsRunner(t *testing.T) {
+	r := startRunner(t, newEngine(t), testRootfs(t))
+	res := exec(t, r, "import os\nos._exit(5)")
+	if res.Status != StatusCrashed {
+		t.Fatalf("status %q, want crashed", res.Status)
+	}
+}
+
+func TestStreaming(t *testing.T) {
+	r := startRunner(t, newEngine(t), testRootfs(t))
+	var mu sync.Mutex
+	var out bytes.Buffer
+	res := execReq(t, r, ExecRequest{
+		Code:        "for i in range(3): print(i, flush=True)\nprint('x' * 5000)",
+		OutputBytes: 10,
+		OnStdout:    func(b []byte) { mu.Lock(); out.Write(b); mu.Unlock() },
+	})
+	want := "0\n1\n2\n" + strings.Repeat("x", 5000) + "\n"
+	if out.String() != want {
+		t.Errorf("streamed %d bytes, want %d", out.Len(), len(want))
+	}
+	if string(res.Stdout) != want[:10] || !res.StdoutTruncated || res.StdoutBytes != int64(len(want)) {
+		t.Errorf("stdout %q truncated %v bytes %d", res.Stdout, res.StdoutTruncated, res.StdoutBytes)
+	}
+}
+
+func TestNoFiguresWithoutMatplotlib(t *testing.T) {
+	r := startRunner(t, newEngine(t), testRootfs(t))
+	res := exec(t, r, "try:\n    import matplotlib\nexcept ImportError:\n    pass\n1")
+	if res.Status != StatusOK || len(res.Figures) != 0 {
+		t.Fatalf("got %+v", res)
+	}
+}
+
+func TestFigures(t *testing.T) {
+	r := startRunner(t, newEngine(t), dataSciRootfs(t))
+	tests := []struct {
+		name, code string
+		n          int
+	}{
+		{"one open", "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])", 1},
+		{"two figures", "plt.figure(); plt.plot([1, 2])\nplt.figure(); plt.bar([1], [2])", 2},
+		{"show does not block", "plt.plot([3, 1]); plt.show()", 1},
+		{"shown then closed", "plt.plot([3, 1]); plt.show(); plt.close('all')", 1},
+		{"closed after capture", "len(plt.get_fignums())", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := exec(t, r, tc.code)
+			if res.Status != StatusOK || len(res.Figures) != tc.n {
+				t.Fatalf("status %q, %d figures, want %d; exception %+v stderr %s", res.Status, len(res.Figures), tc.n, res.Exception, res.Stderr)
+			}
+			for _, f := range res.Figures {
+				if f.MIME != "image/png" {
+					t.Errorf("mime %q", f.MIME)
+				}
+				img, err := png.Decode(bytes.NewReader(f.Data))
+				if err != nil {
+					t.Fatalf("figure is not a PNG: %v", err)
+				}
+				if b := img.Bounds(); b.Dx() < 100 || b.Dy() < 100 {
+					t.Errorf("figure is %v", b)
+				}
+			}
+		})
+	}
+}
+
+func TestPandasPersists(t *testing.T) {
+	r := startRunner(t, newEngine(t), dataSciRootfs(t))
+	exec(t, r, "import pandas as pd")
+	res := exec(t, r, "df = pd.DataFrame({'a': [1, 2, 3]})\nint(df.a.sum())")
+	if res.Status != StatusOK || res.Value != "6" {
+		t.Fatalf("got %+v", res)
+	}
+}
+
+// BenchmarkExec measures the round trip of a trivial cell.
+func BenchmarkExec(b *testing.B) {
+	r := startRunner(b, newEngine(b), testRootfs(b))
+	exec(b, r, "x = 0")
+	b.ResetTimer()
+	for b.Loop() {
+		if res := exec(b, r, "x += 1"); res.Status != StatusOK {
+			b.Fatalf("%+v", res)
+		}
+	}
+}
