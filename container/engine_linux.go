@@ -28,6 +28,10 @@ type Config struct {
 	Seccomp seccomp.Program
 	// Logger receives the engine's structured logs; nil discards them.
 	Logger *slog.Logger
+	// Spares is how many sandbox inits the engine keeps cloned and placed
+	// in their cgroups ahead of time (each still gets a fresh set of
+	// namespaces and serves one run). 0 spawns every run on demand.
+	Spares int
 }
 
 // LockDir holds the uid-slot and liveness locks of every engine on the host,
@@ -43,6 +47,7 @@ type Engine struct {
 	self    *os.File // sealed copy of this binary, re-executed as init
 	masked  []string
 	ro      []string
+	spares  *spares
 }
 
 // New prepares an engine: it checks it runs as root, compiles the default
@@ -86,7 +91,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seal a copy of the nsbox binary: %w", err)
 	}
-	return &Engine{
+	e := &Engine{
 		cfg:     cfg,
 		log:     log,
 		cgroups: cg,
@@ -94,7 +99,11 @@ func New(cfg Config) (*Engine, error) {
 		self:    self,
 		masked:  maskedPaths(),
 		ro:      readOnlyPaths(),
-	}, nil
+	}
+	if cfg.Spares > 0 {
+		e.spares = e.startSpares(cfg.Spares)
+	}
+	return e, nil
 }
 
 // CgroupMode reports the cgroup layout the engine enforces limits with.
@@ -104,6 +113,9 @@ func (e *Engine) CgroupMode() cgroup.Mode { return e.cgroups.Mode() }
 // no sandbox cgroup is left in it (another engine with the same CgroupName
 // may still be using it; then it stays). Call it after the last Run.
 func (e *Engine) Close() error {
+	if e.spares != nil {
+		e.spares.close()
+	}
 	if err := e.cgroups.Close(); err != nil && !errors.Is(err, unix.EBUSY) {
 		e.log.Debug("remove cgroup parent", "err", err)
 	}

@@ -24,11 +24,10 @@ const (
 
 // File descriptors the engine hands to init (ExtraFiles order).
 const (
-	fdConfig    = 3 // JSON initConfig, then EOF
-	fdSync      = 4 // one byte once the child sits in its cgroup
-	fdErr       = 5 // CLOEXEC: init writes a setup error here; EOF = exec happened
-	fdWorkspace = 6 // detached tmpfs mount (fsmount) for /workspace
-	fdControl   = 7 // optional control socket; becomes fd 3 of the command
+	fdConfig  = 3 // socket: JSON initConfig + the workspace mount (SCM_RIGHTS), then EOF
+	fdSync    = 4 // one byte once the child sits in its cgroup
+	fdErr     = 5 // CLOEXEC: init writes a setup error here; EOF = exec happened
+	fdControl = 6 // control socket; becomes fd 3 of the command when asked for
 )
 
 // initConfig is everything init needs; the engine decides all of it.
@@ -67,14 +66,11 @@ func MaybeInit() {
 }
 
 func runInit() error {
-	cfgFile := os.NewFile(fdConfig, "init-config")
-	var cfg initConfig
-	if err := json.NewDecoder(cfgFile).Decode(&cfg); err != nil {
-		return fmt.Errorf("read config: %w", err)
+	cfg, workspace, err := readConfig()
+	if err != nil {
+		return err
 	}
-	cfgFile.Close()
-
-	if err := setupMounts(&cfg); err != nil {
+	if err := setupMounts(&cfg, workspace); err != nil {
 		return err
 	}
 	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
@@ -130,9 +126,51 @@ func runInit() error {
 	return fmt.Errorf("exec %s: %w", cfg.Argv[0], err)
 }
 
+// readConfig receives the config and the workspace mount's fd from the
+// engine; it blocks until the engine has a run for this init.
+func readConfig() (initConfig, int, error) {
+	var cfg initConfig
+	var data []byte
+	workspace := -1
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(fdConfig, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return cfg, -1, fmt.Errorf("read config: %w", err)
+		}
+		if oobn > 0 {
+			msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+			if err != nil {
+				return cfg, -1, fmt.Errorf("read config: %w", err)
+			}
+			for _, m := range msgs {
+				if fds, err := unix.ParseUnixRights(&m); err == nil && len(fds) == 1 && workspace < 0 {
+					workspace = fds[0]
+				}
+			}
+		}
+		if n == 0 {
+			break
+		}
+		data = append(data, buf[:n]...)
+	}
+	unix.Close(fdConfig)
+	if workspace < 0 {
+		return cfg, -1, fmt.Errorf("read config: no workspace mount received")
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return cfg, -1, fmt.Errorf("read config: %w", err)
+	}
+	return cfg, workspace, nil
+}
+
 // setupMounts builds the sandbox's mount tree on a bind of the rootfs and
 // pivots into it. Everything happens in the sandbox's own mount namespace.
-func setupMounts(cfg *initConfig) error {
+func setupMounts(cfg *initConfig, workspace int) error {
 	// Nothing we mount may propagate back to the host.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
@@ -153,10 +191,10 @@ func setupMounts(cfg *initConfig) error {
 	if err := unix.Mount("tmpfs", at("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
 		return fmt.Errorf("mount /tmp: %w", err)
 	}
-	if err := unix.MoveMount(fdWorkspace, "", unix.AT_FDCWD, at("workspace"), unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+	if err := unix.MoveMount(workspace, "", unix.AT_FDCWD, at("workspace"), unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return fmt.Errorf("attach /workspace: %w", err)
 	}
-	unix.Close(fdWorkspace)
+	unix.Close(workspace)
 
 	for _, p := range cfg.Masked {
 		if err := maskPath(at(p), at("dev/null")); err != nil {

@@ -28,12 +28,13 @@ type Sandbox struct {
 	spec    Spec
 	limits  Limits
 	log     *slog.Logger
-	slot    *uidSlot
+	p       *proc
 	ws      *Workspace
 	cg      *cgroup.Cgroup
 	cleanup []func()
 
 	cmd     *exec.Cmd
+	spare   bool // the run took a spare init
 	started time.Time
 	stdout  *capture
 	stderr  *capture
@@ -139,61 +140,30 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.prepare(s); err != nil {
-		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
-	}
 	if err := e.spawn(ctx, s, env); err != nil {
 		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 	}
 	return s, nil
 }
 
-// prepare takes a uid slot and the liveness lock, creates the cgroup and
-// the workspace with the input files. Every step registers its undo.
-func (e *Engine) prepare(s *Sandbox) error {
-	slot, err := e.uids.acquire()
-	if err != nil {
-		return err
-	}
-	s.slot = slot
-	s.cleanup = append(s.cleanup, slot.release)
-
-	live, err := lockFile(livenessLock(s.spec.ID))
-	if err != nil {
-		return fmt.Errorf("liveness lock: %w", err)
-	}
-	s.cleanup = append(s.cleanup, func() { os.Remove(live.Name()); live.Close() })
-
-	cg, err := e.cgroups.Create(s.spec.ID, cgroup.Limits{
-		MemoryBytes: s.limits.MemoryBytes,
-		Pids:        s.limits.Pids,
-		CPUs:        s.limits.CPUs,
-	})
-	if err != nil {
-		return fmt.Errorf("create cgroup: %w", err)
-	}
-	s.cg = cg
-	s.cleanup = append(s.cleanup, func() {
-		if err := cg.Kill(); err != nil {
-			s.log.Warn("kill cgroup", "err", err)
-		}
-		if err := cg.Delete(); err != nil {
-			s.log.Warn("delete cgroup", "err", err)
-		}
-	})
-
-	ws, err := newWorkspace(s.limits.DiskBytes, slot.userID(), slot.userID())
-	if err != nil {
-		return err
-	}
-	s.ws = ws
-	s.cleanup = append(s.cleanup, func() { ws.close() })
-	for _, f := range s.spec.Files {
-		if err := ws.WriteFile(f.Path, f.Data, f.Mode); err != nil {
-			return err
+// proc returns a spare init with the run's limits, or a new one (cold).
+func (e *Engine) proc(s *Sandbox) (*proc, error) {
+	lim := cgroup.Limits{MemoryBytes: s.limits.MemoryBytes, Pids: s.limits.Pids, CPUs: s.limits.CPUs}
+	if e.spares != nil {
+		if p := e.spares.take(); p != nil {
+			if p.limits == lim {
+				s.spare = true
+				return p, nil
+			}
+			if err := p.cg.SetLimits(lim); err == nil {
+				p.limits = lim
+				s.spare = true
+				return p, nil
+			}
+			p.destroy()
 		}
 	}
-	return nil
+	return e.newProc(s.spec.ID, lim)
 }
 
 func (e *Engine) initConfig(s *Sandbox, env []string) initConfig {
@@ -219,151 +189,59 @@ func (e *Engine) initConfig(s *Sandbox, env []string) initConfig {
 	}
 }
 
-// spawn clones init into fresh namespaces, places it in its cgroup, and
-// returns once the user's command has been exec'd.
+// spawn gets an init (spare or new), gives it the workspace and its config,
+// makes sure it sits in its cgroup, and returns once the user's command has
+// been exec'd.
 func (e *Engine) spawn(ctx context.Context, s *Sandbox, env []string) error {
-	var parentEnds, childEnds []*os.File
-	closeParent := true
-	defer func() {
-		for _, f := range childEnds {
-			f.Close()
-		}
-		if closeParent {
-			for _, f := range parentEnds {
-				f.Close()
-			}
-		}
-	}()
-	pipe := func() (rd, wr *os.File, err error) {
-		rd, wr, err = os.Pipe()
-		return rd, wr, err
-	}
-	cfgR, cfgW, err := pipe()
+	p, err := e.proc(s)
 	if err != nil {
 		return err
 	}
-	childEnds, parentEnds = append(childEnds, cfgR), append(parentEnds, cfgW)
-	syncR, syncW, err := pipe()
-	if err != nil {
-		return err
-	}
-	childEnds, parentEnds = append(childEnds, syncR), append(parentEnds, syncW)
-	errR, errW, err := pipe()
-	if err != nil {
-		return err
-	}
-	childEnds, parentEnds = append(childEnds, errW), append(parentEnds, errR)
-	outR, outW, err := pipe()
-	if err != nil {
-		return err
-	}
-	childEnds, parentEnds = append(childEnds, outW), append(parentEnds, outR)
-	errOutR, errOutW, err := pipe()
-	if err != nil {
-		return err
-	}
-	childEnds, parentEnds = append(childEnds, errOutW), append(parentEnds, errOutR)
-	inR, inW, err := pipe()
-	if err != nil {
-		return err
-	}
-	childEnds, parentEnds = append(childEnds, inR), append(parentEnds, inW)
-
-	extra := []*os.File{cfgR, syncR, errW, s.ws.mnt}
-	if s.spec.Control {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("control socket: %w", err)
-		}
-		ours, theirs := os.NewFile(uintptr(fds[0]), "control"), os.NewFile(uintptr(fds[1]), "control-child")
-		childEnds, parentEnds = append(childEnds, theirs), append(parentEnds, ours)
-		extra = append(extra, theirs)
-		s.control = ours
-	}
-
-	cmd := &exec.Cmd{
-		Path:       fmt.Sprintf("/proc/self/fd/%d", e.self.Fd()),
-		Args:       []string{initArg0},
-		Env:        []string{initEnv},
-		Stdin:      inR,
-		Stdout:     outW,
-		Stderr:     errOutW,
-		ExtraFiles: extra,
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
-				syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
-			UidMappings: []syscall.SysProcIDMap{
-				{ContainerID: 0, HostID: s.slot.rootID(), Size: 1},
-				{ContainerID: SandboxUID, HostID: s.slot.userID(), Size: 1},
-			},
-			GidMappings: []syscall.SysProcIDMap{
-				{ContainerID: 0, HostID: s.slot.rootID(), Size: 1},
-				{ContainerID: SandboxGID, HostID: s.slot.userID(), Size: 1},
-			},
-			GidMappingsEnableSetgroups: true,
-			Credential:                 &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}},
-			Setsid:                     true,
-			Pdeathsig:                  syscall.SIGKILL,
-		},
-	}
-	if fd := s.cg.CloneFD(); fd >= 0 {
-		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWCGROUP
-		cmd.SysProcAttr.UseCgroupFD = true
-		cmd.SysProcAttr.CgroupFD = fd
-	}
-
+	s.p, s.cg, s.cmd = p, p.cg, p.cmd
+	s.cleanup = append(s.cleanup, p.destroy)
 	s.started = time.Now()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("spawn sandbox init: %w", err)
-	}
-	s.cmd = cmd
-	s.cleanup = append(s.cleanup, func() {
-		// Reap init if Wait did not (a failed start): kill first.
-		if cmd.ProcessState == nil {
-			s.cg.Kill()
-			cmd.Wait()
-		}
-	})
-	// The child holds its ends now.
-	for _, f := range childEnds {
-		f.Close()
-	}
-	childEnds = nil
 
-	// Init builds its mounts while we place it in its cgroup.
-	cfg := e.initConfig(s, env)
-	cfgErr := json.NewEncoder(cfgW).Encode(&cfg)
-	cfgW.Close()
-	if cfgErr != nil {
-		return fmt.Errorf("send init config: %w", cfgErr)
+	ws, err := newWorkspace(s.limits.DiskBytes, p.slot.userID(), p.slot.userID())
+	if err != nil {
+		return err
 	}
-	if s.cg.CloneFD() < 0 {
-		if err := s.cg.Add(cmd.Process.Pid); err != nil {
-			return fmt.Errorf("place sandbox in its cgroup: %w", err)
+	s.ws = ws
+	s.cleanup = append(s.cleanup, func() { ws.close() })
+	for _, f := range s.spec.Files {
+		if err := ws.WriteFile(f.Path, f.Data, f.Mode); err != nil {
+			return err
 		}
 	}
-	if _, err := syncW.Write([]byte{1}); err != nil {
-		msg, _ := io.ReadAll(errR)
-		return fmt.Errorf("sandbox init: %s", bytes.TrimSpace(msg))
-	}
-	syncW.Close()
 
+	// A cold init builds its mounts while we place it in its cgroup.
+	cfg, err := json.Marshal(e.initConfig(s, env))
+	if err != nil {
+		return err
+	}
+	if err := p.send(cfg, ws.mnt); err != nil {
+		return e.initFailed(s, err)
+	}
+	if err := p.place(); err != nil {
+		return err
+	}
+	if _, err := p.syncW.Write([]byte{1}); err != nil {
+		return e.initFailed(s, err)
+	}
+
+	if s.spec.Control {
+		s.control = p.control
+	}
 	s.stdout = &capture{limit: s.limits.OutputBytes, live: s.spec.Stdout, onOverflow: func() { s.Kill(StatusOutputLimit) }}
 	s.stderr = &capture{limit: s.limits.OutputBytes, live: s.spec.Stderr, onOverflow: func() { s.Kill(StatusOutputLimit) }}
 	s.readers.Add(2)
-	go func() { defer s.readers.Done(); io.Copy(s.stdout, outR); outR.Close() }()
-	go func() { defer s.readers.Done(); io.Copy(s.stderr, errOutR); errOutR.Close() }()
+	go func() { defer s.readers.Done(); io.Copy(s.stdout, p.outR) }()
+	go func() { defer s.readers.Done(); io.Copy(s.stderr, p.errOutR) }()
+	inW := p.inW
+	p.inW = nil // feedStdin closes it
 	go feedStdin(inW, s.spec.Stdin)
-	closeParent = false
-	s.cleanup = append(s.cleanup, func() {
-		if s.control != nil {
-			s.control.Close()
-		}
-	})
 
 	// EOF on the error pipe without a message means the exec happened.
-	initMsg, _ := io.ReadAll(errR)
-	errR.Close()
+	initMsg, _ := io.ReadAll(p.errR)
 	if len(initMsg) > 0 {
 		msg := string(bytes.TrimSpace(initMsg))
 		if !strings.Contains(msg, "command not found") {
@@ -382,7 +260,7 @@ func (e *Engine) spawn(ctx context.Context, s *Sandbox, env []string) error {
 		// before anyone calls Wait.
 		var info unix.Siginfo
 		for {
-			err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			err := unix.Waitid(unix.P_PID, s.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
 			if err != unix.EINTR {
 				break
 			}
@@ -390,6 +268,16 @@ func (e *Engine) spawn(ctx context.Context, s *Sandbox, env []string) error {
 		close(s.done)
 	}()
 	return nil
+}
+
+// initFailed explains a dead init by its own error message when it left one.
+func (e *Engine) initFailed(s *Sandbox, err error) error {
+	s.Kill(StatusError)
+	s.cmd.Wait()
+	if msg, _ := io.ReadAll(s.p.errR); len(msg) > 0 {
+		return fmt.Errorf("sandbox init: %s", bytes.TrimSpace(msg))
+	}
+	return err
 }
 
 // Wait waits for the command to end, kills whatever it left in the sandbox,

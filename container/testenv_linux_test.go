@@ -33,17 +33,34 @@ func requireRoot(t testing.TB) {
 	}
 }
 
+// testSpares, when > 0, makes newTestEngine keep that many spare inits, and
+// check that the test's runs were served by them. Tests run sequentially,
+// so TestIsolationWithSpareInits can switch it around the suite.
+var testSpares int
+
 // newTestEngine returns an engine whose cgroups live under a name unique to
 // this test process, and checks at cleanup that nothing of it remains.
 func newTestEngine(t testing.TB) *Engine {
 	t.Helper()
 	requireRoot(t)
 	name := fmt.Sprintf("nsbox-test-%d-%s", os.Getpid(), NewID()[:6])
-	e, err := New(Config{RunDir: t.TempDir(), CgroupName: name})
+	e, err := New(Config{RunDir: t.TempDir(), CgroupName: name, Spares: testSpares})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	if e.spares != nil {
+		// Let the first run find a spare ready.
+		for i := 0; i < 3000 && len(e.spares.ready) < cap(e.spares.ready); i++ {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	t.Cleanup(func() {
+		if e.spares != nil {
+			if e.spares.taken.Load() == 0 && !t.Skipped() {
+				t.Error("no run took a spare init")
+			}
+			e.spares.close() // spares are the engine's, not leftovers
+		}
 		if left, err := e.cgroups.Leftovers(); err != nil || len(left) > 0 {
 			t.Errorf("cgroups left behind: %v (err %v)", left, err)
 		}
