@@ -9,6 +9,11 @@
 # in PATH whose `go build ... -o OUT ...` copies that binary to OUT: the guest
 # has no Go toolchain, and tests/integration's TestMain runs
 # `go build -o DIR/nsbox ./cmd/nsbox`.
+#
+# In run.sh --delegated mode (NSBOX_VM_CGROUP is not /) each test binary gets a
+# fresh delegated cgroup of its own, /system.slice/nsbox-test-<n>.service,
+# and is alone in it, as a daemon started by systemd with Delegate=yes would
+# be; this runner moves itself to the root cgroup.
 set -u
 [ $# -ge 3 ] || { echo "usage: gotest.sh REPO BINDIR [NAME=VALUE|PKG]... [-- TESTFLAGS...]" >&2; exit 2; }
 repo=$1
@@ -53,12 +58,31 @@ for p in $pkgs; do
 		failed=1
 		continue
 	fi
-	if (cd "$repo/$rel" && "$bin" "$@"); then
+	svc=
+	if [ "${NSBOX_VM_CGROUP:-/}" != / ]; then
+		[ -n "${parent:-}" ] || {
+			parent=$(dirname "$NSBOX_VM_CGROUP")
+			echo $$ >/sys/fs/cgroup/cgroup.procs
+		}
+		n=$((${n:-0} + 1))
+		svc=$parent/nsbox-test-$n.service
+		mkdir "/sys/fs/cgroup$svc"
+	fi
+	if (
+		cd "$repo/$rel" || exit 1
+		if [ -n "$svc" ]; then
+			echo 0 >"/sys/fs/cgroup$svc/cgroup.procs" || exit 1
+			export NSBOX_VM_CGROUP="$svc"
+		fi
+		exec "$bin" "$@"
+	); then
 		res=ok
 	else
 		res=FAIL
 		failed=1
 	fi
+	# Like systemd after the service stops: remove what it left, leaves first.
+	[ -z "$svc" ] || find "/sys/fs/cgroup$svc" -depth -type d -exec rmdir {} \; 2>/dev/null
 	end=$(cut -d' ' -f1 /proc/uptime)
 	echo "$res	$rel	$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.3fs", b - a}')"
 done

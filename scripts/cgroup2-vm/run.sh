@@ -11,6 +11,7 @@ usage() {
 		usage: run.sh [options] -- COMMAND [ARGS...]
 		  --delegated        run COMMAND in /system.slice/nsbox.service (a delegated
 		                     subtree, like systemd Delegate=yes) instead of the root cgroup
+		  --root-cgroup      run COMMAND in the root cgroup (the default)
 		  --timeout SECS     kill the VM after SECS seconds (default 900); exit 124
 		  --share DIR        share host DIR read-write at the same path in the guest
 		                     (repeatable)
@@ -51,6 +52,7 @@ envs=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--delegated) delegated=1 ;;
+	--root-cgroup) delegated=0 ;;
 	--timeout) timeout_s=${2:?--timeout needs SECS}; shift ;;
 	--share) shares+=("rw:$(realpath -e "${2:?--share needs DIR}")") || die "--share $2: no such directory"; shift ;;
 	--ro-share) shares+=("ro:$(realpath -e "${2:?--ro-share needs DIR}")") || die "--ro-share $2: no such directory"; shift ;;
