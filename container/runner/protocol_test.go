@@ -23,7 +23,9 @@ func TestReadReply(t *testing.T) {
 		{"ready", frame(`{"ready":true}`), nil, func(r *reply) bool { return r.Ready }},
 		{"value", frame(`{"count":2,"value":"42"}`), nil, func(r *reply) bool { return r.Count == 2 && *r.Value == "42" }},
 		{"figure", frame(`{"count":1,"figures":[{"mime":"image/png","data_base64":"iVBORw=="}]}`), nil,
-			func(r *reply) bool { return len(r.Figures) == 1 && r.Figures[0].MIME == "image/png" && len(r.Figures[0].Data) == 4 }},
+			func(r *reply) bool {
+				return len(r.Figures) == 1 && r.Figures[0].MIME == "image/png" && len(r.Figures[0].Data) == 4
+			}},
 		{"exception", frame(`{"count":1,"exception":{"name":"E","value":"v","traceback":"t"}}`), nil,
 			func(r *reply) bool { return r.Exception.Name == "E" }},
 		{"empty stream", nil, io.EOF, nil},

@@ -15,11 +15,11 @@ import (
 func TestCells(t *testing.T) {
 	r := startRunner(t, newEngine(t), testRootfs(t))
 	tests := []struct {
-		name, code         string
-		status             Status
-		value              string
-		stdout, stderr     string
-		exc, excValue, tb  string
+		name, code        string
+		status            Status
+		value             string
+		stdout, stderr    string
+		exc, excValue, tb string
 	}{
 		{name: "assign", code: "x = 41", status: StatusOK},
 		{name: "state persists", code: "x + 1", status: StatusOK, value: "42"},

@@ -1,0 +1,11 @@
+package session
+
+import "errors"
+
+// Sentinel errors; wrapped with context.
+var (
+	ErrNotFound = errors.New("no such session (it may have expired or been deleted)")
+	ErrTooMany  = errors.New("too many live sessions; delete one or raise --max-sessions")
+	ErrDead     = errors.New("the session is dead; create a new one")
+	ErrClosed   = errors.New("the session manager is shutting down")
+)

@@ -1,0 +1,222 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
+)
+
+// Config configures a Manager. Starter is required.
+type Config struct {
+	Starter runner.Starter
+	Logger  *slog.Logger // nil discards
+	// MaxSessions caps live sessions (default 16).
+	MaxSessions int
+	// MaxLifetime is a session's longest life, idle or not (default 24h).
+	MaxLifetime time.Duration
+	// DefaultIdleTimeout applies when Options.IdleTimeout is 0 (default 15m).
+	DefaultIdleTimeout time.Duration
+	// OutputBytes caps all output of a session's life, per stream; past it
+	// the engine kills the session (default 64 MiB). The daemon keeps that
+	// much in memory at most per session and stream.
+	OutputBytes int64
+	// OnEnd, when set, is called once for every session that ends, with
+	// the reason's status (metrics).
+	OnEnd func(runner.Status)
+}
+
+// Manager owns the live sessions. It is safe for concurrent use.
+type Manager struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	live     int
+	closed   bool
+	wg       sync.WaitGroup // sessions not yet torn down
+}
+
+// New returns a Manager.
+func New(cfg Config) *Manager {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 16
+	}
+	if cfg.MaxLifetime <= 0 {
+		cfg.MaxLifetime = 24 * time.Hour
+	}
+	if cfg.DefaultIdleTimeout <= 0 {
+		cfg.DefaultIdleTimeout = 15 * time.Minute
+	}
+	if cfg.OutputBytes <= 0 {
+		cfg.OutputBytes = 64 << 20
+	}
+	return &Manager{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}}
+}
+
+// Create starts a session and returns once its interpreter is ready. On
+// error opts.Release has been called.
+func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err error) {
+	m.mu.Lock()
+	switch {
+	case m.closed:
+		err = ErrClosed
+	case m.live >= m.cfg.MaxSessions:
+		err = fmt.Errorf("%w (%d live)", ErrTooMany, m.live)
+	default:
+		m.live++
+		m.wg.Add(1)
+	}
+	m.mu.Unlock()
+	if err != nil {
+		if opts.Release != nil {
+			opts.Release()
+		}
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			m.mu.Lock()
+			m.live--
+			m.mu.Unlock()
+			m.wg.Done()
+			if opts.Release != nil {
+				opts.Release()
+			}
+		}
+	}()
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = m.cfg.DefaultIdleTimeout
+	}
+	opts.Limits = opts.Limits.WithDefaults()
+	limits := opts.Limits
+	limits.Timeout = m.cfg.MaxLifetime
+	limits.OutputBytes = m.cfg.OutputBytes
+	id := container.NewID()
+	r, err := runner.Start(ctx, m.cfg.Starter, container.Spec{
+		ID:        id,
+		RootfsDir: opts.RootfsDir,
+		Env:       opts.Env,
+		Files:     opts.Files,
+		Limits:    limits,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	now := time.Now()
+	s := &Session{
+		m: m, id: id, opts: opts, r: r, log: m.log.With("session", id),
+		sem: make(chan struct{}, 1), state: StateIdle, created: now, lastUsed: now,
+	}
+	s.idleTimer = time.AfterFunc(opts.IdleTimeout, s.expire)
+	m.mu.Lock()
+	m.sessions[id] = s
+	closed := m.closed
+	m.mu.Unlock()
+	go s.watch()
+	if closed { // Close ran while we started: end it too
+		m.remove(id)
+		s.die(runner.StatusKilled, "the daemon is shutting down")
+		return nil, ErrClosed
+	}
+	s.log.Info("session created", "rootfs", opts.Rootfs, "idle_timeout", opts.IdleTimeout)
+	return s, nil
+}
+
+// ended is called once per session when its sandbox is gone.
+// A dead session stays visible until its idle timer removes it.
+func (m *Manager) ended(s *Session, st runner.Status) {
+	m.mu.Lock()
+	m.live--
+	m.mu.Unlock()
+	if m.cfg.OnEnd != nil {
+		m.cfg.OnEnd(st)
+	}
+	m.wg.Done()
+}
+
+func (m *Manager) remove(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.sessions, id)
+}
+
+// Get returns a session, live or dead (until deleted or expired).
+func (m *Manager) Get(id string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
+	}
+	return s, nil
+}
+
+// List describes every session, oldest first.
+func (m *Manager) List() []Info {
+	m.mu.Lock()
+	ss := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		ss = append(ss, s)
+	}
+	m.mu.Unlock()
+	out := make([]Info, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, s.Info())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out
+}
+
+// Live is the number of sessions whose sandbox is up.
+func (m *Manager) Live() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.live
+}
+
+// Delete ends a session at once (a running exec is killed with it) and
+// forgets it.
+func (m *Manager) Delete(id string) error {
+	s, err := m.Get(id)
+	if err != nil {
+		return err
+	}
+	m.remove(id)
+	s.idleTimer.Stop()
+	s.die(runner.StatusKilled, "deleted")
+	return nil
+}
+
+// Close ends every session and waits until their sandboxes are torn down.
+// Create fails with ErrClosed from then on.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	ss := make([]*Session, 0, len(m.sessions))
+	for id, s := range m.sessions {
+		s.idleTimer.Stop()
+		ss = append(ss, s)
+		delete(m.sessions, id)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.die(runner.StatusKilled, "the daemon is shutting down")
+		}()
+	}
+	wg.Wait()
+	m.wg.Wait()
+}

@@ -1,0 +1,236 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
+)
+
+// State is a session's state.
+type State string
+
+// Session states.
+const (
+	StateIdle State = "idle" // alive, no exec running
+	StateBusy State = "busy" // an exec is running
+	StateDead State = "dead" // its sandbox is gone; DeadReason says why
+)
+
+// Options describe a new session.
+type Options struct {
+	// Rootfs names the rootfs (for Info); RootfsDir is its tree.
+	Rootfs    string
+	RootfsDir string
+	// Release, when set, is called once the session's sandbox is gone.
+	Release func()
+	// Limits hold for the session's whole life, except Timeout, the default
+	// timeout of one exec, and OutputBytes, the output kept per exec and
+	// stream.
+	Limits container.Limits
+	// IdleTimeout ends the session after that long without an exec or a
+	// file operation (0: the Manager's default).
+	IdleTimeout time.Duration
+	Env         []string
+	Files       []container.File
+}
+
+// Info describes a session.
+type Info struct {
+	ID          string
+	Rootfs      string
+	State       State
+	DeadReason  string // why it died, for StateDead
+	DeadStatus  runner.Status
+	Created     time.Time
+	LastUsed    time.Time
+	ExecCount   int
+	IdleTimeout time.Duration
+	Limits      container.Limits
+}
+
+// Session is one live (or dead, not yet removed) session.
+type Session struct {
+	m    *Manager
+	id   string
+	opts Options
+	r    *runner.Runner
+	log  *slog.Logger
+
+	sem chan struct{} // one exec or file operation at a time
+
+	mu        sync.Mutex
+	state     State
+	deadWhy   string
+	deadSt    runner.Status
+	created   time.Time
+	lastUsed  time.Time
+	execs     int
+	idleTimer *time.Timer
+	ended     bool
+}
+
+// ID is the session's id.
+func (s *Session) ID() string { return s.id }
+
+// Info describes the session now.
+func (s *Session) Info() Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Info{
+		ID: s.id, Rootfs: s.opts.Rootfs, State: s.state, DeadReason: s.deadWhy, DeadStatus: s.deadSt,
+		Created: s.created, LastUsed: s.lastUsed, ExecCount: s.execs,
+		IdleTimeout: s.opts.IdleTimeout, Limits: s.opts.Limits,
+	}
+}
+
+// ExecResult is one exec's result and the workspace files it created or
+// changed.
+type ExecResult struct {
+	*runner.Result
+	Files []container.FileInfo
+}
+
+// acquire takes the session for one operation; it fails when the session
+// is dead or ctx ends first.
+func (s *Session) acquire(ctx context.Context) error {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == StateDead {
+		<-s.sem
+		return fmt.Errorf("session %s: %w: %s", s.id, ErrDead, s.deadWhy)
+	}
+	return nil
+}
+
+func (s *Session) release() {
+	s.mu.Lock()
+	s.lastUsed = time.Now()
+	if s.state == StateBusy {
+		s.state = StateIdle
+	}
+	s.mu.Unlock()
+	<-s.sem
+}
+
+// Exec runs code in the session. A zero req.Timeout takes the session's
+// exec timeout, a zero OutputBytes its output cap. When the cell kills the
+// sandbox (OOM, crash, a cell that ignored its interrupt) the result says
+// so and the session is dead from then on.
+func (s *Session) Exec(ctx context.Context, req runner.ExecRequest) (*ExecResult, error) {
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer s.release()
+	s.mu.Lock()
+	s.state = StateBusy
+	s.execs++
+	s.mu.Unlock()
+	if req.Timeout <= 0 {
+		req.Timeout = s.opts.Limits.Timeout
+	}
+	if req.OutputBytes <= 0 {
+		req.OutputBytes = s.opts.Limits.OutputBytes
+	}
+	ws := s.r.Sandbox().Workspace()
+	before, err := ws.Snapshot()
+	if err != nil {
+		s.log.Warn("workspace snapshot", "err", err)
+	}
+	res, err := s.r.Exec(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", s.id, err)
+	}
+	out := &ExecResult{Result: res}
+	if before != nil {
+		if out.Files, err = ws.Changed(before, nil); err != nil {
+			s.log.Warn("workspace changes", "err", err)
+		}
+	}
+	if st, why := s.r.Dead(); st != "" {
+		s.die(st, why)
+	}
+	return out, nil
+}
+
+// die marks the session dead and tears its sandbox down (once).
+func (s *Session) die(st runner.Status, why string) {
+	s.mu.Lock()
+	if s.state != StateDead {
+		s.state, s.deadSt, s.deadWhy = StateDead, st, why
+	}
+	ended := s.ended
+	s.ended = true
+	s.mu.Unlock()
+	if ended {
+		return
+	}
+	res, err := s.r.Kill(container.StatusKilled)
+	if s.opts.Release != nil {
+		s.opts.Release()
+	}
+	attrs := []any{"status", st, "reason", why}
+	if res != nil {
+		attrs = append(attrs, "memory_peak_bytes", res.MemoryPeakBytes, "cpu", res.CPUTime)
+	}
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	s.log.Info("session ended", attrs...)
+	s.m.ended(s, st)
+}
+
+// watch marks the session dead when its sandbox ends on its own while no
+// exec runs (a lifetime deadline, a background process's OOM).
+func (s *Session) watch() {
+	<-s.r.Sandbox().Done()
+	s.sem <- struct{}{}
+	defer func() { <-s.sem }()
+	st, why := s.r.Dead()
+	if st == "" {
+		st, why = runner.StatusCrashed, "the session's sandbox ended (its lifetime limit, or the interpreter exited)"
+		if stats, err := s.r.Sandbox().Stats(); err == nil && stats.OOMKills > 0 {
+			st, why = runner.StatusOOM, "the sandbox ran out of memory (its memory limit); the interpreter was killed"
+		}
+	}
+	s.die(st, why)
+}
+
+// expire runs when the idle timer fires: it ends the session if it has
+// been idle for its whole idle timeout, else re-arms the timer.
+func (s *Session) expire() {
+	select {
+	case s.sem <- struct{}{}:
+	default: // an exec or file operation runs
+		s.idleTimer.Reset(s.opts.IdleTimeout)
+		return
+	}
+	s.mu.Lock()
+	idle := time.Since(s.lastUsed)
+	if s.state == StateDead { // kept for GET until now
+		s.mu.Unlock()
+		s.m.remove(s.id)
+		<-s.sem
+		return
+	}
+	if idle < s.opts.IdleTimeout {
+		s.idleTimer.Reset(s.opts.IdleTimeout - idle)
+		s.mu.Unlock()
+		<-s.sem
+		return
+	}
+	s.mu.Unlock()
+	s.log.Info("session idle: expiring", "idle", idle)
+	s.m.remove(s.id)
+	s.die(runner.StatusKilled, "expired after "+s.opts.IdleTimeout.String()+" idle")
+	<-s.sem
+}
