@@ -22,10 +22,13 @@ func daemonCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "daemon",
 		Usage: "serve the nsbox API on a Unix socket",
-		Description: "Settings come from built-in defaults, then --config (JSON), then NSBOX_* environment\n" +
-			"variables, then flags; see docs/API.md.",
+		Description: "Settings come from built-in defaults, then --config (TOML, see scripts/nsbox.conf.example),\n" +
+			"then NSBOX_* environment variables, then flags; see docs/OPERATIONS.md. Under systemd the\n" +
+			"daemon takes its socket from socket activation (LISTEN_FDS) and reports readiness (sd_notify).\n" +
+			"SIGHUP re-reads the configuration and applies what can change live.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Usage: "JSON config file", EnvVars: env("CONFIG")},
+			&cli.StringFlag{Name: "config", Usage: "TOML config file (e.g. /etc/nsbox/nsbox.conf)", EnvVars: env("CONFIG")},
+			&cli.BoolFlag{Name: "check-config", Usage: "check the configuration, print every error with its line, and exit"},
 			&cli.StringFlag{Name: "socket", Usage: "Unix socket to serve (default /run/nsbox/nsbox.sock)", EnvVars: env("SOCKET")},
 			&cli.StringFlag{Name: "state-dir", Usage: "persistent state (default /var/lib/nsbox)", EnvVars: env("STATE_DIR")},
 			&cli.StringFlag{Name: "run-dir", Usage: "per-run state: workspaces, locks (default /run/nsbox)", EnvVars: env("RUN_DIR")},
@@ -45,20 +48,29 @@ func daemonCommand() *cli.Command {
 
 func runDaemon(c *cli.Context) error {
 	cfg, err := loadDaemonConfig(c)
+	if c.Bool("check-config") {
+		return reportConfig(c, cfg, err)
+	}
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(cfg)
+	level := new(slog.LevelVar)
+	log, err := newLogger(cfg, level)
 	if err != nil {
 		return err
 	}
 	slog.SetDefault(log)
+	for _, w := range cfg.warnings() {
+		log.Warn("config: " + w.format(cfg.File))
+	}
 
-	ln, lock, err := listenSocket(cfg.Socket)
+	ln, lock, activated, err := daemonListener(cfg.Socket)
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
+	if lock != nil {
+		defer lock.Close()
+	}
 	defer ln.Close()
 
 	eng, err := container.New(container.Config{RunDir: cfg.RunDir, CgroupName: cfg.CgroupName, Logger: log.With("component", "engine")})
@@ -72,15 +84,17 @@ func runDaemon(c *cli.Context) error {
 	}
 	log.Info("recovered leftovers of a previous daemon", "removed", n)
 
+	pol := cfg.serverPolicy()
 	scfg := server.Config{
 		Runner:        eng,
 		Rootfs:        rootfsStore{store: rootfs.Store{Root: cfg.RootfsStore}},
 		Logger:        log,
 		MaxConcurrent: cfg.MaxConcurrent,
-		DefaultRootfs: cfg.DefaultRootfs,
-		DefaultLimits: engineLimits(cfg.DefaultLimits),
-		MaxLimits:     engineLimits(cfg.MaxLimits),
-		ShutdownGrace: time.Duration(cfg.ShutdownGrace),
+		DefaultRootfs: pol.DefaultRootfs,
+		DefaultLimits: pol.DefaultLimits,
+		MaxLimits:     pol.MaxLimits,
+		Profiles:      pol.Profiles,
+		ShutdownGrace: cfg.ShutdownGrace,
 		Version:       version,
 		CgroupMode:    string(eng.CgroupMode()),
 	}
@@ -109,20 +123,52 @@ func runDaemon(c *cli.Context) error {
 		log.Info("serving metrics", "addr", mln.Addr().String())
 	}
 
-	log.Info("serving", "socket", cfg.Socket, "version", version, "max_concurrent", cfg.MaxConcurrent,
-		"rootfs_store", cfg.RootfsStore, "run_dir", cfg.RunDir, "cgroup", cfg.CgroupName, "pid", os.Getpid())
+	addr := ln.Addr().String()
+	rl := &reloader{c: c, started: cfg, srv: srv, level: level, log: log, status: "serving on " + addr}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go rl.loop(ctx, hup)
+	go func() {
+		<-ctx.Done()
+		sdNotify(log, "STOPPING=1\nSTATUS=draining runs")
+	}()
+
+	log.Info("serving", "socket", addr, "socket_activated", activated, "config", cfg.File, "version", version,
+		"max_concurrent", cfg.MaxConcurrent, "rootfs_store", cfg.RootfsStore, "run_dir", cfg.RunDir, "cgroup", cfg.CgroupName, "pid", os.Getpid())
+	sdNotify(log, "READY=1\nSTATUS="+rl.status)
 	return srv.Run(ctx, ln)
+}
+
+// reportConfig is --check-config: print every error (FILE:LINE: key: msg)
+// or "configuration OK", and exit 1 on errors.
+func reportConfig(c *cli.Context, cfg daemonConfig, err error) error {
+	var ce *configErrors
+	if errors.As(err, &ce) {
+		for _, e := range ce.Errs {
+			fmt.Fprintln(c.App.ErrWriter, e.format(ce.File))
+		}
+		return &exitError{code: 1, err: fmt.Errorf("%d error(s) in the configuration", len(ce.Errs))}
+	}
+	if err != nil {
+		return err
+	}
+	for _, w := range cfg.warnings() {
+		fmt.Fprintln(c.App.ErrWriter, "warning: "+w.format(cfg.File))
+	}
+	src := cfg.File
+	if src == "" {
+		src = "built-in defaults, flags and environment (no --config)"
+	}
+	fmt.Fprintf(c.App.Writer, "configuration OK: %s\n", src)
+	return nil
 }
 
 // listenMetrics listens on addr, which must be a loopback address: metrics
 // are for the host, never the network.
 func listenMetrics(addr string) (net.Listener, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics-listen %q: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("metrics-listen %q: only loopback addresses (127.0.0.1, ::1, localhost) are allowed", addr)
+	if err := checkMetricsAddr(addr); err != nil {
+		return nil, fmt.Errorf("metrics-listen %w", err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -131,11 +177,14 @@ func listenMetrics(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-func newLogger(cfg daemonConfig) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return nil, fmt.Errorf("log-level %q: use debug, info, warn or error", cfg.LogLevel)
+// newLogger logs to stderr (the journal under systemd) at the level in
+// level, which a reload may change.
+func newLogger(cfg daemonConfig, level *slog.LevelVar) (*slog.Logger, error) {
+	l, err := parseLogLevel(cfg.LogLevel)
+	if err != nil {
+		return nil, fmt.Errorf("log-level %w", err)
 	}
+	level.Set(l)
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil

@@ -28,15 +28,10 @@ func listenSocket(path string) (net.Listener, *socketLock, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, nil, fmt.Errorf("socket directory: %w", err)
 	}
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	lock, err := lockSocket(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("socket lock: %w", err)
+		return nil, nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("another nsbox daemon is serving %s (it holds %s.lock); stop it first", path, path)
-	}
-	lock := &socketLock{f: f}
 	fail := func(err error) (net.Listener, *socketLock, error) { lock.Close(); return nil, nil, err }
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -76,4 +71,17 @@ func listenSocket(path string) (net.Listener, *socketLock, error) {
 		return fail(fmt.Errorf("looking up group nsbox: %w", err))
 	}
 	return ln, lock, nil
+}
+
+// lockSocket takes path's lock file (path.lock) without blocking.
+func lockSocket(path string) (*socketLock, error) {
+	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("socket lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another nsbox daemon is serving %s (it holds %s.lock); stop it first", path, path)
+	}
+	return &socketLock{f: f}, nil
 }

@@ -1,0 +1,394 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// configError is one problem with the configuration. Line is its line in
+// the config file, 0 when the value came from a default, a flag or the
+// environment.
+type configError struct {
+	Line int
+	Key  string
+	Msg  string
+}
+
+// configErrors are all the problems found in a configuration.
+type configErrors struct {
+	File string
+	Errs []configError
+}
+
+func (e *configErrors) Error() string {
+	lines := make([]string, 0, len(e.Errs)+1)
+	lines = append(lines, fmt.Sprintf("configuration has %d error(s); fix them and run `nsbox daemon --check-config`:", len(e.Errs)))
+	for _, ce := range e.Errs {
+		lines = append(lines, "  "+ce.format(e.File))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// format prints ce as FILE:LINE: key: message, the form editors jump to.
+func (ce configError) format(file string) string {
+	var b strings.Builder
+	if ce.Line > 0 && file != "" {
+		fmt.Fprintf(&b, "%s:%d: ", file, ce.Line)
+	}
+	if ce.Key != "" {
+		b.WriteString(ce.Key + ": ")
+	}
+	b.WriteString(ce.Msg)
+	return b.String()
+}
+
+// parseConfigFile reads a TOML config file over cfg and returns every
+// problem it finds with its line: unknown keys, keys set twice, values of
+// the wrong type or out of range. A syntax error ends the parse (the rest
+// of the file cannot be read reliably), so it is reported alone with what
+// came before it. cfg.lines records where each key was set.
+func parseConfigFile(data []byte, cfg *daemonConfig) []configError {
+	w := &configWalker{cfg: cfg, seenTables: map[string]int{}}
+	w.p.Reset(data)
+	var table []string
+	skipTable := false
+	for w.p.NextExpression() {
+		e := w.p.Expression()
+		switch e.Kind {
+		case unstable.Table:
+			table = w.keyParts(e.Key())
+			line := w.keyLine(e.Key())
+			name := strings.Join(table, ".")
+			skipTable = false
+			if first, ok := w.seenTables[name]; ok {
+				w.errorf(line, name, "table [%s] defined twice (first on line %d)", name, first)
+				skipTable = true
+				continue
+			}
+			w.seenTables[name] = line
+			if msg := checkTable(table); msg != "" {
+				w.errorf(line, name, "%s", msg)
+				skipTable = true
+			}
+		case unstable.ArrayTable:
+			table = w.keyParts(e.Key())
+			w.errorf(w.keyLine(e.Key()), strings.Join(table, "."), "arrays of tables ([[...]]) are not part of the nsbox configuration")
+			skipTable = true
+		case unstable.KeyValue:
+			if skipTable {
+				continue
+			}
+			key := append(append([]string(nil), table...), w.keyParts(e.Key())...)
+			w.set(key, e.Value(), w.keyLine(e.Key()))
+		}
+	}
+	if err := w.p.Error(); err != nil {
+		line := 0
+		if pe, ok := err.(*unstable.ParserError); ok {
+			line = w.offsetLine(data, pe.Highlight)
+		}
+		w.errs = append(w.errs, configError{Line: line, Msg: "TOML syntax: " + err.Error()})
+	}
+	return w.errs
+}
+
+// sortErrors orders errors by line; those without a line come last.
+func sortErrors(errs []configError) {
+	sort.SliceStable(errs, func(i, j int) bool {
+		a, b := errs[i].Line, errs[j].Line
+		if a == 0 || b == 0 {
+			return a != 0 && b == 0
+		}
+		return a < b
+	})
+}
+
+// checkTable says what is wrong with a [table] header, or "".
+func checkTable(t []string) string {
+	switch {
+	case len(t) == 1 && (t[0] == "default_limits" || t[0] == "max_limits" || t[0] == "profiles"):
+		return ""
+	case len(t) == 2 && t[0] == "profiles":
+		return profileNameError(t[1])
+	}
+	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits] and [profiles.NAME]", strings.Join(t, "."))
+}
+
+type configWalker struct {
+	p          unstable.Parser
+	cfg        *daemonConfig
+	errs       []configError
+	seenTables map[string]int
+}
+
+func (w *configWalker) errorf(line int, key, format string, args ...any) {
+	w.errs = append(w.errs, configError{Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (w *configWalker) keyParts(it unstable.Iterator) []string {
+	var parts []string
+	for it.Next() {
+		parts = append(parts, string(it.Node().Data))
+	}
+	return parts
+}
+
+// keyLine is the line of a key's first part.
+func (w *configWalker) keyLine(it unstable.Iterator) int {
+	if !it.Next() {
+		return 0
+	}
+	return w.p.Shape(it.Node().Raw).Start.Line
+}
+
+// offsetLine finds the line of b, a subslice of data, or 0.
+func (w *configWalker) offsetLine(data, b []byte) int {
+	off := cap(data) - cap(b)
+	if b == nil || off < 0 || off > len(data) {
+		return 0
+	}
+	return strings.Count(string(data[:off]), "\n") + 1
+}
+
+// set stores the value v of key (a full dotted path), reporting unknown
+// keys, repeats and bad values.
+func (w *configWalker) set(key []string, v *unstable.Node, line int) {
+	name := strings.Join(key, ".")
+	if v.Kind == unstable.InlineTable {
+		it := v.Children()
+		for it.Next() {
+			kv := it.Node()
+			if kv.Kind != unstable.KeyValue {
+				continue
+			}
+			sub := append(append([]string(nil), key...), w.keyParts(kv.Key())...)
+			w.set(sub, kv.Value(), w.keyLine(kv.Key()))
+		}
+		return
+	}
+	if first, ok := w.cfg.lines[name]; ok {
+		w.errorf(line, name, "set twice (first on line %d)", first)
+		return
+	}
+	w.cfg.lines[name] = line
+	if err := w.cfg.setKey(key, v); err != nil {
+		w.errorf(line, name, "%v", err)
+	}
+}
+
+// setKey stores one value; the error says what is wrong with it.
+func (cfg *daemonConfig) setKey(key []string, v *unstable.Node) error {
+	switch {
+	case len(key) == 1:
+		if dst, ok := cfg.stringKeys()[key[0]]; ok {
+			s, err := tomlString(v)
+			if err != nil {
+				return err
+			}
+			*dst = s
+			return nil
+		}
+		switch key[0] {
+		case "max_concurrent":
+			n, err := tomlInt(v)
+			if err != nil {
+				return err
+			}
+			if n < 1 || n > 1<<16 {
+				return fmt.Errorf("%d: must be between 1 and 65536", n)
+			}
+			cfg.MaxConcurrent = int(n)
+		case "queue":
+			n, err := tomlInt(v)
+			if err != nil {
+				return err
+			}
+			if n < 0 || n > 1<<20 {
+				return fmt.Errorf("%d: must be between 0 (no queue) and 1048576", n)
+			}
+			q := int(n)
+			cfg.Queue = &q
+		case "shutdown_grace":
+			d, err := tomlDuration(v)
+			if err != nil {
+				return err
+			}
+			cfg.ShutdownGrace = d
+		case "default_limits", "max_limits", "profiles":
+			return fmt.Errorf("must be a table ([%s])", key[0])
+		default:
+			return fmt.Errorf("unknown key; see scripts/nsbox.conf.example for the keys")
+		}
+		return nil
+	case len(key) == 2 && key[0] == "default_limits":
+		return setLimit(&cfg.DefaultLimits, key[1], v)
+	case len(key) == 2 && key[0] == "max_limits":
+		return setLimit(&cfg.MaxLimits, key[1], v)
+	case len(key) == 3 && key[0] == "profiles":
+		if msg := profileNameError(key[1]); msg != "" {
+			return fmt.Errorf("%s", msg)
+		}
+		pr := cfg.profile(key[1])
+		if key[2] == "description" {
+			s, err := tomlString(v)
+			if err != nil {
+				return err
+			}
+			pr.Description = s
+			return nil
+		}
+		return setLimit(&pr.Limits, key[2], v)
+	case len(key) == 2 && key[0] == "profiles":
+		return fmt.Errorf("must be a table ([profiles.%s])", key[1])
+	}
+	return fmt.Errorf("unknown key; see scripts/nsbox.conf.example for the keys")
+}
+
+func profileNameError(name string) string {
+	if name == "" || len(name) > 64 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") != "" {
+		return fmt.Sprintf("profile name %q: use 1 to 64 of a-z, 0-9, _ and -", name)
+	}
+	return ""
+}
+
+// setLimit stores one limit key (timeout, memory, pids, cpus, disk, output).
+func setLimit(l *agentapi.Limits, key string, v *unstable.Node) error {
+	switch key {
+	case "timeout":
+		d, err := tomlDuration(v)
+		if err != nil {
+			return err
+		}
+		if d < time.Millisecond {
+			return fmt.Errorf("%v: must be at least 1ms", d)
+		}
+		l.TimeoutMs = d.Milliseconds()
+	case "memory", "disk", "output":
+		n, err := tomlSize(v)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("must be positive (leave the key out for the default)")
+		}
+		switch key {
+		case "memory":
+			if n < 4<<20 {
+				return fmt.Errorf("%d bytes: below 4 MiB no Python starts", n)
+			}
+			l.MemoryBytes = n
+		case "disk":
+			l.DiskBytes = n
+		case "output":
+			l.OutputBytes = n
+		}
+	case "pids":
+		n, err := tomlInt(v)
+		if err != nil {
+			return err
+		}
+		if n < 1 || n > 1<<22 {
+			return fmt.Errorf("%d: must be between 1 and 4194304", n)
+		}
+		l.Pids = n
+	case "cpus":
+		f, err := tomlFloat(v)
+		if err != nil {
+			return err
+		}
+		if f < 0.01 || f > 4096 || math.IsNaN(f) {
+			return fmt.Errorf("%v: must be between 0.01 and 4096 (fractions allowed)", f)
+		}
+		l.CPUs = f
+	default:
+		return fmt.Errorf("unknown limit; the limits are timeout, memory, pids, cpus, disk and output")
+	}
+	return nil
+}
+
+func tomlString(v *unstable.Node) (string, error) {
+	if v.Kind != unstable.String {
+		return "", fmt.Errorf("want a string in quotes, got a TOML %s", kindName(v.Kind))
+	}
+	return string(v.Data), nil
+}
+
+func tomlInt(v *unstable.Node) (int64, error) {
+	if v.Kind != unstable.Integer {
+		return 0, fmt.Errorf("want an integer, got a TOML %s", kindName(v.Kind))
+	}
+	n, err := strconv.ParseInt(strings.ReplaceAll(string(v.Data), "_", ""), 0, 64)
+	if err != nil {
+		return 0, fmt.Errorf("integer %s: %w", v.Data, err)
+	}
+	return n, nil
+}
+
+func tomlFloat(v *unstable.Node) (float64, error) {
+	switch v.Kind {
+	case unstable.Integer:
+		n, err := tomlInt(v)
+		return float64(n), err
+	case unstable.Float:
+		f, err := strconv.ParseFloat(strings.ReplaceAll(string(v.Data), "_", ""), 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return 0, fmt.Errorf("%s is not a finite number", v.Data)
+		}
+		return f, nil
+	}
+	return 0, fmt.Errorf("want a number, got a TOML %s", kindName(v.Kind))
+}
+
+// tomlSize reads a byte count: an integer, or a string like "512M" or "1GiB".
+func tomlSize(v *unstable.Node) (int64, error) {
+	switch v.Kind {
+	case unstable.Integer:
+		n, err := tomlInt(v)
+		if err == nil && n < 0 {
+			err = fmt.Errorf("%d is negative", n)
+		}
+		return n, err
+	case unstable.String:
+		return parseSize(string(v.Data))
+	}
+	return 0, fmt.Errorf("want a size like \"512M\" or a number of bytes, got a TOML %s", kindName(v.Kind))
+}
+
+func tomlDuration(v *unstable.Node) (time.Duration, error) {
+	if v.Kind != unstable.String {
+		return 0, fmt.Errorf("want a duration string like \"30s\" or \"5m\", got a TOML %s", kindName(v.Kind))
+	}
+	d, err := time.ParseDuration(string(v.Data))
+	if err != nil {
+		return 0, fmt.Errorf("want a duration like \"30s\" or \"5m\": %w", err)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%v: must be positive", d)
+	}
+	return d, nil
+}
+
+func kindName(k unstable.Kind) string {
+	switch k {
+	case unstable.String:
+		return "string"
+	case unstable.Integer:
+		return "integer"
+	case unstable.Float:
+		return "float"
+	case unstable.Bool:
+		return "boolean"
+	case unstable.Array:
+		return "array"
+	case unstable.InlineTable:
+		return "table"
+	}
+	return "date/time"
+}

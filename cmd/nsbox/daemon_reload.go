@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/nsbox/nsbox/agentapi/server"
+	"github.com/urfave/cli/v2"
+)
+
+// reloader applies the configuration again on SIGHUP (systemctl reload).
+type reloader struct {
+	c       *cli.Context
+	started daemonConfig // what the daemon started with: restart-only settings stay as here
+	srv     *server.Server
+	level   *slog.LevelVar
+	log     *slog.Logger
+	status  string // sd_notify STATUS while serving
+}
+
+func (r *reloader) loop(ctx context.Context, hup <-chan os.Signal) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			r.reload()
+		}
+	}
+}
+
+// reload re-reads the configuration (file, environment, flags). A
+// configuration with errors is rejected as a whole, each error logged with
+// its line, and the running one is kept. Otherwise the limits, profiles,
+// default rootfs and log level apply to the requests that arrive from now
+// on, and the settings that need a restart are named in the log.
+func (r *reloader) reload() {
+	sdNotify(r.log, "RELOADING=1\nSTATUS=reloading the configuration")
+	defer sdNotify(r.log, "READY=1\nSTATUS="+r.status)
+	next, err := loadDaemonConfig(r.c)
+	if err != nil {
+		var ce *configErrors
+		if errors.As(err, &ce) {
+			for _, e := range ce.Errs {
+				r.log.Error("reload: config error: " + e.format(ce.File))
+			}
+		}
+		r.log.Error("reload: configuration rejected; keeping the running configuration", "err", firstLine(err))
+		return
+	}
+	if err := r.srv.Reconfigure(next.serverPolicy()); err != nil {
+		r.log.Error("reload: configuration rejected; keeping the running configuration", "err", err)
+		return
+	}
+	lvl, _ := parseLogLevel(next.LogLevel) // checked by loadDaemonConfig
+	r.level.Set(lvl)
+	names := make([]string, 0, len(next.Profiles))
+	for _, p := range next.Profiles {
+		names = append(names, p.Name)
+	}
+	r.log.Info("reload: configuration applied", "config", next.File, "log_level", next.LogLevel, "default_rootfs", next.DefaultRootfs,
+		"default_limits", next.DefaultLimits, "max_limits", next.MaxLimits, "profiles", strings.Join(names, ","))
+	for _, w := range next.warnings() {
+		r.log.Warn("config: " + w.format(next.File))
+	}
+	if keys := restartKeys(r.started, next); len(keys) > 0 {
+		r.log.Warn("reload: these settings changed but take effect only after a restart (systemctl restart nsbox); until then the daemon keeps the values it started with",
+			"keys", strings.Join(keys, ","))
+	}
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
