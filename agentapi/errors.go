@@ -16,6 +16,7 @@ const (
 	CodeResourceExhausted    = "resource_exhausted"     // 429
 	CodeInternal             = "internal"               // 500
 	CodeUnavailable          = "unavailable"            // 503
+	CodeSessionDead          = "session_dead"           // 409: the session died (OOM, crash); GET it for the reason
 )
 
 // ErrorBody is the JSON body of every non-2xx response:

@@ -65,6 +65,10 @@ const (
 	StatusOutputLimit = "output_limit"
 	StatusKilled      = "killed"
 	StatusError       = "error"
+	// Statuses of Python code run through the runner (runs and session execs).
+	StatusException = "exception" // the code raised; see RunResult.Exception
+	StatusCancelled = "cancelled" // the caller went away; the cell was interrupted
+	StatusCrashed   = "crashed"   // the interpreter died (a session is dead after it)
 )
 
 // RunResult is the response of POST /v1/runs (and the payload of the final
@@ -95,6 +99,35 @@ type RunResult struct {
 	MemoryPeakBytes int64 `json:"memory_peak_bytes"`
 
 	Files []FileResult `json:"files,omitempty"`
+
+	// Rich results of Python code (runs with language "python" and session
+	// execs). Value is the repr of the last expression, when the code ends
+	// with one that is not None. Exception is set with status "exception"
+	// (and "timeout": the KeyboardInterrupt). Figures are the matplotlib
+	// figures open at the end or shown. ExecutionCount numbers a session's
+	// execs from 1.
+	Value          string     `json:"value,omitempty"`
+	Exception      *Exception `json:"exception,omitempty"`
+	Figures        []Figure   `json:"figures,omitempty"`
+	ExecutionCount int        `json:"execution_count,omitempty"`
+	// SessionDead is set on a session exec that ended the session (OOM,
+	// crash, a cell that ignored its interrupt); Error says why.
+	SessionDead bool `json:"session_dead,omitempty"`
+}
+
+// Exception is a Python exception: its type name, str() and traceback
+// (frames of nsbox's runner removed; lines of the user's code shown as
+// File "<cell N>").
+type Exception struct {
+	Name      string `json:"name"`
+	Value     string `json:"value"`
+	Traceback string `json:"traceback"`
+}
+
+// Figure is an image output, a matplotlib figure as PNG.
+type Figure struct {
+	Mime       string `json:"mime"`
+	DataBase64 string `json:"data_base64"`
 }
 
 // FileResult describes a workspace file the run created or changed.

@@ -24,6 +24,7 @@ func (s *Server) routes() http.Handler {
 		{http.MethodGet, v + "/info", s.handleInfo},
 		{http.MethodGet, "/metrics", s.metrics.handler().ServeHTTP},
 	}
+	table = append(table, s.sessionRoutes()...)
 	mux := http.NewServeMux()
 	methods := map[string][]string{}
 	for _, rt := range table {

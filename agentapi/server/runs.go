@@ -13,6 +13,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
 )
 
 // handleRun serves POST /v1/runs: decode, validate, admit, resolve the
@@ -80,6 +81,10 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 
 	log.Info("run started", "argv0", spec.Argv[0], "rootfs", j.rootfs, "queue_wait", time.Since(queued))
 	started := time.Now()
+	if st, ok := s.cfg.Runner.(runner.Starter); ok && j.language == agentapi.LanguagePython {
+		s.finishPython(w, log, ev, started, func() (*agentapi.RunResult, error) { return s.runPython(ctx, st, spec, j.code, ev) })
+		return
+	}
 	res, err := s.cfg.Runner.Run(ctx, spec)
 	s.metrics.runTime.Observe(time.Since(started).Seconds())
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/session"
 )
 
 // Runner runs one sandbox; *container.Engine implements it.
@@ -47,6 +48,14 @@ type Config struct {
 	MaxLimits     container.Limits // zero fields: DefaultMaxLimits()
 	MaxBodyBytes  int64            // default 64 MiB
 	ShutdownGrace time.Duration    // default 30s
+
+	// MaxSessions caps live sessions (default 16); SessionIdleTimeout is
+	// the default idle timeout (15m) and SessionMaxLifetime a session's
+	// longest life (24h). Sessions need a Runner that is also a
+	// runner.Starter (*container.Engine is).
+	MaxSessions        int
+	SessionIdleTimeout time.Duration
+	SessionMaxLifetime time.Duration
 
 	Version    string // daemon version, reported by /v1/info
 	CgroupMode string // "v2", "v1" or "hybrid", reported by /v1/info
@@ -117,7 +126,9 @@ type Server struct {
 	metrics  *metrics
 	handler  http.Handler
 	draining atomic.Bool
-	runs     sync.WaitGroup // run handlers in progress
+	runs     sync.WaitGroup   // run handlers in progress
+	sessions *session.Manager // nil when the Runner cannot start sandboxes
+	sm       *sessionMetrics
 	// pol holds the defaults, maxima and profiles requests see; it starts
 	// from cfg and Reconfigure replaces it (cfg's copies then go stale).
 	pol atomic.Pointer[policy]
@@ -145,6 +156,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics.gauges(s.adm)
+	s.sm = newSessionMetrics()
+	s.newSessions()
 	s.handler = s.routes()
 	return s, nil
 }
@@ -192,6 +205,10 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		hs.Close()
 	}
 	<-errc
+	if s.sessions != nil {
+		s.log.Info("ending sessions", "live", s.sessions.Live())
+		s.sessions.Close()
+	}
 	s.log.Info("shut down")
 	return nil
 }

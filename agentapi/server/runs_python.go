@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
+)
+
+// markerSlack is room in a run's output cap for the runner's end markers.
+const markerSlack = 4096
+
+// runPython runs a one-shot Python snippet through the runner, so that it
+// gets the same rich result as a session exec. The sandbox lives a little
+// longer than the code's timeout: room for the KeyboardInterrupt's
+// traceback.
+func (s *Server) runPython(ctx context.Context, st runner.Starter, spec container.Spec, code string, ev *eventWriter) (*agentapi.RunResult, error) {
+	lim := spec.Limits.WithDefaults()
+	spec.Limits = lim
+	spec.Limits.Timeout += runner.InterruptGrace + time.Second
+	spec.Limits.OutputBytes += markerSlack
+	rn, err := runner.Start(ctx, st, spec)
+	if err != nil {
+		return nil, err
+	}
+	req := runner.ExecRequest{Code: code, Timeout: lim.Timeout, OutputBytes: lim.OutputBytes}
+	if ev != nil {
+		req.OnStdout = func(b []byte) { ev.chunk(agentapi.EventStdout, b) }
+		req.OnStderr = func(b []byte) { ev.chunk(agentapi.EventStderr, b) }
+	}
+	res, err := rn.Exec(ctx, req)
+	cres, cerr := rn.Close()
+	if err != nil {
+		return nil, err
+	}
+	if cerr != nil {
+		return nil, cerr
+	}
+	out := wireResult(cres, spec.ID)
+	richFields(out, res)
+	out.ExecutionCount = 0
+	out.Status, out.ExitCode, out.Signal = runStatus(res, cres)
+	if res.Error != "" && out.Error == "" && out.Status != agentapi.StatusOK {
+		out.Error = res.Error
+	}
+	return out, nil
+}
+
+// runStatus decides a one-shot Python run's status from the cell's and
+// the sandbox's.
+func runStatus(res *runner.Result, cres *container.Result) (status string, code int, signal string) {
+	switch {
+	case cres.Status == container.StatusOutputLimit || res.StdoutTruncated || res.StderrTruncated:
+		return agentapi.StatusOutputLimit, cres.ExitCode, cres.Signal
+	case res.Status == runner.StatusOK:
+		return agentapi.StatusOK, 0, ""
+	case res.Status == runner.StatusException:
+		return agentapi.StatusException, 1, ""
+	case res.Status == runner.StatusTimeout:
+		return agentapi.StatusTimeout, cres.ExitCode, cres.Signal
+	case res.Status == runner.StatusOOM:
+		return agentapi.StatusOOM, cres.ExitCode, cres.Signal
+	case res.Status == runner.StatusCancelled:
+		return agentapi.StatusKilled, cres.ExitCode, cres.Signal
+	case cres.Signal != "":
+		return agentapi.StatusKilled, cres.ExitCode, cres.Signal
+	case cres.ExitCode != 0:
+		return agentapi.StatusExitNonzero, cres.ExitCode, ""
+	default:
+		return agentapi.StatusCrashed, cres.ExitCode, cres.Signal
+	}
+}
+
+// finishPython answers a Python run: run does the work.
+func (s *Server) finishPython(w http.ResponseWriter, log *slog.Logger, ev *eventWriter, started time.Time, run func() (*agentapi.RunResult, error)) {
+	out, err := run()
+	s.metrics.runTime.Observe(time.Since(started).Seconds())
+	if err != nil {
+		if errors.Is(err, container.ErrInvalidSpec) {
+			s.metrics.runs.WithLabelValues("invalid").Inc()
+		} else {
+			s.metrics.runs.WithLabelValues("setup_error").Inc()
+			s.metrics.spawnFailures.Inc()
+		}
+		log.Error("run failed", "err", err)
+		if ev != nil {
+			ev.finish()
+			_, ae := apiError(err)
+			ev.emit(agentapi.Event{Type: agentapi.EventError, Error: ae})
+			ev.done()
+			return
+		}
+		writeError(w, err)
+		return
+	}
+	s.metrics.runs.WithLabelValues(out.Status).Inc()
+	log.Info("run finished", "status", out.Status, "exit_code", out.ExitCode, "wall_ms", out.WallMs)
+	if ev != nil {
+		ev.finish()
+		ev.emit(agentapi.Event{Type: agentapi.EventResult, Result: out})
+		ev.done()
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}

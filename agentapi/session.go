@@ -1,0 +1,72 @@
+package agentapi
+
+import "time"
+
+// SessionRequest is the body of POST /v1/sessions.
+type SessionRequest struct {
+	// Rootfs names the root filesystem; empty means the daemon's default.
+	Rootfs string `json:"rootfs,omitempty"`
+	// Limits hold for the session's whole life (memory, pids, cpus, disk),
+	// except timeout_ms, the default timeout of each exec, and output_bytes,
+	// the output returned per exec and stream.
+	Limits *Limits `json:"limits,omitempty"`
+	// IdleTimeoutMs ends the session after that long without an exec or
+	// file operation; 0 means the daemon's default.
+	IdleTimeoutMs int64             `json:"idle_timeout_ms,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+	Files         []File            `json:"files,omitempty"`
+}
+
+// Session states.
+const (
+	SessionIdle = "idle"
+	SessionBusy = "busy"
+	SessionDead = "dead"
+)
+
+// Session describes a session (the response of POST /v1/sessions and
+// GET /v1/sessions/{id}).
+type Session struct {
+	ID     string `json:"id"`
+	Rootfs string `json:"rootfs"`
+	State  string `json:"state"` // idle, busy or dead
+	// DeadStatus (oom, crashed, timeout, killed) and DeadReason say why a
+	// dead session died.
+	DeadStatus    string    `json:"dead_status,omitempty"`
+	DeadReason    string    `json:"dead_reason,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	LastUsedAt    time.Time `json:"last_used_at"`
+	ExecCount     int       `json:"exec_count"`
+	IdleTimeoutMs int64     `json:"idle_timeout_ms"`
+	Limits        Limits    `json:"limits"`
+}
+
+// SessionList is the response of GET /v1/sessions.
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+}
+
+// ExecRequest is the body of POST /v1/sessions/{id}/exec. The answer is a
+// RunResult (or, with Accept: application/x-ndjson, a stream of Events).
+type ExecRequest struct {
+	Code string `json:"code"`
+	// TimeoutMs bounds this exec; 0 means the session's limits.timeout_ms.
+	TimeoutMs int64 `json:"timeout_ms,omitempty"`
+}
+
+// WorkspaceFile is one entry of GET /v1/sessions/{id}/files.
+type WorkspaceFile struct {
+	Path    string    `json:"path"`
+	Size    int64     `json:"size"`
+	Mode    uint32    `json:"mode"`
+	ModTime time.Time `json:"mtime"`
+	SHA256  string    `json:"sha256,omitempty"` // regular files
+	Mime    string    `json:"mime,omitempty"`
+	Dir     bool      `json:"dir,omitempty"`
+	Symlink bool      `json:"symlink,omitempty"` // listed, never followed
+}
+
+// FileList is the response of GET /v1/sessions/{id}/files.
+type FileList struct {
+	Files []WorkspaceFile `json:"files"`
+}
