@@ -36,6 +36,9 @@ func daemonCommand() *cli.Command {
 			&cli.StringFlag{Name: "default-rootfs", Usage: "rootfs of requests that name none (default \"default\")", EnvVars: env("DEFAULT_ROOTFS")},
 			&cli.IntFlag{Name: "max-concurrent", Usage: "runs at once (default: number of CPUs)", EnvVars: env("MAX_CONCURRENT")},
 			&cli.IntFlag{Name: "queue", Usage: "runs waiting for a slot before 429 (default 2*max-concurrent)", EnvVars: env("QUEUE")},
+			&cli.IntFlag{Name: "max-sessions", Usage: "live Python sessions at most (default 16)", EnvVars: env("MAX_SESSIONS")},
+			&cli.DurationFlag{Name: "session-idle-timeout", Usage: "default idle time before a session ends (default 15m)", EnvVars: env("SESSION_IDLE_TIMEOUT")},
+			&cli.DurationFlag{Name: "session-max-lifetime", Usage: "longest life of a session, idle or not (default 24h)", EnvVars: env("SESSION_MAX_LIFETIME")},
 			&cli.DurationFlag{Name: "shutdown-grace", Usage: "how long runs may finish on SIGTERM before they are killed (default 30s)", EnvVars: env("SHUTDOWN_GRACE")},
 			&cli.StringFlag{Name: "log-format", Usage: "json or text (default text)", EnvVars: env("LOG_FORMAT")},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default info)", EnvVars: env("LOG_LEVEL")},
@@ -96,7 +99,12 @@ func runDaemon(c *cli.Context) error {
 		Profiles:      pol.Profiles,
 		ShutdownGrace: cfg.ShutdownGrace,
 		Version:       version,
+
 		CgroupMode:    string(eng.CgroupMode()),
+
+		MaxSessions:        c.Int("max-sessions"),
+		SessionIdleTimeout: c.Duration("session-idle-timeout"),
+		SessionMaxLifetime: c.Duration("session-max-lifetime"),
 	}
 	if cfg.Queue != nil {
 		scfg.QueueSize, scfg.NoQueue = *cfg.Queue, *cfg.Queue == 0
