@@ -100,7 +100,7 @@ func runDaemon(c *cli.Context) error {
 		ShutdownGrace: cfg.ShutdownGrace,
 		Version:       version,
 
-		CgroupMode:    string(eng.CgroupMode()),
+		CgroupMode: string(eng.CgroupMode()),
 
 		MaxSessions:        c.Int("max-sessions"),
 		SessionIdleTimeout: c.Duration("session-idle-timeout"),
