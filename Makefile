@@ -58,9 +58,9 @@ lint: ## go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
 
-bench: deps rootfs-test ## benchmarks: cold spawn vs bubblewrap (alternating), throughput
-	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs $(GO) test -run '^$$' -bench . -benchtime 200x ./container/
-	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs $(GO) test -run '^$$' -bench Throughput -benchtime 5x ./container/
+bench: deps rootfs-test ## nsbox bench: nsbox vs bubblewrap, runc and bare python3 (alternating); go benchmarks
+	$(BIN) bench --store $(STORE) --rootfs $(TEST_ROOTFS)
+	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs $(GO) test -run '^$$' -bench . -benchtime 100x ./container/ ./seccomp/
 
 clean: ## remove build output
 	rm -rf bin

@@ -20,6 +20,7 @@ func newApp() *cli.App {
 			rootfsCommand(),
 			doctorCommand(),
 			daemonCommand(),
+			benchCommand(),
 		},
 	}
 }
