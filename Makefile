@@ -11,7 +11,7 @@ APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap 
 
 export CGO_ENABLED := 1
 
-.PHONY: help deps build test test-unit rootfs-test rootfs-default demo lint bench clean
+.PHONY: help deps build test test-unit rootfs-test rootfs-default demo lint bench clean install uninstall
 
 help: ## show this help
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -64,3 +64,36 @@ bench: deps rootfs-test ## nsbox bench: nsbox vs bubblewrap, runc and bare pytho
 
 clean: ## remove build output
 	rm -rf bin
+
+# Install layout (docs/OPERATIONS.md). UNITDIR is /etc/systemd/system for a
+# local install from source; distribution packages use PREFIX=/usr
+# UNITDIR=/lib/systemd/system. With DESTDIR (staging) no group is created.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+UNITDIR    ?= /etc/systemd/system
+SYSCONFDIR ?= /etc
+DOCDIR     ?= $(PREFIX)/share/doc/nsbox
+
+install: ## install binary, systemd units, /etc/nsbox/nsbox.conf (kept if present), nsbox group (DESTDIR, PREFIX)
+	@test -x $(BIN) || $(MAKE) build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/nsbox
+	install -d -m 0755 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/nsbox $(DESTDIR)$(DOCDIR)
+	sed 's|/usr/local/bin/nsbox|$(BINDIR)/nsbox|g; s|/etc/nsbox/|$(SYSCONFDIR)/nsbox/|g' scripts/systemd/nsbox.service > $(DESTDIR)$(UNITDIR)/nsbox.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/nsbox.service
+	install -m 0644 scripts/systemd/nsbox.socket $(DESTDIR)$(UNITDIR)/nsbox.socket
+	install -m 0644 scripts/nsbox.conf.example docs/OPERATIONS.md docs/SECURITY.md $(DESTDIR)$(DOCDIR)/
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/nsbox/nsbox.conf ]; then \
+		echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/nsbox/nsbox.conf (the new example is in $(DOCDIR)/nsbox.conf.example)"; \
+	else install -m 0644 scripts/nsbox.conf.example $(DESTDIR)$(SYSCONFDIR)/nsbox/nsbox.conf; fi
+	@if [ -z "$(DESTDIR)" ]; then \
+		getent group nsbox >/dev/null || groupadd --system nsbox; \
+		if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi; \
+		echo "install: done. Next: systemctl enable --now nsbox.socket; add API users to the nsbox group"; \
+	fi
+
+uninstall: ## remove what install put in place, except /etc/nsbox/nsbox.conf, /var/lib/nsbox and the nsbox group
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl disable --now nsbox.socket nsbox.service || true; fi
+	rm -f $(DESTDIR)$(BINDIR)/nsbox $(DESTDIR)$(UNITDIR)/nsbox.service $(DESTDIR)$(UNITDIR)/nsbox.socket
+	rm -rf $(DESTDIR)$(DOCDIR)
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
+	@echo "uninstall: kept $(SYSCONFDIR)/nsbox, /var/lib/nsbox (rootfs store) and the nsbox group; remove them by hand if unwanted"
