@@ -170,7 +170,10 @@ func TestDaemonConcurrentAdmission(t *testing.T) {
 
 // sleeper is a run that prints "ready" and sleeps; marker tags its argv.
 func sleeper(marker string) *agentapi.RunRequest {
-	return &agentapi.RunRequest{Language: "python", Code: "import time\nprint('ready', flush=True)\ntime.sleep(600)  # " + marker}
+	// Python code reaches the runner over its control socket: the marker
+	// is in the environment, where processesWith looks too.
+	return &agentapi.RunRequest{Language: "python", Code: "import time\nprint('ready', flush=True)\ntime.sleep(600)  # " + marker,
+		Env: map[string]string{"NSBOX_IT_MARKER": marker}}
 }
 
 // startSleeper streams sleeper(marker) until it prints "ready", then returns

@@ -183,7 +183,8 @@ func (d *daemon) waitIdle(t *testing.T) {
 	}
 }
 
-// waitGone polls until no process has marker in its command line.
+// waitGone polls until no process has marker in its command line or
+// environment.
 func waitGone(t *testing.T, marker string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -207,7 +208,8 @@ func processesWith(marker string) []string {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(cmdline, []byte(marker)) {
+		environ, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && (bytes.Contains(cmdline, []byte(marker)) || bytes.Contains(environ, []byte(marker))) {
 			pids = append(pids, e.Name())
 		}
 	}
