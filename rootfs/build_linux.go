@@ -69,9 +69,19 @@ func (s Store) Build(ctx context.Context, o BuildOptions, progress func(Progress
 		if err := runMmdebstrap(ctx, mmdebstrap, tree, o, prof, progress); err != nil {
 			return m, err
 		}
-		if err := trimTree(ctx, tree, prof, progress); err != nil {
+		trim, err := trimTree(ctx, tree, prof, progress)
+		if err != nil {
 			return m, fmt.Errorf("trim: %w", err)
 		}
+		m.Trim = trim
+		if prof.fontCache {
+			progress(Progress{Phase: "customize", Percent: -1, Message: "matplotlib font cache in " + fontCacheDir})
+			if err := buildFontCache(ctx, tree); err != nil {
+				return m, err
+			}
+			trim.FontCache = fontCacheDir
+		}
+		progress(Progress{Phase: "check", Percent: -1, Message: "python3 imports in the new tree"})
 		v, err := checkPython(ctx, tree, prof)
 		if err != nil {
 			return m, err
@@ -88,12 +98,11 @@ func mmdebstrapArgs(tree string, o BuildOptions, prof profile) []string {
 		`--aptopt=APT::Install-Recommends "false"`,
 		`--aptopt=Acquire::Retries "3"`,
 	}
-	for _, p := range []string{
-		"path-exclude=/usr/share/doc/*", "path-include=/usr/share/doc/*/copyright",
-		"path-exclude=/usr/share/man/*", "path-exclude=/usr/share/info/*",
-		"path-exclude=/usr/share/locale/*", "path-exclude=/usr/share/lintian/*",
-	} {
-		args = append(args, "--dpkgopt="+p)
+	for _, p := range append(commonExcludes(), prof.exclude...) {
+		args = append(args, "--dpkgopt=path-exclude="+p)
+	}
+	for _, p := range commonIncludes() {
+		args = append(args, "--dpkgopt=path-include="+p)
 	}
 	return append(args, o.Suite, tree, o.Mirror)
 }
@@ -202,12 +211,27 @@ func openPty() (master, slave *os.File, err error) {
 	return master, slave, nil
 }
 
-// trimTree removes what no sandbox needs: apt caches and lists, logs,
-// debconf templates, man/info/locale/doc leftovers (dpkg already skipped most)
-// and the test suites shipped inside big Python packages.
-func trimTree(ctx context.Context, tree string, prof profile, progress func(Progress)) error {
+// trimTree removes what no sandbox needs: the profile's purge packages
+// (dpkg --purge, so the package list stays true), apt caches and lists, logs,
+// debconf templates, man/info/locale leftovers, the test suites shipped
+// inside big Python packages; then it clears setuid/setgid bits and deletes
+// device nodes. The returned Trim lists all of it.
+func trimTree(ctx context.Context, tree string, prof profile, progress func(Progress)) (*Trim, error) {
 	before := treeSize(tree)
+	trim := &Trim{
+		Excluded:    append(commonExcludes(), prof.exclude...),
+		Included:    commonIncludes(),
+		BytesBefore: before,
+	}
 	progress(Progress{Phase: "trim", Percent: -1, Message: fmt.Sprintf("tree is %s before trimming", HumanSize(before))})
+	if len(prof.purge) > 0 {
+		progress(Progress{Phase: "trim", Percent: -1, Message: "dpkg --purge build-only packages"})
+		purged, err := purgePackages(ctx, tree, prof.purge)
+		if err != nil {
+			return nil, err
+		}
+		trim.Purged = purged
+	}
 	var paths []string
 	for _, g := range []string{
 		"var/cache/apt/*", "var/lib/apt/lists/*", "var/cache/debconf/*-old",
@@ -232,15 +256,28 @@ func trimTree(ctx context.Context, tree string, prof profile, progress func(Prog
 	}
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		if err := os.RemoveAll(p); err != nil {
-			return err
+			return nil, err
 		}
+		rel, _ := filepath.Rel(tree, p)
+		trim.Removed = append(trim.Removed, rel)
+	}
+	setid, devices, err := hardenTree(tree)
+	if err != nil {
+		return nil, err
+	}
+	trim.StrippedSetid, trim.RemovedDevices = setid, devices
+	for _, p := range setid {
+		progress(Progress{Phase: "trim", Percent: -1, Message: "stripped setuid/setgid: /" + p})
+	}
+	if len(devices) > 0 {
+		progress(Progress{Phase: "trim", Percent: -1, Message: fmt.Sprintf("removed %d device nodes: /%s", len(devices), strings.Join(devices, " /"))})
 	}
 	after := treeSize(tree)
-	progress(Progress{Phase: "trim", Percent: 100, Message: fmt.Sprintf("trimmed %s -> %s", HumanSize(before), HumanSize(after))})
-	return nil
+	progress(Progress{Phase: "trim", Percent: 100, Message: fmt.Sprintf("trimmed %s -> %s (%d packages purged)", HumanSize(before), HumanSize(after), len(trim.Purged))})
+	return trim, nil
 }
 
 func treeSize(tree string) int64 {

@@ -28,6 +28,21 @@ type Meta struct {
 	Created   time.Time `json:"created"`
 	SizeBytes int64     `json:"size_bytes"`
 	Digest    string    `json:"digest"` // "sha256:..." over the tree's file list and contents
+	// Trim says what a build left out or removed; nil for imports.
+	Trim *Trim `json:"trim,omitempty"`
+}
+
+// Trim records what a build left out of the tree, so a missing file can be
+// told from a broken package: Packages lists only what is still installed.
+type Trim struct {
+	Purged         []string `json:"purged,omitempty"`          // packages removed with dpkg --purge --force-depends
+	Excluded       []string `json:"excluded,omitempty"`        // dpkg path-exclude globs: never unpacked
+	Included       []string `json:"included,omitempty"`        // dpkg path-include globs that override Excluded
+	Removed        []string `json:"removed,omitempty"`         // paths deleted after the install (tests dirs, caches)
+	StrippedSetid  []string `json:"stripped_setid,omitempty"`  // files whose setuid/setgid bits were cleared
+	RemovedDevices []string `json:"removed_devices,omitempty"` // device nodes, fifos and sockets deleted
+	BytesBefore    int64    `json:"bytes_before"`              // tree size before purge and removal
+	FontCache      string   `json:"font_cache,omitempty"`      // prebuilt matplotlib font cache dir in the tree
 }
 
 // Package is one installed Debian package.

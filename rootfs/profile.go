@@ -9,18 +9,110 @@ import (
 // A profile is a set of Debian packages and what to trim after installing.
 type profile struct {
 	packages []string
-	// imports is run after trimming as a smoke test of the tree.
+	// imports is run after trimming as a smoke test of the tree: a Python
+	// script that must exit 0.
 	imports string
+	// purge lists packages removed with dpkg --purge --force-depends after
+	// the install: build-time dependencies nothing imports or runs at run
+	// time (compilers, headers, perl). Those not installed are skipped.
+	purge []string
+	// exclude lists dpkg path-exclude globs beyond commonExcludes (dpkg's
+	// fnmatch: "*" also matches "/").
+	exclude []string
 	// trimTests lists dist-packages dirs whose */tests/ subdirs are dropped
 	// (test suites only; nothing imports them at run time).
 	trimTests []string
+	// fontCache builds matplotlib's font cache into the tree and seeds a
+	// sandbox's cache dir from it at Python start-up.
+	fontCache bool
 }
+
+// commonExcludes are dpkg path-exclude globs every build applies: files no
+// sandbox reads (docs, man pages, translations, C headers, static libraries).
+func commonExcludes() []string {
+	return []string{
+		"/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*",
+		"/usr/share/locale/*", "/usr/share/lintian/*",
+		"/usr/include/*", "/usr/lib/*.a",
+	}
+}
+
+// commonIncludes re-include what commonExcludes would drop but must stay.
+func commonIncludes() []string {
+	return []string{"/usr/share/doc/*/copyright"}
+}
+
+// commonPurge is the full perl that usrmerge drags in: perl-base (essential,
+// /usr/bin/perl) stays.
+func commonPurge() []string {
+	return []string{
+		"perl", "libperl5.36", "perl-modules-5.36", "libgdbm-compat4",
+		"libfile-find-rule-perl", "libnumber-compare-perl", "libtext-glob-perl",
+	}
+}
+
+// datasciPurge is the build toolchain python3-scipy's dependency on
+// python3-pythran pulls in (a C++ compiler, boost and BLAS headers, Python
+// headers), plus unicode-data, which python3-fonttools depends on but
+// nothing reads at run time.
+func datasciPurge() []string {
+	return []string{
+		// pythran and what only it needs
+		"python3-pythran", "python3-gast", "python3-beniget", "python3-ply",
+		"libxsimd-dev", "libboost-dev", "libboost1.74-dev",
+		"libopenblas-dev", "libopenblas-pthread-dev", "libblas-dev", "liblapack-dev",
+		"python3-all-dev", "libpython3-all-dev", "python3-dev", "python3.11-dev",
+		"libpython3-dev", "libpython3.11-dev", "libexpat1-dev", "zlib1g-dev",
+		"libjs-sphinxdoc", "libjs-underscore",
+		// compilers and binutils
+		"g++", "g++-12", "gcc", "gcc-12", "cpp", "cpp-12", "libgcc-12-dev",
+		"libstdc++-12-dev", "libcc1-0", "libasan8", "libtsan2", "liblsan0",
+		"libubsan1", "libhwasan0", "libitm1", "libatomic1", "libisl23", "libmpc3",
+		"libmpfr6", "binutils", "binutils-common", "binutils-x86-64-linux-gnu",
+		"libbinutils", "libctf0", "libctf-nobfd0", "libgprofng0", "libjansson4",
+		// C library headers
+		"libc6-dev", "libc-dev-bin", "linux-libc-dev", "libcrypt-dev",
+		"libnsl-dev", "libtirpc-dev", "rpcsvc-proto",
+		"unicode-data",
+	}
+}
+
+// datasciCheck imports every package of the profile and does a small
+// computation in each of the big ones.
+const datasciCheck = `
+import io
+import numpy, pandas, scipy, scipy.optimize, scipy.stats, sklearn, sklearn.linear_model
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot, statsmodels.api, sympy, mpmath, openpyxl, xlrd, PIL.Image
+import seaborn, tqdm, dateutil.parser, pytz, joblib
+a = numpy.arange(6.0).reshape(2, 3)
+assert numpy.dot(a, a.T)[1, 1] == 50.0
+df = pandas.DataFrame({"k": ["a", "b", "a"], "v": [1, 2, 3]})
+assert df.groupby("k")["v"].sum()["a"] == 4
+r = scipy.optimize.minimize(lambda x: (x[0] - 3.0) ** 2, [0.0])
+assert abs(r.x[0] - 3.0) < 1e-4, r
+assert abs(scipy.stats.norm.cdf(0.0) - 0.5) < 1e-12
+x = numpy.arange(10.0).reshape(-1, 1)
+m = sklearn.linear_model.LinearRegression().fit(x, 2.0 * x.ravel() + 1.0)
+assert abs(m.coef_[0] - 2.0) < 1e-9
+fig, ax = matplotlib.pyplot.subplots()
+ax.plot([1, 2, 3], [1, 4, 9])
+buf = io.BytesIO()
+fig.savefig(buf, format="png")
+assert buf.getvalue()[:4] == b"\x89PNG"
+y = 1.0 + 2.0 * numpy.arange(20.0) + numpy.sin(numpy.arange(20.0))
+ols = statsmodels.api.OLS(y, statsmodels.api.add_constant(numpy.arange(20.0))).fit()
+assert abs(ols.params[1] - 2.0) < 0.1, ols.params
+assert sympy.simplify(sympy.sin(sympy.Symbol("t")) ** 2 + sympy.cos(sympy.Symbol("t")) ** 2) == 1
+`
 
 func profiles() map[string]profile {
 	return map[string]profile{
 		"minimal": {
 			packages: []string{"python3"},
 			imports:  "import json, sqlite3, ssl, decimal",
+			purge:    commonPurge(),
 		},
 		"datasci": {
 			packages: []string{
@@ -30,9 +122,9 @@ func profiles() map[string]profile {
 				"python3-pil", "python3-seaborn", "python3-tqdm", "python3-dateutil",
 				"python3-tz", "python3-joblib",
 			},
-			imports: "import numpy, pandas, scipy.stats, scipy.optimize, sklearn.linear_model, " +
-				"matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot, statsmodels.api, sympy, " +
-				"mpmath, openpyxl, xlrd, PIL.Image, seaborn, tqdm, dateutil.parser, pytz, joblib",
+			imports:   datasciCheck,
+			purge:     append(commonPurge(), datasciPurge()...),
+			fontCache: true,
 			trimTests: []string{
 				"numpy", "pandas", "scipy", "sklearn", "matplotlib", "mpl_toolkits",
 				"statsmodels", "sympy", "mpmath", "openpyxl", "PIL", "seaborn", "joblib",

@@ -11,7 +11,7 @@ import (
 
 // Progress is one step of a build, for a live display.
 type Progress struct {
-	Phase   string  // setup, download, extract, install, customize, trim, finalize
+	Phase   string  // setup, download, extract, install, customize, trim, check, finalize
 	Percent float64 // 0-100, or -1 when unknown
 	Message string
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -89,6 +90,16 @@ func rootfsBuild(c *cli.Context) error {
 			return fmt.Errorf("rootfs build interrupted; nothing was installed")
 		}
 		return err
+	}
+	if t := r.Meta.Trim; t != nil {
+		for _, p := range t.StrippedSetid {
+			fmt.Fprintf(os.Stderr, "stripped setuid/setgid: /%s\n", p)
+		}
+		if len(t.RemovedDevices) > 0 {
+			fmt.Fprintf(os.Stderr, "removed %d device nodes under the tree\n", len(t.RemovedDevices))
+		}
+		fmt.Printf("trimmed %s -> %s: purged %d packages, excluded %s\n", rootfs.HumanSize(t.BytesBefore),
+			rootfs.HumanSize(r.Meta.SizeBytes), len(t.Purged), strings.Join(t.Excluded, " "))
 	}
 	printSummary(r, time.Since(start))
 	return nil
