@@ -20,6 +20,8 @@ func newApp() *cli.App {
 			rootfsCommand(),
 			doctorCommand(),
 			daemonCommand(),
+			sessionCommand(),
+			replCommand(),
 			benchCommand(),
 		},
 	}
