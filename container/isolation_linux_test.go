@@ -450,3 +450,19 @@ func TestCancelKills(t *testing.T) {
 		t.Errorf("status %s, want killed", res.Status)
 	}
 }
+
+// StreamOutput forwards everything and keeps nothing: no cap, no kill.
+func TestStreamOutput(t *testing.T) {
+	e := newTestEngine(t)
+	var live countingWriter
+	res := runPy(t, e, "import sys\nfor _ in range(64): sys.stdout.write('x' * 65536)", func(s *Spec) {
+		s.StreamOutput, s.Stdout, s.Limits.OutputBytes = true, &live, 1024
+	})
+	if res.Status != StatusOK || len(res.Stdout) != 0 || res.StdoutBytes != 64*65536 || live.n != 64*65536 {
+		t.Fatalf("status %s kept %d counted %d forwarded %d", res.Status, len(res.Stdout), res.StdoutBytes, live.n)
+	}
+}
+
+type countingWriter struct{ n int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); return len(p), nil }

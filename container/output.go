@@ -16,6 +16,7 @@ type capture struct {
 	live       io.Writer
 	onOverflow func()
 	overflowed bool
+	stream     bool // forward only: keep nothing, no limit
 }
 
 func (c *capture) Write(p []byte) (int, error) {
@@ -23,6 +24,12 @@ func (c *capture) Write(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	n := len(p)
 	c.total += int64(n)
+	if c.stream {
+		if c.live != nil {
+			_, _ = c.live.Write(p)
+		}
+		return n, nil
+	}
 	room := c.limit - int64(len(c.buf))
 	keep := p
 	if int64(len(keep)) > room {

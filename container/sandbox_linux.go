@@ -231,8 +231,8 @@ func (e *Engine) spawn(ctx context.Context, s *Sandbox, env []string) error {
 	if s.spec.Control {
 		s.control = p.control
 	}
-	s.stdout = &capture{limit: s.limits.OutputBytes, live: s.spec.Stdout, onOverflow: func() { s.Kill(StatusOutputLimit) }}
-	s.stderr = &capture{limit: s.limits.OutputBytes, live: s.spec.Stderr, onOverflow: func() { s.Kill(StatusOutputLimit) }}
+	s.stdout = &capture{limit: s.limits.OutputBytes, live: s.spec.Stdout, stream: s.spec.StreamOutput, onOverflow: func() { s.Kill(StatusOutputLimit) }}
+	s.stderr = &capture{limit: s.limits.OutputBytes, live: s.spec.Stderr, stream: s.spec.StreamOutput, onOverflow: func() { s.Kill(StatusOutputLimit) }}
 	s.readers.Add(2)
 	go func() { defer s.readers.Done(); io.Copy(s.stdout, p.outR) }()
 	go func() { defer s.readers.Done(); io.Copy(s.stderr, p.errOutR) }()

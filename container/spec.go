@@ -29,6 +29,11 @@ type Spec struct {
 	Limits Limits
 	// Seccomp replaces the engine's default program when non-nil.
 	Seccomp seccomp.Program
+	// StreamOutput sends stdout and stderr only to the live writers: the
+	// engine keeps no copy and does not enforce Limits.OutputBytes (a caller
+	// that caps output itself, like the Python runner per cell, sets it for
+	// long-lived sandboxes). The Result's Stdout/Stderr are then empty.
+	StreamOutput bool
 	// Control asks for a control socket: fd 3 of the command is one end of
 	// a Unix stream socketpair, Sandbox.Control the other (the Python
 	// runner speaks its protocol over it).

@@ -59,10 +59,9 @@ type Runner struct {
 }
 
 // Start starts the runner in a fresh sandbox made from spec: spec's Argv,
-// Control, Stdout and Stderr are set by Start. spec.Limits.Timeout is the
-// sandbox's whole life and spec.Limits.OutputBytes caps all the output of
-// its life (the engine kills the sandbox past it); each Exec caps its own
-// output separately. Start returns once the interpreter is ready.
+// Control, Stdout, Stderr and StreamOutput are set by Start.
+// spec.Limits.Timeout is the sandbox's whole life; each Exec caps its own
+// output (the engine keeps no copy of a runner's output). Start returns once the interpreter is ready.
 func Start(ctx context.Context, eng Starter, spec container.Spec) (*Runner, error) {
 	r := &Runner{
 		stdout:  &sink{},
@@ -73,6 +72,8 @@ func Start(ctx context.Context, eng Starter, spec container.Spec) (*Runner, erro
 	spec.Argv = Argv()
 	spec.Control = true
 	spec.Stdout, spec.Stderr = r.stdout, r.stderr
+	// Every Exec caps its own output; the engine keeps no lifetime copy.
+	spec.StreamOutput = true
 	// ctx bounds the start only: the engine kills the sandbox when the
 	// context it was started with ends.
 	sb, err := eng.Start(context.WithoutCancel(ctx), spec)
