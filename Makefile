@@ -38,10 +38,11 @@ rootfs-default: build ## build the data-science rootfs as "default" (skipped whe
 		echo "rootfs-default: default present"; \
 	else $(BIN) rootfs build --store $(STORE) --profile datasci --name default; fi
 
-test: deps rootfs-test ## set up and run every test (as root: real namespaces, cgroups, seccomp)
+test: deps rootfs-test rootfs-default ## set up and run every test (as root: real namespaces, cgroups, seccomp)
 	$(GO) vet ./...
 	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs NSBOX_TEST_ROOTFS_STORE=$(STORE) NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS) \
-		$(GO) test -count=1 -timeout 20m ./...
+		NSBOX_TEST_DATASCI_ROOTFS_NAME=default \
+		$(GO) test -count=1 -timeout 30m ./...
 
 test-unit: ## run the tests that need neither root nor a rootfs
 	$(GO) test -count=1 -short ./...
