@@ -42,6 +42,18 @@ kernel_pkg() {
 need_tools
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
+inithash=$(cat "$here/guest/init" "$here/guest/init2" "$0" | sha256sum | cut -c1-12)
+
+# Fast path: nothing changed since the last build (same scripts, no apt
+# metadata newer than the build).
+if [ -f "$cache/current.env" ] && [ -z "$(find /var/lib/apt/lists -newer "$cache/current.env" -print -quit 2>/dev/null)" ]; then
+	# shellcheck source=/dev/null
+	. "$cache/current.env"
+	if [ "${INITHASH:-}" = "$inithash" ] && [ -f "$KERNEL" ] && [ -f "$INITRD" ]; then
+		[ -n "${NSBOX_VM_QUIET:-}" ] || log "ready (cached): kernel $KVER in $cache"
+		exit 0
+	fi
+fi
 
 if ! pkg=$(kernel_pkg); then
 	log "apt metadata has no linux-image-amd64: running apt-get update"
@@ -113,7 +125,6 @@ if [ ! -x "$bbdir/busybox" ]; then
 fi
 
 # 3. The initramfs (uncompressed cpio: the kernel unpacks it fastest).
-inithash=$(cat "$here/guest/init" "$here/guest/init2" "$0" | sha256sum | cut -c1-12)
 initrd=$kdir/initramfs-${bbver//:/_}-$inithash.cpio
 if [ ! -f "$initrd" ]; then
 	log "building initramfs for $kver"
@@ -158,6 +169,7 @@ kernel=$kdir/vmlinuz
 [ -f "$kdir/vmlinux" ] && kernel=$kdir/vmlinux
 cat >"$cache/current.env.tmp" <<EOF
 KVER=$kver
+INITHASH=$inithash
 KERNEL=$kernel
 INITRD=$initrd
 EOF

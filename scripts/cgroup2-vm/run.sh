@@ -74,9 +74,8 @@ done
 for d in "${shares[@]}"; do [ -d "${d#*:}" ] || die "share ${d#*:} is not a directory"; done
 
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found: run $here/build.sh first (or apt-get install qemu-system-x86)"
-if [ ! -f "$cache/current.env" ]; then
-	"$here/build.sh" "$cache" || die "build.sh failed"
-fi
+# Instant when nothing changed; rebuilds the initramfs when the guest init did.
+NSBOX_VM_QUIET=1 "$here/build.sh" "$cache" || die "build.sh failed"
 # shellcheck source=/dev/null
 . "$cache/current.env"
 [ -f "$KERNEL" ] && [ -f "$INITRD" ] || die "cache $cache is stale: run $here/build.sh $cache"
