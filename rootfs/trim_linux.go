@@ -112,38 +112,55 @@ func hardenTree(tree string) (setid, devices []string, err error) {
 const fontCacheDir = "/usr/share/nsbox/matplotlib"
 
 // fontCacheHook is appended to the tree's sitecustomize.py. matplotlib only
-// uses a cache dir it can write to, and a sandbox's HOME is empty, so at
-// start-up Python copies the prebuilt fontlist-*.json into the dir matplotlib
-// will use when it is missing there: one listdir and one stat per start.
+// uses a cache dir it can write to, and a sandbox's HOME starts empty, so the
+// first "import matplotlib" of a process copies the prebuilt fontlist-*.json
+// into the dir matplotlib will use when it is missing there. Until then the
+// hook is one finder on sys.meta_path that declines every import; a process
+// that never imports matplotlib leaves no file behind.
 const fontCacheHook = `
 # nsbox: seed matplotlib's font cache from the one built with the rootfs, so
 # that the first plot in an empty HOME does not rebuild it.
-def _nsbox_seed_mpl_cache(src="` + fontCacheDir + `"):
-    import os
-    try:
-        names = [n for n in os.listdir(src) if n.startswith("fontlist-")]
-        if not names:
-            return
-        dst = os.environ.get("MPLCONFIGDIR")
-        if not dst:
-            dst = os.path.join(os.environ.get("XDG_CACHE_HOME") or
-                               os.path.join(os.path.expanduser("~"), ".cache"), "matplotlib")
-        for n in names:
-            if os.path.exists(os.path.join(dst, n)):
-                continue
-            os.makedirs(dst, exist_ok=True)
-            with open(os.path.join(src, n), "rb") as f:
-                data = f.read()
-            tmp = os.path.join(dst, ".%s.%d" % (n, os.getpid()))
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, os.path.join(dst, n))
-    except Exception:
-        pass
+class _NsboxMplCacheSeed:
+    src = "` + fontCacheDir + `"
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "matplotlib":
+            return None
+        import os, sys
+        try:
+            sys.meta_path.remove(cls)
+        except ValueError:
+            pass
+        try:
+            names = [n for n in os.listdir(cls.src) if n.startswith("fontlist-")]
+            dst = os.environ.get("MPLCONFIGDIR")
+            if not dst:
+                dst = os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                   os.path.join(os.path.expanduser("~"), ".cache"), "matplotlib")
+            for n in names:
+                if os.path.exists(os.path.join(dst, n)):
+                    continue
+                os.makedirs(dst, exist_ok=True)
+                with open(os.path.join(cls.src, n), "rb") as f:
+                    data = f.read()
+                tmp = os.path.join(dst, ".%s.%d" % (n, os.getpid()))
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, os.path.join(dst, n))
+        except Exception:
+            pass
+        return None
 
 
-_nsbox_seed_mpl_cache()
-del _nsbox_seed_mpl_cache
+def _nsbox_hook_mpl_cache():
+    import os, sys
+    if os.path.isdir(_NsboxMplCacheSeed.src):
+        sys.meta_path.insert(0, _NsboxMplCacheSeed)
+
+
+_nsbox_hook_mpl_cache()
+del _nsbox_hook_mpl_cache
 `
 
 // buildFontCache builds matplotlib's font cache into fontCacheDir, hooks the
@@ -178,7 +195,7 @@ func buildFontCache(ctx context.Context, tree string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	if !bytes.Contains(old, []byte("_nsbox_seed_mpl_cache")) {
+	if !bytes.Contains(old, []byte("_NsboxMplCacheSeed")) {
 		if err := os.WriteFile(filepath.Join(tree, site), append(old, fontCacheHook...), 0o644); err != nil {
 			return err
 		}

@@ -192,34 +192,57 @@ func TestFontCacheHook(t *testing.T) {
 	if err != nil {
 		t.Skip("needs python3 on the host")
 	}
+	const prebuilt, stale = `{"_version": 330}`, `{"_version": 1}`
 	tests := []struct {
-		name    string
-		env     []string // HOME is added
-		withSrc bool
-		want    string // dir under HOME that must get the cache; "" for none
+		name     string
+		env      []string // HOME is added; @ stands for HOME
+		withSrc  bool
+		existing bool   // the target already has a cache: kept as is
+		want     string // dir under HOME that must hold the cache; "" for none
 	}{
-		{"default ~/.cache", nil, true, ".cache/matplotlib"},
-		{"XDG_CACHE_HOME", []string{"XDG_CACHE_HOME=@/xdg"}, true, "xdg/matplotlib"},
-		{"MPLCONFIGDIR wins", []string{"XDG_CACHE_HOME=@/xdg", "MPLCONFIGDIR=@/mpl"}, true, "mpl"},
-		{"no prebuilt cache", nil, false, ""},
+		{"default ~/.cache", nil, true, false, ".cache/matplotlib"},
+		{"XDG_CACHE_HOME", []string{"XDG_CACHE_HOME=@/xdg"}, true, false, "xdg/matplotlib"},
+		{"MPLCONFIGDIR wins", []string{"XDG_CACHE_HOME=@/xdg", "MPLCONFIGDIR=@/mpl"}, true, false, "mpl"},
+		{"existing cache kept", nil, true, true, ".cache/matplotlib"},
+		{"no prebuilt cache", nil, false, false, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			home, src := t.TempDir(), filepath.Join(t.TempDir(), "matplotlib")
 			if tc.withSrc {
-				writeTreeFile(t, src, "fontlist-v330.json", `{"_version": 330}`)
+				writeTreeFile(t, src, "fontlist-v330.json", prebuilt)
+			}
+			want := prebuilt
+			if tc.existing {
+				writeTreeFile(t, home, tc.want+"/fontlist-v330.json", stale)
+				want = stale
 			}
 			hook := strings.Replace(fontCacheHook, fontCacheDir, src, 1)
 			env := []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
 			for _, kv := range tc.env {
 				env = append(env, strings.Replace(kv, "@", home, 1))
 			}
-			for range 2 { // the second run finds the cache and copies nothing
-				cmd := exec.Command(py, "-I", "-c", hook+"\nimport sys; assert '_nsbox_seed_mpl_cache' not in globals()")
-				cmd.Env = env
-				if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
-					t.Fatalf("hook: %v: %s", err, out)
-				}
+			// Other imports leave HOME alone; "import matplotlib" seeds the
+			// cache (and fails on a host without matplotlib: no matter) and
+			// takes the finder off sys.meta_path.
+			script := hook + `
+import os, sys, json, email.parser
+before = sorted(os.listdir(os.environ["HOME"]))
+try:
+    import matplotlib
+except ImportError:
+    pass
+assert not any(getattr(f, "__name__", "") == "_NsboxMplCacheSeed" for f in sys.meta_path)
+print(" ".join(before))
+`
+			cmd := exec.Command(py, "-I", "-c", script)
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("hook: %v: %s", err, out)
+			}
+			if before := strings.TrimSpace(string(out)); !tc.existing && before != "" {
+				t.Errorf("HOME before import matplotlib: %q, want empty", before)
 			}
 			var files []string
 			filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
@@ -229,16 +252,16 @@ func TestFontCacheHook(t *testing.T) {
 				}
 				return nil
 			})
-			var want []string
+			var wantFiles []string
 			if tc.want != "" {
-				want = []string{tc.want + "/fontlist-v330.json"}
-				b, err := os.ReadFile(filepath.Join(home, want[0]))
-				if err != nil || string(b) != `{"_version": 330}` {
-					t.Errorf("copied cache = %q, %v", b, err)
+				wantFiles = []string{tc.want + "/fontlist-v330.json"}
+				b, err := os.ReadFile(filepath.Join(home, wantFiles[0]))
+				if err != nil || string(b) != want {
+					t.Errorf("cache = %q, %v; want %q", b, err, want)
 				}
 			}
-			if !slices.Equal(files, want) {
-				t.Errorf("files under HOME = %v, want %v", files, want)
+			if !slices.Equal(files, wantFiles) {
+				t.Errorf("files under HOME = %v, want %v", files, wantFiles)
 			}
 		})
 	}
