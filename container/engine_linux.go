@@ -91,6 +91,10 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seal a copy of the nsbox binary: %w", err)
 	}
+	// Without overlayfs exeseal falls back to a sealed memfd copy, created
+	// 0700 by root: init runs as a mapped uid and must be able to exec it.
+	// (The overlayfs variant is an O_PATH fd: fchmod fails, harmlessly.)
+	_ = unix.Fchmod(int(self.Fd()), 0o555)
 	e := &Engine{
 		cfg:     cfg,
 		log:     log,

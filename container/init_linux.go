@@ -28,6 +28,7 @@ const (
 	fdSync    = 4 // one byte once the child sits in its cgroup
 	fdErr     = 5 // CLOEXEC: init writes a setup error here; EOF = exec happened
 	fdControl = 6 // control socket; becomes fd 3 of the command when asked for
+	fdSelf    = 7 // the sealed nsbox binary init is exec'd from
 )
 
 // initConfig is everything init needs; the engine decides all of it.

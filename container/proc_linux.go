@@ -103,13 +103,16 @@ func (e *Engine) newProc(name string, l cgroup.Limits) (_ *proc, err error) {
 	childEnds = append(childEnds, controlChild)
 
 	cmd := &exec.Cmd{
-		Path:       fmt.Sprintf("/proc/self/fd/%d", e.self.Fd()),
+		// The sealed binary is handed over as an extra file too: the path
+		// is resolved in the child after its fds 3.. have been replaced, so
+		// the engine's own fd number of it could name another file there.
+		Path:       fmt.Sprintf("/proc/self/fd/%d", fdSelf),
 		Args:       []string{initArg0},
 		Env:        []string{initEnv},
 		Stdin:      inR,
 		Stdout:     outW,
 		Stderr:     errOutW,
-		ExtraFiles: []*os.File{cfgChild, syncR, errW, controlChild},
+		ExtraFiles: []*os.File{cfgChild, syncR, errW, controlChild, e.self},
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
 				syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,

@@ -57,7 +57,8 @@ print(open("uploaded.txt").read())
 		t.Fatal(err)
 	}
 	ws := sb.Workspace()
-	waitFor(t, func() bool { _, err := ws.ReadFile("d/made.txt", 100); return err == nil })
+	// "ready" on stdout comes after the file is complete.
+	waitFor(t, func() bool { out, _, _, _ := sb.Output(); return strings.Contains(string(out), "ready") })
 	before, err := ws.Snapshot()
 	if err != nil {
 		t.Fatal(err)
