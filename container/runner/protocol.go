@@ -15,6 +15,9 @@ const MaxFrameBytes = 256 << 20
 type request struct {
 	Code   string `json:"code"`
 	Marker string `json:"marker"`
+	// Preimport, when non-nil, makes the request an import of these
+	// modules (Code is ignored): it binds no name and is not counted.
+	Preimport []string `json:"preimport,omitempty"`
 }
 
 // reply is the runner's answer to one cell (or its first "ready" frame).
@@ -25,6 +28,7 @@ type reply struct {
 	Exception *Exception `json:"exception,omitempty"`
 	Figures   []Figure   `json:"figures,omitempty"`
 	Unmarked  bool       `json:"unmarked,omitempty"` // a marker could not be written
+	Skipped   []string   `json:"skipped,omitempty"`  // modules a preimport could not import
 }
 
 // Exception is an exception raised by a cell.

@@ -111,6 +111,17 @@ def _run(count, code):
     return None
 
 
+def _preimport(names):
+    import importlib
+    skipped = []
+    for n in names:
+        try:
+            importlib.import_module(n)
+        except Exception:
+            skipped.append(n)
+    return skipped
+
+
 def _flush():
     for f in (sys.stdout, sys.stderr):
         try:
@@ -128,14 +139,19 @@ def main():
             req = _recv()
         except EOFError:
             return
-        count += 1
+        pre = req.get('preimport')
+        if pre is None:
+            count += 1
         rep = {'count': count}
         try:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             try:
-                v = _run(count, req['code'])
-                if v is not None:
-                    rep['value'] = v
+                if pre is not None:
+                    rep['skipped'] = _preimport(pre)
+                else:
+                    v = _run(count, req['code'])
+                    if v is not None:
+                        rep['value'] = v
             except SystemExit as e:
                 if e.code not in (None, 0):
                     rep['exception'] = _exception(e)

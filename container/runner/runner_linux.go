@@ -161,14 +161,39 @@ type ExecRequest struct {
 // exceptions, timeouts, an OOM or crash that ends the runner — are
 // statuses in the Result. Cancelling ctx interrupts the cell like a timeout.
 func (r *Runner) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
+	res, _, err := r.exec(ctx, req, nil)
+	return res, err
+}
+
+// Preimport imports modules in the interpreter ahead of the first cell,
+// so that the cell's own imports of them are instant. It binds no name in
+// the user's namespace and does not count as a cell. Modules that fail to
+// import are returned in skipped, not as an error; the error is non-nil
+// when the runner is dead or died importing (an OOM, a crash), or when
+// the imports outlast timeout (0: no bound) or ctx.
+func (r *Runner) Preimport(ctx context.Context, modules []string, timeout time.Duration) (skipped []string, err error) {
+	if len(modules) == 0 {
+		return nil, nil
+	}
+	res, skipped, err := r.exec(ctx, ExecRequest{Timeout: timeout}, modules)
+	if err != nil {
+		return nil, err
+	}
+	if res.Status != StatusOK {
+		return nil, fmt.Errorf("preimport %v: %s %s", modules, res.Status, res.Error)
+	}
+	return skipped, nil
+}
+
+func (r *Runner) exec(ctx context.Context, req ExecRequest, preimport []string) (_ *Result, skipped []string, _ error) {
 	select {
 	case r.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	defer func() { <-r.sem }()
 	if st, why := r.Dead(); st != "" {
-		return nil, fmt.Errorf("%w: %s", ErrDead, why)
+		return nil, nil, fmt.Errorf("%w: %s", ErrDead, why)
 	}
 	if req.OutputBytes <= 0 {
 		req.OutputBytes = 1 << 20
@@ -181,11 +206,11 @@ func (r *Runner) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 	errSeen := r.stderr.begin([]byte(marker), req.OutputBytes, req.OnStderr)
 
 	res := &Result{}
-	if err := writeFrame(r.ctl, request{Code: req.Code, Marker: marker}); err != nil {
+	if err := writeFrame(r.ctl, request{Code: req.Code, Marker: marker, Preimport: preimport}); err != nil {
 		r.died()
 		r.finish(res, start)
 		res.Status, res.Error = r.Dead()
-		return res, nil
+		return res, nil, nil
 	}
 
 	var timeout <-chan time.Time
@@ -209,13 +234,14 @@ func (r *Runner) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 				r.died()
 				r.finish(res, start)
 				res.Status, res.Error = r.Dead()
-				return res, nil
+				return res, nil, nil
 			}
 			if !rep.Unmarked {
 				r.waitMarkers(outSeen, errSeen)
 			}
 			r.finish(res, start)
 			res.Count, res.Exception, res.Figures = rep.Count, rep.Exception, rep.Figures
+			skipped = rep.Skipped
 			if rep.Value != nil {
 				res.Value = *rep.Value
 			}
@@ -226,12 +252,12 @@ func (r *Runner) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 			default:
 				res.Status = StatusOK
 			}
-			return res, nil
+			return res, skipped, nil
 		case <-r.sb.Done():
 			r.died()
 			r.finish(res, start)
 			res.Status, res.Error = r.Dead()
-			return res, nil
+			return res, nil, nil
 		case <-timeout:
 			interrupt(StatusTimeout)
 		case <-done:
@@ -244,7 +270,7 @@ func (r *Runner) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 			r.finish(res, start)
 			res.Killed = true
 			res.Error = why
-			return res, nil
+			return res, nil, nil
 		}
 	}
 }
