@@ -3,9 +3,11 @@ package rootfs
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -40,6 +42,75 @@ func TestBuildMinimal(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(r.Dir, "usr/share/man/man1")); err == nil {
 		t.Error("man pages not trimmed")
+	}
+	checkTrimmed(t, r, "perl")
+}
+
+// TestBuildDatasci runs a real datasci build (network, ~3 min): the import
+// and computation check must pass without the toolchain.
+func TestBuildDatasci(t *testing.T) {
+	if os.Getenv("NSBOX_TEST_BUILD") != "1" {
+		t.Skip("slow real build: set NSBOX_TEST_BUILD=1 (needs root, mmdebstrap and a Debian mirror)")
+	}
+	requireRoot(t)
+	s := Store{Root: t.TempDir()}
+	r, err := s.Build(context.Background(), BuildOptions{Name: "t", Profile: "datasci"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("size %s (%s before trimming), %d packages, %d purged", HumanSize(r.Meta.SizeBytes),
+		HumanSize(r.Meta.Trim.BytesBefore), len(r.Meta.Packages), len(r.Meta.Trim.Purged))
+	checkTrimmed(t, r, "g++-12", "libboost1.74-dev", "python3-pythran")
+	if r.Meta.Trim.FontCache == "" {
+		t.Fatal("no font cache recorded")
+	}
+	if m, _ := filepath.Glob(filepath.Join(r.Dir, r.Meta.Trim.FontCache, "fontlist-*.json")); len(m) != 1 {
+		t.Errorf("font cache files: %v", m)
+	}
+	for _, p := range []string{"usr/bin/g++", "usr/lib/gcc", "usr/include/boost"} {
+		if _, err := os.Lstat(filepath.Join(r.Dir, p)); err == nil {
+			t.Errorf("/%s still in the tree", p)
+		}
+	}
+}
+
+// checkTrimmed asserts what every build strips: the purged packages are
+// gone from the package list, no setid file and no device node is left.
+func checkTrimmed(t *testing.T, r *Rootfs, purged ...string) {
+	t.Helper()
+	tr := r.Meta.Trim
+	if tr == nil {
+		t.Fatal("meta has no trim record")
+	}
+	for _, p := range purged {
+		if !slices.Contains(tr.Purged, p) {
+			t.Errorf("%s not in trim.purged %v", p, tr.Purged)
+		}
+		for _, pkg := range r.Meta.Packages {
+			if pkg.Name == p {
+				t.Errorf("purged %s still in the package list", p)
+			}
+		}
+	}
+	if len(tr.StrippedSetid) == 0 {
+		t.Error("no setid bits stripped: Debian's su and passwd have them")
+	}
+	filepath.WalkDir(r.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type()&(fs.ModeDevice|fs.ModeCharDevice) != 0 {
+			t.Errorf("device node left: %s", p)
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil && info.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+				t.Errorf("setid file left: %s", p)
+			}
+		}
+		return nil
+	})
+	if _, err := os.Stat(filepath.Join(r.Dir, "dev")); err != nil {
+		t.Errorf("/dev mount point: %v", err)
 	}
 }
 

@@ -15,4 +15,15 @@
 //
 // Every tree gets the MountPoints directories, a `sandbox` user and group
 // (uid/gid 1000, home /workspace), /etc/hostname and /etc/hosts.
+//
+// Builds keep only what a sandbox runs: dpkg never unpacks docs, man pages,
+// translations, C headers or static libraries (path-exclude), and packages
+// needed only to build software (the compiler toolchain python3-scipy drags
+// in via python3-pythran, boost and BLAS headers, perl) are removed with
+// dpkg --purge --force-depends, so meta.json's package list stays true; its
+// "trim" record lists what was excluded, purged and removed. Setuid/setgid
+// bits are cleared and device nodes deleted. The datasci profile also ships
+// matplotlib's font cache in /usr/share/nsbox/matplotlib; a hook in the
+// tree's sitecustomize.py copies it into matplotlib's cache dir (in the
+// sandbox's empty HOME) on the first import of matplotlib.
 package rootfs
