@@ -191,9 +191,9 @@ func (m *Manager) Delete(id string) error {
 	if err != nil {
 		return err
 	}
-	m.remove(id)
 	s.idleTimer.Stop()
 	s.die(runner.StatusKilled, "deleted")
+	m.remove(id) // after the teardown: a 404 means nothing is left
 	return nil
 }
 

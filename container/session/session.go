@@ -230,7 +230,8 @@ func (s *Session) expire() {
 	}
 	s.mu.Unlock()
 	s.log.Info("session idle: expiring", "idle", idle)
-	s.m.remove(s.id)
+	// Forget it only once its sandbox is gone: a 404 means nothing is left.
 	s.die(runner.StatusKilled, "expired after "+s.opts.IdleTimeout.String()+" idle")
+	s.m.remove(s.id)
 	<-s.sem
 }
