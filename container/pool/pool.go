@@ -1,0 +1,238 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
+)
+
+// Lifetime is the sandbox life limit of a pooled runner. It is long on
+// purpose: a pooled runner may wait for hours. Whoever takes it bounds it:
+// a one-shot run by its Exec timeout (and the kill InterruptGrace later),
+// a session by its own lifetime timer.
+const Lifetime = 10 * 365 * 24 * time.Hour
+
+// PreimportTimeout bounds a refill's pre-imports.
+const PreimportTimeout = 2 * time.Minute
+
+// busyPoll is how often a paused refill looks again at the run slots.
+const busyPoll = 20 * time.Millisecond
+
+// maxBackoff bounds the wait between failed refills of a profile.
+const maxBackoff = 30 * time.Second
+
+// Profile describes the runners one pool keeps ready.
+type Profile struct {
+	// Name names the profile in /v1/info and metrics.
+	Name string
+	// Rootfs is the rootfs name (Config.Acquire resolves it).
+	Rootfs string
+	// Limits: MemoryBytes, Pids, CPUs and DiskBytes are the sandbox's and
+	// must equal a request's for it to match (zero fields take
+	// container.DefaultLimits). Timeout and OutputBytes are per run and
+	// ignored.
+	Limits container.Limits
+	// Env holds KEY=VALUE pairs a request must have exactly (in any order).
+	Env []string
+	// Preimport lists modules imported before the runner is ready;
+	// modules missing from the rootfs are skipped.
+	Preimport []string
+	// Size is how many runners are kept ready.
+	Size int
+}
+
+// Key is what a run or session needs of a runner.
+type Key struct {
+	Rootfs    string
+	RootfsDir string
+	Limits    container.Limits
+	Env       []string
+	// Stdin: a run with standard input can't use a runner that is already
+	// running.
+	Stdin bool
+}
+
+// AcquireFunc resolves a rootfs name to its directory and holds it until
+// release is called (the daemon's rootfs store).
+type AcquireFunc func(rootfs string) (dir string, release func(), err error)
+
+// Config configures a Pool. Starter and Acquire are required.
+type Config struct {
+	Starter  runner.Starter
+	Acquire  AcquireFunc
+	Profiles []Profile
+	// Refills is how many runners of one profile may be starting at once
+	// (default 1): the pool's CPU budget.
+	Refills int
+	Logger  *slog.Logger // nil discards
+}
+
+// Pool keeps runners ready. It is safe for concurrent use.
+type Pool struct {
+	cfg       Config
+	log       *slog.Logger
+	profiles  []*profile
+	unmatched atomic.Uint64
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // refills
+	watchers sync.WaitGroup // one per ready runner
+	start    sync.Once
+}
+
+// New checks the profiles and returns a Pool that holds no runner until
+// Start.
+func New(cfg Config) (*Pool, error) {
+	if cfg.Starter == nil || cfg.Acquire == nil {
+		return nil, fmt.Errorf("%w: Config.Starter and Config.Acquire are required", ErrInvalidProfile)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Refills <= 0 {
+		cfg.Refills = 1
+	}
+	p := &Pool{cfg: cfg, log: cfg.Logger}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	names := map[string]bool{}
+	for _, pr := range cfg.Profiles {
+		switch {
+		case pr.Name == "":
+			return nil, fmt.Errorf("%w: a profile has no name", ErrInvalidProfile)
+		case names[pr.Name]:
+			return nil, fmt.Errorf("%w: %q defined twice", ErrInvalidProfile, pr.Name)
+		case pr.Rootfs == "":
+			return nil, fmt.Errorf("%w: %q names no rootfs", ErrInvalidProfile, pr.Name)
+		case pr.Size < 0:
+			return nil, fmt.Errorf("%w: %q: size %d is negative", ErrInvalidProfile, pr.Name, pr.Size)
+		}
+		names[pr.Name] = true
+		pr.Limits = pr.Limits.WithDefaults()
+		pr.Env = slices.Sorted(slices.Values(pr.Env))
+		for _, q := range p.profiles {
+			if q.Rootfs == pr.Rootfs && sameLimits(q.Limits, pr.Limits) && slices.Equal(q.Env, pr.Env) {
+				return nil, fmt.Errorf("%w: %q and %q have the same rootfs, limits and env (give one of them a different size instead)", ErrInvalidProfile, q.Name, pr.Name)
+			}
+		}
+		p.profiles = append(p.profiles, &profile{Profile: pr, pool: p, kick: make(chan struct{}, 1), log: p.log.With("pool", pr.Name)})
+	}
+	return p, nil
+}
+
+// Start begins filling the pool. busy, when set, reports that live runs
+// hold every run slot; refills wait while it does.
+func (p *Pool) Start(busy func() bool) {
+	p.start.Do(func() {
+		for _, pr := range p.profiles {
+			if pr.Size == 0 {
+				continue
+			}
+			for range p.cfg.Refills {
+				p.wg.Add(1)
+				go func() {
+					defer p.wg.Done()
+					pr.refill(p.ctx, busy)
+				}()
+			}
+			pr.signal()
+		}
+	})
+}
+
+// Close stops refilling and ends every runner still waiting in the pool.
+// Runners already taken are their takers' to close.
+func (p *Pool) Close() {
+	p.cancel()
+	p.wg.Wait() // refills end; from here no entry is added
+	var wg sync.WaitGroup
+	for _, pr := range p.profiles {
+		pr.mu.Lock()
+		ready := pr.ready
+		pr.ready = nil
+		pr.mu.Unlock()
+		for _, e := range ready {
+			close(e.taken)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				e.discard()
+			}()
+		}
+	}
+	wg.Wait()
+	p.watchers.Wait()
+}
+
+// Taken is a runner taken from the pool. It serves one run or one session;
+// close it (Runner.Close or Kill) like a runner of one's own.
+type Taken struct {
+	*runner.Runner
+	// Profile names the pool profile it came from.
+	Profile string
+	// CPUBefore is the CPU time the sandbox used before it was taken (the
+	// interpreter's start and the pre-imports), to subtract from the
+	// run's.
+	CPUBefore time.Duration
+	// Waited is how long it waited in the pool.
+	Waited time.Duration
+}
+
+// Take returns a ready runner of the profile matching key, or nil when no
+// profile matches (a cold start) or none of its runners is ready (a miss).
+// The caller must hold key's rootfs (the pool lets go of it). The runner's
+// workspace is empty; write input files with Sandbox().Workspace().
+func (p *Pool) Take(key Key) *Taken {
+	pr := p.match(key)
+	if pr == nil {
+		p.unmatched.Add(1)
+		return nil
+	}
+	for {
+		e := pr.pop(key.RootfsDir)
+		if e == nil {
+			pr.count(&pr.misses)
+			return nil
+		}
+		if !e.alive() {
+			pr.count(&pr.discarded)
+			go e.discard()
+			continue
+		}
+		pr.count(&pr.hits)
+		e.relOnce.Do(e.release) // the taker holds the rootfs
+		return &Taken{Runner: e.rn, Profile: pr.Name, CPUBefore: e.cpu, Waited: time.Since(e.ready)}
+	}
+}
+
+// Unmatched counts Take calls no profile matched.
+func (p *Pool) Unmatched() uint64 { return p.unmatched.Load() }
+
+func (p *Pool) match(k Key) *profile {
+	if k.Stdin {
+		return nil
+	}
+	l := k.Limits.WithDefaults()
+	env := k.Env
+	if !slices.IsSorted(env) {
+		env = slices.Sorted(slices.Values(env))
+	}
+	for _, pr := range p.profiles {
+		if pr.Size > 0 && pr.Rootfs == k.Rootfs && sameLimits(pr.Limits, l) && slices.Equal(pr.Env, env) {
+			return pr
+		}
+	}
+	return nil
+}
+
+// sameLimits compares the limits a pooled sandbox is made with.
+func sameLimits(a, b container.Limits) bool {
+	return a.MemoryBytes == b.MemoryBytes && a.Pids == b.Pids && a.CPUs == b.CPUs && a.DiskBytes == b.DiskBytes
+}

@@ -1,0 +1,250 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
+)
+
+// profile is one profile's ready runners and counters.
+type profile struct {
+	Profile
+	pool *Pool
+	log  *slog.Logger
+	kick chan struct{} // a refill may be needed
+
+	mu        sync.Mutex
+	ready     []*entry // oldest first
+	spawning  int
+	hits      uint64
+	misses    uint64
+	discarded uint64
+	failures  uint64
+	skipped   []string // pre-imports the rootfs lacks (logged once)
+	lastErr   string
+	refills   histogram
+}
+
+// entry is one ready runner.
+type entry struct {
+	rn      *runner.Runner
+	dir     string
+	release func() // the pool's hold on the rootfs
+	cpu     time.Duration
+	ready   time.Time
+	taken   chan struct{} // closed when it leaves the ready list
+	relOnce sync.Once
+}
+
+func (e *entry) alive() bool {
+	select {
+	case <-e.rn.Sandbox().Done():
+		return false
+	default:
+	}
+	st, _ := e.rn.Dead()
+	return st == ""
+}
+
+// discard ends a runner that will serve nothing.
+func (e *entry) discard() {
+	e.rn.Kill(container.StatusKilled)
+	e.relOnce.Do(e.release)
+}
+
+func (pr *profile) signal() {
+	select {
+	case pr.kick <- struct{}{}:
+	default:
+	}
+}
+
+// pop takes the oldest ready runner made on dir (a refill follows).
+func (pr *profile) pop(dir string) *entry {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	for i, e := range pr.ready {
+		if e.dir != dir {
+			continue
+		}
+		pr.ready = append(pr.ready[:i], pr.ready[i+1:]...)
+		close(e.taken)
+		pr.signal()
+		return e
+	}
+	return nil
+}
+
+func (pr *profile) count(c *uint64) {
+	pr.mu.Lock()
+	*c++
+	pr.mu.Unlock()
+}
+
+// remove drops e from the ready list; false when it was taken already.
+func (pr *profile) remove(e *entry) bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	for i, x := range pr.ready {
+		if x == e {
+			pr.ready = append(pr.ready[:i], pr.ready[i+1:]...)
+			close(e.taken)
+			pr.discarded++
+			return true
+		}
+	}
+	return false
+}
+
+// reserve claims one refill when the profile is short of runners.
+func (pr *profile) reserve() bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if len(pr.ready)+pr.spawning >= pr.Size {
+		return false
+	}
+	pr.spawning++
+	return true
+}
+
+func (pr *profile) unreserve() {
+	pr.mu.Lock()
+	pr.spawning--
+	pr.mu.Unlock()
+}
+
+// refill is one refill worker: it starts runners while the profile is
+// short of them, pausing while busy reports every run slot taken and
+// backing off after failures.
+func (pr *profile) refill(ctx context.Context, busy func() bool) {
+	backoff := time.Duration(0)
+	for {
+		for !pr.reserve() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-pr.kick:
+			}
+		}
+		pr.signal() // another worker may take the next one
+		for busy != nil && busy() {
+			select {
+			case <-ctx.Done():
+				pr.unreserve()
+				return
+			case <-time.After(busyPoll):
+			}
+		}
+		err := pr.spawn(ctx)
+		if err == nil {
+			backoff = 0
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		backoff = min(max(2*backoff, 100*time.Millisecond), maxBackoff)
+		pr.log.Warn("pool refill failed; retrying", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// spawn starts one runner and adds it to the ready list. The reservation
+// is given back either way.
+func (pr *profile) spawn(ctx context.Context) (err error) {
+	t0 := time.Now()
+	added := false
+	defer func() {
+		pr.mu.Lock()
+		pr.spawning--
+		if err != nil {
+			pr.failures++
+			pr.lastErr = err.Error()
+		}
+		pr.mu.Unlock()
+		if !added {
+			pr.signal()
+		}
+	}()
+	dir, release, err := pr.pool.cfg.Acquire(pr.Rootfs)
+	if err != nil {
+		return fmt.Errorf("pool %s: rootfs %q: %w", pr.Name, pr.Rootfs, err)
+	}
+	lim := pr.Limits
+	lim.Timeout = Lifetime
+	rn, err := runner.Start(ctx, pr.pool.cfg.Starter, container.Spec{
+		ID: "pool-" + container.NewID(), RootfsDir: dir, Env: pr.Env, Limits: lim,
+	})
+	if err != nil {
+		release()
+		return fmt.Errorf("pool %s: %w", pr.Name, err)
+	}
+	e := &entry{rn: rn, dir: dir, release: release, taken: make(chan struct{})}
+	if len(pr.Preimport) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, PreimportTimeout)
+		skipped, err := rn.Preimport(pctx, pr.Preimport, PreimportTimeout)
+		cancel()
+		if err != nil {
+			e.discard()
+			return fmt.Errorf("pool %s: %w", pr.Name, err)
+		}
+		pr.noteSkipped(skipped)
+	}
+	if st, err := rn.Sandbox().Stats(); err == nil {
+		e.cpu = st.CPUUsage
+	}
+	took := time.Since(t0)
+
+	pr.mu.Lock()
+	if ctx.Err() != nil {
+		pr.mu.Unlock()
+		e.discard()
+		return ctx.Err()
+	}
+	e.ready = time.Now()
+	pr.ready = append(pr.ready, e)
+	pr.refills.observe(took)
+	pr.lastErr = ""
+	pr.pool.watchers.Add(1)
+	pr.mu.Unlock()
+	added = true
+	go pr.watch(e)
+	pr.log.Debug("pool runner ready", "sandbox", rn.Sandbox().ID(), "took", took)
+	return nil
+}
+
+// watch discards e if its runner dies while it waits in the pool.
+func (pr *profile) watch(e *entry) {
+	defer pr.pool.watchers.Done()
+	select {
+	case <-e.taken:
+	case <-e.rn.Sandbox().Done():
+		if pr.remove(e) {
+			pr.log.Warn("pooled runner died while waiting; replacing it", "sandbox", e.rn.Sandbox().ID())
+			e.discard()
+			pr.signal()
+		}
+	}
+}
+
+func (pr *profile) noteSkipped(skipped []string) {
+	if len(skipped) == 0 {
+		return
+	}
+	pr.mu.Lock()
+	first := pr.skipped == nil
+	pr.skipped = skipped
+	pr.mu.Unlock()
+	if first {
+		pr.log.Info("pool pre-imports skipped: not importable in the rootfs", "modules", skipped, "rootfs", pr.Rootfs)
+	}
+}
