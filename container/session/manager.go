@@ -29,6 +29,12 @@ type Config struct {
 	// OnEnd, when set, is called once for every session that ends, with
 	// the reason's status (metrics).
 	OnEnd func(runner.Status)
+	// Take, when set, hands out a runner started ahead of time (a warm
+	// pool) for a session with opts, or nil when none fits; the session
+	// then starts its own. The runner's workspace must be empty and its
+	// sandbox must outlive MaxLifetime: the session writes opts.Files and
+	// ends the runner at MaxLifetime itself.
+	Take func(opts Options) *runner.Runner
 }
 
 // Manager owns the live sessions. It is safe for concurrent use.
@@ -102,20 +108,18 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 	limits.Timeout = m.cfg.MaxLifetime
 	limits.OutputBytes = m.cfg.OutputBytes
 	id := container.NewID()
-	r, err := runner.Start(ctx, m.cfg.Starter, container.Spec{
-		ID:        id,
-		RootfsDir: opts.RootfsDir,
-		Env:       opts.Env,
-		Files:     opts.Files,
-		Limits:    limits,
-	})
+	r, pooled, err := m.start(ctx, id, opts, limits)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
 	now := time.Now()
 	s := &Session{
-		m: m, id: id, opts: opts, r: r, log: m.log.With("session", id),
+		m: m, id: id, opts: opts, r: r, log: m.log.With("session", id), pooled: pooled,
 		sem: make(chan struct{}, 1), state: StateIdle, created: now, lastUsed: now,
+	}
+	if pooled {
+		// The pooled sandbox's own life limit is far away; end it here.
+		s.lifeTimer = time.AfterFunc(m.cfg.MaxLifetime, func() { r.Sandbox().Kill(container.StatusTimeout) })
 	}
 	s.idleTimer = time.AfterFunc(opts.IdleTimeout, s.expire)
 	m.mu.Lock()
@@ -130,6 +134,32 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 	}
 	s.log.Info("session created", "rootfs", opts.Rootfs, "idle_timeout", opts.IdleTimeout)
 	return s, nil
+}
+
+// start takes a pooled runner for the session when one fits (and writes
+// its input files), else starts one.
+func (m *Manager) start(ctx context.Context, id string, opts Options, limits container.Limits) (*runner.Runner, bool, error) {
+	if m.cfg.Take != nil {
+		if r := m.cfg.Take(opts); r != nil {
+			ws := r.Sandbox().Workspace()
+			for _, f := range opts.Files {
+				if err := ws.WriteFile(f.Path, f.Data, f.Mode); err != nil {
+					r.Kill(container.StatusError)
+					return nil, false, err
+				}
+			}
+			m.log.Debug("session takes a pooled runner", "session", id, "sandbox", r.Sandbox().ID())
+			return r, true, nil
+		}
+	}
+	r, err := runner.Start(ctx, m.cfg.Starter, container.Spec{
+		ID:        id,
+		RootfsDir: opts.RootfsDir,
+		Env:       opts.Env,
+		Files:     opts.Files,
+		Limits:    limits,
+	})
+	return r, false, err
 }
 
 // ended is called once per session when its sandbox is gone.

@@ -51,6 +51,8 @@ type Info struct {
 	ExecCount   int
 	IdleTimeout time.Duration
 	Limits      container.Limits
+	// Pooled: the session took a runner from the warm pool.
+	Pooled bool
 }
 
 // Session is one live (or dead, not yet removed) session.
@@ -60,6 +62,9 @@ type Session struct {
 	opts Options
 	r    *runner.Runner
 	log  *slog.Logger
+	// pooled: r came from the warm pool; lifeTimer ends it at MaxLifetime.
+	pooled    bool
+	lifeTimer *time.Timer
 
 	sem chan struct{} // one exec or file operation at a time
 
@@ -84,7 +89,7 @@ func (s *Session) Info() Info {
 	return Info{
 		ID: s.id, Rootfs: s.opts.Rootfs, State: s.state, DeadReason: s.deadWhy, DeadStatus: s.deadSt,
 		Created: s.created, LastUsed: s.lastUsed, ExecCount: s.execs,
-		IdleTimeout: s.opts.IdleTimeout, Limits: s.opts.Limits,
+		IdleTimeout: s.opts.IdleTimeout, Limits: s.opts.Limits, Pooled: s.pooled,
 	}
 }
 
@@ -173,6 +178,9 @@ func (s *Session) die(st runner.Status, why string) {
 	s.mu.Unlock()
 	if ended {
 		return
+	}
+	if s.lifeTimer != nil {
+		s.lifeTimer.Stop()
 	}
 	res, err := s.r.Kill(container.StatusKilled)
 	if s.opts.Release != nil {
