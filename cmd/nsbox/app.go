@@ -23,6 +23,8 @@ func newApp() *cli.App {
 			sessionCommand(),
 			replCommand(),
 			benchCommand(),
+			mcpCommand(),
+			toolsCommand(),
 		},
 	}
 }

@@ -1,0 +1,222 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/client"
+)
+
+// Session modes.
+const (
+	// SessionPerConnection gives each MCP connection one nsbox session,
+	// created on first use and deleted when the connection ends: state
+	// persists across calls like a notebook.
+	SessionPerConnection = "per-connection"
+	// SessionPerCall runs every run_python and run_shell call in a fresh
+	// one-shot sandbox; the file tools and reset_session are not offered.
+	SessionPerCall = "per-call"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Client reaches the daemon; nil means the default socket.
+	Client *client.Client
+	// Rootfs names the sandboxes' root filesystem; empty: the daemon's default.
+	Rootfs string
+	// Limits bound each session (or, per call, each run). TimeoutMs is the
+	// default timeout of one call; OutputBytes the output kept per stream
+	// (0: 128 KiB, to keep results fit for a model's context).
+	Limits agentapi.Limits
+	// IdleTimeout ends an unused session; 0 means the daemon's default.
+	IdleTimeout time.Duration
+	// SessionMode is SessionPerConnection (default) or SessionPerCall.
+	SessionMode string
+	// Version is reported to MCP clients.
+	Version string
+	// Logger logs sessions created and deleted; nil discards.
+	Logger *slog.Logger
+}
+
+// Server is an MCP server whose tools run in nsbox sandboxes.
+type Server struct {
+	cfg    Config
+	client *client.Client
+	log    *slog.Logger
+	sdk    *mcpsdk.Server
+
+	mu    sync.Mutex
+	conns map[*mcpsdk.ServerSession]*connState
+}
+
+// connState is one MCP connection's nsbox session, created on first use.
+type connState struct {
+	mu sync.Mutex // held while the session is created or reset
+	id string
+}
+
+// New returns a server with its tools registered.
+func New(cfg Config) (*Server, error) {
+	switch cfg.SessionMode {
+	case "":
+		cfg.SessionMode = SessionPerConnection
+	case SessionPerConnection, SessionPerCall:
+	default:
+		return nil, fmt.Errorf("session mode %q: %w", cfg.SessionMode, ErrUnknownSessionMode)
+	}
+	if cfg.Limits.OutputBytes == 0 {
+		cfg.Limits.OutputBytes = defaultOutputSize
+	}
+	s := &Server{
+		cfg:    cfg,
+		client: cfg.Client,
+		log:    cfg.Logger,
+		conns:  map[*mcpsdk.ServerSession]*connState{},
+	}
+	if s.client == nil {
+		s.client = &client.Client{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	version := cfg.Version
+	if version == "" {
+		version = "dev"
+	}
+	s.sdk = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "nsbox", Title: "nsbox sandbox", Version: version}, &mcpsdk.ServerOptions{
+		Instructions: "Tools that run Python and shell commands in an isolated Linux sandbox (no network, no host files). " +
+			"Use run_python for computation, data analysis and plots; write_file/read_file/list_files to move files in and out of /workspace.",
+		Capabilities: &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{}},
+	})
+	perCall := cfg.SessionMode == SessionPerCall
+	for _, t := range definitions(perCall) {
+		switch t.Name {
+		case ToolRunPython:
+			mcpsdk.AddTool(s.sdk, t, s.runPython)
+		case ToolRunShell:
+			mcpsdk.AddTool(s.sdk, t, s.runShell)
+		case ToolWriteFile:
+			mcpsdk.AddTool(s.sdk, t, s.writeFile)
+		case ToolReadFile:
+			mcpsdk.AddTool(s.sdk, t, s.readFile)
+		case ToolListFiles:
+			mcpsdk.AddTool(s.sdk, t, s.listFiles)
+		case ToolResetSession:
+			mcpsdk.AddTool(s.sdk, t, s.resetSession)
+		}
+	}
+	return s, nil
+}
+
+// Run serves one MCP connection over t (&mcpsdk.StdioTransport{} for
+// `nsbox mcp`) until the client disconnects or ctx is done, then deletes
+// the connection's nsbox session.
+func (s *Server) Run(ctx context.Context, t mcpsdk.Transport) error {
+	ss, err := s.sdk.Connect(ctx, t, nil)
+	if err != nil {
+		return fmt.Errorf("mcp connect: %w", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- ss.Wait() }()
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		ss.Close()
+		<-waited
+		err = nil
+	}
+	s.endConnection(ss)
+	if errors.Is(err, mcpsdk.ErrConnectionClosed) {
+		err = nil
+	}
+	return err
+}
+
+// endConnection deletes the connection's session, if it made one.
+func (s *Server) endConnection(ss *mcpsdk.ServerSession) {
+	s.mu.Lock()
+	c := s.conns[ss]
+	delete(s.conns, ss)
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.dropSession(c)
+}
+
+func (s *Server) conn(ss *mcpsdk.ServerSession) *connState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.conns[ss]
+	if c == nil {
+		c = &connState{}
+		s.conns[ss] = c
+	}
+	return c
+}
+
+// session returns the connection's session id, creating the session on
+// first use. created says it is new.
+func (s *Server) session(ctx context.Context, ss *mcpsdk.ServerSession) (id string, created bool, err error) {
+	c := s.conn(ss)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.id != "" {
+		return c.id, false, nil
+	}
+	lim := s.cfg.Limits
+	sess, err := s.client.CreateSession(ctx, &agentapi.SessionRequest{
+		Rootfs:        s.cfg.Rootfs,
+		Limits:        &lim,
+		IdleTimeoutMs: s.cfg.IdleTimeout.Milliseconds(),
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("starting a sandbox session: %w", err)
+	}
+	c.id = sess.ID
+	s.log.Info("session created", "session", sess.ID, "rootfs", sess.Rootfs)
+	return c.id, true, nil
+}
+
+// forget drops the connection's session id if it is still id (the session
+// died or expired); the next call creates a new one.
+func (s *Server) forget(ss *mcpsdk.ServerSession, id string) {
+	c := s.conn(ss)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.id == id {
+		s.dropSession(c)
+	}
+}
+
+// dropSession deletes c's session (c.mu held).
+func (s *Server) dropSession(c *connState) {
+	if c.id == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := s.client.DeleteSession(ctx, c.id)
+	var ae *agentapi.Error
+	if err != nil && !(errors.As(err, &ae) && ae.Code == agentapi.CodeNotFound) {
+		s.log.Warn("deleting session", "session", c.id, "err", err)
+	} else {
+		s.log.Info("session deleted", "session", c.id)
+	}
+	c.id = ""
+}
+
+// isGone reports whether err says a session no longer exists or is dead.
+func isGone(err error) bool {
+	var ae *agentapi.Error
+	return errors.As(err, &ae) && (ae.Code == agentapi.CodeNotFound || ae.Code == agentapi.CodeSessionDead)
+}

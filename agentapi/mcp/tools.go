@@ -1,0 +1,199 @@
+package mcp
+
+import (
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tool names.
+const (
+	ToolRunPython    = "run_python"
+	ToolRunShell     = "run_shell"
+	ToolWriteFile    = "write_file"
+	ToolReadFile     = "read_file"
+	ToolListFiles    = "list_files"
+	ToolResetSession = "reset_session"
+)
+
+// Bounds of the tools' inputs.
+const (
+	MaxTimeoutS       = 600
+	MaxCodeBytes      = 1 << 20
+	MaxContentBytes   = 16 << 20 // write_file content as sent (base64 included)
+	MaxPathBytes      = 4096
+	maxReadBytes      = 16 << 20 // read_file refuses larger files
+	maxReadTextBytes  = 256 << 10
+	maxListedFiles    = 1000
+	workspacePrefix   = "/workspace/"
+	encodingUTF8      = "utf-8"
+	encodingBase64    = "base64"
+	defaultOutputSize = 128 << 10
+)
+
+// RunPythonInput is the input of run_python.
+type RunPythonInput struct {
+	Code      string `json:"code" jsonschema:"Python 3 source to execute, like a notebook cell. Variables, imports and files persist between calls in the same session. The repr of the last expression is returned; matplotlib figures (open at the end or passed to plt.show()) come back as PNG images."`
+	SessionID string `json:"session_id,omitempty" jsonschema:"Run in this existing nsbox session instead of this conversation's own one (leave empty normally)."`
+	TimeoutS  int    `json:"timeout_s,omitempty" jsonschema:"Seconds before the cell is interrupted with KeyboardInterrupt (default: the server's per-call timeout)."`
+}
+
+// RunShellInput is the input of run_shell.
+type RunShellInput struct {
+	Command   string `json:"command" jsonschema:"Shell command line, run with bash -c (sh when bash is absent) in /workspace of the same sandbox run_python uses. No network access; the root filesystem is read-only, /workspace and /tmp are writable."`
+	SessionID string `json:"session_id,omitempty" jsonschema:"Run in this existing nsbox session instead of this conversation's own one (leave empty normally)."`
+	TimeoutS  int    `json:"timeout_s,omitempty" jsonschema:"Seconds before the command is killed (default: the server's per-call timeout)."`
+}
+
+// WriteFileInput is the input of write_file.
+type WriteFileInput struct {
+	Path      string `json:"path" jsonschema:"Destination path relative to /workspace (e.g. data/input.csv); parent directories are created. Absolute paths outside /workspace and '..' are refused."`
+	Content   string `json:"content" jsonschema:"File content: UTF-8 text, or standard base64 when encoding is base64."`
+	Encoding  string `json:"encoding,omitempty" jsonschema:"How content is encoded: utf-8 (default) or base64 (for binary files)."`
+	SessionID string `json:"session_id,omitempty" jsonschema:"Use this existing nsbox session instead of this conversation's own one (leave empty normally)."`
+}
+
+// ReadFileInput is the input of read_file.
+type ReadFileInput struct {
+	Path      string `json:"path" jsonschema:"File path relative to /workspace. Images (PNG, JPEG, GIF, WebP) come back as images, text as text, other binary data as base64 text."`
+	SessionID string `json:"session_id,omitempty" jsonschema:"Use this existing nsbox session instead of this conversation's own one (leave empty normally)."`
+}
+
+// ListFilesInput is the input of list_files.
+type ListFilesInput struct {
+	Path      string `json:"path,omitempty" jsonschema:"Directory (or file) relative to /workspace to list; empty lists the whole workspace."`
+	SessionID string `json:"session_id,omitempty" jsonschema:"Use this existing nsbox session instead of this conversation's own one (leave empty normally)."`
+}
+
+// ResetSessionInput is the input of reset_session (none).
+type ResetSessionInput struct{}
+
+func schemaFor[In any](bound func(s *jsonschema.Schema)) *jsonschema.Schema {
+	s, err := jsonschema.For[In](nil)
+	if err != nil {
+		// The input types are static; an error is a programming mistake
+		// every test catches.
+		panic(fmt.Sprintf("nsbox mcp: input schema: %v", err))
+	}
+	if s.Properties == nil {
+		s.Properties = map[string]*jsonschema.Schema{}
+	}
+	if s.Required == nil {
+		s.Required = []string{}
+	}
+	if bound != nil {
+		bound(s)
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func boundString(s *jsonschema.Schema, name string, minLen, maxLen int) {
+	p := s.Properties[name]
+	if minLen > 0 {
+		p.MinLength = ptr(minLen)
+	}
+	p.MaxLength = ptr(maxLen)
+}
+
+func boundTimeout(s *jsonschema.Schema) {
+	p := s.Properties["timeout_s"]
+	p.Minimum, p.Maximum = ptr(1.0), ptr(float64(MaxTimeoutS))
+}
+
+func boundSessionID(s *jsonschema.Schema) {
+	p := s.Properties["session_id"]
+	p.MaxLength = ptr(64)
+	p.Pattern = "^[a-zA-Z0-9_-]*$"
+}
+
+// definitions returns the tools, in the order they are listed. perCall
+// drops the tools that need a persistent workspace.
+func definitions(perCall bool) []*mcpsdk.Tool {
+	persistence := "State persists across calls like a Jupyter notebook: define a variable or import a module in one call and use it in the next. "
+	files := "Files live in /workspace (the working directory); use write_file to provide data and read_file to fetch results. "
+	if perCall {
+		persistence = "Every call runs in a fresh sandbox: nothing persists between calls, so each call must be self-contained. "
+		files = "The working directory is /workspace. "
+	}
+	tools := []*mcpsdk.Tool{
+		{
+			Name:  ToolRunPython,
+			Title: "Run Python",
+			Description: "Execute Python 3 code in an isolated Linux sandbox (no network, no access to the host's files) and return stdout, stderr, " +
+				"the value of the last expression, the exception with its traceback if the code raised, and every matplotlib figure as a PNG image. " +
+				persistence +
+				"numpy, pandas, matplotlib, scipy and scikit-learn are available when the server uses the data-science rootfs. " +
+				files +
+				"If the result has isError, read the traceback, fix the code and call again.",
+			InputSchema: schemaFor[RunPythonInput](func(s *jsonschema.Schema) {
+				boundString(s, "code", 1, MaxCodeBytes)
+				boundTimeout(s)
+				boundSessionID(s)
+			}),
+			Annotations: &mcpsdk.ToolAnnotations{OpenWorldHint: ptr(false)},
+		},
+		{
+			Name:  ToolRunShell,
+			Title: "Run shell command",
+			Description: "Run a shell command (bash -c) in the same sandbox and /workspace as run_python, e.g. to list files, inspect data with head/wc, " +
+				"or run a script written with write_file. Returns stdout, stderr and the exit code; a non-zero exit code is reported as an error. " +
+				"There is no network access and no sudo; the root filesystem is read-only.",
+			InputSchema: schemaFor[RunShellInput](func(s *jsonschema.Schema) {
+				boundString(s, "command", 1, MaxCodeBytes)
+				boundTimeout(s)
+				boundSessionID(s)
+			}),
+			Annotations: &mcpsdk.ToolAnnotations{OpenWorldHint: ptr(false)},
+		},
+		{
+			Name:  ToolWriteFile,
+			Title: "Write file",
+			Description: "Create or overwrite a file in the sandbox's /workspace (the working directory of run_python and run_shell). " +
+				"Use encoding base64 for binary content. The file is then readable from code by its relative path.",
+			InputSchema: schemaFor[WriteFileInput](func(s *jsonschema.Schema) {
+				boundString(s, "path", 1, MaxPathBytes)
+				boundString(s, "content", 0, MaxContentBytes)
+				s.Properties["encoding"].Enum = []any{encodingUTF8, encodingBase64}
+				s.Properties["encoding"].Default = []byte(`"utf-8"`)
+				boundSessionID(s)
+			}),
+			Annotations: &mcpsdk.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		},
+		{
+			Name:  ToolReadFile,
+			Title: "Read file",
+			Description: "Read a file from the sandbox's /workspace, e.g. a CSV or image the code produced. " +
+				"Images come back as image content, UTF-8 text as text (long files are cut, with a note), other binary files as base64.",
+			InputSchema: schemaFor[ReadFileInput](func(s *jsonschema.Schema) {
+				boundString(s, "path", 1, MaxPathBytes)
+				boundSessionID(s)
+			}),
+			Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		},
+		{
+			Name:        ToolListFiles,
+			Title:       "List files",
+			Description: "List the files and directories in the sandbox's /workspace (or below path) with their sizes and types.",
+			InputSchema: schemaFor[ListFilesInput](func(s *jsonschema.Schema) {
+				boundString(s, "path", 0, MaxPathBytes)
+				boundSessionID(s)
+			}),
+			Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		},
+		{
+			Name:  ToolResetSession,
+			Title: "Reset session",
+			Description: "Discard this conversation's sandbox — every variable, import and file in /workspace — and start the next call in a fresh one. " +
+				"Use it when the interpreter state is broken or you need a clean environment.",
+			InputSchema: schemaFor[ResetSessionInput](nil),
+			Annotations: &mcpsdk.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		},
+	}
+	if perCall {
+		return tools[:2]
+	}
+	return tools
+}

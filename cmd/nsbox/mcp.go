@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/urfave/cli/v2"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/client"
+	"github.com/nsbox/nsbox/agentapi/mcp"
+)
+
+func mcpCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "mcp",
+		Usage: "serve run_python, run_shell and file tools to an MCP client on stdio (Claude Desktop, IDE agents)",
+		Description: "Speaks the Model Context Protocol on stdin/stdout and runs every tool call in the nsbox daemon.\n" +
+			"Each MCP connection gets one session (state persists like a notebook), deleted when the connection ends.\n" +
+			"Logs go to stderr. Client configuration: {\"mcpServers\": {\"nsbox\": {\"command\": \"/usr/local/bin/nsbox\", \"args\": [\"mcp\"]}}}",
+		ArgsUsage: " ",
+		Flags: []cli.Flag{
+			socketFlag(),
+			&cli.StringFlag{Name: "rootfs", Usage: "rootfs `NAME` of the sandboxes (default: the daemon's)"},
+			&cli.StringFlag{Name: "session-mode", Value: mcp.SessionPerConnection, Usage: "per-connection (one persistent session per MCP client) or per-call (a fresh sandbox per call)"},
+			&cli.DurationFlag{Name: "timeout", Usage: "default timeout of one tool call (default: the daemon's)"},
+			&cli.StringFlag{Name: "memory", Usage: "memory limit of the sandbox, e.g. 1G (default: the daemon's)"},
+			&cli.Float64Flag{Name: "cpus", Usage: "CPU limit, may be fractional (default: the daemon's)"},
+			&cli.Int64Flag{Name: "pids", Usage: "process limit (default: the daemon's)"},
+			&cli.StringFlag{Name: "disk", Usage: "size of /workspace, e.g. 512M (default: the daemon's)"},
+			&cli.StringFlag{Name: "output", Value: "128K", Usage: "output kept per stream and call (what the model reads)"},
+			&cli.DurationFlag{Name: "idle-timeout", Usage: "end an unused session after this long (default: the daemon's)"},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error (logs go to stderr)"},
+		},
+		Action: mcpServe,
+	}
+}
+
+// mcpLimits reads the limit flags shared by `nsbox mcp`.
+func mcpLimits(c *cli.Context) (agentapi.Limits, error) {
+	lim := agentapi.Limits{
+		TimeoutMs: c.Duration("timeout").Milliseconds(),
+		CPUs:      c.Float64("cpus"),
+		Pids:      c.Int64("pids"),
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"memory", &lim.MemoryBytes}, {"disk", &lim.DiskBytes}, {"output", &lim.OutputBytes}} {
+		if v := c.String(f.name); v != "" {
+			n, err := parseSize(v)
+			if err != nil {
+				return lim, fmt.Errorf("--%s: %w", f.name, err)
+			}
+			*f.dst = n
+		}
+	}
+	return lim, nil
+}
+
+func mcpServe(c *cli.Context) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	lim, err := mcpLimits(c)
+	if err != nil {
+		return err
+	}
+	cl := &client.Client{Socket: c.String("socket")}
+	srv, err := mcp.New(mcp.Config{
+		Client:      cl,
+		Rootfs:      c.String("rootfs"),
+		Limits:      lim,
+		IdleTimeout: c.Duration("idle-timeout"),
+		SessionMode: c.String("session-mode"),
+		Version:     version,
+		Logger:      log,
+	})
+	if err != nil {
+		return fmt.Errorf("--session-mode: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if _, err := cl.Health(hctx); err != nil {
+		// Serve anyway: tool calls report the problem to the model, and
+		// work as soon as the daemon is up.
+		log.Warn("the nsbox daemon does not answer; tool calls fail until it does", "err", err)
+	}
+	cancel()
+	log.Info("serving MCP on stdio", "socket", c.String("socket"), "session_mode", c.String("session-mode"))
+	return srv.Run(ctx, &mcpsdk.StdioTransport{})
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nsbox/nsbox/agentapi/mcp"
+)
+
+func toolsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "tools",
+		Usage: "print the sandbox tools as function-calling definitions (JSON) for OpenAI, Anthropic or MCP",
+		Description: "The definitions are the ones `nsbox mcp` serves (same names, descriptions and input schemas),\n" +
+			"ready for the \"tools\" parameter of the OpenAI Chat Completions or Anthropic Messages API.",
+		ArgsUsage: " ",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "format", Value: mcp.FormatOpenAI, Usage: "one of " + strings.Join(mcp.Formats(), ", ")},
+		},
+		Action: func(c *cli.Context) error {
+			defs, err := mcp.Definitions(c.String("format"))
+			if err != nil {
+				return fmt.Errorf("--format: %w", err)
+			}
+			enc := json.NewEncoder(c.App.Writer)
+			enc.SetIndent("", "  ")
+			enc.SetEscapeHTML(false)
+			return enc.Encode(defs)
+		},
+	}
+}
