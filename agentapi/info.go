@@ -23,4 +23,35 @@ type Info struct {
 	// Profiles are the security profiles a run may select, their limits
 	// resolved over the daemon's defaults.
 	Profiles []Profile `json:"profiles"`
+
+	// Pools are the warm pools of started Python runners, one per pool
+	// profile (empty when the pool is off).
+	Pools []PoolInfo `json:"pools"`
+}
+
+// PoolInfo describes one warm-pool profile: which runs it serves (Python
+// runs and new sessions on Rootfs whose memory, pids, cpus and disk limits
+// and env equal these) and its state.
+type PoolInfo struct {
+	Name      string            `json:"name"`
+	Rootfs    string            `json:"rootfs"`
+	Limits    Limits            `json:"limits"` // timeout_ms and output_bytes are per run, not matched
+	Env       map[string]string `json:"env,omitempty"`
+	Preimport []string          `json:"preimport,omitempty"`
+	// Skipped lists pre-imports the rootfs could not import.
+	Skipped []string `json:"skipped,omitempty"`
+
+	Size     int `json:"size"`     // runners kept ready
+	Ready    int `json:"ready"`    // ready now
+	Spawning int `json:"spawning"` // refills under way
+
+	Hits      uint64 `json:"hits"`      // runs and sessions that took a ready runner
+	Misses    uint64 `json:"misses"`    // matching ones that found none ready (started cold)
+	Discarded uint64 `json:"discarded"` // runners that died while waiting (replaced)
+	Failures  uint64 `json:"failures"`  // refills that failed
+	LastError string `json:"last_error,omitempty"`
+
+	Refills      uint64  `json:"refills"`        // runners started for the pool
+	LastRefillMs float64 `json:"last_refill_ms"` // the latest refill's time
+	MeanRefillMs float64 `json:"mean_refill_ms"` // mean refill time
 }

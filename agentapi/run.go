@@ -113,6 +113,9 @@ type RunResult struct {
 	// SessionDead is set on a session exec that ended the session (OOM,
 	// crash, a cell that ignored its interrupt); Error says why.
 	SessionDead bool `json:"session_dead,omitempty"`
+	// Pooled is set when the run took a runner from the warm pool (its
+	// time limit then counts from when its code was handed over).
+	Pooled bool `json:"pooled,omitempty"`
 }
 
 // Exception is a Python exception: its type name, str() and traceback

@@ -39,6 +39,8 @@ type Session struct {
 	ExecCount     int       `json:"exec_count"`
 	IdleTimeoutMs int64     `json:"idle_timeout_ms"`
 	Limits        Limits    `json:"limits"`
+	// Pooled: the session took a runner from the warm pool.
+	Pooled bool `json:"pooled,omitempty"`
 }
 
 // SessionList is the response of GET /v1/sessions.

@@ -115,5 +115,6 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 		QueueSize:     s.cfg.QueueSize,
 		InFlight:      s.adm.inFlight(),
 		Queued:        s.adm.queued(),
+		Pools:         s.poolInfo(),
 	})
 }

@@ -82,7 +82,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	log.Info("run started", "argv0", spec.Argv[0], "rootfs", j.rootfs, "queue_wait", time.Since(queued))
 	started := time.Now()
 	if st, ok := s.cfg.Runner.(runner.Starter); ok && j.language == agentapi.LanguagePython {
-		s.finishPython(w, log, ev, started, func() (*agentapi.RunResult, error) { return s.runPython(ctx, st, spec, j.code, ev) })
+		s.finishPython(w, log, ev, started, func() (*agentapi.RunResult, error) { return s.runPython(ctx, st, spec, j.rootfs, j.code, ev) })
 		return
 	}
 	res, err := s.cfg.Runner.Run(ctx, spec)

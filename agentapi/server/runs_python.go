@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/pool"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -19,9 +21,12 @@ const markerSlack = 4096
 // gets the same rich result as a session exec. The sandbox lives a little
 // longer than the code's timeout: room for the KeyboardInterrupt's
 // traceback.
-func (s *Server) runPython(ctx context.Context, st runner.Starter, spec container.Spec, code string, ev *eventWriter) (*agentapi.RunResult, error) {
+func (s *Server) runPython(ctx context.Context, st runner.Starter, spec container.Spec, rootfs, code string, ev *eventWriter) (*agentapi.RunResult, error) {
 	lim := spec.Limits.WithDefaults()
 	spec.Limits = lim
+	if tk := s.takePooled(rootfs, spec); tk != nil {
+		return s.runPooled(ctx, tk, spec, code, ev)
+	}
 	spec.Limits.Timeout += runner.InterruptGrace + time.Second
 	spec.Limits.OutputBytes += markerSlack
 	rn, err := runner.Start(ctx, st, spec)
@@ -48,6 +53,53 @@ func (s *Server) runPython(ctx context.Context, st runner.Starter, spec containe
 	if res.Error != "" && out.Error == "" && out.Status != agentapi.StatusOK {
 		out.Error = res.Error
 	}
+	return out, nil
+}
+
+// runPooled runs a one-shot Python snippet on a warm runner: the input
+// files go into its workspace, then the code; the time limit counts from
+// the hand-over. The result is a cold run's, with pooled set, the wall
+// time of the code alone and the CPU time the sandbox spent on the run.
+func (s *Server) runPooled(ctx context.Context, tk *pool.Taken, spec container.Spec, code string, ev *eventWriter) (*agentapi.RunResult, error) {
+	s.log.Debug("run takes a pooled runner", "run", spec.ID, "sandbox", tk.Sandbox().ID(), "pool", tk.Profile, "waited", tk.Waited)
+	ws := tk.Sandbox().Workspace()
+	for _, f := range spec.Files {
+		if err := ws.WriteFile(f.Path, f.Data, f.Mode); err != nil {
+			tk.Kill(container.StatusError)
+			return nil, fmt.Errorf("input file %s: %w", f.Path, err)
+		}
+	}
+	before, serr := ws.Snapshot()
+	req := runner.ExecRequest{Code: code, Timeout: spec.Limits.Timeout, OutputBytes: spec.Limits.OutputBytes}
+	if ev != nil {
+		req.OnStdout = func(b []byte) { ev.chunk(agentapi.EventStdout, b) }
+		req.OnStderr = func(b []byte) { ev.chunk(agentapi.EventStderr, b) }
+	}
+	res, err := tk.Exec(ctx, req)
+	var files []container.FileInfo
+	if err == nil && serr == nil {
+		files, serr = ws.Changed(before, spec.ReturnFiles)
+	}
+	if serr != nil {
+		s.log.Warn("workspace changes", "run", spec.ID, "err", serr)
+	}
+	cres, cerr := tk.Close()
+	if err != nil {
+		return nil, err
+	}
+	if cerr != nil {
+		return nil, cerr
+	}
+	out := wireResult(cres, spec.ID)
+	richFields(out, res)
+	out.ID, out.ExecutionCount, out.Pooled = spec.ID, 0, true
+	out.Status, out.ExitCode, out.Signal = runStatus(res, cres)
+	if res.Error != "" && out.Error == "" && out.Status != agentapi.StatusOK {
+		out.Error = res.Error
+	}
+	out.WallMs = res.Wall.Milliseconds()
+	out.CPUMs = max(0, cres.CPUTime-tk.CPUBefore).Milliseconds()
+	out.Files = wireFiles(files)
 	return out, nil
 }
 
@@ -99,7 +151,7 @@ func (s *Server) finishPython(w http.ResponseWriter, log *slog.Logger, ev *event
 		return
 	}
 	s.metrics.runs.WithLabelValues(out.Status).Inc()
-	log.Info("run finished", "status", out.Status, "exit_code", out.ExitCode, "wall_ms", out.WallMs)
+	log.Info("run finished", "status", out.Status, "exit_code", out.ExitCode, "wall_ms", out.WallMs, "pooled", out.Pooled)
 	if ev != nil {
 		ev.finish()
 		ev.emit(agentapi.Event{Type: agentapi.EventResult, Result: out})

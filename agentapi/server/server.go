@@ -62,6 +62,10 @@ type Config struct {
 
 	// Profiles a run may select by name (nil: agentapi.BuiltinProfiles()).
 	Profiles []agentapi.Profile
+
+	// Pool, when set, hands out warm Python runners to matching Python
+	// runs and new sessions; the rest start cold.
+	Pool Pool
 }
 
 // DefaultMaxLimits are the maxima a request may ask for unless configured.
@@ -156,6 +160,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics.gauges(s.adm)
+	if cfg.Pool != nil {
+		s.metrics.reg.MustRegister(newPoolCollector(cfg.Pool))
+	}
 	s.sm = newSessionMetrics()
 	s.newSessions()
 	s.handler = s.routes()

@@ -48,6 +48,7 @@ func (s *Server) newSessions() {
 		MaxLifetime:        s.cfg.SessionMaxLifetime,
 		DefaultIdleTimeout: s.cfg.SessionIdleTimeout,
 		OnEnd:              func(st runner.Status) { s.sm.ended.WithLabelValues(string(st)).Inc() },
+		Take:               s.takeForSession,
 	})
 	s.sm.register(s.metrics.reg, s.sessions)
 }
@@ -91,7 +92,7 @@ func wireSession(in session.Info) agentapi.Session {
 	return agentapi.Session{
 		ID: in.ID, Rootfs: in.Rootfs, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
 		CreatedAt: in.Created.UTC(), LastUsedAt: in.LastUsed.UTC(), ExecCount: in.ExecCount,
-		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: wireLimits(in.Limits),
+		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: wireLimits(in.Limits), Pooled: in.Pooled,
 	}
 }
 
