@@ -24,8 +24,9 @@ for d in /var/lib/nsbox /run/nsbox "$STORE"; do
   mount --bind "$d" "$d" && mount -o remount,bind,rw "$d"
 done
 mount -t tmpfs -o mode=1777 tmpfs /tmp
-mount -t tmpfs -o ro,mode=0755 tmpfs /root
-mount -t tmpfs -o ro,mode=0755 tmpfs /home
+for d in /root /home; do
+  [ -d "$d" ] && mount -t tmpfs -o ro,mode=0755 tmpfs "$d"
+done
 if touch /usr/.nsbox-hardening-probe 2>/dev/null; then rm -f /usr/.nsbox-hardening-probe; echo "/usr is writable: emulation failed"; exit 3; fi
 eval "$EXTRA"
 exec setpriv --no-new-privs "$@"

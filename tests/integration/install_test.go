@@ -16,6 +16,9 @@ func TestMakeInstall(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("requires make: ", err)
 	}
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("requires /bin/bash (the Makefile's shell): ", err)
+	}
 	dest := t.TempDir()
 	bin := filepath.Join(t.TempDir(), "nsbox")
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
