@@ -98,3 +98,29 @@ uninstall: ## remove what install put in place, except /etc/nsbox/nsbox.conf, /v
 	rm -rf $(DESTDIR)$(DOCDIR)
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 	@echo "uninstall: kept $(SYSCONFDIR)/nsbox, /var/lib/nsbox (rootfs store) and the nsbox group; remove them by hand if unwanted"
+
+# --- pure cgroup v2: the tests again, as root in a qemu guest (scripts/cgroup2-vm) ---
+VM_TESTS  := .cache/cgroup2-vm/tests
+VM_PKGS   := ./cgroup ./container ./tests/integration
+VM_RUN     = scripts/cgroup2-vm/run.sh --host-usr --timeout 1800 \
+	--ro-share $(CURDIR) --share $(CURDIR)/$(VM_TESTS) --share $(STORE) \
+	--env NSBOX_VM_NSBOX_BIN=$(CURDIR)/$(VM_TESTS)/nsbox \
+	--env NSBOX_TEST_ROOTFS_STORE=$(STORE) --env NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS)
+VM_GOTEST  = $(CURDIR)/scripts/cgroup2-vm/gotest.sh $(CURDIR) $(CURDIR)/$(VM_TESTS) \
+	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs ./cgroup ./container
+
+.PHONY: test-cgroup2
+test-cgroup2: rootfs-test ## run the cgroup, container and integration tests as root in a pure cgroup v2 VM (qemu)
+	scripts/cgroup2-vm/build.sh
+	mkdir -p $(VM_TESTS)
+	$(GO) build $(GOFLAGS_STATIC) -ldflags '$(LDFLAGS)' -o $(VM_TESTS)/nsbox ./cmd/nsbox
+	set -e; for p in $(VM_PKGS); do \
+		$(GO) test -c $(GOFLAGS_STATIC) -ldflags '-linkmode external -extldflags "-static"' \
+			-o $(VM_TESTS)/$$(echo $${p#./} | tr / _).test $$p; \
+	done
+	rc=0; \
+	echo "--- cgroup2 VM, root cgroup: cgroup, container, integration"; \
+	$(VM_RUN) -- $(VM_GOTEST) ./tests/integration -- -test.timeout 20m -test.skip 'DataScience|Node|Example' || rc=1; \
+	echo "--- cgroup2 VM, delegated subtree (systemd Delegate=yes): cgroup, container"; \
+	$(VM_RUN) --delegated -- $(VM_GOTEST) -- -test.timeout 20m || rc=1; \
+	exit $$rc
