@@ -269,12 +269,7 @@ func trimTree(ctx context.Context, tree string, prof profile, progress func(Prog
 		return nil, err
 	}
 	trim.StrippedSetid, trim.RemovedDevices = setid, devices
-	for _, p := range setid {
-		progress(Progress{Phase: "trim", Percent: -1, Message: "stripped setuid/setgid: /" + p})
-	}
-	if len(devices) > 0 {
-		progress(Progress{Phase: "trim", Percent: -1, Message: fmt.Sprintf("removed %d device nodes: /%s", len(devices), strings.Join(devices, " /"))})
-	}
+	progress(Progress{Phase: "trim", Percent: -1, Message: fmt.Sprintf("stripped setuid/setgid bits of %d files, removed %d device nodes", len(setid), len(devices))})
 	after := treeSize(tree)
 	progress(Progress{Phase: "trim", Percent: 100, Message: fmt.Sprintf("trimmed %s -> %s (%d packages purged)", HumanSize(before), HumanSize(after), len(trim.Purged))})
 	return trim, nil
