@@ -191,7 +191,13 @@ func workspacePath(p string) (string, error) {
 	if strings.HasPrefix(p, "/") {
 		return "", fmt.Errorf("path %q: give a path relative to /workspace; files outside /workspace (and every file of the host) are not reachable from these tools", p)
 	}
-	return strings.TrimSuffix(p, "/"), nil
+	p = strings.TrimSuffix(p, "/")
+	for _, e := range strings.Split(p, "/") {
+		if e == "" || e == "." || e == ".." {
+			return "", fmt.Errorf("path %q: give a clean path relative to /workspace, without '.', '..' or empty elements", p)
+		}
+	}
+	return p, nil
 }
 
 // WriteFileResult is the structured result of write_file.

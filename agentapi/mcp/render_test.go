@@ -146,7 +146,7 @@ func TestWorkspacePath(t *testing.T) {
 			t.Errorf("workspacePath(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"/etc/passwd", "/workspace2/x"} {
+	for _, bad := range []string{"/etc/passwd", "/workspace2/x", "../etc/passwd", "a/../../b", "a//b"} {
 		if _, err := workspacePath(bad); err == nil {
 			t.Errorf("workspacePath(%q): no error", bad)
 		}

@@ -1,0 +1,153 @@
+"""Tests of nsbox_client against a real daemon.
+
+Run with NSBOX_SOCKET naming a running daemon's socket:
+
+    NSBOX_SOCKET=/run/nsbox/nsbox.sock python3 -m unittest -v test_nsbox_client
+
+NSBOX_DATASCI_ROOTFS names a rootfs with matplotlib for the figure test
+(skipped without it).
+"""
+
+import os
+import struct
+import tempfile
+import unittest
+
+import nsbox_client
+from nsbox_client import Client
+
+SOCKET = os.environ.get("NSBOX_SOCKET")
+DATASCI = os.environ.get("NSBOX_DATASCI_ROOTFS")
+
+
+def png_size(data):
+    """(width, height) of PNG bytes, checking the signature and IHDR."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
+    assert data[12:16] == b"IHDR", data[12:16]
+    return struct.unpack(">II", data[16:24])
+
+
+@unittest.skipUnless(SOCKET, "set NSBOX_SOCKET to a running nsbox daemon's socket")
+class ClientTest(unittest.TestCase):
+    def setUp(self):
+        self.nsbox = Client(socket_path=SOCKET)
+
+    def test_health_info(self):
+        self.assertEqual(self.nsbox.health()["status"], "ok")
+        info = self.nsbox.info()
+        self.assertEqual(info["api_version"], "v1")
+        self.assertIn(info["default_rootfs"], info["rootfs"])
+
+    def test_run_python(self):
+        r = self.nsbox.run(code="print('hi')\n6 * 7")
+        self.assertTrue(r.ok, r.raw)
+        self.assertEqual(r.stdout, "hi\n")
+        self.assertEqual(r.value, "42")
+        self.assertEqual(r.exit_code, 0)
+        self.assertIsNone(r.exception)
+
+    def test_run_exception(self):
+        r = self.nsbox.run(code="raise ValueError('bad input')")
+        self.assertEqual(r.status, "exception")
+        self.assertEqual(r.exception["name"], "ValueError")
+        self.assertIn("bad input", r.exception["traceback"])
+
+    def test_run_argv_files(self):
+        r = self.nsbox.run(argv=["sh", "-c", "wc -l < data.csv > count.txt; cat blob.bin | wc -c"],
+                           files={"data.csv": "a,b\n1,2\n", "blob.bin": b"\x00\x01\xff"},
+                           return_files=["*.txt"], limits={"timeout_ms": 10000})
+        self.assertTrue(r.ok, r.raw)
+        self.assertEqual(r.stdout.strip(), "3")
+        self.assertEqual(r.file("count.txt").strip(), b"2")
+        with self.assertRaises(KeyError):
+            r.file("data.csv")
+
+    def test_run_timeout_is_a_result(self):
+        r = self.nsbox.run(argv=["sleep", "10"], limits={"timeout_ms": 300})
+        self.assertEqual(r.status, "timeout")
+
+    def test_run_streaming(self):
+        out, err = [], []
+        r = self.nsbox.run(code="import sys, time\nprint('a', flush=True)\ntime.sleep(0.2)\nprint('b', file=sys.stderr, flush=True)\nprint('c')",
+                           on_stdout=out.append, on_stderr=err.append)
+        self.assertTrue(r.ok, r.raw)
+        self.assertEqual("".join(out), "a\nc\n")
+        self.assertEqual("".join(err), "b\n")
+        self.assertGreaterEqual(len(out), 1)
+
+    def test_typed_errors(self):
+        with self.assertRaises(nsbox_client.InvalidArgument) as cm:
+            self.nsbox.run(code="1", limits={"memory_bytes": -1})
+        e = cm.exception
+        self.assertIsInstance(e, nsbox_client.NsboxError)
+        self.assertEqual((e.status, e.code), (400, "invalid_argument"))
+        self.assertIn("memory_bytes", e.message)
+        with self.assertRaises(nsbox_client.InvalidArgument):
+            self.nsbox.run(code="1", files={"../escape": "x"})
+        with self.assertRaises(ValueError):
+            self.nsbox.run(code="1", argv=["true"])
+        with self.assertRaises(nsbox_client.NotFound) as cm:
+            nsbox_client.Session(self.nsbox, "0000000000000000").exec("1")
+        self.assertEqual(cm.exception.status, 404)
+
+    def test_unreachable(self):
+        with tempfile.TemporaryDirectory() as d:
+            c = Client(socket_path=os.path.join(d, "none.sock"))
+            with self.assertRaises(nsbox_client.DaemonUnreachable) as cm:
+                c.health()
+            self.assertIn("is `nsbox daemon` running?", str(cm.exception))
+
+    def test_session(self):
+        with self.nsbox.session(limits={"timeout_ms": 20000}, files={"seed.txt": "seed"}) as s:
+            self.assertIn(s.id, [x["id"] for x in self.nsbox.sessions()])
+            self.assertTrue(s.exec("x = 41").ok)
+            r = s.exec("x + 1")
+            self.assertEqual((r.value, r.execution_count), ("42", 2))
+            r = s.exec("1 / 0")
+            self.assertEqual(r.status, "exception")
+            self.assertEqual(r.exception["name"], "ZeroDivisionError")
+            r = s.exec("while True: pass", timeout_ms=300)
+            self.assertEqual(r.status, "timeout")
+            self.assertEqual(s.exec("x").value, "41", "the session survives a timeout")
+
+            out = []
+            r = s.exec("for i in range(3): print(i, flush=True)", on_stdout=out.append)
+            self.assertTrue(r.ok)
+            self.assertEqual("".join(out), "0\n1\n2\n")
+
+            blob = bytes(range(256)) * 10
+            s.upload("in/blob.bin", blob)
+            s.upload("in/text.txt", "héllo")
+            self.assertEqual(s.download("in/blob.bin"), blob)
+            self.assertEqual(s.exec("open('in/text.txt', encoding='utf-8').read()").value, "'héllo'")
+            s.exec("open('out.csv', 'w').write('a,b\\n')")
+            self.assertEqual(s.download("out.csv"), b"a,b\n")
+            files = {f["path"]: f for f in s.files()}
+            self.assertTrue(files["in"]["dir"])
+            self.assertEqual(files["in/blob.bin"]["size"], len(blob))
+            self.assertIn("seed.txt", files)
+            s.delete_file("out.csv")
+            with self.assertRaises(nsbox_client.NotFound):
+                s.download("out.csv")
+            with self.assertRaises(nsbox_client.InvalidArgument):
+                s.download("/etc/passwd")
+            with self.assertRaises(nsbox_client.InvalidArgument):
+                s.download("../etc/passwd")
+            self.assertEqual(s.info()["state"], "idle")
+        # Closed: gone, and closing again is fine.
+        self.assertNotIn(s.id, [x["id"] for x in self.nsbox.sessions()])
+        s.close()
+        with self.assertRaises(nsbox_client.NotFound):
+            s.exec("1")
+
+    @unittest.skipUnless(DATASCI, "set NSBOX_DATASCI_ROOTFS to a rootfs with matplotlib")
+    def test_figures(self):
+        with self.nsbox.session(rootfs=DATASCI) as s:
+            r = s.exec("import matplotlib.pyplot as plt\nplt.figure(figsize=(2, 1), dpi=100)\nplt.plot([1, 2])\nplt.show()\n"
+                       "plt.figure(figsize=(3, 2), dpi=100)\nplt.bar([1, 2], [3, 4])")
+            self.assertTrue(r.ok, r.raw)
+            self.assertEqual([png_size(p) for p in r.figures], [(200, 100), (300, 200)])
+
+
+if __name__ == "__main__":
+    unittest.main()
