@@ -42,7 +42,7 @@ func (s *Server) takeForSession(opts session.Options) *runner.Runner {
 	if tk == nil {
 		return nil
 	}
-	return tk.Runner
+	return tk.Detach() // the session holds the rootfs
 }
 
 // poolInfo describes the pools for /v1/info.

@@ -60,6 +60,9 @@ func (s *Server) runPython(ctx context.Context, st runner.Starter, spec containe
 // files go into its workspace, then the code; the time limit counts from
 // the hand-over. The result is a cold run's, with pooled set, the wall
 // time of the code alone and the CPU time the sandbox spent on the run.
+// When the cell ended on its own (ok or an exception) the answer does not
+// wait for the teardown: the sandbox is closed right after, in the
+// background (Run waits for it at shutdown).
 func (s *Server) runPooled(ctx context.Context, tk *pool.Taken, spec container.Spec, code string, ev *eventWriter) (*agentapi.RunResult, error) {
 	s.log.Debug("run takes a pooled runner", "run", spec.ID, "sandbox", tk.Sandbox().ID(), "pool", tk.Profile, "waited", tk.Waited)
 	ws := tk.Sandbox().Workspace()
@@ -76,19 +79,34 @@ func (s *Server) runPooled(ctx context.Context, tk *pool.Taken, spec container.S
 		req.OnStderr = func(b []byte) { ev.chunk(agentapi.EventStderr, b) }
 	}
 	res, err := tk.Exec(ctx, req)
+	if err != nil {
+		tk.Kill(container.StatusKilled)
+		return nil, err
+	}
 	var files []container.FileInfo
-	if err == nil && serr == nil {
+	if serr == nil {
 		files, serr = ws.Changed(before, spec.ReturnFiles)
 	}
 	if serr != nil {
 		s.log.Warn("workspace changes", "run", spec.ID, "err", serr)
 	}
-	cres, cerr := tk.Close()
-	if err != nil {
+
+	var cres *container.Result
+	if dead, _ := tk.Dead(); dead == "" && (res.Status == runner.StatusOK || res.Status == runner.StatusException) {
+		st, err := tk.Sandbox().Stats()
+		if err != nil {
+			s.log.Warn("cgroup stats", "run", spec.ID, "err", err)
+		}
+		cres = &container.Result{ID: spec.ID, Status: container.StatusOK, CPUTime: st.CPUUsage, MemoryPeakBytes: st.MemoryPeakBytes}
+		s.closing.Add(1)
+		go func() {
+			defer s.closing.Done()
+			if _, err := tk.Close(); err != nil {
+				s.log.Warn("close pooled runner", "run", spec.ID, "err", err)
+			}
+		}()
+	} else if cres, err = tk.Close(); err != nil {
 		return nil, err
-	}
-	if cerr != nil {
-		return nil, cerr
 	}
 	out := wireResult(cres, spec.ID)
 	richFields(out, res)

@@ -131,6 +131,7 @@ type Server struct {
 	handler  http.Handler
 	draining atomic.Bool
 	runs     sync.WaitGroup   // run handlers in progress
+	closing  sync.WaitGroup   // pooled runners closing after their run's answer
 	sessions *session.Manager // nil when the Runner cannot start sandboxes
 	sm       *sessionMetrics
 	// pol holds the defaults, maxima and profiles requests see; it starts
@@ -212,6 +213,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		hs.Close()
 	}
 	<-errc
+	s.closing.Wait()
 	if s.sessions != nil {
 		s.log.Info("ending sessions", "live", s.sessions.Live())
 		s.sessions.Close()

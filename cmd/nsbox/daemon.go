@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi/server"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/pool"
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/urfave/cli/v2"
 )
@@ -26,7 +28,7 @@ func daemonCommand() *cli.Command {
 			"then NSBOX_* environment variables, then flags; see docs/OPERATIONS.md. Under systemd the\n" +
 			"daemon takes its socket from socket activation (LISTEN_FDS) and reports readiness (sd_notify).\n" +
 			"SIGHUP re-reads the configuration and applies what can change live.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "TOML config file (e.g. /etc/nsbox/nsbox.conf)", EnvVars: env("CONFIG")},
 			&cli.BoolFlag{Name: "check-config", Usage: "check the configuration, print every error with its line, and exit"},
 			&cli.StringFlag{Name: "socket", Usage: "Unix socket to serve (default /run/nsbox/nsbox.sock)", EnvVars: env("SOCKET")},
@@ -44,7 +46,7 @@ func daemonCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default info)", EnvVars: env("LOG_LEVEL")},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "also serve /metrics on this loopback TCP address (127.0.0.1:PORT)", EnvVars: env("METRICS_LISTEN")},
 			&cli.StringFlag{Name: "cgroup-name", Hidden: true, EnvVars: env("CGROUP_NAME")},
-		},
+		}, poolFlags()...),
 		Action: runDaemon,
 	}
 }
@@ -88,9 +90,10 @@ func runDaemon(c *cli.Context) error {
 	log.Info("recovered leftovers of a previous daemon", "removed", n)
 
 	pol := cfg.serverPolicy()
+	store := rootfsStore{store: rootfs.Store{Root: cfg.RootfsStore}}
 	scfg := server.Config{
 		Runner:        eng,
-		Rootfs:        rootfsStore{store: rootfs.Store{Root: cfg.RootfsStore}},
+		Rootfs:        store,
 		Logger:        log,
 		MaxConcurrent: cfg.MaxConcurrent,
 		DefaultRootfs: pol.DefaultRootfs,
@@ -109,9 +112,27 @@ func runDaemon(c *cli.Context) error {
 	if cfg.Queue != nil {
 		scfg.QueueSize, scfg.NoQueue = *cfg.Queue, *cfg.Queue == 0
 	}
+	var pl *pool.Pool
+	if profiles := cfg.poolProfiles(); len(profiles) > 0 {
+		pl, err = pool.New(pool.Config{Starter: eng, Acquire: store.Acquire, Profiles: profiles, Refills: cfg.Pool.Refills, Logger: log.With("component", "pool")})
+		if err != nil {
+			return fmt.Errorf("warm pool: %w", err)
+		}
+		// After the server has drained (sessions included), before the
+		// engine closes.
+		defer pl.Close()
+		scfg.Pool = pl
+	}
 	srv, err := server.New(scfg)
 	if err != nil {
 		return err
+	}
+	if pl != nil {
+		pl.Start(srv.Saturated)
+		for _, p := range pl.Stats() {
+			log.Info("warm pool", "pool", p.Name, "rootfs", p.Rootfs, "size", p.Size, "preimport", strings.Join(p.Preimport, ","),
+				"memory", p.Limits.MemoryBytes, "pids", p.Limits.Pids, "cpus", p.Limits.CPUs, "disk", p.Limits.DiskBytes)
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)

@@ -41,6 +41,8 @@ type daemonConfig struct {
 	// tables applied: a table for a built-in name changes the keys it sets,
 	// any other name adds a profile.
 	Profiles []agentapi.Profile
+	// Pool is the warm pool: [pool] and [pools.NAME] (daemon_pool.go).
+	Pool poolConfig
 
 	lines map[string]int // key ("max_limits.memory") -> its line in File; 0 when a flag set it
 }
@@ -57,6 +59,7 @@ func defaultDaemonConfig() daemonConfig {
 		ShutdownGrace: 30 * time.Second,
 		CgroupName:    "nsbox",
 		Profiles:      agentapi.BuiltinProfiles(),
+		Pool:          defaultPoolConfig(),
 		lines:         map[string]int{},
 	}
 }
@@ -114,6 +117,7 @@ func loadDaemonConfig(c *cli.Context) (daemonConfig, error) {
 	if c.IsSet("shutdown-grace") {
 		cfg.ShutdownGrace, cfg.lines["shutdown_grace"] = c.Duration("shutdown-grace"), 0
 	}
+	cfg.mergePoolFlags(c)
 	if cfg.RootfsStore == "" {
 		cfg.RootfsStore = filepath.Join(cfg.StateDir, "rootfs")
 	}
@@ -191,6 +195,7 @@ func (cfg *daemonConfig) check() []configError {
 			errs = append(errs, w)
 		}
 	}
+	cfg.checkPool(bad)
 	return errs
 }
 
@@ -329,7 +334,7 @@ func restartKeys(a, b daemonConfig) []string {
 		{"rootfs_store", a.RootfsStore, b.RootfsStore}, {"cgroup_name", a.CgroupName, b.CgroupName},
 		{"max_concurrent", a.MaxConcurrent, b.MaxConcurrent}, {"queue", queueString(a.Queue), queueString(b.Queue)},
 		{"log_format", a.LogFormat, b.LogFormat}, {"metrics_listen", a.MetricsListen, b.MetricsListen},
-		{"shutdown_grace", a.ShutdownGrace, b.ShutdownGrace},
+		{"shutdown_grace", a.ShutdownGrace, b.ShutdownGrace}, {"pool", a.Pool.String(), b.Pool.String()},
 	} {
 		if k.x != k.y {
 			keys = append(keys, k.key)

@@ -117,8 +117,15 @@ func checkTable(t []string) string {
 		return ""
 	case len(t) == 2 && t[0] == "profiles":
 		return profileNameError(t[1])
+	case len(t) == 1 && (t[0] == "pool" || t[0] == "pools"):
+		return ""
+	case len(t) == 2 && t[0] == "pools":
+		if t[1] == defaultPoolName {
+			return "the default pool is configured in [pool]"
+		}
+		return profileNameError(t[1])
 	}
-	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits] and [profiles.NAME]", strings.Join(t, "."))
+	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [pool] and [pools.NAME]", strings.Join(t, "."))
 }
 
 type configWalker struct {
@@ -186,6 +193,8 @@ func (w *configWalker) set(key []string, v *unstable.Node, line int) {
 // setKey stores one value; the error says what is wrong with it.
 func (cfg *daemonConfig) setKey(key []string, v *unstable.Node) error {
 	switch {
+	case len(key) >= 2 && (key[0] == "pool" || key[0] == "pools"):
+		return cfg.setPoolKey(key, v)
 	case len(key) == 1:
 		if dst, ok := cfg.stringKeys()[key[0]]; ok {
 			s, err := tomlString(v)
@@ -221,7 +230,7 @@ func (cfg *daemonConfig) setKey(key []string, v *unstable.Node) error {
 				return err
 			}
 			cfg.ShutdownGrace = d
-		case "default_limits", "max_limits", "profiles":
+		case "default_limits", "max_limits", "profiles", "pool", "pools":
 			return fmt.Errorf("must be a table ([%s])", key[0])
 		default:
 			return fmt.Errorf("unknown key; see scripts/nsbox.conf.example for the keys")

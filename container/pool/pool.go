@@ -171,10 +171,12 @@ func (p *Pool) Close() {
 	p.watchers.Wait()
 }
 
-// Taken is a runner taken from the pool. It serves one run or one session;
-// close it (Runner.Close or Kill) like a runner of one's own.
+// Taken is a runner taken from the pool. It serves one run or one session.
+// End it with Close or Kill, which also let go of the pool's hold on its
+// rootfs, or hand the runner over with Detach.
 type Taken struct {
 	*runner.Runner
+	e *entry
 	// Profile names the pool profile it came from.
 	Profile string
 	// CPUBefore is the CPU time the sandbox used before it was taken (the
@@ -185,10 +187,29 @@ type Taken struct {
 	Waited time.Duration
 }
 
+// Close ends the runner (Runner.Close), then lets go of the rootfs.
+func (t *Taken) Close() (*container.Result, error) {
+	defer t.e.relOnce.Do(t.e.release)
+	return t.Runner.Close()
+}
+
+// Kill ends the runner at once (Runner.Kill), then lets go of the rootfs.
+func (t *Taken) Kill(v container.Status) (*container.Result, error) {
+	defer t.e.relOnce.Do(t.e.release)
+	return t.Runner.Kill(v)
+}
+
+// Detach lets go of the pool's hold on the rootfs and returns the runner,
+// for a taker that holds the rootfs itself for the runner's whole life.
+func (t *Taken) Detach() *runner.Runner {
+	t.e.relOnce.Do(t.e.release)
+	return t.Runner
+}
+
 // Take returns a ready runner of the profile matching key, or nil when no
 // profile matches (a cold start) or none of its runners is ready (a miss).
-// The caller must hold key's rootfs (the pool lets go of it). The runner's
-// workspace is empty; write input files with Sandbox().Workspace().
+// The runner's workspace is empty; write input files with
+// Sandbox().Workspace().
 func (p *Pool) Take(key Key) *Taken {
 	pr := p.match(key)
 	if pr == nil {
@@ -207,8 +228,7 @@ func (p *Pool) Take(key Key) *Taken {
 			continue
 		}
 		pr.count(&pr.hits)
-		e.relOnce.Do(e.release) // the taker holds the rootfs
-		return &Taken{Runner: e.rn, Profile: pr.Name, CPUBefore: e.cpu, Waited: time.Since(e.ready)}
+		return &Taken{Runner: e.rn, e: e, Profile: pr.Name, CPUBefore: e.cpu, Waited: time.Since(e.ready)}
 	}
 }
 

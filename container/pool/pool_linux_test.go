@@ -78,6 +78,9 @@ func TestTakeRunsOneCell(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(t, p, 0, 2) // refilled
+	if n := rfs.holds.Load(); n != 2 {
+		t.Errorf("%d rootfs holds, want 2 (the ready runners')", n)
+	}
 
 	st := p.Stats()[0]
 	if st.Hits != 1 || st.Misses != 0 || st.Refills < 3 || !slices.Equal(st.Skipped, []string{"nsbox_missing"}) {
