@@ -183,7 +183,7 @@ func (s *Server) sessionGone(ctx context.Context, id string) bool {
 // workspacePath turns "/workspace/a", "./a" and "a" into "a"; other
 // absolute paths are refused: nothing outside /workspace is reachable.
 func workspacePath(p string) (string, error) {
-	if p == "/workspace" || p == "." || p == "./" {
+	if p == "" || p == "/workspace" || p == "/workspace/" || p == "." || p == "./" {
 		return "", nil
 	}
 	p = strings.TrimPrefix(p, workspacePrefix)

@@ -139,7 +139,7 @@ func TestShellCode(t *testing.T) {
 
 func TestWorkspacePath(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"a.csv", "a.csv"}, {"/workspace/a/b.csv", "a/b.csv"}, {"./a", "a"}, {"/workspace", ""}, {".", ""}, {"dir/", "dir"},
+		{"a.csv", "a.csv"}, {"/workspace/a/b.csv", "a/b.csv"}, {"./a", "a"}, {"/workspace", ""}, {".", ""}, {"", ""}, {"/workspace/", ""}, {"dir/", "dir"},
 	}
 	for _, tc := range tests {
 		if got, err := workspacePath(tc.in); err != nil || got != tc.want {

@@ -122,6 +122,8 @@ try {
   assert.equal(res.isError, true);
   res = await call("read_file", { path: "/etc/passwd" });
   assert.equal(res.isError, true, "host paths are not reachable");
+  res = await call("read_file", { path: "../../etc/passwd" });
+  assert.equal(res.isError, true, "paths cannot climb out of /workspace");
 
   if (wantPlot) {
     res = await call("run_python", {
