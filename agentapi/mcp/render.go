@@ -72,11 +72,18 @@ func pythonText(res *agentapi.RunResult, notes []string) string {
 	if n := len(res.Figures); n > 0 {
 		fmt.Fprintf(&b, "[%d figure(s) returned as PNG images]\n", n)
 	}
-	if len(res.Files) > 0 {
-		b.WriteString("files created or changed in /workspace:\n")
-		for _, f := range res.Files {
-			fmt.Fprintf(&b, "  %s (%d bytes)\n", f.Path, f.Size)
+	// Caches the libraries write under $HOME (/workspace/.cache) are noise
+	// to a model; structuredContent still lists them.
+	header := false
+	for _, f := range res.Files {
+		if strings.HasPrefix(f.Path, ".cache/") {
+			continue
 		}
+		if !header {
+			b.WriteString("files created or changed in /workspace:\n")
+			header = true
+		}
+		fmt.Fprintf(&b, "  %s (%d bytes)\n", f.Path, f.Size)
 	}
 	return b.String()
 }

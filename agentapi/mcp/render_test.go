@@ -43,6 +43,9 @@ func TestPythonResult(t *testing.T) {
 			{Mime: "image/png", DataBase64: base64.StdEncoding.EncodeToString(img)},
 			{Mime: "image/png", DataBase64: base64.StdEncoding.EncodeToString(img)},
 		}}, false, []string{"[2 figure(s) returned as PNG images]"}, 2},
+		{"files", &agentapi.RunResult{Status: agentapi.StatusOK, Files: []agentapi.FileResult{
+			{Path: ".cache/matplotlib/fontlist.json", Size: 9}, {Path: "out.csv", Size: 3},
+		}}, false, []string{"files created or changed in /workspace:\n  out.csv (3 bytes)\n"}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,6 +58,9 @@ func TestPythonResult(t *testing.T) {
 				if !strings.Contains(text, w) {
 					t.Errorf("text %q lacks %q", text, w)
 				}
+			}
+			if strings.Contains(text, ".cache/") {
+				t.Errorf("text lists library caches: %q", text)
 			}
 			if got := len(r.Content) - 1; got != tc.images {
 				t.Fatalf("%d image blocks, want %d", got, tc.images)
