@@ -23,6 +23,8 @@ deps: ## install what building and testing need (Debian/Ubuntu, as root; idempot
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all present"; fi
 	@command -v $(GO) >/dev/null || { echo "deps: Go is not installed (https://go.dev/dl, 1.26+)"; exit 1; }
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "deps: installing nodejs npm"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm; }
+	@test -d tests/mcp-client/node_modules/@modelcontextprotocol/sdk || (cd tests/mcp-client && npm ci --no-audit --no-fund)
 
 build: ## build the static binary bin/nsbox (cgo, libseccomp linked statically)
 	$(GO) build $(GOFLAGS_STATIC) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nsbox
@@ -64,7 +66,7 @@ bench: deps rootfs-test ## nsbox bench: nsbox vs bubblewrap, runc and bare pytho
 	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs $(GO) test -run '^$$' -bench . -benchtime 100x ./container/ ./seccomp/
 
 clean: ## remove build output
-	rm -rf bin
+	rm -rf bin tests/mcp-client/node_modules
 
 # Install layout (docs/OPERATIONS.md). UNITDIR is /etc/systemd/system for a
 # local install from source; distribution packages use PREFIX=/usr

@@ -44,13 +44,19 @@ func (c *Client) httpClient() *http.Client {
 			sock = agentapi.DefaultSocket
 		}
 		var d net.Dialer
-		c.hc = &http.Client{Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return d.DialContext(ctx, "unix", sock)
+		c.hc = &http.Client{
+			Transport: &http.Transport{
+				DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+					return d.DialContext(ctx, "unix", sock)
+				},
+				MaxIdleConnsPerHost: 16,
+				IdleConnTimeout:     30 * time.Second,
 			},
-			MaxIdleConnsPerHost: 16,
-			IdleConnTimeout:     30 * time.Second,
-		}}
+			// The API never redirects; the mux's path-cleaning redirects
+			// (for "a/../b", "//x") must surface as errors, not be followed
+			// with a Referer that the daemon then refuses.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
 	})
 	return c.hc
 }
