@@ -189,16 +189,15 @@ func (pr *profile) spawn(ctx context.Context) (err error) {
 		return fmt.Errorf("pool %s: %w", pr.Name, err)
 	}
 	e := &entry{rn: rn, dir: dir, release: release, taken: make(chan struct{})}
-	if len(pr.Preimport) > 0 {
-		pctx, cancel := context.WithTimeout(ctx, PreimportTimeout)
-		skipped, err := rn.Preimport(pctx, pr.Preimport, PreimportTimeout)
-		cancel()
-		if err != nil {
-			e.discard()
-			return fmt.Errorf("pool %s: %w", pr.Name, err)
-		}
-		pr.noteSkipped(skipped)
+	// Pre-import (if any), and warm the cell path for the first cell.
+	pctx, cancel := context.WithTimeout(ctx, PreimportTimeout)
+	skipped, err := rn.Preimport(pctx, pr.Preimport, PreimportTimeout)
+	cancel()
+	if err != nil {
+		e.discard()
+		return fmt.Errorf("pool %s: %w", pr.Name, err)
 	}
+	pr.noteSkipped(skipped)
 	if st, err := rn.Sandbox().Stats(); err == nil {
 		e.cpu = st.CPUUsage
 	}

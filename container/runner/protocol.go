@@ -15,8 +15,10 @@ const MaxFrameBytes = 256 << 20
 type request struct {
 	Code   string `json:"code"`
 	Marker string `json:"marker"`
-	// Preimport, when non-nil, makes the request an import of these
-	// modules (Code is ignored): it binds no name and is not counted.
+	// Setup makes the request a set-up step instead of a cell (Code is
+	// ignored): import Preimport and warm the cell path once. It binds no
+	// name and is not counted.
+	Setup     bool     `json:"setup,omitempty"`
 	Preimport []string `json:"preimport,omitempty"`
 }
 
@@ -28,7 +30,7 @@ type reply struct {
 	Exception *Exception `json:"exception,omitempty"`
 	Figures   []Figure   `json:"figures,omitempty"`
 	Unmarked  bool       `json:"unmarked,omitempty"` // a marker could not be written
-	Skipped   []string   `json:"skipped,omitempty"`  // modules a preimport could not import
+	Skipped   []string   `json:"skipped,omitempty"`  // modules a setup could not import
 }
 
 // Exception is an exception raised by a cell.

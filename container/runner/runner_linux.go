@@ -161,21 +161,20 @@ type ExecRequest struct {
 // exceptions, timeouts, an OOM or crash that ends the runner — are
 // statuses in the Result. Cancelling ctx interrupts the cell like a timeout.
 func (r *Runner) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
-	res, _, err := r.exec(ctx, req, nil)
+	res, _, err := r.exec(ctx, req, false, nil)
 	return res, err
 }
 
-// Preimport imports modules in the interpreter ahead of the first cell,
-// so that the cell's own imports of them are instant. It binds no name in
-// the user's namespace and does not count as a cell. Modules that fail to
-// import are returned in skipped, not as an error; the error is non-nil
-// when the runner is dead or died importing (an OOM, a crash), or when
-// the imports outlast timeout (0: no bound) or ctx.
+// Preimport readies the interpreter for its first cell: it imports
+// modules (may be none), so that the cell's own imports of them are
+// instant, and runs the cell machinery once, so that the first cell is as
+// fast as the next. It binds no name in the user's namespace and does not
+// count as a cell. Modules that fail to import are returned in skipped,
+// not as an error; the error is non-nil when the runner is dead or died
+// importing (an OOM, a crash), or when the imports outlast timeout (0: no
+// bound) or ctx.
 func (r *Runner) Preimport(ctx context.Context, modules []string, timeout time.Duration) (skipped []string, err error) {
-	if len(modules) == 0 {
-		return nil, nil
-	}
-	res, skipped, err := r.exec(ctx, ExecRequest{Timeout: timeout}, modules)
+	res, skipped, err := r.exec(ctx, ExecRequest{Timeout: timeout}, true, modules)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +184,8 @@ func (r *Runner) Preimport(ctx context.Context, modules []string, timeout time.D
 	return skipped, nil
 }
 
-func (r *Runner) exec(ctx context.Context, req ExecRequest, preimport []string) (_ *Result, skipped []string, _ error) {
+// exec runs one cell, or with setup a set-up step (Preimport).
+func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimport []string) (_ *Result, skipped []string, _ error) {
 	select {
 	case r.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -206,7 +206,7 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, preimport []string) 
 	errSeen := r.stderr.begin([]byte(marker), req.OutputBytes, req.OnStderr)
 
 	res := &Result{}
-	if err := writeFrame(r.ctl, request{Code: req.Code, Marker: marker, Preimport: preimport}); err != nil {
+	if err := writeFrame(r.ctl, request{Code: req.Code, Marker: marker, Setup: setup, Preimport: preimport}); err != nil {
 		r.died()
 		r.finish(res, start)
 		res.Status, res.Error = r.Dead()
