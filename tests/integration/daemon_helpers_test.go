@@ -106,6 +106,8 @@ func startDaemon(t *testing.T, extra ...string) *daemon {
 	d.start(t)
 	t.Cleanup(func() {
 		d.kill(t)
+		<-d.exited
+		d.removeCgroups(t)
 		if t.Failed() {
 			t.Logf("daemon log:\n%s", d.log)
 		}
@@ -218,14 +220,16 @@ func processesWith(marker string) []string {
 
 // leftoverCgroups lists the sandbox cgroups under the daemon's cgroup
 // parent in every hierarchy this process is in.
-func (d *daemon) leftoverCgroups(t *testing.T) []string {
+// cgroupParents lists the daemon's cgroup parent (<own cgroup>/<name>) in
+// every hierarchy this test process belongs to.
+func (d *daemon) cgroupParents(t *testing.T) []string {
 	t.Helper()
 	f, err := os.Open("/proc/self/cgroup")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var left []string
+	var parents []string
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -248,18 +252,56 @@ func (d *daemon) leftoverCgroups(t *testing.T) []string {
 			}
 			seen[b] = true
 			parent := filepath.Join(b, parts[2], d.cgroupName)
-			ents, err := os.ReadDir(parent)
-			if err != nil {
-				continue
+			if st, err := os.Stat(parent); err == nil && st.IsDir() {
+				parents = append(parents, parent)
 			}
-			for _, e := range ents {
-				if e.IsDir() {
-					left = append(left, filepath.Join(parent, e.Name()))
-				}
+		}
+	}
+	return parents
+}
+
+func (d *daemon) leftoverCgroups(t *testing.T) []string {
+	t.Helper()
+	var left []string
+	for _, parent := range d.cgroupParents(t) {
+		ents, err := os.ReadDir(parent)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				left = append(left, filepath.Join(parent, e.Name()))
 			}
 		}
 	}
 	return left
+}
+
+// removeCgroups removes what a SIGKILLed daemon could not: its (by then
+// empty, the sandboxes die with their daemon) sandbox cgroups and its
+// cgroup parent, so test runs leave nothing on the host.
+func (d *daemon) removeCgroups(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, parent := range d.cgroupParents(t) {
+		for {
+			ents, _ := os.ReadDir(parent)
+			for _, e := range ents {
+				if e.IsDir() {
+					_ = syscall.Rmdir(filepath.Join(parent, e.Name()))
+				}
+			}
+			err := syscall.Rmdir(parent)
+			if err == nil || errors.Is(err, syscall.ENOENT) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("cannot remove the test daemon's cgroup %s: %v", parent, err)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }
 
 // leftoverMounts lists mount points under the daemon's run dir.
