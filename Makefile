@@ -11,7 +11,7 @@ APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap 
 
 export CGO_ENABLED := 1
 
-.PHONY: help deps build test test-unit rootfs-test rootfs-default demo lint bench clean install uninstall
+.PHONY: help deps build test test-unit rootfs-test rootfs-default demo lint bench soak clean install uninstall
 
 help: ## show this help
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -61,9 +61,15 @@ lint: ## go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
 
-bench: deps rootfs-test ## nsbox bench: nsbox vs bubblewrap, runc and bare python3 (alternating); go benchmarks
+bench: deps rootfs-test ## nsbox bench: engine vs bubblewrap, runc, bare python3; warm/cold/session through the daemon (alternating); go benchmarks
 	$(BIN) bench --store $(STORE) --rootfs $(TEST_ROOTFS)
 	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs $(GO) test -run '^$$' -bench . -benchtime 100x ./container/ ./seccomp/
+
+SOAK_RUNS        ?= 10000
+SOAK_CONCURRENCY ?= 8
+soak: deps rootfs-test ## soak: SOAK_RUNS mixed requests through a daemon at SOAK_CONCURRENCY, then assert nothing leaked
+	NSBOX_SOAK_RUNS=$(SOAK_RUNS) NSBOX_SOAK_CONCURRENCY=$(SOAK_CONCURRENCY) NSBOX_TEST_ROOTFS_STORE=$(STORE) NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS) \
+		$(GO) test -count=1 -v -timeout 4h -run TestSoak ./tests/soak/
 
 clean: ## remove build output
 	rm -rf bin tests/mcp-client/node_modules
