@@ -28,7 +28,14 @@ func benchCommand() *cli.Command {
 between them round by round so that machine drift hits all of them alike,
 and prints medians, p95s and ratios to bubblewrap. Throughput is runs/s at
 the given concurrencies, again alternating. Baselines that are not
-installed are skipped with a note (apt-get install bubblewrap runc).`,
+installed are skipped with a note (apt-get install bubblewrap runc).
+
+Then, through the daemon over its Unix socket (a private daemon of this
+binary on temp paths, or --socket): warm (pooled) and cold print(1),
+import pandas pre-imported in the pool and cold (on the data-science rootfs
+"default", skipped when it is missing), a session exec round trip, and
+runs/s at each concurrency, cold and warm in turn. README "Benchmarks"
+says how to read the tables.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "rootfs", Value: "minimal", Usage: "rootfs `NAME` for the cold runs"},
 			&cli.StringFlag{Name: "store", Value: rootfs.DefaultStoreRoot, EnvVars: []string{"NSBOX_ROOTFS_STORE"}, Usage: "rootfs store `DIR`"},
@@ -37,6 +44,10 @@ installed are skipped with a note (apt-get install bubblewrap runc).`,
 			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "throughput rounds per system and concurrency"},
 			&cli.IntSliceFlag{Name: "concurrency", Value: cli.NewIntSlice(1, 2, 8), Usage: "concurrencies for throughput"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+			&cli.StringFlag{Name: "socket", Usage: "measure the daemon at this `SOCKET` instead of starting a private one"},
+			&cli.IntFlag{Name: "daemon-runs", Value: 100, Usage: "rounds of the latency comparison through the daemon"},
+			&cli.IntFlag{Name: "pandas-runs", Value: 10, Usage: "rounds of the import pandas comparison through the daemon"},
+			&cli.StringFlag{Name: "only", Usage: "run only the `engine` or the `daemon` part"},
 		},
 		Action: runBench,
 	}
@@ -70,7 +81,12 @@ type benchReport struct {
 	Command    string       `json:"command"`
 	Latency    []latency    `json:"latency"`
 	Throughput []throughput `json:"throughput"`
-	Skipped    []string     `json:"skipped,omitempty"`
+
+	Daemon           string             `json:"daemon,omitempty"`
+	DaemonLatency    []daemonLatency    `json:"daemon_latency,omitempty"`
+	DaemonThroughput []daemonThroughput `json:"daemon_throughput,omitempty"`
+
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 func runBench(c *cli.Context) error {
@@ -89,15 +105,48 @@ func runBench(c *cli.Context) error {
 	ctx := c.Context
 	argv := []string{"python3", "-c", "print(1)"}
 	rep := &benchReport{Machine: machineLine(), Command: strings.Join(argv, " ")}
+	var systems []benchSystem
+	switch c.String("only") {
+	case "", "engine":
+		if systems, err = benchEngine(c, rep, rfs, argv); err != nil {
+			return err
+		}
+	case "daemon":
+	default:
+		return fmt.Errorf("bench: --only %q: use engine or daemon", c.String("only"))
+	}
+	if c.String("only") != "engine" {
+		if err := benchThroughDaemon(ctx, rep, c.String("socket"), c.String("store"), c.String("rootfs"), c.Int("daemon-runs"), c.Int("pandas-runs"),
+			c.IntSlice("concurrency"), c.Duration("round"), c.Int("rounds")); err != nil {
+			return fmt.Errorf("bench through the daemon: %w", err)
+		}
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printBench(rep, systems)
+	printDaemonBench(rep)
+	for _, s := range rep.Skipped {
+		fmt.Printf("  skipped %s\n", s)
+	}
+	return nil
+}
+
+// benchEngine is the engine part: nsbox's engine in-process against the
+// baselines.
+func benchEngine(c *cli.Context, rep *benchReport, rfs *rootfs.Rootfs, argv []string) ([]benchSystem, error) {
+	ctx := c.Context
 
 	cold, err := container.New(container.Config{CgroupName: "nsbox-bench-" + container.NewID()[:6]})
 	if err != nil {
-		return fmt.Errorf("bench: %w", err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer cold.Close()
 	warm, err := container.New(container.Config{CgroupName: "nsbox-bench-" + container.NewID()[:6], Spares: 2})
 	if err != nil {
-		return fmt.Errorf("bench: %w", err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer warm.Close()
 	engineRun := func(e *container.Engine) func(context.Context) error {
@@ -136,7 +185,7 @@ func runBench(c *cli.Context) error {
 		for i, s := range systems {
 			t0 := time.Now()
 			if err := s.run(ctx); err != nil {
-				return fmt.Errorf("bench: %s: %w", s.Name, err)
+				return nil, fmt.Errorf("bench: %s: %w", s.Name, err)
 			}
 			samples[i] = append(samples[i], time.Since(t0))
 		}
@@ -165,7 +214,7 @@ func runBench(c *cli.Context) error {
 				}
 				n, err := throughputRound(ctx, s.run, conc, c.Duration("round"))
 				if err != nil {
-					return fmt.Errorf("bench: %s at concurrency %d: %w", s.Name, conc, err)
+					return nil, fmt.Errorf("bench: %s at concurrency %d: %w", s.Name, conc, err)
 				}
 				rates[i] = append(rates[i], n)
 			}
@@ -187,16 +236,13 @@ func runBench(c *cli.Context) error {
 		}
 	}
 
-	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	printBench(rep, systems)
-	return nil
+	return systems, nil
 }
 
 func printBench(rep *benchReport, systems []benchSystem) {
+	if len(rep.Latency) == 0 {
+		return
+	}
 	fmt.Printf("%s\n%s, alternating\n\n", rep.Machine, rep.Command)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "SYSTEM\tRUNS\tP50 ms\tP95 ms\tP50 vs bwrap\t")
@@ -216,9 +262,6 @@ func printBench(rep *benchReport, systems []benchSystem) {
 		if s.Note != "" {
 			fmt.Printf("  %s: %s\n", s.Name, s.Note)
 		}
-	}
-	for _, s := range rep.Skipped {
-		fmt.Printf("  skipped %s\n", s)
 	}
 }
 
