@@ -82,7 +82,20 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	log.Info("run started", "argv0", spec.Argv[0], "rootfs", j.rootfs, "queue_wait", time.Since(queued))
 	started := time.Now()
 	if st, ok := s.cfg.Runner.(runner.Starter); ok && j.language == agentapi.LanguagePython {
-		s.finishPython(w, log, ev, started, func() (*agentapi.RunResult, error) { return s.runPython(ctx, st, spec, j.rootfs, j.code, ev) })
+		var after func()
+		defer func() {
+			if after != nil { // once the answer is out
+				_ = http.NewResponseController(w).Flush()
+				s.closing.Add(1)
+				go func() {
+					defer s.closing.Done()
+					after()
+				}()
+			}
+		}()
+		s.finishPython(w, log, ev, started, func() (*agentapi.RunResult, error) {
+			return s.runPython(ctx, st, spec, j.rootfs, j.code, ev, &after)
+		})
 		return
 	}
 	res, err := s.cfg.Runner.Run(ctx, spec)

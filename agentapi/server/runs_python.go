@@ -21,11 +21,14 @@ const markerSlack = 4096
 // gets the same rich result as a session exec. The sandbox lives a little
 // longer than the code's timeout: room for the KeyboardInterrupt's
 // traceback.
-func (s *Server) runPython(ctx context.Context, st runner.Starter, spec container.Spec, rootfs, code string, ev *eventWriter) (*agentapi.RunResult, error) {
+//
+// A pooled run may leave its sandbox's teardown in *after, for the caller
+// to run once the answer is out.
+func (s *Server) runPython(ctx context.Context, st runner.Starter, spec container.Spec, rootfs, code string, ev *eventWriter, after *func()) (*agentapi.RunResult, error) {
 	lim := spec.Limits.WithDefaults()
 	spec.Limits = lim
 	if tk := s.takePooled(rootfs, spec); tk != nil {
-		return s.runPooled(ctx, tk, spec, code, ev)
+		return s.runPooled(ctx, tk, spec, code, ev, after)
 	}
 	spec.Limits.Timeout += runner.InterruptGrace + time.Second
 	spec.Limits.OutputBytes += markerSlack
@@ -61,9 +64,9 @@ func (s *Server) runPython(ctx context.Context, st runner.Starter, spec containe
 // the hand-over. The result is a cold run's, with pooled set, the wall
 // time of the code alone and the CPU time the sandbox spent on the run.
 // When the cell ended on its own (ok or an exception) the answer does not
-// wait for the teardown: the sandbox is closed right after, in the
-// background (Run waits for it at shutdown).
-func (s *Server) runPooled(ctx context.Context, tk *pool.Taken, spec container.Spec, code string, ev *eventWriter) (*agentapi.RunResult, error) {
+// wait for the teardown: it is left in *after, for once the answer is out
+// (Run waits for it at shutdown).
+func (s *Server) runPooled(ctx context.Context, tk *pool.Taken, spec container.Spec, code string, ev *eventWriter, after *func()) (*agentapi.RunResult, error) {
 	s.log.Debug("run takes a pooled runner", "run", spec.ID, "sandbox", tk.Sandbox().ID(), "pool", tk.Profile, "waited", tk.Waited)
 	ws := tk.Sandbox().Workspace()
 	for _, f := range spec.Files {
@@ -98,13 +101,11 @@ func (s *Server) runPooled(ctx context.Context, tk *pool.Taken, spec container.S
 			s.log.Warn("cgroup stats", "run", spec.ID, "err", err)
 		}
 		cres = &container.Result{ID: spec.ID, Status: container.StatusOK, CPUTime: st.CPUUsage, MemoryPeakBytes: st.MemoryPeakBytes}
-		s.closing.Add(1)
-		go func() {
-			defer s.closing.Done()
+		*after = func() {
 			if _, err := tk.Close(); err != nil {
 				s.log.Warn("close pooled runner", "run", spec.ID, "err", err)
 			}
-		}()
+		}
 	} else if cres, err = tk.Close(); err != nil {
 		return nil, err
 	}

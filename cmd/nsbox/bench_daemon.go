@@ -112,6 +112,9 @@ func (d *benchDaemon) close() {
 	}
 }
 
+// poolSettle is the pause after the pools are full before a warm sample.
+const poolSettle = 250 * time.Millisecond
+
 // waitPools polls /v1/info until every pool is full, so that a warm
 // sample really finds a runner (the wait is not measured).
 func (d *benchDaemon) waitPools(ctx context.Context) error {
@@ -128,6 +131,10 @@ func (d *benchDaemon) waitPools(ctx context.Context) error {
 			}
 		}
 		if full {
+			// Let the refill's tail (its sandbox's last set-up work, the
+			// previous run's teardown) pass, as it has in a pool that sat
+			// idle for a moment, which is the case the pool is for.
+			time.Sleep(poolSettle)
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -176,7 +176,9 @@ func (p *Pool) Close() {
 // rootfs, or hand the runner over with Detach.
 type Taken struct {
 	*runner.Runner
-	e *entry
+	e    *entry
+	pr   *profile
+	once sync.Once
 	// Profile names the pool profile it came from.
 	Profile string
 	// CPUBefore is the CPU time the sandbox used before it was taken (the
@@ -187,23 +189,33 @@ type Taken struct {
 	Waited time.Duration
 }
 
-// Close ends the runner (Runner.Close), then lets go of the rootfs.
+// Close ends the runner (Runner.Close), then lets go of the rootfs; the
+// pool refills.
 func (t *Taken) Close() (*container.Result, error) {
-	defer t.e.relOnce.Do(t.e.release)
+	defer t.finish()
 	return t.Runner.Close()
 }
 
-// Kill ends the runner at once (Runner.Kill), then lets go of the rootfs.
+// Kill ends the runner at once (Runner.Kill), then lets go of the rootfs;
+// the pool refills.
 func (t *Taken) Kill(v container.Status) (*container.Result, error) {
-	defer t.e.relOnce.Do(t.e.release)
+	defer t.finish()
 	return t.Runner.Kill(v)
 }
 
 // Detach lets go of the pool's hold on the rootfs and returns the runner,
-// for a taker that holds the rootfs itself for the runner's whole life.
+// for a taker that holds the rootfs itself for the runner's whole life
+// (a session); the pool refills.
 func (t *Taken) Detach() *runner.Runner {
-	t.e.relOnce.Do(t.e.release)
+	t.finish()
 	return t.Runner
+}
+
+func (t *Taken) finish() {
+	t.once.Do(func() {
+		t.e.relOnce.Do(t.e.release)
+		t.pr.done()
+	})
 }
 
 // Take returns a ready runner of the profile matching key, or nil when no
@@ -224,11 +236,14 @@ func (p *Pool) Take(key Key) *Taken {
 		}
 		if !e.alive() {
 			pr.count(&pr.discarded)
-			go e.discard()
+			go func() {
+				e.discard()
+				pr.done()
+			}()
 			continue
 		}
 		pr.count(&pr.hits)
-		return &Taken{Runner: e.rn, e: e, Profile: pr.Name, CPUBefore: e.cpu, Waited: time.Since(e.ready)}
+		return &Taken{Runner: e.rn, e: e, pr: pr, Profile: pr.Name, CPUBefore: e.cpu, Waited: time.Since(e.ready)}
 	}
 }
 

@@ -21,6 +21,7 @@ type profile struct {
 	mu        sync.Mutex
 	ready     []*entry // oldest first
 	spawning  int
+	taken     int // taken runners whose taker is not done yet
 	hits      uint64
 	misses    uint64
 	discarded uint64
@@ -64,7 +65,9 @@ func (pr *profile) signal() {
 	}
 }
 
-// pop takes the oldest ready runner made on dir (a refill follows).
+// pop takes the oldest ready runner made on dir. Its refill starts when
+// the taker is done with it (Taken.Close, Kill or Detach), so that it does
+// not compete with the run for CPU.
 func (pr *profile) pop(dir string) *entry {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
@@ -73,11 +76,20 @@ func (pr *profile) pop(dir string) *entry {
 			continue
 		}
 		pr.ready = append(pr.ready[:i], pr.ready[i+1:]...)
+		pr.taken++
 		close(e.taken)
-		pr.signal()
 		return e
 	}
 	return nil
+}
+
+// done is called once per taken runner when its taker is done with it:
+// the runner no longer counts against the profile, so a refill follows.
+func (pr *profile) done() {
+	pr.mu.Lock()
+	pr.taken--
+	pr.mu.Unlock()
+	pr.signal()
 }
 
 func (pr *profile) count(c *uint64) {
@@ -105,7 +117,7 @@ func (pr *profile) remove(e *entry) bool {
 func (pr *profile) reserve() bool {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	if len(pr.ready)+pr.spawning >= pr.Size {
+	if len(pr.ready)+pr.spawning+pr.taken >= pr.Size {
 		return false
 	}
 	pr.spawning++

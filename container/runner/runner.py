@@ -127,6 +127,12 @@ def _setup(names):
     exec(compile(tree, '<setup>', 'exec'), ns)
     eval(compile(last, '<setup>', 'eval'), ns)
     _figures()
+    # Collect now and move what start-up and the imports made out of the
+    # collector's sight (gc.freeze), so that the first cells do not pay
+    # for a full collection of it.
+    import gc
+    gc.collect()
+    gc.freeze()
     return skipped
 
 
