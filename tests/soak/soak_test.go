@@ -102,7 +102,7 @@ func TestSoak(t *testing.T) {
 	if conc <= 0 {
 		conc = 8
 	}
-	d := startDaemon(t)
+	d := startDaemon(t, conc)
 	ctx := context.Background()
 	d.settle(t)
 	start := d.snapshot(t)
@@ -210,7 +210,10 @@ type daemon struct {
 	exited     chan struct{}
 }
 
-func startDaemon(t *testing.T) *daemon {
+// startDaemon starts the daemon with one run slot more than the soak's
+// concurrency, so that the pool keeps refilling (it pauses while every
+// slot is busy) and most Python runs and sessions are pooled.
+func startDaemon(t *testing.T, conc int) *daemon {
 	t.Helper()
 	store := os.Getenv("NSBOX_TEST_ROOTFS_STORE")
 	if store == "" {
@@ -236,7 +239,7 @@ func startDaemon(t *testing.T) *daemon {
 		t.Fatal(err)
 	}
 	d.cmd = exec.Command(bin, "daemon", "--socket", d.sock, "--state-dir", filepath.Join(tmp, "state"), "--run-dir", d.runDir,
-		"--rootfs-store", store, "--default-rootfs", name, "--cgroup-name", d.cgroupName, "--queue", "64", "--max-sessions", "64", "--log-level", "warn")
+		"--rootfs-store", store, "--default-rootfs", name, "--cgroup-name", d.cgroupName, "--queue", "64", "--max-sessions", "64", "--max-concurrent", strconv.Itoa(conc+1), "--log-level", "warn")
 	d.cmd.Stdout, d.cmd.Stderr = log, log
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
