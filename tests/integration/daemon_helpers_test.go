@@ -96,7 +96,10 @@ func startDaemon(t *testing.T, extra ...string) *daemon {
 		cgroupName: randomName("nsbox-it-"),
 	}
 	d.args = append([]string{"daemon", "--socket", d.sock, "--state-dir", filepath.Join(tmp, "state"), "--run-dir", d.runDir,
-		"--rootfs-store", store, "--default-rootfs", name, "--cgroup-name", d.cgroupName, "--log-level", "debug"}, extra...)
+		"--rootfs-store", store, "--default-rootfs", name, "--cgroup-name", d.cgroupName, "--log-level", "debug",
+		// No warm pool unless a test asks (its own --pool-size wins): pooled
+		// sandboxes are alive by design and would read as leftovers.
+		"--pool-size", "0"}, extra...)
 	d.client = &client.Client{Socket: d.sock}
 	var dl net.Dialer
 	d.http = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
