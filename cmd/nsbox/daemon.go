@@ -78,7 +78,7 @@ func runDaemon(c *cli.Context) error {
 	}
 	defer ln.Close()
 
-	eng, err := container.New(container.Config{RunDir: cfg.RunDir, CgroupName: cfg.CgroupName, Logger: log.With("component", "engine")})
+	eng, err := container.New(container.Config{RunDir: cfg.RunDir, CgroupName: cfg.CgroupName, Spares: cfg.Pool.SpareInits, Logger: log.With("component", "engine")})
 	if err != nil {
 		return fmt.Errorf("sandbox engine: %w", err)
 	}

@@ -20,10 +20,13 @@ const defaultPoolName = "default"
 // poolConfig is the warm pool's configuration: [pool] for the default
 // pool (default rootfs, default limits) and [pools.NAME] for more.
 type poolConfig struct {
-	Size      int // default pool's size; -1: max(2, CPUs)
-	Refills   int // refills under way at once per pool (default 1)
-	Preimport []string
-	Extra     []poolProfileConfig
+	Size    int // default pool's size; -1: max(2, CPUs)
+	Refills int // refills under way at once per pool (default 1)
+	// SpareInits is how many sandbox inits the engine keeps cloned and
+	// placed in their cgroups ahead of time, for any run (default 1).
+	SpareInits int
+	Preimport  []string
+	Extra      []poolProfileConfig
 }
 
 // poolProfileConfig is one [pools.NAME] table.
@@ -35,7 +38,7 @@ type poolProfileConfig struct {
 	Limits    agentapi.Limits // unset: default_limits; timeout and output are per run
 }
 
-func defaultPoolConfig() poolConfig { return poolConfig{Size: -1, Refills: 1} }
+func defaultPoolConfig() poolConfig { return poolConfig{Size: -1, Refills: 1, SpareInits: 1} }
 
 // defaultPoolSize sizes the default pool for the host: one runner per core,
 // at least two.
@@ -47,6 +50,7 @@ func poolFlags() []cli.Flag {
 		&cli.IntFlag{Name: "pool-size", Usage: "warm Python runners kept ready for the default rootfs and limits (default max(2, CPUs); 0: no pool)", EnvVars: env("POOL_SIZE")},
 		&cli.StringFlag{Name: "pool-preimport", Usage: "modules the default pool imports ahead of time, comma-separated (e.g. numpy,pandas,matplotlib)", EnvVars: env("POOL_PREIMPORT")},
 		&cli.IntFlag{Name: "pool-refills", Usage: "pooled runners of one pool started at once (default 1): the pool's CPU budget", EnvVars: env("POOL_REFILLS")},
+		&cli.IntFlag{Name: "spare-inits", Usage: "sandbox inits kept cloned and placed in their cgroups ahead of time, for any run (default 1; 0: none)", EnvVars: env("SPARE_INITS")},
 	}
 }
 
@@ -57,6 +61,9 @@ func (cfg *daemonConfig) mergePoolFlags(c *cli.Context) {
 	}
 	if c.IsSet("pool-refills") {
 		cfg.Pool.Refills, cfg.lines["pool.refills"] = c.Int("pool-refills"), 0
+	}
+	if c.IsSet("spare-inits") {
+		cfg.Pool.SpareInits, cfg.lines["pool.spare_inits"] = c.Int("spare-inits"), 0
 	}
 	if c.IsSet("pool-preimport") {
 		cfg.Pool.Preimport, cfg.lines["pool.preimport"] = splitList(c.String("pool-preimport")), 0
@@ -114,8 +121,17 @@ func (cfg *daemonConfig) setPoolKey(key []string, v *unstable.Node) error {
 				return err
 			}
 			cfg.Pool.Preimport = l
+		case "spare_inits":
+			n, err := tomlInt(v)
+			if err != nil {
+				return err
+			}
+			if n < 0 || n > 64 {
+				return fmt.Errorf("%d: must be between 0 and 64", n)
+			}
+			cfg.Pool.SpareInits = int(n)
 		default:
-			return fmt.Errorf("unknown key; [pool] has size, refills and preimport")
+			return fmt.Errorf("unknown key; [pool] has size, refills, preimport and spare_inits")
 		}
 		return nil
 	case len(key) == 3 && key[0] == "pools":
@@ -197,6 +213,9 @@ func (cfg *daemonConfig) checkPool(bad func(key, format string, args ...any)) {
 	if cfg.Pool.Size < -1 {
 		bad("pool.size", "%d: must not be negative (0: no pool)", cfg.Pool.Size)
 	}
+	if cfg.Pool.SpareInits < 0 || cfg.Pool.SpareInits > 64 {
+		bad("pool.spare_inits", "%d: must be between 0 and 64", cfg.Pool.SpareInits)
+	}
 	if cfg.Pool.Refills < 1 {
 		bad("pool.refills", "%d: must be at least 1", cfg.Pool.Refills)
 	}
@@ -257,5 +276,5 @@ func (cfg *daemonConfig) poolProfiles() []pool.Profile {
 
 // poolString summarises the pool settings (restart-only on reload).
 func (pc poolConfig) String() string {
-	return fmt.Sprintf("%+v", pc.Extra) + fmt.Sprint(pc.Size, pc.Refills, pc.Preimport)
+	return fmt.Sprintf("%+v", pc.Extra) + fmt.Sprint(pc.Size, pc.Refills, pc.SpareInits, pc.Preimport)
 }
