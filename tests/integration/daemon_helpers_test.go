@@ -97,9 +97,9 @@ func startDaemon(t *testing.T, extra ...string) *daemon {
 	}
 	d.args = append([]string{"daemon", "--socket", d.sock, "--state-dir", filepath.Join(tmp, "state"), "--run-dir", d.runDir,
 		"--rootfs-store", store, "--default-rootfs", name, "--cgroup-name", d.cgroupName, "--log-level", "debug",
-		// No warm pool unless a test asks (its own --pool-size wins): pooled
-		// sandboxes are alive by design and would read as leftovers.
-		"--pool-size", "0"}, extra...)
+		// No warm pool or spare inits unless a test asks (its own flags win):
+		// pooled sandboxes and spares are alive by design, not leftovers.
+		"--pool-size", "0", "--spare-inits", "0"}, extra...)
 	d.client = &client.Client{Socket: d.sock}
 	var dl net.Dialer
 	d.http = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -39,7 +39,7 @@ func (d *daemon) waitPoolReady(t *testing.T) agentapi.PoolInfo {
 // TestPooledIsolation runs the attack and limit checks as pooled runs
 // through the daemon: each must be a pool hit and hold like a cold run.
 func TestPooledIsolation(t *testing.T) {
-	d := startDaemon(t, "--pool-size", "2")
+	d := startDaemon(t, "--pool-size", "2", "--spare-inits", "1")
 	ctx := context.Background()
 	marker := randomName("nsbox-pool-bg-")
 	tests := []struct {
