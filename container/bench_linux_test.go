@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nsbox/nsbox/container/internal/testenv"
 )
 
 // bwrapCmd is the baseline: bubblewrap with every namespace unshared, the
@@ -43,7 +45,7 @@ func BenchmarkColdPrint(b *testing.B) {
 	testSpares = 1
 	spare := newTestEngine(b)
 	testSpares = 0
-	root := testRootfs(b)
+	root := testenv.Rootfs(b)
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		b.Skip("bwrap not installed (apt-get install bubblewrap): no baseline")
 	}
@@ -81,7 +83,7 @@ func BenchmarkColdPrint(b *testing.B) {
 // in alternating one-second rounds.
 func BenchmarkThroughput2(b *testing.B) {
 	e := newTestEngine(b)
-	root := testRootfs(b)
+	root := testenv.Rootfs(b)
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		b.Skip("bwrap not installed: no baseline")
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nsbox/nsbox/container/internal/testenv"
 )
 
 func TestRunPrint(t *testing.T) {
@@ -350,7 +352,7 @@ func TestCleanEnvironment(t *testing.T) {
 			t.Errorf("missing %s in %s", w, out)
 		}
 	}
-	if _, err := e.Run(context.Background(), Spec{RootfsDir: testRootfs(t), Argv: []string{"true"}, Env: []string{"BAD KEY=1"}}); err == nil {
+	if _, err := e.Run(context.Background(), Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"true"}, Env: []string{"BAD KEY=1"}}); err == nil {
 		t.Error("invalid env key accepted")
 	}
 }
@@ -393,7 +395,7 @@ print(open("in/data.txt").read())
 
 func TestInvalidSpecs(t *testing.T) {
 	e := newTestEngine(t)
-	root := testRootfs(t)
+	root := testenv.Rootfs(t)
 	for _, tc := range []struct {
 		name string
 		spec Spec
@@ -442,7 +444,7 @@ func TestCancelKills(t *testing.T) {
 	e := newTestEngine(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	res, err := e.Run(ctx, Spec{RootfsDir: testRootfs(t), Argv: []string{"sleep", "100"}})
+	res, err := e.Run(ctx, Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"sleep", "100"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/nsbox/nsbox/container/internal/testenv"
 )
 
 // A control socket reaches the command as fd 3 and nothing else does.
@@ -18,7 +20,7 @@ fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
 line = s.makefile().readline()
 s.sendall(("echo:" + line.strip() + " fds:" + ",".join(map(str, fds)) + "\n").encode())
 `
-	sb, err := e.Start(context.Background(), Spec{RootfsDir: testRootfs(t), Argv: []string{"python3", "-c", code}, Control: true})
+	sb, err := e.Start(context.Background(), Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"python3", "-c", code}, Control: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ sys.stdin.readline()
 print(open("uploaded.txt").read())
 `
 	stdinR, stdinW := ioPipe(t)
-	sb, err := e.Start(context.Background(), Spec{RootfsDir: testRootfs(t), Argv: []string{"python3", "-c", code}, Stdin: stdinR})
+	sb, err := e.Start(context.Background(), Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"python3", "-c", code}, Stdin: stdinR})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package container
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,28 +9,8 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/container/internal/testenv"
 )
-
-// testRootfs returns the rootfs tree the engine tests run in: NSBOX_TEST_ROOTFS
-// (a directory) or the store's "minimal" rootfs that `make test` builds.
-func testRootfs(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv("NSBOX_TEST_ROOTFS")
-	if dir == "" {
-		dir = "/var/lib/nsbox/rootfs/minimal/rootfs"
-	}
-	if _, err := os.Stat(filepath.Join(dir, "usr/bin/python3")); err != nil {
-		t.Skipf("no test rootfs with python3 at %s (build it: nsbox rootfs build --profile minimal --name minimal, or set NSBOX_TEST_ROOTFS): %v", dir, err)
-	}
-	return dir
-}
-
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("requires root: the sandbox engine creates namespaces, cgroups and mounts")
-	}
-}
 
 // testSpares, when > 0, makes newTestEngine keep that many spare inits, and
 // check that the test's runs were served by them. Tests run sequentially,
@@ -42,8 +21,8 @@ var testSpares int
 // this test process, and checks at cleanup that nothing of it remains.
 func newTestEngine(t testing.TB) *Engine {
 	t.Helper()
-	requireRoot(t)
-	name := fmt.Sprintf("nsbox-test-%d-%s", os.Getpid(), NewID()[:6])
+	testenv.RequireRoot(t)
+	name := testenv.CgroupName()
 	e, err := New(Config{RunDir: t.TempDir(), CgroupName: name, Spares: testSpares})
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -93,7 +72,7 @@ func runPy(t testing.TB, e *Engine, code string, tweak ...func(*Spec)) *Result {
 
 func runSpec(t testing.TB, e *Engine, spec Spec, tweak ...func(*Spec)) *Result {
 	t.Helper()
-	spec.RootfsDir = testRootfs(t)
+	spec.RootfsDir = testenv.Rootfs(t)
 	for _, f := range tweak {
 		f(&spec)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -54,7 +55,7 @@ func waitReady(t *testing.T, p *Pool, i, n int) {
 }
 
 func TestTakeRunsOneCell(t *testing.T) {
-	rfs := &fixedRootfs{dir: testRootfs(t)}
+	rfs := &fixedRootfs{dir: testenv.Rootfs(t)}
 	p := newPool(t, rfs, Profile{Name: "default", Rootfs: "minimal", Size: 2, Preimport: []string{"json", "nsbox_missing"}})
 	p.Start(nil)
 	waitReady(t, p, 0, 2)
@@ -89,7 +90,7 @@ func TestTakeRunsOneCell(t *testing.T) {
 }
 
 func TestTakeMatching(t *testing.T) {
-	rfs := &fixedRootfs{dir: testRootfs(t)}
+	rfs := &fixedRootfs{dir: testenv.Rootfs(t)}
 	p := newPool(t, rfs, Profile{Name: "small", Rootfs: "minimal", Size: 1, Limits: container.Limits{MemoryBytes: 256 << 20}, Env: []string{"B=2", "A=1"}})
 	p.Start(nil)
 	waitReady(t, p, 0, 1)
@@ -134,7 +135,7 @@ func TestTakeMatching(t *testing.T) {
 }
 
 func TestDeadRunnerReplaced(t *testing.T) {
-	rfs := &fixedRootfs{dir: testRootfs(t)}
+	rfs := &fixedRootfs{dir: testenv.Rootfs(t)}
 	p := newPool(t, rfs, Profile{Name: "default", Rootfs: "minimal", Size: 1})
 	p.Start(nil)
 	waitReady(t, p, 0, 1)
@@ -162,7 +163,7 @@ func TestDeadRunnerReplaced(t *testing.T) {
 }
 
 func TestRefillPausesWhileBusy(t *testing.T) {
-	rfs := &fixedRootfs{dir: testRootfs(t)}
+	rfs := &fixedRootfs{dir: testenv.Rootfs(t)}
 	p := newPool(t, rfs, Profile{Name: "default", Rootfs: "minimal", Size: 1})
 	var busy atomic.Bool
 	busy.Store(true)
@@ -176,7 +177,7 @@ func TestRefillPausesWhileBusy(t *testing.T) {
 }
 
 func TestCloseEndsEverything(t *testing.T) {
-	rfs := &fixedRootfs{dir: testRootfs(t)}
+	rfs := &fixedRootfs{dir: testenv.Rootfs(t)}
 	p, err := New(Config{Starter: newEngine(t), Acquire: rfs.acquire, Profiles: []Profile{{Name: "a", Rootfs: "minimal", Size: 2}}, Refills: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +194,7 @@ func TestCloseEndsEverything(t *testing.T) {
 }
 
 func TestRefillFailureBacksOff(t *testing.T) {
-	rfs := &fixedRootfs{dir: testRootfs(t)}
+	rfs := &fixedRootfs{dir: testenv.Rootfs(t)}
 	rfs.fail.Store(true)
 	p := newPool(t, rfs, Profile{Name: "default", Rootfs: "minimal", Size: 1})
 	p.Start(nil)

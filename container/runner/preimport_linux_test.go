@@ -4,10 +4,12 @@ import (
 	"context"
 	"slices"
 	"testing"
+
+	"github.com/nsbox/nsbox/container/internal/testenv"
 )
 
 func TestPreimport(t *testing.T) {
-	r := startRunner(t, newEngine(t), testRootfs(t))
+	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
 	skipped, err := r.Preimport(context.Background(), []string{"json", "nsbox_no_such_module", "csv"}, 0)
 	if err != nil {
 		t.Fatal(err)

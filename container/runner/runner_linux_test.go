@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/internal/testenv"
 )
 
 func TestCells(t *testing.T) {
-	r := startRunner(t, newEngine(t), testRootfs(t))
+	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
 	tests := []struct {
 		name, code        string
 		status            Status
@@ -61,7 +62,7 @@ func TestCells(t *testing.T) {
 }
 
 func TestTracebackPointsAtUserLine(t *testing.T) {
-	r := startRunner(t, newEngine(t), testRootfs(t))
+	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
 	exec(t, r, "def f(d):\n    return 1 / d")
 	res := exec(t, r, "y = 2\nf(0)")
 	if res.Status != StatusException || res.Exception.Name != "ZeroDivisionError" {
@@ -79,7 +80,7 @@ func TestTracebackPointsAtUserLine(t *testing.T) {
 }
 
 func TestTimeoutInterrupts(t *testing.T) {
-	r := startRunner(t, newEngine(t), testRootfs(t))
+	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
 	exec(t, r, "x = 7")
 	res := execReq(t, r, ExecRequest{Code: "print('before', flush=True)\nwhile True: pass", Timeout: 300 * time.Millisecond})
 	if res.Status != StatusTimeout || res.Killed || res.Exception == nil || res.Exception.Name != "KeyboardInterrupt" {
@@ -94,7 +95,7 @@ func TestTimeoutInterrupts(t *testing.T) {
 }
 
 func TestTimeoutKillsStuckCell(t *testing.T) {
-	r := startRunner(t, newEngine(t), testRootfs(t))
+	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
 	// The cell ignores SIGINT (like a long C call): the sandbox must be killed.
 	res := execReq(t, r, ExecRequest{Code: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", Timeout: 200 * time.Millisecond})
 	if res.Status != StatusTimeout || !res.Killed {
@@ -106,7 +107,7 @@ func TestTimeoutKillsStuckCell(t *testing.T) {
 }
 
 func TestOOMEndsRunner(t *testing.T) {
-	r := startRunner(t, newEngine(t), testRootfs(t), func(s *container.Spec) { s.Limits.MemoryBytes = 64 << 20 })
+	r := startRunner(t, newEngine(t), testenv.Rootfs(t), func(s *container.Spec) { s.Limits.MemoryBytes = 64 << 20 })
 	res := exec(t, r, "b = bytearray(1 << 30)")
 	if res.Status != StatusOOM {
 		t.Fatalf("status %q, want oom (%+v)", res.Status, res)
@@ -117,7 +118,7 @@ func TestOOMEndsRunner(t *testing.T) {
 }
 
 func TestCrashEndsRunner(t *testing.T) {
-	r := startRunner(t, newEngine(t), testRootfs(t))
+	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
 	res := exec(t, r, "import os\nos._exit(5)")
 	if res.Status != StatusCrashed {
 		t.Fatalf("status %q, want crashed", res.Status)
@@ -125,7 +126,7 @@ func TestCrashEndsRunner(t *testing.T) {
 }
 
 func TestStreaming(t *testing.T) {
-	r := startRunner(t, newEngine(t), testRootfs(t))
+	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
 	var mu sync.Mutex
 	var out bytes.Buffer
 	res := execReq(t, r, ExecRequest{
@@ -143,7 +144,7 @@ func TestStreaming(t *testing.T) {
 }
 
 func TestNoFiguresWithoutMatplotlib(t *testing.T) {
-	r := startRunner(t, newEngine(t), testRootfs(t))
+	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
 	res := exec(t, r, "try:\n    import matplotlib\nexcept ImportError:\n    pass\n1")
 	if res.Status != StatusOK || len(res.Figures) != 0 {
 		t.Fatalf("got %+v", res)
@@ -151,7 +152,7 @@ func TestNoFiguresWithoutMatplotlib(t *testing.T) {
 }
 
 func TestFigures(t *testing.T) {
-	r := startRunner(t, newEngine(t), dataSciRootfs(t))
+	r := startRunner(t, newEngine(t), testenv.DataSciRootfs(t))
 	tests := []struct {
 		name, code string
 		n          int
@@ -185,7 +186,7 @@ func TestFigures(t *testing.T) {
 }
 
 func TestPandasPersists(t *testing.T) {
-	r := startRunner(t, newEngine(t), dataSciRootfs(t))
+	r := startRunner(t, newEngine(t), testenv.DataSciRootfs(t))
 	exec(t, r, "import pandas as pd")
 	res := exec(t, r, "df = pd.DataFrame({'a': [1, 2, 3]})\nint(df.a.sum())")
 	if res.Status != StatusOK || res.Value != "6" {
@@ -195,7 +196,7 @@ func TestPandasPersists(t *testing.T) {
 
 // BenchmarkExec measures the round trip of a trivial cell.
 func BenchmarkExec(b *testing.B) {
-	r := startRunner(b, newEngine(b), testRootfs(b))
+	r := startRunner(b, newEngine(b), testenv.Rootfs(b))
 	exec(b, r, "x = 0")
 	b.ResetTimer()
 	for b.Loop() {

@@ -2,13 +2,13 @@ package session
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -18,26 +18,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func testRootfs(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv("NSBOX_TEST_ROOTFS")
-	if dir == "" {
-		dir = "/var/lib/nsbox/rootfs/minimal/rootfs"
-	}
-	if _, err := os.Stat(filepath.Join(dir, "usr/bin/python3")); err != nil {
-		t.Skipf("no test rootfs with python3 at %s (build it: nsbox rootfs build --profile minimal --name minimal, or set NSBOX_TEST_ROOTFS): %v", dir, err)
-	}
-	return dir
-}
-
 // newManager returns a Manager on a fresh engine; at cleanup it closes both
 // and checks the engine's cgroup parent is gone.
 func newManager(t testing.TB, cfg Config) (*Manager, string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("requires root: the sandbox engine creates namespaces, cgroups and mounts")
-	}
-	name := fmt.Sprintf("nsbox-test-%d-%s", os.Getpid(), container.NewID()[:6])
+	testenv.RequireRoot(t)
+	name := testenv.CgroupName()
 	e, err := container.New(container.Config{RunDir: t.TempDir(), CgroupName: name})
 	if err != nil {
 		t.Fatalf("container.New: %v", err)
@@ -54,7 +40,7 @@ func newManager(t testing.TB, cfg Config) (*Manager, string) {
 func create(t testing.TB, m *Manager, opts Options) *Session {
 	t.Helper()
 	if opts.RootfsDir == "" {
-		opts.RootfsDir = testRootfs(t)
+		opts.RootfsDir = testenv.Rootfs(t)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

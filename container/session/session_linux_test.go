@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -154,7 +155,7 @@ func TestMaxSessionsAndClose(t *testing.T) {
 	create(t, m, Options{})
 	b := create(t, m, Options{})
 	released := false
-	_, err := m.Create(context.Background(), Options{RootfsDir: testRootfs(t), Release: func() { released = true }})
+	_, err := m.Create(context.Background(), Options{RootfsDir: testenv.Rootfs(t), Release: func() { released = true }})
 	if !errors.Is(err, ErrTooMany) || !released {
 		t.Fatalf("third session: %v (released %v)", err, released)
 	}
@@ -172,7 +173,7 @@ func TestMaxSessionsAndClose(t *testing.T) {
 	if d := cgroupDirs(t, name); len(d) > 0 {
 		t.Errorf("cgroups left: %v", d)
 	}
-	if _, err := m.Create(context.Background(), Options{RootfsDir: testRootfs(t)}); !errors.Is(err, ErrClosed) {
+	if _, err := m.Create(context.Background(), Options{RootfsDir: testenv.Rootfs(t)}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Create after Close: %v", err)
 	}
 }
