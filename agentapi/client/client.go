@@ -4,11 +4,9 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -106,31 +104,7 @@ func (c *Client) RunStream(ctx context.Context, req *agentapi.RunRequest, onEven
 		return nil, err
 	}
 	defer resp.Body.Close()
-	dec := json.NewDecoder(bufio.NewReader(resp.Body))
-	for {
-		var ev agentapi.Event
-		if err := dec.Decode(&ev); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, fmt.Errorf("nsbox daemon: run stream ended before its result: %w", err)
-		}
-		if onEvent != nil {
-			onEvent(ev)
-		}
-		switch ev.Type {
-		case agentapi.EventResult:
-			if ev.Result == nil {
-				return nil, errors.New("nsbox daemon: result event without a result")
-			}
-			return ev.Result, nil
-		case agentapi.EventError:
-			if ev.Error == nil {
-				return nil, errors.New("nsbox daemon: error event without an error")
-			}
-			return nil, ev.Error
-		}
-	}
+	return readStream(resp.Body, onEvent)
 }
 
 func (c *Client) postRun(ctx context.Context, req *agentapi.RunRequest, accept string) (*http.Response, error) {
