@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
-	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -93,41 +92,18 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 				}()
 			}
 		}()
-		s.finishPython(w, log, ev, started, func() (*agentapi.RunResult, error) {
+		s.finishRun(w, log, ev, started, func() (*agentapi.RunResult, error) {
 			return s.runPython(ctx, st, spec, j.rootfs, j.code, ev, &after)
 		})
 		return
 	}
-	res, err := s.cfg.Runner.Run(ctx, spec)
-	s.metrics.runTime.Observe(time.Since(started).Seconds())
-	if err != nil {
-		if errors.Is(err, container.ErrInvalidSpec) {
-			s.metrics.runs.WithLabelValues("invalid").Inc()
-		} else {
-			s.metrics.runs.WithLabelValues("setup_error").Inc()
-			s.metrics.spawnFailures.Inc()
+	s.finishRun(w, log, ev, started, func() (*agentapi.RunResult, error) {
+		res, err := s.cfg.Runner.Run(ctx, spec)
+		if err != nil {
+			return nil, err
 		}
-		log.Error("run failed", "err", err)
-		if ev != nil {
-			ev.finish()
-			_, ae := apiError(err)
-			ev.emit(agentapi.Event{Type: agentapi.EventError, Error: ae})
-			ev.done()
-			return
-		}
-		writeError(w, err)
-		return
-	}
-	s.metrics.runs.WithLabelValues(string(res.Status)).Inc()
-	out := wireResult(res, id)
-	log.Info("run finished", "status", out.Status, "exit_code", out.ExitCode, "wall_ms", out.WallMs)
-	if ev != nil {
-		ev.finish()
-		ev.emit(agentapi.Event{Type: agentapi.EventResult, Result: out})
-		ev.done()
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+		return wireResult(res, id), nil
+	})
 }
 
 func wantsNDJSON(r *http.Request) bool {

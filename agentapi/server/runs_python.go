@@ -147,8 +147,9 @@ func runStatus(res *runner.Result, cres *container.Result) (status string, code 
 	}
 }
 
-// finishPython answers a Python run: run does the work.
-func (s *Server) finishPython(w http.ResponseWriter, log *slog.Logger, ev *eventWriter, started time.Time, run func() (*agentapi.RunResult, error)) {
+// finishRun answers a run (argv or Python): run does the work; metrics,
+// the log line and the answer (JSON or the stream's last event) are here.
+func (s *Server) finishRun(w http.ResponseWriter, log *slog.Logger, ev *eventWriter, started time.Time, run func() (*agentapi.RunResult, error)) {
 	out, err := run()
 	s.metrics.runTime.Observe(time.Since(started).Seconds())
 	if err != nil {
