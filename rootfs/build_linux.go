@@ -165,7 +165,7 @@ func runMmdebstrap(ctx context.Context, bin, tree string, o BuildOptions, prof p
 		return err
 	}
 	if waitErr != nil {
-		kind, detail := parser.failure()
+		detail, kind := parser.failure()
 		switch kind {
 		case ErrMirrorUnreachable:
 			return fmt.Errorf("%w: %s (%s): check the URL and the network, or pass --mirror", kind, o.Mirror, detail)

@@ -39,7 +39,7 @@ func TestParseMmdebstrapProgress(t *testing.T) {
 			t.Errorf("phase %s reached %.0f%%, want a percentage from the progress bars", ph, maxPct[ph])
 		}
 	}
-	if kind, _ := p.failure(); kind != ErrBuildFailed {
+	if _, kind := p.failure(); kind != ErrBuildFailed {
 		t.Errorf("failure() on a good run = %v", kind)
 	}
 }
@@ -65,7 +65,7 @@ func TestParseMmdebstrapFailures(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := parseMmdebstrap(strings.NewReader(tc.input(t)), func(Progress) {})
-			kind, detail := p.failure()
+			detail, kind := p.failure()
 			if kind != tc.want || !strings.Contains(detail, tc.contain) {
 				t.Errorf("failure() = %v, %q; want %v containing %q", kind, detail, tc.want, tc.contain)
 			}

@@ -111,17 +111,17 @@ var mirrorFailures = []string{
 }
 
 // failure classifies why mmdebstrap failed from its last output lines.
-func (p *mmdebstrapParser) failure() (kind error, detail string) {
+func (p *mmdebstrapParser) failure() (detail string, kind error) {
 	var firstErr string
 	for _, l := range p.tail {
 		if strings.Contains(l, "No space left on device") {
-			return ErrNoSpace, l
+			return l, ErrNoSpace
 		}
 	}
 	for _, l := range p.tail {
 		for _, f := range mirrorFailures {
 			if strings.Contains(l, f) {
-				return ErrMirrorUnreachable, l
+				return l, ErrMirrorUnreachable
 			}
 		}
 		if firstErr == "" && strings.HasPrefix(l, "E: ") {
@@ -131,5 +131,5 @@ func (p *mmdebstrapParser) failure() (kind error, detail string) {
 	if firstErr == "" && len(p.tail) > 0 {
 		firstErr = p.tail[len(p.tail)-1]
 	}
-	return ErrBuildFailed, firstErr
+	return firstErr, ErrBuildFailed
 }

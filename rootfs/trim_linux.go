@@ -213,7 +213,8 @@ func buildFontCache(ctx context.Context, tree string) error {
 // /etc/python3.N/sitecustomize.py; without one, a new file in dist-packages.
 func sitecustomizePath(tree string) (string, error) {
 	links, _ := filepath.Glob(filepath.Join(tree, "usr/lib/python3.*/sitecustomize.py"))
-	for _, l := range links {
+	if len(links) > 0 {
+		l := links[0] // one Python per tree
 		target, err := os.Readlink(l)
 		if err != nil {
 			rel, _ := filepath.Rel(tree, l)

@@ -188,7 +188,7 @@ func sessionList(c *cli.Context) error {
 
 func sessionRemove(c *cli.Context) error {
 	if c.NArg() == 0 {
-		return errors.New("usage: nsbox session rm ID...")
+		return errors.New("usage: nsbox session rm ID [ID]")
 	}
 	cl := sessionClient(c)
 	var errs []error

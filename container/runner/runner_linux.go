@@ -55,7 +55,6 @@ type Runner struct {
 	mu     sync.Mutex
 	dead   Status // "" while alive, else why it died
 	reason string
-	count  int
 }
 
 // Start starts the runner in a fresh sandbox made from spec: spec's Argv,
