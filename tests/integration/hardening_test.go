@@ -21,7 +21,7 @@ awk '{print $5}' /proc/self/mountinfo | sort -u | while read m; do
 done
 for d in /var/lib/nsbox /run/nsbox "$STORE"; do
   mkdir -p "$d" 2>/dev/null || true
-  mount --bind "$d" "$d" && mount -o remount,bind,rw "$d"
+  mount --rbind "$d" "$d" && mount -o remount,bind,rw "$d"
 done
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 for d in /root /home; do
