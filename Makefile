@@ -2,6 +2,7 @@
 SHELL        := /bin/bash
 GO           ?= go
 BIN          := bin/nsbox
+INIT_BIN     := bin/nsbox-init
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 STORE        ?= /var/lib/nsbox/rootfs
 TEST_ROOTFS  ?= minimal
@@ -26,9 +27,10 @@ deps: ## install what building and testing need (Debian/Ubuntu, as root; idempot
 	@command -v node >/dev/null && command -v npm >/dev/null || { echo "deps: installing nodejs npm"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm; }
 	@test -d tests/mcp-client/node_modules/@modelcontextprotocol/sdk || (cd tests/mcp-client && npm ci --no-audit --no-fund)
 
-build: ## build the static binary bin/nsbox (cgo, libseccomp linked statically)
+build: ## build the static binaries bin/nsbox (cgo, libseccomp linked statically) and bin/nsbox-init (the sandbox init)
 	$(GO) build $(GOFLAGS_STATIC) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nsbox
-	@ldd $(BIN) 2>&1 | grep -q 'not a dynamic executable' || { echo "build: $(BIN) is not static"; exit 1; }
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(INIT_BIN) ./cmd/nsbox-init
+	@for b in $(BIN) $(INIT_BIN); do ldd $$b 2>&1 | grep -q 'not a dynamic executable' || { echo "build: $$b is not static"; exit 1; }; done
 
 rootfs-test: build ## build the minimal rootfs the tests use (skipped when present)
 	@if $(BIN) rootfs list --store $(STORE) --json | grep -q '"name": *"$(TEST_ROOTFS)"'; then \
@@ -84,8 +86,9 @@ SYSCONFDIR ?= /etc
 DOCDIR     ?= $(PREFIX)/share/doc/nsbox
 
 install: ## install binary, systemd units, /etc/nsbox/nsbox.conf (kept if present), nsbox group (DESTDIR, PREFIX)
-	@test -x $(BIN) || $(MAKE) build
+	@test -x $(BIN) && test -x $(INIT_BIN) || $(MAKE) build
 	install -D -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/nsbox
+	install -D -m 0755 $(INIT_BIN) $(DESTDIR)$(BINDIR)/nsbox-init
 	install -d -m 0755 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/nsbox $(DESTDIR)$(DOCDIR)
 	sed 's|/usr/local/bin/nsbox|$(BINDIR)/nsbox|g; s|/etc/nsbox/|$(SYSCONFDIR)/nsbox/|g' scripts/systemd/nsbox.service > $(DESTDIR)$(UNITDIR)/nsbox.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/nsbox.service
@@ -102,7 +105,7 @@ install: ## install binary, systemd units, /etc/nsbox/nsbox.conf (kept if presen
 
 uninstall: ## remove what install put in place, except /etc/nsbox/nsbox.conf, /var/lib/nsbox and the nsbox group
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl disable --now nsbox.socket nsbox.service || true; fi
-	rm -f $(DESTDIR)$(BINDIR)/nsbox $(DESTDIR)$(UNITDIR)/nsbox.service $(DESTDIR)$(UNITDIR)/nsbox.socket
+	rm -f $(DESTDIR)$(BINDIR)/nsbox $(DESTDIR)$(BINDIR)/nsbox-init $(DESTDIR)$(UNITDIR)/nsbox.service $(DESTDIR)$(UNITDIR)/nsbox.socket
 	rm -rf $(DESTDIR)$(DOCDIR)
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 	@echo "uninstall: kept $(SYSCONFDIR)/nsbox, /var/lib/nsbox (rootfs store) and the nsbox group; remove them by hand if unwanted"

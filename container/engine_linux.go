@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/container/sandboxinit"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
@@ -28,6 +29,11 @@ type Config struct {
 	Seccomp seccomp.Program
 	// Logger receives the engine's structured logs; nil discards them.
 	Logger *slog.Logger
+	// InitBinary is the sandbox init to exec: a build of cmd/nsbox-init,
+	// small enough to start in about a millisecond. Empty: "nsbox-init" next
+	// to this executable when there is one, else this executable itself
+	// (whose main must call MaybeInit first).
+	InitBinary string
 	// Spares is how many sandbox inits the engine keeps cloned and placed
 	// in their cgroups ahead of time (each still gets a fresh set of
 	// namespaces and serves one run). 0 spawns every run on demand.
@@ -87,10 +93,11 @@ func New(cfg Config) (*Engine, error) {
 	}
 	// CVE-2019-5736: the sandbox must never be able to reach (and rewrite)
 	// the binary that runs as init; exec a sealed copy instead.
-	self, err := exeseal.CloneSelfExe(cfg.RunDir)
+	self, initPath, err := sealInit(cfg.InitBinary, cfg.RunDir)
 	if err != nil {
-		return nil, fmt.Errorf("seal a copy of the nsbox binary: %w", err)
+		return nil, err
 	}
+	log.Debug("sandbox init", "binary", initPath)
 	// Without overlayfs exeseal falls back to a sealed memfd copy, created
 	// 0700 by root: init runs as a mapped uid and must be able to exec it.
 	// (The overlayfs variant is an O_PATH fd: fchmod fails, harmlessly.)
@@ -108,6 +115,40 @@ func New(cfg Config) (*Engine, error) {
 		e.spares = e.startSpares(cfg.Spares)
 	}
 	return e, nil
+}
+
+// sealInit returns a sealed copy of the init binary to exec and the path it
+// was copied from ("" for this executable).
+func sealInit(path, tmpDir string) (*os.File, string, error) {
+	if path == "" {
+		if exe, err := os.Executable(); err == nil {
+			cand := filepath.Join(filepath.Dir(exe), sandboxinit.Arg0)
+			if st, err := os.Stat(cand); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+				path = cand
+			}
+		}
+	}
+	if path == "" {
+		self, err := exeseal.CloneSelfExe(tmpDir)
+		if err != nil {
+			return nil, "", fmt.Errorf("seal a copy of the nsbox binary: %w", err)
+		}
+		return self, "", nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("sandbox init binary: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, "", fmt.Errorf("sandbox init binary: %w", err)
+	}
+	sealed, err := exeseal.CloneBinary(f, st.Size(), path, tmpDir)
+	if err != nil {
+		return nil, "", fmt.Errorf("seal a copy of %s: %w", path, err)
+	}
+	return sealed, path, nil
 }
 
 // CgroupMode reports the cgroup layout the engine enforces limits with.

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/container/sandboxinit"
 )
 
 // proc is a sandbox init: cloned into fresh namespaces, with its uid slot,
@@ -106,9 +107,9 @@ func (e *Engine) newProc(name string, l cgroup.Limits) (_ *proc, err error) {
 		// The sealed binary is handed over as an extra file too: the path
 		// is resolved in the child after its fds 3.. have been replaced, so
 		// the engine's own fd number of it could name another file there.
-		Path:       fmt.Sprintf("/proc/self/fd/%d", fdSelf),
-		Args:       []string{initArg0},
-		Env:        []string{initEnv},
+		Path:       fmt.Sprintf("/proc/self/fd/%d", sandboxinit.FDSelf),
+		Args:       []string{sandboxinit.Arg0},
+		Env:        []string{sandboxinit.Env},
 		Stdin:      inR,
 		Stdout:     outW,
 		Stderr:     errOutW,

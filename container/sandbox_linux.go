@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/container/sandboxinit"
 )
 
 // Sandbox is a started sandbox: its command is running (or has ended and
@@ -166,12 +167,12 @@ func (e *Engine) proc(s *Sandbox) (*proc, error) {
 	return e.newProc(s.spec.ID, lim)
 }
 
-func (e *Engine) initConfig(s *Sandbox, env []string) initConfig {
+func (e *Engine) initConfig(s *Sandbox, env []string) sandboxinit.Config {
 	prog := s.spec.Seccomp
 	if prog == nil {
 		prog = e.cfg.Seccomp
 	}
-	return initConfig{
+	return sandboxinit.Config{
 		Rootfs:     s.spec.RootfsDir,
 		Argv:       s.spec.Argv,
 		Env:        env,

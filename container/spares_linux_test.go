@@ -1,6 +1,10 @@
 package container
 
-import "testing"
+import (
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
 
 // The isolation and limit guarantees hold for runs served by spare inits
 // (cloned and placed ahead of time) exactly as for cold ones: the same
@@ -8,10 +12,37 @@ import "testing"
 func TestIsolationWithSpareInits(t *testing.T) {
 	testSpares = 2
 	defer func() { testSpares = 0 }()
-	for _, tc := range []struct {
-		name string
-		fn   func(*testing.T)
-	}{
+	for _, tc := range isolationSuite() {
+		t.Run(tc.name, tc.fn)
+	}
+}
+
+// The same suite with the standalone init binary (cmd/nsbox-init, what
+// `make install` puts next to nsbox) instead of this binary re-executed.
+func TestIsolationWithStandaloneInit(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go tool to build cmd/nsbox-init")
+	}
+	bin := filepath.Join(t.TempDir(), "nsbox-init")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/nsbox-init")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/nsbox-init: %v\n%s", err, out)
+	}
+	testInitBinary = bin
+	defer func() { testInitBinary = "" }()
+	for _, tc := range isolationSuite() {
+		t.Run(tc.name, tc.fn)
+	}
+}
+
+type namedTest struct {
+	name string
+	fn   func(*testing.T)
+}
+
+func isolationSuite() []namedTest {
+	return []namedTest{
 		{"RunPrint", TestRunPrint},
 		{"RootfsIsReadOnly", TestRootfsIsReadOnly},
 		{"CredentialsAndCapabilities", TestCredentialsAndCapabilities},
@@ -30,7 +61,6 @@ func TestIsolationWithSpareInits(t *testing.T) {
 		{"ConcurrentSandboxesGetDistinctHostIDs", TestConcurrentSandboxesGetDistinctHostIDs},
 		{"ControlSocket", TestControlSocket},
 		{"CustomSeccompProfile", TestCustomSeccompProfile},
-	} {
-		t.Run(tc.name, tc.fn)
+		{"InitRunsFromASealedCopy", TestInitRunsFromASealedCopy},
 	}
 }

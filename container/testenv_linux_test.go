@@ -17,13 +17,17 @@ import (
 // so TestIsolationWithSpareInits can switch it around the suite.
 var testSpares int
 
+// testInitBinary, when set, is the standalone init (cmd/nsbox-init) the
+// engines of TestIsolationWithStandaloneInit exec instead of this binary.
+var testInitBinary string
+
 // newTestEngine returns an engine whose cgroups live under a name unique to
 // this test process, and checks at cleanup that nothing of it remains.
 func newTestEngine(t testing.TB) *Engine {
 	t.Helper()
 	testenv.RequireRoot(t)
 	name := testenv.CgroupName()
-	e, err := New(Config{RunDir: t.TempDir(), CgroupName: name, Spares: testSpares})
+	e, err := New(Config{RunDir: t.TempDir(), CgroupName: name, Spares: testSpares, InitBinary: testInitBinary})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

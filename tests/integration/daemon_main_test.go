@@ -29,11 +29,16 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	if os.Geteuid() == 0 {
+		// nsbox-init next to nsbox, as `make install` lays them out: the
+		// daemon execs it as every sandbox's init.
 		nsboxBin = filepath.Join(dir, "nsbox")
-		cmd := exec.Command("go", "build", "-o", nsboxBin, "./cmd/nsbox")
-		cmd.Dir = filepath.Join("..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/nsbox: %v\n%s", err, out)
+		for _, b := range []struct{ out, pkg string }{{nsboxBin, "./cmd/nsbox"}, {filepath.Join(dir, "nsbox-init"), "./cmd/nsbox-init"}} {
+			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
+			cmd.Dir = filepath.Join("..", "..")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
+				break
+			}
 		}
 	}
 	return m.Run()

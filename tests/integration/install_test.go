@@ -21,12 +21,15 @@ func TestMakeInstall(t *testing.T) {
 	}
 	dest := t.TempDir()
 	bin := filepath.Join(t.TempDir(), "nsbox")
+	if err := os.WriteFile(filepath.Join(filepath.Dir(bin), "nsbox-init"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	mk := func(target string) {
 		t.Helper()
-		cmd := exec.Command("make", "-C", repoRoot, target, "DESTDIR="+dest, "PREFIX=/usr", "BIN="+bin)
+		cmd := exec.Command("make", "-C", repoRoot, target, "DESTDIR="+dest, "PREFIX=/usr", "BIN="+bin, "INIT_BIN="+filepath.Join(filepath.Dir(bin), "nsbox-init"))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("make %s: %v\n%s", target, err, out)
 		}
@@ -34,6 +37,7 @@ func TestMakeInstall(t *testing.T) {
 	mk("install")
 	want := map[string]os.FileMode{
 		"usr/bin/nsbox":                          0o755,
+		"usr/bin/nsbox-init":                     0o755,
 		"etc/systemd/system/nsbox.service":       0o644,
 		"etc/systemd/system/nsbox.socket":        0o644,
 		"etc/nsbox/nsbox.conf":                   0o644,
