@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -45,6 +46,11 @@ func gatherFacts(store, socket string) hostFacts {
 	}
 	b, _ = os.ReadFile("/proc/filesystems")
 	f.Filesystems = string(b)
+	if exe, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(exe), "nsbox-init"); isExecutable(p) {
+			f.InitBinary = p
+		}
+	}
 
 	if st, err := os.Stat(store); err != nil {
 		f.StoreErr = err
@@ -118,4 +124,9 @@ func tryCloneInto(dir string) error {
 	cmd := exec.Command("/bin/true")
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
 	return cmd.Run()
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }

@@ -58,6 +58,7 @@ func goodHost(t *testing.T, mountinfo, procCgroup string) hostFacts {
 		Store:          "/var/lib/nsbox/rootfs",
 		Rootfs:         []string{"default (datasci, python 3.11.2)"},
 		Socket:         "/run/nsbox/nsbox.sock",
+		InitBinary:     "/usr/local/bin/nsbox-init",
 	}
 }
 
@@ -82,7 +83,7 @@ func TestDiagnose(t *testing.T) {
 			host:     func(t *testing.T) hostFacts { return goodHost(t, "hybrid-mountinfo", "hybrid-proc-cgroup") },
 			runnable: true,
 			want: map[string]checkStatus{"root": statusOK, "cgroup mode": statusOK, "cgroup memory": statusOK,
-				"cgroup pids": statusOK, "cgroup cpu": statusOK, "CLONE_INTO_CGROUP": statusOK, "daemon socket": statusOK},
+				"cgroup pids": statusOK, "cgroup cpu": statusOK, "CLONE_INTO_CGROUP": statusOK, "daemon socket": statusOK, "sandbox init": statusOK},
 			detail: map[string]string{
 				"cgroup mode":       "hybrid: v1 controllers at /sys/fs/cgroup/<ctrl>, empty cgroup2 at /sys/fs/cgroup/unified",
 				"cgroup memory":     "/sys/fs/cgroup/memory/process_api/216498d4bd190430ae9b4ca3b085aa35",
@@ -152,11 +153,12 @@ func TestDiagnose(t *testing.T) {
 				f.Rootfs = nil
 				f.Filesystems = "nodev\tsysfs\n"
 				f.PidfdErr = syscall.ENOSYS
+				f.InitBinary = ""
 				return f
 			},
 			runnable: true,
 			want: map[string]checkStatus{"daemon socket": statusWarn, "rootfs store": statusWarn,
-				"overlayfs": statusWarn, "pidfd": statusWarn},
+				"overlayfs": statusWarn, "pidfd": statusWarn, "sandbox init": statusWarn},
 		},
 		{
 			name: "empty store",
