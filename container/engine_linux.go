@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/opencontainers/runc/libcontainer/exeseal"
 	"golang.org/x/sys/unix"
@@ -195,7 +196,31 @@ func (e *Engine) Recover() (int, error) {
 		os.Remove(lock.Name())
 		lock.Close()
 	}
+	removeStaleLocks(staleLockAge)
 	return n, errors.Join(errs...)
+}
+
+// staleLockAge is how old a free liveness lock must be before Recover
+// deletes it: a new one may be between its creation and its flock.
+const staleLockAge = time.Minute
+
+// removeStaleLocks deletes liveness lock files that nobody holds and that
+// are older than age, whichever engine made them: their sandboxes are gone
+// (a killed engine whose cgroups were removed by other means leaves them).
+func removeStaleLocks(age time.Duration) {
+	paths, _ := filepath.Glob(filepath.Join(LockDir, "sandbox-*.lock"))
+	for _, p := range paths {
+		st, err := os.Lstat(p)
+		if err != nil || !st.Mode().IsRegular() || time.Since(st.ModTime()) < age {
+			continue
+		}
+		lock, err := lockFile(p)
+		if err != nil {
+			continue // held: alive
+		}
+		os.Remove(p)
+		lock.Close()
+	}
 }
 
 func livenessLock(id string) string { return filepath.Join(LockDir, "sandbox-"+id+".lock") }

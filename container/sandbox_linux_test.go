@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nsbox/nsbox/container/internal/testenv"
 )
@@ -103,5 +105,42 @@ print(open("uploaded.txt").read())
 	}
 	if out := mustOK(t, res); out != "ready\nfrom host" {
 		t.Errorf("stdout %q", out)
+	}
+}
+
+// Recover deletes liveness locks nobody holds once they are old, and
+// never one that is held or new.
+func TestRecoverRemovesStaleLocks(t *testing.T) {
+	e := newTestEngine(t)
+	old := time.Now().Add(-2 * staleLockAge)
+	mk := func(id string, mtime time.Time) string {
+		p := livenessLock(id)
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(p) })
+		return p
+	}
+	stale := mk("test-stale-"+NewID(), old)
+	fresh := mk("test-fresh-"+NewID(), time.Now())
+	held := mk("test-held-"+NewID(), old)
+	f, err := lockFile(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := e.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale lock %s kept", stale)
+	}
+	for _, p := range []string{fresh, held} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", p, err)
+		}
 	}
 }
