@@ -113,7 +113,7 @@ uninstall: ## remove what install put in place, except /etc/nsbox/nsbox.conf, /v
 # --- pure cgroup v2: the tests again, as root in a qemu guest (scripts/cgroup2-vm) ---
 VM_TESTS  := .cache/cgroup2-vm/tests
 VM_PKGS   := ./cgroup ./container ./tests/integration
-VM_RUN     = scripts/cgroup2-vm/run.sh --host-usr --timeout 1800 \
+VM_RUN     = scripts/cgroup2-vm/run.sh --host-usr \
 	--ro-share $(CURDIR) --share $(CURDIR)/$(VM_TESTS) --share $(STORE) \
 	--env NSBOX_VM_NSBOX_BIN=$(CURDIR)/$(VM_TESTS)/nsbox \
 	--env NSBOX_TEST_ROOTFS_STORE=$(STORE) --env NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS)
@@ -129,9 +129,14 @@ test-cgroup2: rootfs-test ## run the cgroup, container and integration tests as 
 		$(GO) test -c $(GOFLAGS_STATIC) -ldflags '-linkmode external -extldflags "-static"' \
 			-o $(VM_TESTS)/$$(echo $${p#./} | tr / _).test $$p; \
 	done
+	@# A guest that hangs or never reports (run.sh exits 124 or 125; seen once
+	@# under software emulation) gets one more try; a test failure does not.
+	@# Each test binary's own timeout is shorter than the VM's, so a hung
+	@# test prints its goroutines before the VM is killed.
+	try() { for n in 1 2; do "$$@"; r=$$?; case $$r in 124|125) echo "cgroup2-vm: the guest hung or never reported (exit $$r), try $$n of 2";; *) return $$r;; esac; done; return $$r; }; \
 	rc=0; \
 	echo "--- cgroup2 VM, root cgroup: cgroup, container, integration"; \
-	$(VM_RUN) -- $(VM_GOTEST) ./tests/integration -- -test.timeout 20m -test.skip 'DataScience|Node|Example|TypeScript|Soak' || rc=1; \
+	try $(VM_RUN) --timeout 900 -- $(VM_GOTEST) ./tests/integration -- -test.timeout 12m -test.skip 'DataScience|Node|Example|TypeScript|Soak' || rc=1; \
 	echo "--- cgroup2 VM, delegated subtree (systemd Delegate=yes): cgroup, container"; \
-	$(VM_RUN) --delegated -- $(VM_GOTEST) -- -test.timeout 20m || rc=1; \
+	try $(VM_RUN) --timeout 600 --delegated -- $(VM_GOTEST) -- -test.timeout 8m || rc=1; \
 	exit $$rc
