@@ -248,22 +248,23 @@ func (s *Server) handleFileList(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// filePath validates the {path...} of a file route.
-func filePath(w http.ResponseWriter, r *http.Request) (string, bool) {
+// sessionFile resolves the session and validates the {path...} of a file
+// route, answering the request itself when either is wrong.
+func (s *Server) sessionFile(w http.ResponseWriter, r *http.Request) (*session.Session, string, bool) {
+	sess, ok := s.session(w, r)
+	if !ok {
+		return nil, "", false
+	}
 	p := r.PathValue("path")
 	if err := ValidatePath(p); err != nil {
 		writeError(w, fieldErr("path", "%v", err))
-		return "", false
+		return nil, "", false
 	}
-	return p, true
+	return sess, p, true
 }
 
 func (s *Server) handleFilePut(w http.ResponseWriter, r *http.Request) {
-	sess, ok := s.session(w, r)
-	if !ok {
-		return
-	}
-	p, ok := filePath(w, r)
+	sess, p, ok := s.sessionFile(w, r)
 	if !ok {
 		return
 	}
@@ -280,11 +281,7 @@ func (s *Server) handleFilePut(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
-	sess, ok := s.session(w, r)
-	if !ok {
-		return
-	}
-	p, ok := filePath(w, r)
+	sess, p, ok := s.sessionFile(w, r)
 	if !ok {
 		return
 	}
@@ -301,11 +298,7 @@ func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleFileDelete(w http.ResponseWriter, r *http.Request) {
-	sess, ok := s.session(w, r)
-	if !ok {
-		return
-	}
-	p, ok := filePath(w, r)
+	sess, p, ok := s.sessionFile(w, r)
 	if !ok {
 		return
 	}
