@@ -7,7 +7,6 @@ var (
 	ErrInvalidSpec = errors.New("invalid spec")
 	ErrNotRoot     = errors.New("the sandbox engine must run as root")
 	ErrNoUIDs      = errors.New("no free host uid slot")
-	ErrClosed      = errors.New("engine closed")
 	ErrInvalidPath = errors.New("invalid workspace path")
 	ErrNotExist    = errors.New("no such file in the workspace")
 	ErrNotRegular  = errors.New("not a regular file")
