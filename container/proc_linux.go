@@ -23,6 +23,7 @@ import (
 type proc struct {
 	name   string // cgroup and liveness-lock name
 	slot   *uidSlot
+	owner  int // host uid/gid of the sandbox user (owns /workspace)
 	live   *os.File
 	cg     *cgroup.Cgroup
 	limits cgroup.Limits
@@ -43,15 +44,33 @@ type proc struct {
 // newProc allocates a uid slot, a liveness lock and a cgroup with limits l,
 // and clones init into fresh namespaces. On v2 init starts in its cgroup
 // (CLONE_INTO_CGROUP); on v1 it must still be placed.
-func (e *Engine) newProc(name string, l cgroup.Limits) (_ *proc, err error) {
+//
+// With zb set, the init is a zygote's: it maps root to the block's first id
+// and the zygote's child ids (zygoteChildIDs...) to the rest of the block,
+// and takes no uid slot.
+func (e *Engine) newProc(name string, l cgroup.Limits, zb *zygoteBlock) (_ *proc, err error) {
 	p := &proc{name: name, limits: l}
 	defer func() {
 		if err != nil {
 			p.destroy()
 		}
 	}()
-	if p.slot, err = e.uids.acquire(); err != nil {
-		return nil, err
+	var uids []syscall.SysProcIDMap
+	if zb != nil {
+		p.owner = zb.rootID()
+		uids = []syscall.SysProcIDMap{
+			{ContainerID: 0, HostID: zb.rootID(), Size: 1},
+			{ContainerID: zygoteChildIDs, HostID: zb.childID(0), Size: MaxZygoteChildren},
+		}
+	} else {
+		if p.slot, err = e.uids.acquire(); err != nil {
+			return nil, err
+		}
+		p.owner = p.slot.userID()
+		uids = []syscall.SysProcIDMap{
+			{ContainerID: 0, HostID: p.slot.rootID(), Size: 1},
+			{ContainerID: SandboxUID, HostID: p.slot.userID(), Size: 1},
+		}
 	}
 	if p.live, err = lockFile(livenessLock(name)); err != nil {
 		return nil, fmt.Errorf("liveness lock: %w", err)
@@ -117,14 +136,9 @@ func (e *Engine) newProc(name string, l cgroup.Limits) (_ *proc, err error) {
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
 				syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
-			UidMappings: []syscall.SysProcIDMap{
-				{ContainerID: 0, HostID: p.slot.rootID(), Size: 1},
-				{ContainerID: SandboxUID, HostID: p.slot.userID(), Size: 1},
-			},
-			GidMappings: []syscall.SysProcIDMap{
-				{ContainerID: 0, HostID: p.slot.rootID(), Size: 1},
-				{ContainerID: SandboxGID, HostID: p.slot.userID(), Size: 1},
-			},
+			// Sandbox uid and gid have the same host id.
+			UidMappings: uids,
+			GidMappings: uids,
 			GidMappingsEnableSetgroups: true,
 			Credential:                 &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}},
 			Setsid:                     true,
@@ -244,7 +258,7 @@ func (s *spares) refill() {
 		case <-s.kick:
 		}
 		for len(s.ready) < cap(s.ready) && s.ctx.Err() == nil {
-			p, err := s.e.newProc("sp-"+NewID(), lim)
+			p, err := s.e.newProc("sp-"+NewID(), lim, nil)
 			if err == nil {
 				err = p.place()
 			}

@@ -35,7 +35,9 @@ type Sandbox struct {
 	cleanup []func()
 
 	cmd     *exec.Cmd
-	spare   bool // the run took a spare init
+	zc      *zygoteChild // a zygote's child, instead of cmd
+	zygote  *zygoteBlock // this sandbox is a zygote, with this id block
+	spare   bool         // the run took a spare init
 	started time.Time
 	stdout  *capture
 	stderr  *capture
@@ -57,7 +59,12 @@ type Sandbox struct {
 func (s *Sandbox) ID() string { return s.spec.ID }
 
 // Pid is the host pid of the sandbox's main process.
-func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
+func (s *Sandbox) Pid() int {
+	if s.zc != nil {
+		return s.zc.pid
+	}
+	return s.cmd.Process.Pid
+}
 
 // Control is the engine's end of the control socket (fd 3 of the command)
 // when the spec asked for one, else nil. It is closed by Wait.
@@ -81,6 +88,9 @@ func (s *Sandbox) Output() (stdout, stderr []byte, stdoutTotal, stderrTotal int6
 // receives signals it has a handler for, e.g. Python's SIGINT ->
 // KeyboardInterrupt). Use Kill to end the sandbox.
 func (s *Sandbox) Signal(sig syscall.Signal) error {
+	if s.zc != nil {
+		return s.zc.signal(sig)
+	}
 	return s.cmd.Process.Signal(sig)
 }
 
@@ -127,11 +137,16 @@ func (e *Engine) Run(ctx context.Context, spec Spec) (*Result, error) {
 // command has been exec'd. The deadline (Limits.Timeout) counts from here;
 // cancelling ctx kills the sandbox. Call Wait to collect the result and tear
 // the sandbox down.
-func (e *Engine) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) {
+func (e *Engine) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
+	return e.start(ctx, spec, nil)
+}
+
+// start is Start; with zb set the sandbox is a zygote's (newProc).
+func (e *Engine) start(ctx context.Context, spec Spec, zb *zygoteBlock) (_ *Sandbox, err error) {
 	if err := e.validate(&spec); err != nil {
 		return nil, err
 	}
-	s := &Sandbox{spec: spec, limits: spec.Limits.WithDefaults(), log: e.log.With("run", spec.ID), done: make(chan struct{})}
+	s := &Sandbox{spec: spec, limits: spec.Limits.WithDefaults(), log: e.log.With("run", spec.ID), done: make(chan struct{}), zygote: zb}
 	defer func() {
 		if err != nil {
 			s.teardown()
@@ -150,7 +165,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) {
 // proc returns a spare init with the run's limits, or a new one (cold).
 func (e *Engine) proc(s *Sandbox) (*proc, error) {
 	lim := cgroup.Limits{MemoryBytes: s.limits.MemoryBytes, Pids: s.limits.Pids, CPUs: s.limits.CPUs}
-	if e.spares != nil {
+	if e.spares != nil && s.zygote == nil {
 		if p := e.spares.take(); p != nil {
 			if p.limits == lim {
 				s.spare = true
@@ -164,13 +179,20 @@ func (e *Engine) proc(s *Sandbox) (*proc, error) {
 			p.destroy()
 		}
 	}
-	return e.newProc(s.spec.ID, lim)
+	return e.newProc(s.spec.ID, lim, s.zygote)
 }
 
 func (e *Engine) initConfig(s *Sandbox, env []string) sandboxinit.Config {
 	prog := s.spec.Seccomp
 	if prog == nil {
 		prog = e.cfg.Seccomp
+	}
+	masked, ro, fsize := e.masked, e.ro, uint64(s.limits.DiskBytes)
+	if s.zygote != nil {
+		// Children mount their own /proc, which the kernel allows only
+		// where a fully visible one exists; they apply the masks and the
+		// filter themselves, and set their own (lower) file size limit.
+		masked, ro, prog, fsize = nil, nil, nil, unix.RLIM_INFINITY
 	}
 	return sandboxinit.Config{
 		Rootfs:     s.spec.RootfsDir,
@@ -179,14 +201,15 @@ func (e *Engine) initConfig(s *Sandbox, env []string) sandboxinit.Config {
 		Hostname:   "sandbox",
 		TmpBytes:   s.limits.DiskBytes,
 		NoFile:     1024,
-		FSizeBytes: uint64(s.limits.DiskBytes),
+		FSizeBytes: fsize,
 		UID:        SandboxUID,
 		GID:        SandboxGID,
-		Masked:     e.masked,
-		ReadOnly:   e.ro,
+		Masked:     masked,
+		ReadOnly:   ro,
 		Seccomp:    prog,
 		CgroupNS:   s.cg.CloneFD() < 0,
 		Control:    s.spec.Control,
+		Zygote:     s.zygote != nil,
 	}
 }
 
@@ -202,7 +225,7 @@ func (e *Engine) spawn(ctx context.Context, s *Sandbox, env []string) error {
 	s.cleanup = append(s.cleanup, p.destroy)
 	s.started = time.Now()
 
-	ws, err := newWorkspace(s.limits.DiskBytes, p.slot.userID(), p.slot.userID())
+	ws, err := newWorkspace(s.limits.DiskBytes, p.owner, p.owner)
 	if err != nil {
 		return err
 	}
@@ -232,14 +255,9 @@ func (e *Engine) spawn(ctx context.Context, s *Sandbox, env []string) error {
 	if s.spec.Control {
 		s.control = p.control
 	}
-	s.stdout = &capture{limit: s.limits.OutputBytes, live: s.spec.Stdout, stream: s.spec.StreamOutput, onOverflow: func() { s.Kill(StatusOutputLimit) }}
-	s.stderr = &capture{limit: s.limits.OutputBytes, live: s.spec.Stderr, stream: s.spec.StreamOutput, onOverflow: func() { s.Kill(StatusOutputLimit) }}
-	s.readers.Add(2)
-	go func() { defer s.readers.Done(); io.Copy(s.stdout, p.outR) }()
-	go func() { defer s.readers.Done(); io.Copy(s.stderr, p.errOutR) }()
 	inW := p.inW
 	p.inW = nil // feedStdin closes it
-	go feedStdin(inW, s.spec.Stdin)
+	s.startIO(p.outR, p.errOutR, inW)
 
 	// EOF on the error pipe without a message means the exec happened.
 	initMsg, _ := io.ReadAll(p.errR)
@@ -254,8 +272,7 @@ func (e *Engine) spawn(ctx context.Context, s *Sandbox, env []string) error {
 		// Like a shell: the run happened, the command did not exist.
 		s.stderr.Write([]byte("nsbox: " + msg + "\n"))
 	}
-	s.timer = time.AfterFunc(s.limits.Timeout, func() { s.Kill(StatusTimeout) })
-	s.stopCtx = context.AfterFunc(ctx, func() { s.Kill(StatusKilled) })
+	s.arm(ctx)
 	go func() {
 		// Wait on the process without reaping it, so Done fires even
 		// before anyone calls Wait.
@@ -269,6 +286,23 @@ func (e *Engine) spawn(ctx context.Context, s *Sandbox, env []string) error {
 		close(s.done)
 	}()
 	return nil
+}
+
+// startIO copies the command's output into the captures and feeds its
+// stdin (closing inW at the end of it).
+func (s *Sandbox) startIO(outR, errR, inW *os.File) {
+	s.stdout = &capture{limit: s.limits.OutputBytes, live: s.spec.Stdout, stream: s.spec.StreamOutput, onOverflow: func() { s.Kill(StatusOutputLimit) }}
+	s.stderr = &capture{limit: s.limits.OutputBytes, live: s.spec.Stderr, stream: s.spec.StreamOutput, onOverflow: func() { s.Kill(StatusOutputLimit) }}
+	s.readers.Add(2)
+	go func() { defer s.readers.Done(); io.Copy(s.stdout, outR) }()
+	go func() { defer s.readers.Done(); io.Copy(s.stderr, errR) }()
+	go feedStdin(inW, s.spec.Stdin)
+}
+
+// arm starts the run's deadline and ties it to ctx.
+func (s *Sandbox) arm(ctx context.Context) {
+	s.timer = time.AfterFunc(s.limits.Timeout, func() { s.Kill(StatusTimeout) })
+	s.stopCtx = context.AfterFunc(ctx, func() { s.Kill(StatusKilled) })
 }
 
 // initFailed explains a dead init by its own error message when it left one.
@@ -293,7 +327,18 @@ func (s *Sandbox) Wait() (*Result, error) {
 }
 
 func (s *Sandbox) wait() (*Result, error) {
-	waitErr := s.cmd.Wait()
+	var ws syscall.WaitStatus
+	exited := true
+	if s.zc != nil {
+		<-s.done
+		ws = s.zc.waitStatus()
+	} else {
+		s.cmd.Wait()
+		exited = false
+		if ps := s.cmd.ProcessState; ps != nil {
+			ws, exited = ps.Sys().(syscall.WaitStatus)
+		}
+	}
 	wall := time.Since(s.started)
 	s.timer.Stop()
 	s.stopCtx()
@@ -314,7 +359,10 @@ func (s *Sandbox) wait() (*Result, error) {
 	s.mu.Lock()
 	verdict := s.verdict
 	s.mu.Unlock()
-	res.ExitCode, res.Signal = exitStatus(s.cmd.ProcessState, waitErr)
+	res.ExitCode, res.Signal = exitStatus(ws)
+	if !exited {
+		res.ExitCode = -1
+	}
 	switch {
 	case verdict == StatusTimeout && st.OOMKills > 0:
 		res.Status = StatusOOM
@@ -353,14 +401,7 @@ func feedStdin(w *os.File, r io.Reader) {
 	}
 }
 
-func exitStatus(ps *os.ProcessState, waitErr error) (code int, signal string) {
-	if ps == nil {
-		return -1, ""
-	}
-	ws, ok := ps.Sys().(syscall.WaitStatus)
-	if !ok {
-		return ps.ExitCode(), ""
-	}
+func exitStatus(ws syscall.WaitStatus) (code int, signal string) {
 	if ws.Signaled() {
 		return 128 + int(ws.Signal()), unix.SignalName(ws.Signal())
 	}

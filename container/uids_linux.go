@@ -73,3 +73,47 @@ func lockFile(path string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// Zygotes take their ids from a range of their own, a block of
+// zygoteBlockIDs per zygote: the block's first id is the zygote's root and
+// the rest are its children's sandbox users, one per live child. A block is
+// held by an exclusive flock on <LockDir>/zygote-uid-<b>.lock.
+const (
+	ZygoteUIDBase  = 0x60000000 // 1610612736
+	ZygoteBlocks   = 1 << 12
+	zygoteBlockIDs = 1024
+	// MaxZygoteChildren is the most children one zygote can have alive.
+	MaxZygoteChildren = zygoteBlockIDs - 1
+	// zygoteChildIDs is where the children's ids start inside the
+	// zygote's user namespace (zygote.py's ZYGOTE_UID_BASE).
+	zygoteChildIDs = 100000
+)
+
+type zygoteBlock struct {
+	n    int
+	lock *os.File
+}
+
+func (b *zygoteBlock) rootID() int       { return ZygoteUIDBase + zygoteBlockIDs*b.n }
+func (b *zygoteBlock) childID(i int) int { return b.rootID() + 1 + i }
+
+func (b *zygoteBlock) release() {
+	if b.lock != nil {
+		b.lock.Close()
+		b.lock = nil
+	}
+}
+
+func (a *uidAllocator) acquireZygoteBlock() (*zygoteBlock, error) {
+	for n := range ZygoteBlocks {
+		f, err := lockFile(filepath.Join(a.dir, fmt.Sprintf("zygote-uid-%d.lock", n)))
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &zygoteBlock{n: n, lock: f}, nil
+	}
+	return nil, ErrNoUIDs
+}

@@ -55,6 +55,10 @@ type Config struct {
 	Seccomp    []byte   `json:"seccomp"`
 	CgroupNS   bool     `json:"cgroupns"` // unshare a cgroup namespace after placement
 	Control    bool     `json:"control"`
+	// Zygote keeps the command root in its user namespace, with its
+	// capabilities and without a seccomp filter: a zygote writes its
+	// children's id maps, and each child applies the filter itself.
+	Zygote bool `json:"zygote,omitempty"`
 }
 
 // MaybeRun runs the sandbox init when this process was started as one, and
@@ -120,8 +124,10 @@ func runInit() error {
 	if err != nil {
 		return err
 	}
-	if err := dropPrivileges(cfg.UID, cfg.GID); err != nil {
-		return err
+	if !cfg.Zygote {
+		if err := dropPrivileges(cfg.UID, cfg.GID); err != nil {
+			return err
+		}
 	}
 	if err := unix.Chdir("/workspace"); err != nil {
 		return fmt.Errorf("chdir /workspace: %w", err)
@@ -138,8 +144,10 @@ func runInit() error {
 	if err := unix.CloseRange(first, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("close_range: %w", err)
 	}
-	if err := filter.Install(cfg.Seccomp); err != nil {
-		return fmt.Errorf("install seccomp filter: %w", err)
+	if !cfg.Zygote {
+		if err := filter.Install(cfg.Seccomp); err != nil {
+			return fmt.Errorf("install seccomp filter: %w", err)
+		}
 	}
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
 	return fmt.Errorf("exec %s: %w", cfg.Argv[0], err)
