@@ -137,8 +137,8 @@ func (e *Engine) newProc(name string, l cgroup.Limits, zb *zygoteBlock) (_ *proc
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
 				syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
 			// Sandbox uid and gid have the same host id.
-			UidMappings: uids,
-			GidMappings: uids,
+			UidMappings:                uids,
+			GidMappings:                uids,
 			GidMappingsEnableSetgroups: true,
 			Credential:                 &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}},
 			Setsid:                     true,

@@ -86,11 +86,11 @@ type Zygote struct {
 	forkMu sync.Mutex // one fork request at a time
 
 	mu       sync.Mutex
-	free     []int                 // free child slots
-	children map[int]*zygoteChild  // by pid in the zygote's pid namespace
-	pending  *zygoteChild          // the fork in flight
-	replies  chan zygoteReply      // replies to fork requests
-	dead     chan struct{}         // closed when the zygote is gone
+	free     []int                // free child slots
+	children map[int]*zygoteChild // by pid in the zygote's pid namespace
+	pending  *zygoteChild         // the fork in flight
+	replies  chan zygoteReply     // replies to fork requests
+	dead     chan struct{}        // closed when the zygote is gone
 	deadOnce sync.Once
 
 	forks atomic.Uint64
