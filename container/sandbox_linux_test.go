@@ -22,7 +22,7 @@ fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
 line = s.makefile().readline()
 s.sendall(("echo:" + line.strip() + " fds:" + ",".join(map(str, fds)) + "\n").encode())
 `
-	sb, err := e.Start(context.Background(), Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"python3", "-c", code}, Control: true})
+	sb, err := startSpec(t, context.Background(), e, Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"python3", "-c", code}, Control: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ sys.stdin.readline()
 print(open("uploaded.txt").read())
 `
 	stdinR, stdinW := ioPipe(t)
-	sb, err := e.Start(context.Background(), Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"python3", "-c", code}, Stdin: stdinR})
+	sb, err := startSpec(t, context.Background(), e, Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"python3", "-c", code}, Stdin: stdinR})
 	if err != nil {
 		t.Fatal(err)
 	}

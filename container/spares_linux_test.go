@@ -36,6 +36,22 @@ func TestIsolationWithStandaloneInit(t *testing.T) {
 	}
 }
 
+// The same suite with every Python run forked by a zygote (a
+// pre-started interpreter): each child must end up exactly as isolated and
+// limited as a cold run. Commands other than python3 -c (shell, missing
+// commands) still run on the engine; the sealed-init test is about the
+// engine's init and does not apply.
+func TestIsolationWithZygote(t *testing.T) {
+	testZygote = true
+	defer func() { testZygote = false }()
+	for _, tc := range isolationSuite() {
+		if tc.name == "InitRunsFromASealedCopy" {
+			continue
+		}
+		t.Run(tc.name, tc.fn)
+	}
+}
+
 type namedTest struct {
 	name string
 	fn   func(*testing.T)

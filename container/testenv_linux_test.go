@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,11 @@ var testSpares int
 // testInitBinary, when set, is the standalone init (cmd/nsbox-init) the
 // engines of TestIsolationWithStandaloneInit exec instead of this binary.
 var testInitBinary string
+
+// testZygote, when true, makes runSpec and startSpec run Python commands
+// on a zygote started for the test (TestIsolationWithZygote), and check at
+// cleanup that the test's runs were forked by it.
+var testZygote bool
 
 // newTestEngine returns an engine whose cgroups live under a name unique to
 // this test process, and checks at cleanup that nothing of it remains.
@@ -82,7 +88,11 @@ func runSpec(t testing.TB, e *Engine, spec Spec, tweak ...func(*Spec)) *Result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := e.Run(ctx, spec)
+	sb, err := startSpec(t, ctx, e, spec)
+	var res *Result
+	if err == nil {
+		res, err = sb.Wait()
+	}
 	if err != nil {
 		t.Fatalf("Run(%q): %v", spec.Argv, err)
 	}
@@ -96,3 +106,41 @@ func mustOK(t testing.TB, res *Result) string {
 	}
 	return strings.TrimSpace(string(res.Stdout))
 }
+
+// startSpec is e.Start, or with testZygote a zygote's Start for Python
+// commands (python3 -c CODE runs as python3 -I -c CODE there).
+func startSpec(t testing.TB, ctx context.Context, e *Engine, spec Spec) (*Sandbox, error) {
+	t.Helper()
+	if testZygote && len(spec.Argv) >= 3 && spec.Argv[0] == "python3" && spec.Argv[1] == "-c" {
+		spec.Argv = append([]string{"python3", "-I"}, spec.Argv[1:]...)
+		return zygoteFor(t, e, spec.RootfsDir).Start(ctx, spec)
+	}
+	return e.Start(ctx, spec)
+}
+
+// zygoteFor returns the test's zygote on rootfs dir, started on first use;
+// at cleanup it checks that the zygote forked something.
+func zygoteFor(t testing.TB, e *Engine, dir string) *Zygote {
+	t.Helper()
+	testZygotesMu.Lock()
+	defer testZygotesMu.Unlock()
+	if z := testZygotes[e]; z != nil {
+		return z
+	}
+	z := newTestZygote(t, e, dir)
+	t.Cleanup(func() {
+		if z.Forks() == 0 && !t.Skipped() {
+			t.Error("no run was forked by the zygote")
+		}
+		testZygotesMu.Lock()
+		delete(testZygotes, e)
+		testZygotesMu.Unlock()
+	})
+	testZygotes[e] = z
+	return z
+}
+
+var (
+	testZygotesMu sync.Mutex
+	testZygotes   = map[*Engine]*Zygote{}
+)

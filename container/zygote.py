@@ -191,6 +191,7 @@ def _child(req, run, fds):
         for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
             signal.signal(s, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.setsid()  # a session of its own, no controlling terminal
         step = 'stdio'
         for i, fd in enumerate(fds[1:4]):
             os.dup2(fd, i)
