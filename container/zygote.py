@@ -365,6 +365,11 @@ def main():
             importlib.import_module(m)
         except Exception:
             skipped.append(m)
+    prelude = cfg.get('prelude')
+    if prelude:  # the operator's, never a run's
+        mod = types.ModuleType('_nsbox_prelude')
+        sys.modules[mod.__name__] = mod
+        exec(compile(prelude, '<nsbox-prelude>', 'exec'), mod.__dict__)
     gc.collect()
     gc.freeze()  # children share these pages; keep the collector off them
 

@@ -51,6 +51,10 @@ type ZygoteConfig struct {
 	// Modules are imported once, in the zygote. Those that fail to import
 	// are skipped (Zygote.Skipped).
 	Modules []string
+	// Prelude is Python run once in the zygote after the imports, as module
+	// _nsbox_prelude (e.g. to warm a cache). It is the operator's code and
+	// must never come from a run: every child inherits what it leaves.
+	Prelude string
 	// Env holds extra KEY=VALUE pairs for the zygote's own imports (e.g. a
 	// matplotlib backend). Children get their run's environment instead.
 	// The zygote's numeric libraries always start single-threaded.
@@ -155,7 +159,7 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 			return nil, fmt.Errorf("%w: zygote module %q is not a module name", ErrInvalidSpec, m)
 		}
 	}
-	zcfg, err := json.Marshal(map[string]any{"modules": cfg.Modules, "slots": cfg.Children, "user_id": SandboxUID})
+	zcfg, err := json.Marshal(map[string]any{"modules": cfg.Modules, "prelude": cfg.Prelude, "slots": cfg.Children, "user_id": SandboxUID})
 	if err != nil {
 		return nil, err
 	}
@@ -698,15 +702,15 @@ func (c *zygoteChild) verify(z *Zygote) error {
 		return err
 	}
 	id := fmt.Sprint(c.hostID)
-	want := map[string]string{
-		"Uid": id + " " + id + " " + id + " " + id, "Gid": id + " " + id + " " + id + " " + id,
-		"CapInh": "0000000000000000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000",
-		"CapBnd": "0000000000000000", "CapAmb": "0000000000000000",
-		"NoNewPrivs": "1", "Seccomp": "2", "Threads": "1", "Groups": "",
-	}
-	for k, v := range want {
-		if got := strings.Join(strings.Fields(st[k]), " "); got != v {
-			return fmt.Errorf("%s is %q, want %q", k, got, v)
+	ids := id + " " + id + " " + id + " " + id
+	const none = "0000000000000000"
+	for _, w := range [...][2]string{
+		{"Uid", ids}, {"Gid", ids}, {"Groups", ""},
+		{"CapInh", none}, {"CapPrm", none}, {"CapEff", none}, {"CapBnd", none}, {"CapAmb", none},
+		{"Seccomp", "2"}, {"NoNewPrivs", "1"}, {"Threads", "1"},
+	} {
+		if got := strings.Join(strings.Fields(st[w[0]]), " "); got != w[1] {
+			return fmt.Errorf("%s is %q, want %q", w[0], got, w[1])
 		}
 	}
 	for _, f := range []string{"uid_map", "gid_map"} {

@@ -2,6 +2,10 @@ package container
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,12 +17,20 @@ import (
 // at cleanup, after checking it never left a child behind.
 func newTestZygote(t testing.TB, e *Engine, dir string, modules ...string) *Zygote {
 	t.Helper()
-	if dir == "" {
-		dir = testenv.Rootfs(t)
+	return newTestZygoteConfig(t, e, ZygoteConfig{RootfsDir: dir, Modules: modules})
+}
+
+func newTestZygoteConfig(t testing.TB, e *Engine, cfg ZygoteConfig) *Zygote {
+	t.Helper()
+	if cfg.RootfsDir == "" {
+		cfg.RootfsDir = testenv.Rootfs(t)
+	}
+	if cfg.Children == 0 {
+		cfg.Children = 8
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	z, err := e.StartZygote(ctx, ZygoteConfig{RootfsDir: dir, Modules: modules, Children: 8})
+	z, err := e.StartZygote(ctx, cfg)
 	if err != nil {
 		t.Fatalf("StartZygote: %v", err)
 	}
@@ -54,5 +66,201 @@ func TestZygoteRunsPython(t *testing.T) {
 	}
 	if res.Status != StatusExitNonzero || res.ExitCode != 3 || strings.TrimSpace(string(res.Stderr)) != "x" {
 		t.Errorf("exit 3: %+v", res)
+	}
+}
+
+// Two live children of one zygote share nothing: every namespace, the host
+// uid and the cgroup differ, from each other and from the zygote. Inside,
+// neither sees the other or the zygote: signals give ESRCH, ptrace and a
+// new user namespace are refused.
+func TestZygoteChildrenAreIsolated(t *testing.T) {
+	e := newTestEngine(t)
+	z := newTestZygote(t, e, "")
+	code := fmt.Sprintf(`
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def err(r):
+    return "ok" if r != -1 else errno.errorcode[ctypes.get_errno()]
+zygote, other = %d, int(sys.stdin.readline())
+def kill(pid):
+    try:
+        os.kill(pid, 0); return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+print("pids", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
+print("kill_zygote", kill(zygote), "kill_zygote_ns_pid", kill(2), "kill_other", kill(other))
+print("ptrace_zygote", err(libc.ptrace(16, zygote, 0, 0)))
+print("unshare_user", err(libc.unshare(0x10000000)))
+print("setns", err(libc.setns(0, 0)))
+`, z.Pid())
+	start := func() (*Sandbox, *io.PipeWriter) {
+		r, w := io.Pipe()
+		sb, err := z.Start(context.Background(), Spec{RootfsDir: z.RootfsDir(), Argv: zyPy(code), Stdin: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sb, w
+	}
+	a, aIn := start()
+	b, bIn := start()
+	// Both alive: compare them from the host.
+	nsA, err := readNamespaces(fmt.Sprint(a.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsB, err := readNamespaces(fmt.Sprint(b.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range namespaceKinds {
+		if nsA[k] == nsB[k] || nsA[k] == z.ns[k] || nsB[k] == z.ns[k] {
+			t.Errorf("%s namespace shared: a %s b %s zygote %s", k, nsA[k], nsB[k], z.ns[k])
+		}
+	}
+	stA, _ := readStatus(a.Pid())
+	stB, _ := readStatus(b.Pid())
+	stZ, _ := readStatus(z.Pid())
+	if stA["Uid"] == stB["Uid"] || stA["Uid"] == stZ["Uid"] || stB["Uid"] == stZ["Uid"] {
+		t.Errorf("host uids not distinct: a %q b %q zygote %q", stA["Uid"], stB["Uid"], stZ["Uid"])
+	}
+	cgA, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", a.Pid()))
+	cgB, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", b.Pid()))
+	if !strings.Contains(string(cgA), "/"+a.ID()+"\n") || !strings.Contains(string(cgB), "/"+b.ID()+"\n") || string(cgA) == string(cgB) {
+		t.Errorf("cgroups:\na %s\nb %s", cgA, cgB)
+	}
+	fmt.Fprintf(aIn, "%d\n", b.Pid())
+	fmt.Fprintf(bIn, "%d\n", a.Pid())
+	for _, sb := range []*Sandbox{a, b} {
+		res, err := sb.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := mustOK(t, res)
+		for _, want := range []string{"pids [1]", "kill_zygote ESRCH kill_zygote_ns_pid ESRCH kill_other ESRCH",
+			"ptrace_zygote EPERM", "unshare_user EPERM", "setns EPERM"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("missing %q in:\n%s", want, out)
+			}
+		}
+	}
+}
+
+// The engine verifies every child from the host before it runs anything:
+// a child that skipped its seccomp filter is refused, killed and removed,
+// and the code it was given never runs.
+func TestZygoteVerificationRefusesAChildWithoutSeccomp(t *testing.T) {
+	e := newTestEngine(t)
+	z := newTestZygote(t, e, "")
+	z.testSkip = "seccomp"
+	marker := "zygote-unverified-" + NewID()
+	_, err := z.Run(context.Background(), Spec{RootfsDir: z.RootfsDir(), Argv: zyPy("import time; time.sleep(30) # " + marker)})
+	if err == nil || !strings.Contains(err.Error(), "verification failed") || !strings.Contains(err.Error(), "Seccomp") {
+		t.Fatalf("err = %v, want a verification failure naming Seccomp", err)
+	}
+	assertNoProcess(t, marker)
+	z.testSkip = ""
+	if got := mustOK(t, runOn(t, z, "print('fine')")); got != "fine" {
+		t.Errorf("next run: %q", got)
+	}
+}
+
+func runOn(t testing.TB, z *Zygote, code string, tweak ...func(*Spec)) *Result {
+	t.Helper()
+	spec := Spec{RootfsDir: z.RootfsDir(), Argv: zyPy(code)}
+	for _, f := range tweak {
+		f(&spec)
+	}
+	res, err := z.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// Copy-on-write memory is charged to whoever writes it: a child that only
+// reads the zygote's 64 MiB stays small in its own cgroup; one that writes
+// every page of it is charged for all of it.
+func TestZygoteCopyOnWriteAccounting(t *testing.T) {
+	e := newTestEngine(t)
+	z := newTestZygoteConfig(t, e, ZygoteConfig{Prelude: "BIG = bytearray(b'\\x01') * (64 << 20)"})
+	lim := func(s *Spec) { s.Limits.MemoryBytes = 256 << 20 }
+	read := runOn(t, z, "import sys; big = sys.modules['_nsbox_prelude'].BIG; print(big.count(b'\\x01'))", lim)
+	if got := mustOK(t, read); got != fmt.Sprint(64<<20) {
+		t.Fatalf("read: %q", got)
+	}
+	write := runOn(t, z, "import sys; big = sys.modules['_nsbox_prelude'].BIG; big[::4096] = b'\\x02' * len(range(0, len(big), 4096)); print(big.count(b'\\x02'))", lim)
+	if got := mustOK(t, write); got != fmt.Sprint(64<<20/4096) {
+		t.Fatalf("write: %q", got)
+	}
+	t.Logf("peak memory: reader %.1f MiB, writer %.1f MiB", float64(read.MemoryPeakBytes)/(1<<20), float64(write.MemoryPeakBytes)/(1<<20))
+	if read.MemoryPeakBytes <= 0 || read.MemoryPeakBytes > 16<<20 {
+		t.Errorf("a reading child was charged %d bytes; want under 16 MiB", read.MemoryPeakBytes)
+	}
+	if write.MemoryPeakBytes < 64<<20 {
+		t.Errorf("a writing child was charged %d bytes; want at least 64 MiB", write.MemoryPeakBytes)
+	}
+	// A writer past its limit is killed by it, like any run.
+	oom := runOn(t, z, "import sys; big = sys.modules['_nsbox_prelude'].BIG; big[::4096] = b'\\x02' * len(range(0, len(big), 4096))", func(s *Spec) { s.Limits.MemoryBytes = 32 << 20 })
+	if oom.Status != StatusOOM {
+		t.Errorf("writing 64 MiB under a 32 MiB limit: status %s", oom.Status)
+	}
+}
+
+// Children do not share random state: Python's and numpy's generators are
+// reseeded in each.
+func TestZygoteChildrenGetFreshRandomState(t *testing.T) {
+	e := newTestEngine(t)
+	z := newTestZygote(t, e, testenv.DataSciRootfs(t), "numpy", "random")
+	code := "import random, numpy; print(random.random(), numpy.random.rand())"
+	a := mustOK(t, runOn(t, z, code))
+	b := mustOK(t, runOn(t, z, code))
+	fa, fb := strings.Fields(a), strings.Fields(b)
+	if len(fa) != 2 || len(fb) != 2 || fa[0] == fb[0] || fa[1] == fb[1] {
+		t.Errorf("two children drew %q and %q", a, b)
+	}
+}
+
+// Specs the zygote cannot run are refused with ErrZygoteUnsuitable, and a
+// closed zygote refuses with ErrZygoteDead; nothing is left behind.
+func TestZygoteRefuses(t *testing.T) {
+	e := newTestEngine(t)
+	z := newTestZygote(t, e, "")
+	for _, spec := range []Spec{
+		{RootfsDir: z.RootfsDir(), Argv: []string{"sh", "-c", "true"}},
+		{RootfsDir: z.RootfsDir(), Argv: []string{"python3", "-c", "print(1)"}},
+		{RootfsDir: t.TempDir(), Argv: zyPy("print(1)")},
+	} {
+		if _, err := z.Run(context.Background(), spec); !errors.Is(err, ErrZygoteUnsuitable) && !errors.Is(err, ErrInvalidSpec) {
+			t.Errorf("%v: err = %v", spec.Argv, err)
+		}
+	}
+	z2 := newTestZygote(t, e, "")
+	z2.Close()
+	if _, err := z2.Run(context.Background(), Spec{RootfsDir: z2.RootfsDir(), Argv: zyPy("print(1)")}); !errors.Is(err, ErrZygoteDead) {
+		t.Errorf("closed zygote: err = %v", err)
+	}
+}
+
+// When the zygote dies, its live children die with it, and their
+// sandboxes report it.
+func TestZygoteDeathKillsItsChildren(t *testing.T) {
+	e := newTestEngine(t)
+	z := newTestZygote(t, e, "")
+	sb, err := z.Start(context.Background(), Spec{RootfsDir: z.RootfsDir(), Argv: zyPy("import time; time.sleep(60)")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z.sb.Kill(StatusKilled)
+	select {
+	case <-z.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("zygote not reported dead")
+	}
+	res, err := sb.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusKilled {
+		t.Errorf("child of a dead zygote: status %s", res.Status)
 	}
 }
