@@ -288,6 +288,9 @@ func (z *Zygote) Close() error {
 	return err
 }
 
+// Kill kills the zygote at once; its children die with it.
+func (z *Zygote) Kill() { z.sb.Kill(StatusKilled) }
+
 // ErrZygoteUnsuitable reports a spec a zygote cannot run: another rootfs,
 // or a command that is not `python3 [-I] -c CODE [ARGS...]`. Run it on the
 // engine instead.

@@ -325,3 +325,8 @@ func (r *Runner) Kill(v container.Status) (*container.Result, error) {
 	r.sb.Kill(v)
 	return r.sb.Wait()
 }
+
+// ZygoteEnv is the environment a zygote that will fork runners must import
+// its modules with: matplotlib then resolves its backend to the runner's
+// own (which captures plt.show()) on first use in each child.
+func ZygoteEnv() []string { return []string{"MPLBACKEND=module://nsbox_mpl_backend"} }

@@ -1,0 +1,303 @@
+// Package zygote keeps one zygote per configured rootfs (a Python
+// interpreter in a sandbox of its own that has imported the data-science
+// stack once) and routes every Python run it can to a child of it: the
+// child starts with pandas, matplotlib and the rest already imported, in
+// fresh namespaces, its own cgroup and uid, verified by the engine before
+// it runs anything.
+//
+// A Set is a runner.Starter. Runs it cannot route (other rootfs, commands
+// other than python3 -I -c, a zygote that is down, full or whose child
+// failed verification) start on the engine as before. A zygote that dies is
+// restarted with backoff.
+package zygote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nsbox/nsbox/container"
+)
+
+// DefaultModules is what a zygote imports unless configured otherwise: the
+// data-science stack, each when the rootfs has it.
+func DefaultModules() []string {
+	return []string{"numpy", "pandas", "matplotlib", "matplotlib.pyplot", "scipy", "sklearn"}
+}
+
+// Backoff bounds between failed zygote starts.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 30 * time.Second
+)
+
+// Profile is one zygote.
+type Profile struct {
+	// Rootfs is the rootfs name (Config.Acquire resolves it).
+	Rootfs string
+	// Modules are imported in the zygote. When none of them imports (a
+	// rootfs without the stack), the zygote is not kept: plain runs are
+	// as fast there.
+	Modules []string
+	// Children, MemoryBytes and HugePages are container.ZygoteConfig's.
+	Children    int
+	MemoryBytes int64
+	HugePages   bool
+}
+
+// Config configures a Set. Engine and Acquire are required.
+type Config struct {
+	Engine   *container.Engine
+	Acquire  func(rootfs string) (dir string, release func(), err error)
+	Profiles []Profile
+	// Env is the zygotes' environment for their imports
+	// (runner.ZygoteEnv).
+	Env    []string
+	Logger *slog.Logger // nil discards
+}
+
+// Set runs the configured zygotes and routes runs to them.
+type Set struct {
+	cfg    Config
+	log    *slog.Logger
+	slots  []*slot
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// slot is one profile's zygote, restarted when it dies.
+type slot struct {
+	p     Profile
+	ready chan struct{} // closed once the first start has ended, either way
+
+	mu       sync.Mutex
+	z        *container.Zygote // nil while down
+	dir      string
+	state    string // "starting", "ready", "restarting", "unused" (no module imports), "closed"
+	lastErr  string
+	restarts uint64
+	skipped  []string
+
+	forks     atomic.Uint64 // runs routed to the zygote
+	fallbacks atomic.Uint64 // runs it should have taken that went to the engine
+}
+
+// New starts the zygotes in the background and returns at once; runs fall
+// back to the engine until a zygote is ready.
+func New(cfg Config) (*Set, error) {
+	if cfg.Engine == nil || cfg.Acquire == nil {
+		return nil, errors.New("zygote: Config.Engine and Config.Acquire are required")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Set{cfg: cfg, log: log, ctx: ctx, cancel: cancel}
+	seen := map[string]bool{}
+	for _, p := range cfg.Profiles {
+		if seen[p.Rootfs] {
+			cancel()
+			return nil, fmt.Errorf("zygote: rootfs %q configured twice", p.Rootfs)
+		}
+		seen[p.Rootfs] = true
+		sl := &slot{p: p, ready: make(chan struct{}), state: "starting"}
+		s.slots = append(s.slots, sl)
+		s.wg.Add(1)
+		go s.supervise(sl)
+	}
+	return s, nil
+}
+
+// WaitReady waits until every zygote's first start has ended (ready,
+// failed or unused) or ctx ends.
+func (s *Set) WaitReady(ctx context.Context) error {
+	for _, sl := range s.slots {
+		select {
+		case <-sl.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Close stops the zygotes (their live children die with them).
+func (s *Set) Close() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// supervise keeps sl's zygote running until the Set closes.
+func (s *Set) supervise(sl *slot) {
+	defer s.wg.Done()
+	log := s.log.With("rootfs", sl.p.Rootfs)
+	backoff := minBackoff
+	first := true
+	for s.ctx.Err() == nil {
+		t0 := time.Now()
+		z, release, err := s.start(sl.p)
+		switch {
+		case err != nil:
+			sl.set(nil, "", "restarting", err.Error(), nil)
+			log.Warn("zygote start failed; Python runs start cold meanwhile", "err", err, "retry_in", backoff)
+		case len(sl.p.Modules) > 0 && len(z.Skipped()) == len(sl.p.Modules):
+			log.Info("no zygote: the rootfs has none of its modules", "modules", strings.Join(sl.p.Modules, ","))
+			z.Close()
+			release()
+			sl.set(nil, "", "unused", "", z.Skipped())
+			if first {
+				close(sl.ready)
+			}
+			return
+		default:
+			sl.set(z, z.RootfsDir(), "ready", "", z.Skipped())
+			log.Info("zygote ready", "took", time.Since(t0).Round(time.Millisecond), "skipped", strings.Join(z.Skipped(), ","))
+			backoff = minBackoff
+		}
+		if first {
+			close(sl.ready)
+			first = false
+		}
+		if err != nil {
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+			}
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		select {
+		case <-z.Done():
+			log.Warn("zygote died; restarting it, Python runs start cold meanwhile")
+			sl.mu.Lock()
+			sl.restarts++
+			sl.mu.Unlock()
+		case <-s.ctx.Done():
+		}
+		sl.set(nil, "", "restarting", "", z.Skipped())
+		z.Close()
+		release()
+	}
+	sl.set(nil, "", "closed", "", nil)
+}
+
+func (s *Set) start(p Profile) (*container.Zygote, func(), error) {
+	dir, release, err := s.cfg.Acquire(p.Rootfs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rootfs %s: %w", p.Rootfs, err)
+	}
+	z, err := s.cfg.Engine.StartZygote(s.ctx, container.ZygoteConfig{
+		ID: "zy-" + container.NewID(), RootfsDir: dir, Modules: p.Modules, Env: s.cfg.Env,
+		Children: p.Children, MemoryBytes: p.MemoryBytes, HugePages: p.HugePages,
+	})
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return z, release, nil
+}
+
+func (sl *slot) set(z *container.Zygote, dir, state, lastErr string, skipped []string) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.z, sl.dir, sl.state = z, dir, state
+	if lastErr != "" || state == "ready" {
+		sl.lastErr = lastErr
+	}
+	if skipped != nil {
+		sl.skipped = skipped
+	}
+}
+
+// zygote returns the live zygote for spec's rootfs, if any.
+func (s *Set) zygote(spec *container.Spec) (*container.Zygote, *slot) {
+	for _, sl := range s.slots {
+		sl.mu.Lock()
+		z, dir := sl.z, sl.dir
+		sl.mu.Unlock()
+		if z != nil && dir == spec.RootfsDir {
+			return z, sl
+		}
+	}
+	return nil, nil
+}
+
+// Start runs spec on a zygote's child when one can take it, else on the
+// engine. It implements runner.Starter.
+func (s *Set) Start(ctx context.Context, spec container.Spec) (*container.Sandbox, error) {
+	if z, sl := s.zygote(&spec); z != nil && z.Suitable(&spec) == nil {
+		sb, err := z.Start(ctx, spec)
+		if err == nil {
+			sl.forks.Add(1)
+			return sb, nil
+		}
+		if errors.Is(err, container.ErrInvalidSpec) || ctx.Err() != nil {
+			return nil, err
+		}
+		sl.fallbacks.Add(1)
+		s.log.Warn("zygote could not take the run; starting it cold", "run", spec.ID, "err", err)
+	}
+	return s.cfg.Engine.Start(ctx, spec)
+}
+
+// Run is Start and Wait (for the server's one-shot runs).
+func (s *Set) Run(ctx context.Context, spec container.Spec) (*container.Result, error) {
+	sb, err := s.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return sb.Wait()
+}
+
+// Stats describes one zygote.
+type Stats struct {
+	Rootfs    string
+	State     string // starting, ready, restarting, unused, closed
+	Pid       int    // host pid while ready
+	Modules   []string
+	Skipped   []string
+	Live      int    // children alive now
+	Forks     uint64 // runs served by a child
+	Fallbacks uint64 // runs it could not take, started cold
+	Restarts  uint64
+	LastError string
+}
+
+// Stats reports every zygote's state.
+func (s *Set) Stats() []Stats {
+	out := make([]Stats, 0, len(s.slots))
+	for _, sl := range s.slots {
+		sl.mu.Lock()
+		st := Stats{Rootfs: sl.p.Rootfs, State: sl.state, Modules: slices.Clone(sl.p.Modules), Skipped: slices.Clone(sl.skipped),
+			Restarts: sl.restarts, LastError: sl.lastErr}
+		if sl.z != nil {
+			st.Pid, st.Live = sl.z.Pid(), sl.z.Live()
+		}
+		sl.mu.Unlock()
+		st.Forks, st.Fallbacks = sl.forks.Load(), sl.fallbacks.Load()
+		out = append(out, st)
+	}
+	return out
+}
+
+// kill kills the zygote of rootfs (tests of the restart path).
+func (s *Set) kill(rootfs string) bool {
+	for _, sl := range s.slots {
+		sl.mu.Lock()
+		z := sl.z
+		sl.mu.Unlock()
+		if sl.p.Rootfs == rootfs && z != nil {
+			z.Kill()
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,153 @@
+package zygote
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/internal/testenv"
+	"github.com/nsbox/nsbox/container/runner"
+)
+
+func TestMain(m *testing.M) {
+	// Sandboxes re-execute this test binary as their init.
+	container.MaybeInit()
+	os.Exit(m.Run())
+}
+
+// newSet starts a Set of one zygote on dir (named "r") and waits for it.
+func newSet(t *testing.T, dir string, modules ...string) (*Set, *container.Engine) {
+	t.Helper()
+	testenv.RequireRoot(t)
+	e, err := container.New(container.Config{RunDir: t.TempDir(), CgroupName: testenv.CgroupName()})
+	if err != nil {
+		t.Fatalf("container.New: %v", err)
+	}
+	acquire := func(name string) (string, func(), error) {
+		if name != "r" {
+			return "", nil, errors.New("no such rootfs")
+		}
+		return dir, func() {}, nil
+	}
+	s, err := New(Config{Engine: e, Acquire: acquire, Profiles: []Profile{{Rootfs: "r", Modules: modules, Children: 8, HugePages: true}}, Env: runner.ZygoteEnv()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		if left, err := e.Recover(); err != nil || left > 0 {
+			t.Errorf("left behind: %d sandboxes (%v)", left, err)
+		}
+		e.Close()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := s.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s, e
+}
+
+func exec1(t *testing.T, st runner.Starter, dir, code string) *runner.Result {
+	t.Helper()
+	ctx := context.Background()
+	r, err := runner.Start(ctx, st, container.Spec{RootfsDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res, err := r.Exec(ctx, runner.ExecRequest{Code: code, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// A Python runner on the data-science rootfs is a zygote child: it starts
+// with the stack imported, and the runner's figure capture works there
+// (plt.show() is the runner's, without a warning).
+func TestRunnerStartsFromTheZygote(t *testing.T) {
+	dir := testenv.DataSciRootfs(t)
+	s, _ := newSet(t, dir, DefaultModules()...)
+	st := s.Stats()[0]
+	if st.State != "ready" || len(st.Skipped) != 0 {
+		t.Fatalf("zygote: %+v", st)
+	}
+	res := exec1(t, s, dir, `
+import sys
+print(all(m in sys.modules for m in ["pandas", "scipy", "sklearn", "matplotlib.pyplot"]))
+import matplotlib.pyplot as plt
+plt.plot([1, 2, 3]); plt.show()
+`)
+	if res.Status != runner.StatusOK || strings.TrimSpace(string(res.Stdout)) != "True" || len(res.Stderr) != 0 {
+		t.Fatalf("cell: %s stdout %q stderr %q", res.Status, res.Stdout, res.Stderr)
+	}
+	if len(res.Figures) != 1 {
+		t.Errorf("%d figures, want the one shown", len(res.Figures))
+	}
+	if got := s.Stats()[0].Forks; got != 1 {
+		t.Errorf("forks = %d, want 1", got)
+	}
+}
+
+// When the zygote dies, runs start cold on the engine, and the zygote is
+// back (a new process) within its backoff.
+func TestZygoteRestartsAndRunsFallBack(t *testing.T) {
+	dir := testenv.Rootfs(t)
+	s, _ := newSet(t, dir, "json")
+	before := s.Stats()[0]
+	if before.State != "ready" {
+		t.Fatalf("zygote: %+v", before)
+	}
+	if !s.kill("r") {
+		t.Fatal("no zygote to kill")
+	}
+	// Until it is back, runs start cold; none fails.
+	for range 3 {
+		if res := exec1(t, s, dir, "print(1)"); res.Status != runner.StatusOK {
+			t.Fatalf("run while the zygote is down: %+v", res)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := s.Stats()[0]
+		if st.State == "ready" && st.Pid != before.Pid {
+			if st.Restarts != 1 {
+				t.Errorf("restarts = %d", st.Restarts)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("zygote not back: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	forks := s.Stats()[0].Forks
+	if res := exec1(t, s, dir, "print(1)"); res.Status != runner.StatusOK {
+		t.Fatalf("run on the new zygote: %+v", res)
+	}
+	if s.Stats()[0].Forks != forks+1 {
+		t.Error("the run after the restart was not forked by the new zygote")
+	}
+}
+
+// A rootfs with none of the modules gets no zygote; runs start as before.
+// Commands that are not python3 -I -c run on the engine.
+func TestNoZygoteWithoutTheModules(t *testing.T) {
+	dir := testenv.Rootfs(t)
+	s, _ := newSet(t, dir, "no_such_module_a", "no_such_module_b")
+	if st := s.Stats()[0]; st.State != "unused" {
+		t.Fatalf("zygote: %+v", st)
+	}
+	res, err := s.Run(context.Background(), container.Spec{RootfsDir: dir, Argv: []string{"sh", "-c", "echo hi"}})
+	if err != nil || res.Status != container.StatusOK || strings.TrimSpace(string(res.Stdout)) != "hi" {
+		t.Fatalf("shell run: %v %+v", err, res)
+	}
+	if res := exec1(t, s, dir, "print(1)"); res.Status != runner.StatusOK {
+		t.Fatalf("python run: %+v", res)
+	}
+}
