@@ -27,6 +27,28 @@ type Info struct {
 	// Pools are the warm pools of started Python runners, one per pool
 	// profile (empty when the pool is off).
 	Pools []PoolInfo `json:"pools"`
+
+	// Zygotes are the pre-imported interpreters whose children serve
+	// Python runs and sessions, one per rootfs (empty when off).
+	Zygotes []ZygoteInfo `json:"zygotes"`
+}
+
+// ZygoteInfo describes one zygote: Python runs and sessions on Rootfs are
+// forked from it while its state is "ready".
+type ZygoteInfo struct {
+	Rootfs string `json:"rootfs"`
+	// State is starting, ready, restarting, unused (the rootfs has none of
+	// the modules) or closed.
+	State   string   `json:"state"`
+	Pid     int      `json:"pid,omitempty"` // the zygote's host pid while ready
+	Modules []string `json:"modules"`
+	Skipped []string `json:"skipped,omitempty"` // modules the rootfs could not import
+
+	Live      int    `json:"live"`      // children alive now
+	Forks     uint64 `json:"forks"`     // runs and sessions served by a child
+	Fallbacks uint64 `json:"fallbacks"` // ones it could not take (started cold)
+	Restarts  uint64 `json:"restarts"`
+	LastError string `json:"last_error,omitempty"`
 }
 
 // PoolInfo describes one warm-pool profile: which runs it serves (Python

@@ -116,5 +116,6 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 		InFlight:      s.adm.inFlight(),
 		Queued:        s.adm.queued(),
 		Pools:         s.poolInfo(),
+		Zygotes:       s.zygoteInfo(),
 	})
 }

@@ -66,6 +66,10 @@ type Config struct {
 	// Pool, when set, hands out warm Python runners to matching Python
 	// runs and new sessions; the rest start cold.
 	Pool Pool
+
+	// Zygotes, when set, reports the zygotes (the Runner routes runs to
+	// them) in /v1/info and /metrics.
+	Zygotes Zygotes
 }
 
 // DefaultMaxLimits are the maxima a request may ask for unless configured.
@@ -163,6 +167,9 @@ func New(cfg Config) (*Server, error) {
 	s.metrics.gauges(s.adm)
 	if cfg.Pool != nil {
 		s.metrics.reg.MustRegister(newPoolCollector(cfg.Pool))
+	}
+	if cfg.Zygotes != nil {
+		s.metrics.reg.MustRegister(newZygoteCollector(cfg.Zygotes))
 	}
 	s.sm = newSessionMetrics()
 	s.newSessions()

@@ -15,6 +15,8 @@ import (
 	"github.com/nsbox/nsbox/agentapi/server"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/pool"
+	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/container/zygote"
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/urfave/cli/v2"
 )
@@ -46,7 +48,7 @@ func daemonCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default info)", EnvVars: env("LOG_LEVEL")},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "also serve /metrics on this loopback TCP address (127.0.0.1:PORT)", EnvVars: env("METRICS_LISTEN")},
 			&cli.StringFlag{Name: "cgroup-name", Hidden: true, EnvVars: env("CGROUP_NAME")},
-		}, poolFlags()...),
+		}, append(poolFlags(), zygoteFlags()...)...),
 		Action: runDaemon,
 	}
 }
@@ -112,9 +114,25 @@ func runDaemon(c *cli.Context) error {
 	if cfg.Queue != nil {
 		scfg.QueueSize, scfg.NoQueue = *cfg.Queue, *cfg.Queue == 0
 	}
+	// Python runs, sessions and pool refills on a rootfs with a zygote are
+	// forked from it; everything else (and everything while it is down)
+	// starts on the engine.
+	var starter runner.Starter = eng
+	if profiles := cfg.zygoteProfiles(); len(profiles) > 0 {
+		zs, err := zygote.New(zygote.Config{Engine: eng, Acquire: store.Acquire, Profiles: profiles, Env: runner.ZygoteEnv(), Logger: log.With("component", "zygote")})
+		if err != nil {
+			return fmt.Errorf("zygotes: %w", err)
+		}
+		// After the pool and the server are done, before the engine.
+		defer zs.Close()
+		scfg.Runner, scfg.Zygotes, starter = zs, zs, zs
+		for _, p := range profiles {
+			log.Info("zygote", "rootfs", p.Rootfs, "modules", strings.Join(p.Modules, ","), "children", p.Children, "huge_pages", p.HugePages)
+		}
+	}
 	var pl *pool.Pool
 	if profiles := cfg.poolProfiles(); len(profiles) > 0 {
-		pl, err = pool.New(pool.Config{Starter: eng, Acquire: store.Acquire, Profiles: profiles, Refills: cfg.Pool.Refills, Logger: log.With("component", "pool")})
+		pl, err = pool.New(pool.Config{Starter: starter, Acquire: store.Acquire, Profiles: profiles, Refills: cfg.Pool.Refills, Logger: log.With("component", "pool")})
 		if err != nil {
 			return fmt.Errorf("warm pool: %w", err)
 		}

@@ -43,6 +43,8 @@ type daemonConfig struct {
 	Profiles []agentapi.Profile
 	// Pool is the warm pool: [pool] and [pools.NAME] (daemon_pool.go).
 	Pool poolConfig
+	// Zygote is [zygote] (daemon_zygote.go).
+	Zygote zygoteConfig
 
 	lines map[string]int // key ("max_limits.memory") -> its line in File; 0 when a flag set it
 }
@@ -60,6 +62,7 @@ func defaultDaemonConfig() daemonConfig {
 		CgroupName:    "nsbox",
 		Profiles:      agentapi.BuiltinProfiles(),
 		Pool:          defaultPoolConfig(),
+		Zygote:        defaultZygoteConfig(),
 		lines:         map[string]int{},
 	}
 }
@@ -118,6 +121,7 @@ func loadDaemonConfig(c *cli.Context) (daemonConfig, error) {
 		cfg.ShutdownGrace, cfg.lines["shutdown_grace"] = c.Duration("shutdown-grace"), 0
 	}
 	cfg.mergePoolFlags(c)
+	cfg.mergeZygoteFlags(c)
 	if cfg.RootfsStore == "" {
 		cfg.RootfsStore = filepath.Join(cfg.StateDir, "rootfs")
 	}
@@ -335,6 +339,7 @@ func restartKeys(a, b daemonConfig) []string {
 		{"max_concurrent", a.MaxConcurrent, b.MaxConcurrent}, {"queue", queueString(a.Queue), queueString(b.Queue)},
 		{"log_format", a.LogFormat, b.LogFormat}, {"metrics_listen", a.MetricsListen, b.MetricsListen},
 		{"shutdown_grace", a.ShutdownGrace, b.ShutdownGrace}, {"pool", a.Pool.String(), b.Pool.String()},
+		{"zygote", a.Zygote.String(), b.Zygote.String()},
 	} {
 		if k.x != k.y {
 			keys = append(keys, k.key)

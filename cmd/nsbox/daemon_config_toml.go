@@ -117,7 +117,7 @@ func checkTable(t []string) string {
 		return ""
 	case len(t) == 2 && t[0] == "profiles":
 		return profileNameError(t[1])
-	case len(t) == 1 && (t[0] == "pool" || t[0] == "pools"):
+	case len(t) == 1 && (t[0] == "pool" || t[0] == "pools" || t[0] == "zygote"):
 		return ""
 	case len(t) == 2 && t[0] == "pools":
 		if t[1] == defaultPoolName {
@@ -125,7 +125,7 @@ func checkTable(t []string) string {
 		}
 		return profileNameError(t[1])
 	}
-	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [pool] and [pools.NAME]", strings.Join(t, "."))
+	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [pool], [pools.NAME] and [zygote]", strings.Join(t, "."))
 }
 
 type configWalker struct {
@@ -195,6 +195,8 @@ func (cfg *daemonConfig) setKey(key []string, v *unstable.Node) error {
 	switch {
 	case len(key) >= 2 && (key[0] == "pool" || key[0] == "pools"):
 		return cfg.setPoolKey(key, v)
+	case len(key) == 2 && key[0] == "zygote":
+		return cfg.setZygoteKey(key[1], v)
 	case len(key) == 1:
 		if dst, ok := cfg.stringKeys()[key[0]]; ok {
 			s, err := tomlString(v)
@@ -230,7 +232,7 @@ func (cfg *daemonConfig) setKey(key []string, v *unstable.Node) error {
 				return err
 			}
 			cfg.ShutdownGrace = d
-		case "default_limits", "max_limits", "profiles", "pool", "pools":
+		case "default_limits", "max_limits", "profiles", "pool", "pools", "zygote":
 			return fmt.Errorf("must be a table ([%s])", key[0])
 		default:
 			return fmt.Errorf("unknown key; see scripts/nsbox.conf.example for the keys")

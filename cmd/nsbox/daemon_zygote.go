@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+	"github.com/urfave/cli/v2"
+
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/zygote"
+	"github.com/nsbox/nsbox/rootfs"
+)
+
+// zygoteConfig is [zygote]: which rootfs get a zygote (a pre-imported
+// interpreter whose children serve Python runs and sessions) and what it
+// imports.
+type zygoteConfig struct {
+	Enabled     bool
+	Rootfs      []string // nil: the default rootfs and every pool's
+	Modules     []string // nil: zygote.DefaultModules()
+	Children    int
+	MemoryBytes int64
+	HugePages   bool
+}
+
+func defaultZygoteConfig() zygoteConfig {
+	return zygoteConfig{Enabled: true, Children: 64, MemoryBytes: 2 << 30, HugePages: true}
+}
+
+func zygoteFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "zygote", Value: true, Usage: "fork Python runs and sessions from a pre-imported zygote on rootfs that have the data-science stack (--zygote=false: start every interpreter cold)", EnvVars: []string{"NSBOX_ZYGOTE"}},
+	}
+}
+
+func (cfg *daemonConfig) mergeZygoteFlags(c *cli.Context) {
+	if c.IsSet("zygote") {
+		cfg.Zygote.Enabled, cfg.lines["zygote.enabled"] = c.Bool("zygote"), 0
+	}
+}
+
+// setZygoteKey stores a key of [zygote].
+func (cfg *daemonConfig) setZygoteKey(key string, v *unstable.Node) error {
+	z := &cfg.Zygote
+	switch key {
+	case "enabled", "huge_pages":
+		if v.Kind != unstable.Bool {
+			return fmt.Errorf("want true or false, got a TOML %s", kindName(v.Kind))
+		}
+		b := string(v.Data) == "true"
+		if key == "enabled" {
+			z.Enabled = b
+		} else {
+			z.HugePages = b
+		}
+	case "rootfs":
+		l, err := tomlModules(v)
+		if err != nil {
+			return err
+		}
+		for _, r := range l {
+			if err := rootfs.ValidName(r); err != nil {
+				return err
+			}
+		}
+		z.Rootfs = l
+	case "modules":
+		l, err := tomlModules(v)
+		if err != nil {
+			return err
+		}
+		z.Modules = l
+	case "children":
+		n, err := tomlInt(v)
+		if err != nil {
+			return err
+		}
+		if n < 1 || n > container.MaxZygoteChildren {
+			return fmt.Errorf("%d: must be between 1 and %d", n, container.MaxZygoteChildren)
+		}
+		z.Children = int(n)
+	case "memory":
+		n, err := tomlSize(v)
+		if err != nil {
+			return err
+		}
+		if n < 64<<20 {
+			return fmt.Errorf("%d bytes: a zygote needs at least 64 MiB", n)
+		}
+		z.MemoryBytes = n
+	default:
+		return fmt.Errorf("unknown key; [zygote] has enabled, rootfs, modules, children, memory and huge_pages")
+	}
+	return nil
+}
+
+// zygoteProfiles lists the zygotes to run: one per rootfs named in
+// [zygote] rootfs, or else per rootfs the default pool and [pools.NAME]
+// use (the default rootfs at least).
+func (cfg *daemonConfig) zygoteProfiles() []zygote.Profile {
+	if !cfg.Zygote.Enabled {
+		return nil
+	}
+	names := cfg.Zygote.Rootfs
+	if names == nil {
+		names = []string{cfg.DefaultRootfs}
+		for _, pp := range cfg.Pool.Extra {
+			if pp.Rootfs != "" && !slices.Contains(names, pp.Rootfs) {
+				names = append(names, pp.Rootfs)
+			}
+		}
+	}
+	modules := cfg.Zygote.Modules
+	if modules == nil {
+		modules = zygote.DefaultModules()
+	}
+	var out []zygote.Profile
+	for _, n := range names {
+		out = append(out, zygote.Profile{Rootfs: n, Modules: slices.Clone(modules), Children: cfg.Zygote.Children,
+			MemoryBytes: cfg.Zygote.MemoryBytes, HugePages: cfg.Zygote.HugePages})
+	}
+	return out
+}
+
+// String summarises the settings (restart-only on reload).
+func (z zygoteConfig) String() string {
+	return fmt.Sprint(z.Enabled, z.Rootfs, z.Modules, z.Children, z.MemoryBytes, z.HugePages)
+}

@@ -1,0 +1,124 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+)
+
+// waitZygote polls /v1/info until the first zygote is ready and is not
+// the process old (0: any).
+func (d *daemon) waitZygote(t *testing.T, old int) agentapi.ZygoteInfo {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		info, err := d.client.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.Zygotes) == 0 {
+			t.Fatal("no zygote in /v1/info")
+		}
+		z := info.Zygotes[0]
+		if z.State == "ready" && z.Pid != old {
+			return z
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("zygote not ready: %+v", z)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Through the daemon, Python runs and sessions on the data-science rootfs
+// are zygote children: they start with the stack imported, they are as
+// isolated as any run, a killed zygote is replaced while runs go on, and
+// SIGTERM leaves nothing behind.
+func TestZygoteThroughDaemon(t *testing.T) {
+	name := dataSciRootfs(t)
+	conf := filepath.Join(t.TempDir(), "nsbox.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[zygote]\nrootfs = [%q]\nchildren = 16\n", name)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "--config", conf)
+	ctx := context.Background()
+	z := d.waitZygote(t, 0)
+	if len(z.Skipped) != 0 || !strings.Contains(strings.Join(z.Modules, ","), "pandas") {
+		t.Fatalf("zygote: %+v", z)
+	}
+
+	run := func(code string) *agentapi.RunResult {
+		t.Helper()
+		res, err := d.client.Run(ctx, &agentapi.RunRequest{Language: "python", Rootfs: name, Code: code})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := run("import sys, os\nprint('pandas' in sys.modules, os.getuid(), open('/proc/self/status').read().count('Seccomp:\\t2'))")
+	if res.Status != agentapi.StatusOK || res.Stdout != "True 1000 1\n" {
+		t.Fatalf("run: %+v", res)
+	}
+	res = run("import os, time\nos.system('sleep 30 &')\nx = bytearray(1 << 30)")
+	if res.Status != agentapi.StatusOOM {
+		t.Errorf("memory bomb on a zygote child: %s", res.Status)
+	}
+
+	id := newSession(t, d, &agentapi.SessionRequest{Rootfs: name, Limits: &agentapi.Limits{MemoryBytes: 1 << 30}})
+	if r := execOK(t, d, id, "import sys\n'sklearn' in sys.modules"); r.Value != "True" {
+		t.Errorf("session: sklearn not preimported: %+v", r)
+	}
+	if r := execOK(t, d, id, "import matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.show()"); len(r.Figures) != 1 || r.Stderr != "" {
+		t.Errorf("session plot: %d figures, stderr %q", len(r.Figures), r.Stderr)
+	}
+	info, err := d.client.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.Zygotes[0]; got.Forks < 3 || got.Fallbacks != 0 {
+		t.Errorf("zygote after 2 runs and a session: %+v", got)
+	}
+
+	// A dead zygote: runs go on (cold), and a new zygote takes over.
+	if err := syscall.Kill(z.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if res := run("print(6*7)"); res.Status != agentapi.StatusOK || res.Stdout != "42\n" {
+		t.Fatalf("run after the zygote died: %+v", res)
+	}
+	z2 := d.waitZygote(t, z.Pid)
+	if z2.Restarts != 1 {
+		t.Errorf("restarts = %d", z2.Restarts)
+	}
+	if res := run("import sys\nprint('scipy' in sys.modules)"); res.Stdout != "True\n" {
+		t.Errorf("run on the new zygote: %+v", res)
+	}
+	if err := d.client.DeleteSession(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	d.waitIdle(t)
+
+	// Only the zygote's own cgroup is left while the daemon runs, and
+	// nothing once it has stopped.
+	for _, c := range d.leftoverCgroups(t) {
+		if !strings.HasPrefix(filepath.Base(c), "zy-") {
+			t.Errorf("leftover cgroup %s", c)
+		}
+	}
+	if err := d.signal(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("daemon exit: %v", err)
+	}
+	if c := d.leftoverCgroups(t); len(c) > 0 {
+		t.Errorf("cgroups left after SIGTERM: %q", c)
+	}
+	if m := d.leftoverMounts(t); len(m) > 0 {
+		t.Errorf("mounts left after SIGTERM: %q", m)
+	}
+}
