@@ -102,7 +102,8 @@ type Zygote struct {
 	dead     chan struct{}        // closed when the zygote is gone
 	deadOnce sync.Once
 
-	forks atomic.Uint64
+	forks   atomic.Uint64
+	closing atomic.Bool
 
 	// testSkip names a step children are told to skip (tests of the
 	// verification only).
@@ -276,6 +277,7 @@ func (z *Zygote) Live() int {
 // Close ends the zygote. Its children die with it (they live in pid
 // namespaces nested in its own); their sandboxes must still be waited for.
 func (z *Zygote) Close() error {
+	z.closing.Store(true)
 	_ = unix.Shutdown(int(z.ctl.Fd()), unix.SHUT_WR) // EOF: the zygote returns
 	select {
 	case <-z.sb.Done():
@@ -490,7 +492,9 @@ func (z *Zygote) died() {
 		select {
 		case <-z.sb.Done():
 		default:
-			z.log.Warn("zygote control socket closed; killing the zygote")
+			if !z.closing.Load() {
+				z.log.Warn("zygote control socket closed; killing the zygote")
+			}
 			z.sb.Kill(StatusError)
 		}
 	})

@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -145,6 +147,13 @@ func (s *Set) supervise(sl *slot) {
 		t0 := time.Now()
 		z, release, err := s.start(sl.p)
 		switch {
+		case errors.Is(err, errUnused):
+			log.Info("no zygote: the rootfs has none of its modules", "modules", strings.Join(sl.p.Modules, ","))
+			sl.set(nil, "", "unused", "", slices.Clone(sl.p.Modules))
+			if first {
+				close(sl.ready)
+			}
+			return
 		case err != nil:
 			sl.set(nil, "", "restarting", err.Error(), nil)
 			log.Warn("zygote start failed; Python runs start cold meanwhile", "err", err, "retry_in", backoff)
@@ -189,10 +198,17 @@ func (s *Set) supervise(sl *slot) {
 	sl.set(nil, "", "closed", "", nil)
 }
 
+// errUnused reports a rootfs that has none of a profile's modules.
+var errUnused = errors.New("the rootfs has none of the modules")
+
 func (s *Set) start(p Profile) (*container.Zygote, func(), error) {
 	dir, release, err := s.cfg.Acquire(p.Rootfs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rootfs %s: %w", p.Rootfs, err)
+	}
+	if len(p.Modules) > 0 && !hasAnyModule(dir, p.Modules) {
+		release()
+		return nil, nil, errUnused
 	}
 	z, err := s.cfg.Engine.StartZygote(s.ctx, container.ZygoteConfig{
 		ID: "zy-" + container.NewID(), RootfsDir: dir, Modules: p.Modules, Env: s.cfg.Env,
@@ -297,6 +313,34 @@ func (s *Set) kill(rootfs string) bool {
 		if sl.p.Rootfs == rootfs && z != nil {
 			z.Kill()
 			return true
+		}
+	}
+	return false
+}
+
+// hasAnyModule reports whether the rootfs at dir seems to have one of the
+// modules (its top-level package or module file) where Debian's python3
+// looks: the standard library and the dist-packages directories. It spares
+// starting a zygote that would import nothing.
+func hasAnyModule(dir string, modules []string) bool {
+	var roots []string
+	for _, pat := range []string{"usr/lib/python3", "usr/lib/python3/dist-packages", "usr/lib/python3.*", "usr/lib/python3.*/lib-dynload",
+		"usr/local/lib/python3.*/dist-packages", "usr/lib/python3.*/site-packages"} {
+		m, _ := filepath.Glob(filepath.Join(dir, pat))
+		roots = append(roots, m...)
+	}
+	for _, mod := range modules {
+		top, _, _ := strings.Cut(mod, ".")
+		for _, r := range roots {
+			if _, err := os.Stat(filepath.Join(r, top)); err == nil {
+				return true
+			}
+			if _, err := os.Stat(filepath.Join(r, top+".py")); err == nil {
+				return true
+			}
+			if m, _ := filepath.Glob(filepath.Join(r, top+".*.so")); len(m) > 0 {
+				return true
+			}
 		}
 	}
 	return false
