@@ -34,8 +34,13 @@ Then, through the daemon over its Unix socket (a private daemon of this
 binary on temp paths, or --socket): warm (pooled) and cold print(1),
 import pandas pre-imported in the pool and cold (on the data-science rootfs
 "default", skipped when it is missing), a session exec round trip, and
-runs/s at each concurrency, cold and warm in turn. README "Benchmarks"
-says how to read the tables.`,
+runs/s at each concurrency, cold and warm in turn.
+
+Then the zygote (private daemons only, on "default"): import pandas, and
+import pandas, matplotlib.pyplot, scipy, sklearn, each cold, forked from
+the zygote on request, and pre-forked (a pool refilled from the zygote):
+p50/p95 and runs/s at concurrency 2. README "Benchmarks" says how to read
+the tables.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "rootfs", Value: "minimal", Usage: "rootfs `NAME` for the cold runs"},
 			&cli.StringFlag{Name: "store", Value: rootfs.DefaultStoreRoot, EnvVars: []string{"NSBOX_ROOTFS_STORE"}, Usage: "rootfs store `DIR`"},
@@ -86,6 +91,11 @@ type benchReport struct {
 	DaemonLatency    []daemonLatency    `json:"daemon_latency,omitempty"`
 	DaemonThroughput []daemonThroughput `json:"daemon_throughput,omitempty"`
 
+	ZygoteDaemon     string             `json:"zygote_daemon,omitempty"`
+	ZygoteLoad       string             `json:"zygote_load,omitempty"` // load averages before -> after
+	ZygoteLatency    []daemonLatency    `json:"zygote_latency,omitempty"`
+	ZygoteThroughput []daemonThroughput `json:"zygote_throughput,omitempty"`
+
 	Skipped []string `json:"skipped,omitempty"`
 }
 
@@ -128,6 +138,7 @@ func runBench(c *cli.Context) error {
 	}
 	printBench(rep, systems)
 	printDaemonBench(rep)
+	printZygoteBench(rep)
 	for _, s := range rep.Skipped {
 		fmt.Printf("  skipped %s\n", s)
 	}

@@ -50,9 +50,8 @@ type benchDaemon struct {
 }
 
 // startBenchDaemon starts `nsbox daemon` (this binary) on temp paths with
-// its own cgroup name: the default pool on the bench rootfs, and a pandas
-// pool on the data-science rootfs when there is one.
-func startBenchDaemon(store, rfs, datasci string) (*benchDaemon, error) {
+// its own cgroup name, the config file conf and extra flags.
+func startBenchDaemon(store, rfs, conf string, extra ...string) (*benchDaemon, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -62,10 +61,6 @@ func startBenchDaemon(store, rfs, datasci string) (*benchDaemon, error) {
 		return nil, err
 	}
 	d := &benchDaemon{dir: dir, client: &client.Client{Socket: filepath.Join(dir, "s.sock")}}
-	conf := "# nsbox bench\n"
-	if datasci != "" {
-		conf += fmt.Sprintf("[pools.pandas]\nrootfs = %q\nsize = 1\npreimport = [\"pandas\"]\n", datasci)
-	}
 	if err := os.WriteFile(filepath.Join(dir, "nsbox.conf"), []byte(conf), 0o600); err != nil {
 		d.close()
 		return nil, err
@@ -77,6 +72,7 @@ func startBenchDaemon(store, rfs, datasci string) (*benchDaemon, error) {
 	d.cmd = exec.Command(self, "daemon", "--config", filepath.Join(dir, "nsbox.conf"), "--socket", d.client.Socket,
 		"--state-dir", filepath.Join(dir, "state"), "--run-dir", filepath.Join(dir, "run"), "--rootfs-store", store,
 		"--default-rootfs", rfs, "--queue", "64", "--cgroup-name", "nsbox-bench-"+container.NewID()[:8], "--log-level", "warn")
+	d.cmd.Args = append(d.cmd.Args, extra...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := d.cmd.Start(); err != nil {
@@ -130,6 +126,11 @@ func (d *benchDaemon) waitPools(ctx context.Context) error {
 				full = false
 			}
 		}
+		for _, z := range info.Zygotes {
+			if z.State != "ready" && z.State != "unused" {
+				full = false
+			}
+		}
 		if full {
 			// Let the refill's tail (its sandbox's last set-up work, the
 			// previous run's teardown) pass, as it has in a pool that sat
@@ -138,7 +139,7 @@ func (d *benchDaemon) waitPools(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("pools not full after 2m: %+v", info.Pools)
+			return fmt.Errorf("pools not full (or zygotes not ready) after 2m: %+v %+v", info.Pools, info.Zygotes)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -148,7 +149,9 @@ func (d *benchDaemon) waitPools(ctx context.Context) error {
 type daemonCase struct {
 	name   string
 	target string
-	warm   bool // wait for full pools before each sample
+	warm   bool         // wait for full pools before each sample
+	pools  *benchDaemon // whose pools (nil: the bench daemon's)
+	runs   int          // fewer rounds than the others (0: all)
 	cold   string
 	do     func(ctx context.Context) (pooled bool, err error)
 }
@@ -190,12 +193,17 @@ func benchThroughDaemon(ctx context.Context, rep *benchReport, socket, store, rf
 		rep.Daemon = "the daemon at " + socket
 		rfs = "" // its default rootfs
 	} else {
+		conf := "# nsbox bench\n"
+		if datasci != "" {
+			conf += fmt.Sprintf("[pools.pandas]\nrootfs = %q\nsize = 1\npreimport = [\"pandas\"]\n", datasci)
+		}
 		var err error
-		if d, err = startBenchDaemon(store, rfs, datasci); err != nil {
+		// No zygote here: these are the pool's and the cold path's figures.
+		if d, err = startBenchDaemon(store, rfs, conf, "--zygote=false"); err != nil {
 			return err
 		}
 		defer d.close()
-		rep.Daemon = "a private daemon (this binary), default pool on " + rfs
+		rep.Daemon = "a private daemon (this binary), default pool on " + rfs + ", no zygote"
 	}
 	if datasci == "" {
 		rep.Skipped = append(rep.Skipped, "pandas through the daemon: no data-science rootfs \"default\" with pandas (make rootfs-default)")
@@ -235,6 +243,12 @@ func benchThroughDaemon(ctx context.Context, rep *benchReport, socket, store, rf
 		}
 		if err := rep.addDaemonLatency(ctx, d, pandas, pandasRuns); err != nil {
 			return err
+		}
+	}
+
+	if datasci != "" && socket == "" {
+		if err := benchZygote(ctx, rep, d, store, rfs, datasci, runs, pandasRuns, round, rounds); err != nil {
+			return fmt.Errorf("zygote: %w", err)
 		}
 	}
 
@@ -290,12 +304,25 @@ func benchThroughDaemon(ctx context.Context, rep *benchReport, socket, store, rf
 
 // addDaemonLatency runs the cases in turn, round after round.
 func (rep *benchReport) addDaemonLatency(ctx context.Context, d *benchDaemon, cases []daemonCase, runs int) error {
+	return addLatency(ctx, &rep.DaemonLatency, d, cases, runs)
+}
+
+// addLatency runs the cases in turn, round after round, and appends their
+// figures to out.
+func addLatency(ctx context.Context, out *[]daemonLatency, d *benchDaemon, cases []daemonCase, runs int) error {
 	samples := make([][]time.Duration, len(cases))
 	pooled := make([]int, len(cases))
-	for range runs {
+	for round := range runs {
 		for i, c := range cases {
+			if c.runs > 0 && round >= c.runs {
+				continue
+			}
 			if c.warm {
-				if err := d.waitPools(ctx); err != nil {
+				pd := d
+				if c.pools != nil {
+					pd = c.pools
+				}
+				if err := pd.waitPools(ctx); err != nil {
 					return err
 				}
 			}
@@ -310,15 +337,16 @@ func (rep *benchReport) addDaemonLatency(ctx context.Context, d *benchDaemon, ca
 			}
 		}
 	}
-	first := len(rep.DaemonLatency)
+	first := len(*out)
 	for i, c := range cases {
-		rep.DaemonLatency = append(rep.DaemonLatency, daemonLatency{System: c.name, Runs: runs, P50Ms: pctMs(samples[i], 0.5),
-			P95Ms: pctMs(samples[i], 0.95), Pooled: float64(pooled[i]) / float64(max(1, runs)), Target: c.target})
+		n := len(samples[i])
+		*out = append(*out, daemonLatency{System: c.name, Runs: n, P50Ms: pctMs(samples[i], 0.5),
+			P95Ms: pctMs(samples[i], 0.95), Pooled: float64(pooled[i]) / float64(max(1, n)), Target: c.target})
 	}
 	for i, c := range cases {
 		for j, o := range cases {
-			if c.cold != "" && o.name == c.cold && rep.DaemonLatency[first+j].P50Ms > 0 {
-				rep.DaemonLatency[first+i].VsCold = rep.DaemonLatency[first+i].P50Ms / rep.DaemonLatency[first+j].P50Ms
+			if c.cold != "" && o.name == c.cold && (*out)[first+j].P50Ms > 0 {
+				(*out)[first+i].VsCold = (*out)[first+i].P50Ms / (*out)[first+j].P50Ms
 			}
 		}
 	}
