@@ -53,7 +53,14 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	defer release()
+	// The slot is held until the sandbox is gone, so that max_concurrent
+	// bounds live sandboxes; a Python run hands it to its teardown.
+	releaseSlot := release
+	defer func() {
+		if releaseSlot != nil {
+			releaseSlot()
+		}
+	}()
 	s.metrics.queueWait.Observe(time.Since(queued).Seconds())
 
 	dir, releaseRootfs, err := s.cfg.Rootfs.Acquire(j.rootfs)
@@ -86,8 +93,11 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 			if after != nil { // once the answer is out
 				_ = http.NewResponseController(w).Flush()
 				s.closing.Add(1)
+				rel := releaseSlot
+				releaseSlot = nil
 				go func() {
 					defer s.closing.Done()
+					defer rel()
 					after()
 				}()
 			}

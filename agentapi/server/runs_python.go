@@ -10,7 +10,6 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
-	"github.com/nsbox/nsbox/container/pool"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -18,63 +17,66 @@ import (
 const markerSlack = 4096
 
 // runPython runs a one-shot Python snippet through the runner, so that it
-// gets the same rich result as a session exec. The sandbox lives a little
-// longer than the code's timeout: room for the KeyboardInterrupt's
-// traceback.
+// gets the same rich result as a session exec: on a pooled runner when one
+// matches, else on one started for it (by the Starter: a zygote's child or
+// a cold sandbox). The sandbox lives a little longer than the code's
+// timeout: room for the KeyboardInterrupt's traceback.
 //
-// A pooled run may leave its sandbox's teardown in *after, for the caller
-// to run once the answer is out.
+// A run whose cell ended on its own (ok or an exception) leaves its
+// sandbox's teardown in *after, for the caller to run once the answer is
+// out.
 func (s *Server) runPython(ctx context.Context, st runner.Starter, spec container.Spec, rootfs, code string, ev *eventWriter, after *func()) (*agentapi.RunResult, error) {
 	lim := spec.Limits.WithDefaults()
 	spec.Limits = lim
 	if tk := s.takePooled(rootfs, spec); tk != nil {
-		return s.runPooled(ctx, tk, spec, code, ev, after)
+		s.log.Debug("run takes a pooled runner", "run", spec.ID, "sandbox", tk.Sandbox().ID(), "pool", tk.Profile, "waited", tk.Waited)
+		ws := tk.Sandbox().Workspace()
+		for _, f := range spec.Files {
+			if err := ws.WriteFile(f.Path, f.Data, f.Mode); err != nil {
+				tk.Kill(container.StatusError)
+				return nil, fmt.Errorf("input file %s: %w", f.Path, err)
+			}
+		}
+		out, err := s.runOn(ctx, tk, spec, code, ev, after, tk.CPUBefore)
+		if err == nil {
+			out.Pooled = true
+		}
+		return out, err
 	}
+	started := time.Now()
 	spec.Limits.Timeout += runner.InterruptGrace + time.Second
 	spec.Limits.OutputBytes += markerSlack
-	rn, err := runner.Start(ctx, st, spec)
+	rn, err := runner.Start(ctx, st, spec) // writes spec.Files
 	if err != nil {
 		return nil, err
 	}
-	req := runner.ExecRequest{Code: code, Timeout: lim.Timeout, OutputBytes: lim.OutputBytes}
-	if ev != nil {
-		req.OnStdout = func(b []byte) { ev.chunk(agentapi.EventStdout, b) }
-		req.OnStderr = func(b []byte) { ev.chunk(agentapi.EventStderr, b) }
+	spec.Limits = lim
+	out, err := s.runOn(ctx, rn, spec, code, ev, after, 0)
+	if err == nil {
+		out.WallMs = time.Since(started).Milliseconds() // the sandbox's start included
 	}
-	res, err := rn.Exec(ctx, req)
-	cres, cerr := rn.Close()
-	if err != nil {
-		return nil, err
-	}
-	if cerr != nil {
-		return nil, cerr
-	}
-	out := wireResult(cres, spec.ID)
-	richFields(out, res)
-	out.ExecutionCount = 0
-	out.Status, out.ExitCode, out.Signal = runStatus(res, cres)
-	if res.Error != "" && out.Error == "" && out.Status != agentapi.StatusOK {
-		out.Error = res.Error
-	}
-	return out, nil
+	return out, err
 }
 
-// runPooled runs a one-shot Python snippet on a warm runner: the input
-// files go into its workspace, then the code; the time limit counts from
-// the hand-over. The result is a cold run's, with pooled set, the wall
-// time of the code alone and the CPU time the sandbox spent on the run.
-// When the cell ended on its own (ok or an exception) the answer does not
-// wait for the teardown: it is left in *after, for once the answer is out
-// (Run waits for it at shutdown).
-func (s *Server) runPooled(ctx context.Context, tk *pool.Taken, spec container.Spec, code string, ev *eventWriter, after *func()) (*agentapi.RunResult, error) {
-	s.log.Debug("run takes a pooled runner", "run", spec.ID, "sandbox", tk.Sandbox().ID(), "pool", tk.Profile, "waited", tk.Waited)
+// oneShot is a runner serving one run: a pooled one (*pool.Taken) or one
+// started for the run (*runner.Runner).
+type oneShot interface {
+	Exec(ctx context.Context, req runner.ExecRequest) (*runner.Result, error)
+	Sandbox() *container.Sandbox
+	Dead() (runner.Status, string)
+	Close() (*container.Result, error)
+	Kill(v container.Status) (*container.Result, error)
+}
+
+// runOn runs code on r, whose workspace already has the input files; the
+// time limit counts from the hand-over. The result's wall time is the
+// code's alone and its CPU time the sandbox's since cpuBefore (what a
+// pooled runner spent before it was taken). When the cell ended
+// on its own (ok or an exception) the answer does not wait for the
+// teardown: it is left in *after, for once the answer is out (Run waits
+// for it at shutdown).
+func (s *Server) runOn(ctx context.Context, tk oneShot, spec container.Spec, code string, ev *eventWriter, after *func(), cpuBefore time.Duration) (*agentapi.RunResult, error) {
 	ws := tk.Sandbox().Workspace()
-	for _, f := range spec.Files {
-		if err := ws.WriteFile(f.Path, f.Data, f.Mode); err != nil {
-			tk.Kill(container.StatusError)
-			return nil, fmt.Errorf("input file %s: %w", f.Path, err)
-		}
-	}
 	before, serr := ws.Snapshot()
 	req := runner.ExecRequest{Code: code, Timeout: spec.Limits.Timeout, OutputBytes: spec.Limits.OutputBytes}
 	if ev != nil {
@@ -103,7 +105,7 @@ func (s *Server) runPooled(ctx context.Context, tk *pool.Taken, spec container.S
 		cres = &container.Result{ID: spec.ID, Status: container.StatusOK, CPUTime: st.CPUUsage, MemoryPeakBytes: st.MemoryPeakBytes}
 		*after = func() {
 			if _, err := tk.Close(); err != nil {
-				s.log.Warn("close pooled runner", "run", spec.ID, "err", err)
+				s.log.Warn("close runner", "run", spec.ID, "err", err)
 			}
 		}
 	} else if cres, err = tk.Close(); err != nil {
@@ -111,13 +113,13 @@ func (s *Server) runPooled(ctx context.Context, tk *pool.Taken, spec container.S
 	}
 	out := wireResult(cres, spec.ID)
 	richFields(out, res)
-	out.ID, out.ExecutionCount, out.Pooled = spec.ID, 0, true
+	out.ID, out.ExecutionCount = spec.ID, 0
 	out.Status, out.ExitCode, out.Signal = runStatus(res, cres)
 	if res.Error != "" && out.Error == "" && out.Status != agentapi.StatusOK {
 		out.Error = res.Error
 	}
 	out.WallMs = res.Wall.Milliseconds()
-	out.CPUMs = max(0, cres.CPUTime-tk.CPUBefore).Milliseconds()
+	out.CPUMs = max(0, cres.CPUTime-cpuBefore).Milliseconds()
 	out.Files = wireFiles(files)
 	return out, nil
 }

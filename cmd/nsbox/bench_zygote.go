@@ -25,6 +25,9 @@ const zygoteConcurrency = 2
 // data-science rootfs: children forked on request, and children forked
 // ahead of time by its pool.
 func benchZygote(ctx context.Context, rep *benchReport, cold *benchDaemon, store, rfs, datasci string, runs, coldRuns int, round time.Duration, rounds int) error {
+	if err := cold.waitPools(ctx); err != nil { // the cold daemon's refills done
+		return err
+	}
 	conf := fmt.Sprintf("# nsbox bench: zygote\n[zygote]\nrootfs = [%q]\n\n[pools.zygote]\nrootfs = %q\nsize = 2\n", datasci, datasci)
 	zd, err := startBenchDaemon(store, rfs, conf, "--pool-size", "0")
 	if err != nil {
@@ -37,14 +40,25 @@ func benchZygote(ctx context.Context, rep *benchReport, cold *benchDaemon, store
 	rep.ZygoteDaemon = "a private daemon with a zygote on " + datasci + " (pool of 2 pre-forked children); cold: the daemon above"
 	rep.ZygoteLoad = loadAvg()
 	for _, cell := range zygoteCells {
+		// Cold runs apart: each is a second of imports whose aftermath
+		// (freeing a large process) would land on the next sample.
 		coldName := cell.name + ", cold"
-		cases := []daemonCase{
-			{name: coldName, runs: coldRuns, do: runRequest(cold.client, datasci, cell.code, coldLimits)},
-			{name: cell.name + ", zygote", target: cell.target, cold: coldName, do: runRequest(zd.client, datasci, cell.code, coldLimits)},
-			{name: cell.name + ", zygote pre-forked", target: cell.target, warm: true, pools: zd, cold: coldName, do: runRequest(zd.client, datasci, cell.code, nil)},
+		if err := addLatency(ctx, &rep.ZygoteLatency, cold, []daemonCase{
+			{name: coldName, do: runRequest(cold.client, datasci, cell.code, coldLimits)},
+		}, coldRuns); err != nil {
+			return err
 		}
+		coldLat := rep.ZygoteLatency[len(rep.ZygoteLatency)-1]
+		cases := []daemonCase{
+			{name: cell.name + ", zygote", target: cell.target, do: runRequest(zd.client, datasci, cell.code, coldLimits)},
+			{name: cell.name + ", zygote pre-forked", target: cell.target, warm: true, pools: zd, do: runRequest(zd.client, datasci, cell.code, nil)},
+		}
+		first := len(rep.ZygoteLatency)
 		if err := addLatency(ctx, &rep.ZygoteLatency, zd, cases, runs); err != nil {
 			return err
+		}
+		for i := first; i < len(rep.ZygoteLatency); i++ {
+			rep.ZygoteLatency[i].VsCold = rep.ZygoteLatency[i].P50Ms / coldLat.P50Ms
 		}
 	}
 	for _, cell := range zygoteCells {

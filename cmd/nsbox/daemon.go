@@ -119,7 +119,7 @@ func runDaemon(c *cli.Context) error {
 	// starts on the engine.
 	var starter runner.Starter = eng
 	if profiles := cfg.zygoteProfiles(); len(profiles) > 0 {
-		zs, err := zygote.New(zygote.Config{Engine: eng, Acquire: store.Acquire, Profiles: profiles, Env: runner.ZygoteEnv(), Logger: log.With("component", "zygote")})
+		zs, err := zygote.New(zygote.Config{Engine: eng, Acquire: store.Acquire, Profiles: profiles, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude(), Logger: log.With("component", "zygote")})
 		if err != nil {
 			return fmt.Errorf("zygotes: %w", err)
 		}

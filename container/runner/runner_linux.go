@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -21,8 +22,18 @@ import (
 var runnerSource string
 
 // bootstrap runs the runner script, passed as argv[1], in a module of its
-// own so that the user's __main__ namespace holds none of its names.
-const bootstrap = "import sys; exec(compile(sys.argv[1], '<nsbox-runner>', 'exec'), {'__name__': '_nsbox_runner'})"
+// own so that the user's __main__ namespace holds none of its names. In a
+// zygote's child it takes the script compiled by ZygotePrelude when that
+// is the same script (it saves ~2 ms per child).
+const bootstrap = "import sys; p = sys.modules.get('_nsbox_prelude'); " +
+	"c = p.RUNNER if getattr(p, 'RUNNER_SOURCE', None) == sys.argv[1] else compile(sys.argv[1], '<nsbox-runner>', 'exec'); " +
+	"exec(c, {'__name__': '_nsbox_runner'})"
+
+// ZygotePrelude is Python for container.ZygoteConfig.Prelude: it compiles
+// the runner script once, in the zygote, for bootstrap to find.
+func ZygotePrelude() string {
+	return "RUNNER_SOURCE = " + strconv.Quote(runnerSource) + "\nRUNNER = compile(RUNNER_SOURCE, '<nsbox-runner>', 'exec')\n"
+}
 
 // Argv is the command that starts the runner in a sandbox.
 func Argv() []string { return []string{"python3", "-I", "-c", bootstrap, runnerSource} }

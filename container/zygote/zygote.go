@@ -60,8 +60,11 @@ type Config struct {
 	Profiles []Profile
 	// Env is the zygotes' environment for their imports
 	// (runner.ZygoteEnv).
-	Env    []string
-	Logger *slog.Logger // nil discards
+	Env []string
+	// Prelude is run in each zygote after its imports
+	// (runner.ZygotePrelude).
+	Prelude string
+	Logger  *slog.Logger // nil discards
 }
 
 // Set runs the configured zygotes and routes runs to them.
@@ -211,7 +214,7 @@ func (s *Set) start(p Profile) (*container.Zygote, func(), error) {
 		return nil, nil, errUnused
 	}
 	z, err := s.cfg.Engine.StartZygote(s.ctx, container.ZygoteConfig{
-		ID: "zy-" + container.NewID(), RootfsDir: dir, Modules: p.Modules, Env: s.cfg.Env,
+		ID: "zy-" + container.NewID(), RootfsDir: dir, Modules: p.Modules, Env: s.cfg.Env, Prelude: s.cfg.Prelude,
 		Children: p.Children, MemoryBytes: p.MemoryBytes, HugePages: p.HugePages,
 	})
 	if err != nil {

@@ -33,7 +33,7 @@ func newSet(t *testing.T, dir string, modules ...string) (*Set, *container.Engin
 		}
 		return dir, func() {}, nil
 	}
-	s, err := New(Config{Engine: e, Acquire: acquire, Profiles: []Profile{{Rootfs: "r", Modules: modules, Children: 8, HugePages: true}}, Env: runner.ZygoteEnv()})
+	s, err := New(Config{Engine: e, Acquire: acquire, Profiles: []Profile{{Rootfs: "r", Modules: modules, Children: 8, HugePages: true}}, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -347,6 +347,13 @@ func (d *daemon) leftoverPaths(ids ...string) []string {
 // assertClean fails when the daemon left cgroups, mounts or paths of ids.
 func (d *daemon) assertClean(t *testing.T, ids ...string) {
 	t.Helper()
+	select {
+	case <-d.exited:
+	default:
+		// A run is answered before its sandbox is torn down; its slot
+		// stays in flight until then.
+		d.waitIdle(t)
+	}
 	if c := d.leftoverCgroups(t); len(c) > 0 {
 		t.Errorf("leftover cgroups: %q", c)
 	}
