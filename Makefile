@@ -112,13 +112,14 @@ uninstall: ## remove what install put in place, except /etc/nsbox/nsbox.conf, /v
 
 # --- pure cgroup v2: the tests again, as root in a qemu guest (scripts/cgroup2-vm) ---
 VM_TESTS  := .cache/cgroup2-vm/tests
-VM_PKGS   := ./cgroup ./container ./tests/integration
+VM_PKGS   := ./cgroup ./container ./container/zygote ./tests/integration
 VM_RUN     = scripts/cgroup2-vm/run.sh --host-usr \
 	--ro-share $(CURDIR) --share $(CURDIR)/$(VM_TESTS) --share $(STORE) \
 	--env NSBOX_VM_NSBOX_BIN=$(CURDIR)/$(VM_TESTS)/nsbox \
-	--env NSBOX_TEST_ROOTFS_STORE=$(STORE) --env NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS)
+	--env NSBOX_TEST_ROOTFS_STORE=$(STORE) --env NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS) \
+	--env NSBOX_TEST_DATASCI_ROOTFS_NAME=none-in-the-vm
 VM_GOTEST  = $(CURDIR)/scripts/cgroup2-vm/gotest.sh $(CURDIR) $(CURDIR)/$(VM_TESTS) \
-	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs ./cgroup ./container
+	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs ./cgroup ./container ./container/zygote
 
 .PHONY: test-cgroup2
 test-cgroup2: rootfs-test ## run the cgroup, container and integration tests as root in a pure cgroup v2 VM (qemu)
@@ -135,8 +136,8 @@ test-cgroup2: rootfs-test ## run the cgroup, container and integration tests as 
 	@# test prints its goroutines before the VM is killed.
 	try() { for n in 1 2; do "$$@"; r=$$?; case $$r in 124|125) echo "cgroup2-vm: the guest hung or never reported (exit $$r), try $$n of 2";; *) return $$r;; esac; done; return $$r; }; \
 	rc=0; \
-	echo "--- cgroup2 VM, root cgroup: cgroup, container, integration"; \
+	echo "--- cgroup2 VM, root cgroup: cgroup, container, zygote, integration"; \
 	try $(VM_RUN) --timeout 900 -- $(VM_GOTEST) ./tests/integration -- -test.timeout 12m -test.skip 'DataScience|Node|Example|TypeScript|Soak' || rc=1; \
-	echo "--- cgroup2 VM, delegated subtree (systemd Delegate=yes): cgroup, container"; \
+	echo "--- cgroup2 VM, delegated subtree (systemd Delegate=yes): cgroup, container, zygote"; \
 	try $(VM_RUN) --timeout 600 --delegated -- $(VM_GOTEST) -- -test.timeout 8m || rc=1; \
 	exit $$rc
