@@ -63,7 +63,7 @@ lint: ## go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-bench: deps rootfs-test ## nsbox bench: engine vs bubblewrap, runc, bare python3; warm/cold/session through the daemon (alternating); go benchmarks
+bench: deps rootfs-test ## nsbox bench: engine vs bubblewrap, runc, bare python3; warm/cold/session and zygote through the daemon; go benchmarks
 	$(BIN) bench --store $(STORE) --rootfs $(TEST_ROOTFS)
 	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs $(GO) test -run '^$$' -bench . -benchtime 100x ./container/ ./seccomp/
 
