@@ -151,3 +151,27 @@ func TestNoZygoteWithoutTheModules(t *testing.T) {
 		t.Fatalf("python run: %+v", res)
 	}
 }
+
+// A cell past its timeout on a zygote child gets its KeyboardInterrupt
+// (SIGINT through the child's pidfd) and the session lives on.
+func TestZygoteChildInterrupt(t *testing.T) {
+	dir := testenv.Rootfs(t)
+	s, _ := newSet(t, dir, "json")
+	ctx := context.Background()
+	r, err := runner.Start(ctx, s, container.Spec{RootfsDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if s.Stats()[0].Forks != 1 {
+		t.Fatal("the runner was not forked by the zygote")
+	}
+	res, err := r.Exec(ctx, runner.ExecRequest{Code: "while True: pass", Timeout: 300 * time.Millisecond})
+	if err != nil || res.Status != runner.StatusTimeout || res.Exception == nil || res.Exception.Name != "KeyboardInterrupt" {
+		t.Fatalf("timeout: %v %+v", err, res)
+	}
+	res, err = r.Exec(ctx, runner.ExecRequest{Code: "6 * 7"})
+	if err != nil || res.Status != runner.StatusOK || res.Value != "42" {
+		t.Fatalf("after the interrupt: %v %+v", err, res)
+	}
+}
