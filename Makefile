@@ -6,6 +6,7 @@ INIT_BIN     := bin/nsbox-init
 VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 STORE        ?= /var/lib/nsbox/rootfs
 TEST_ROOTFS  ?= minimal
+SOAK_ROOTFS  ?= $(TEST_ROOTFS)
 GOFLAGS_STATIC := -tags netgo,osusergo -trimpath
 LDFLAGS      := -s -w -X main.version=$(VERSION) -linkmode external -extldflags "-static"
 APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap runc python3 ca-certificates git
@@ -69,8 +70,8 @@ bench: deps rootfs-test ## nsbox bench: engine vs bubblewrap, runc, bare python3
 
 SOAK_RUNS        ?= 10000
 SOAK_CONCURRENCY ?= 8
-soak: deps rootfs-test ## soak: SOAK_RUNS mixed requests through a daemon at SOAK_CONCURRENCY, then assert nothing leaked
-	NSBOX_SOAK_RUNS=$(SOAK_RUNS) NSBOX_SOAK_CONCURRENCY=$(SOAK_CONCURRENCY) NSBOX_TEST_ROOTFS_STORE=$(STORE) NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS) \
+soak: deps rootfs-test ## soak: SOAK_RUNS mixed requests through a daemon at SOAK_CONCURRENCY on SOAK_ROOTFS (default: the test rootfs; "default" soaks the zygote), then assert nothing leaked
+	NSBOX_SOAK_RUNS=$(SOAK_RUNS) NSBOX_SOAK_CONCURRENCY=$(SOAK_CONCURRENCY) NSBOX_TEST_ROOTFS_STORE=$(STORE) NSBOX_TEST_ROOTFS_NAME=$(SOAK_ROOTFS) \
 		$(GO) test -count=1 -v -timeout 4h -run TestSoak ./tests/soak/
 
 clean: ## remove build output

@@ -167,6 +167,12 @@ func TestSoak(t *testing.T) {
 	for _, p := range info.Pools {
 		t.Logf("pool %s: hits %d misses %d refills %d (mean %.1f ms) discarded %d failures %d", p.Name, p.Hits, p.Misses, p.Refills, p.MeanRefillMs, p.Discarded, p.Failures)
 	}
+	for _, z := range info.Zygotes {
+		t.Logf("zygote on %s: %s, forks %d fallbacks %d restarts %d %s", z.Rootfs, z.State, z.Forks, z.Fallbacks, z.Restarts, z.LastError)
+		if z.State == "ready" && (z.Fallbacks > 0 || z.Restarts > 0) {
+			t.Errorf("zygote on %s: %d runs fell back to cold, %d restarts (last error %q)", z.Rootfs, z.Fallbacks, z.Restarts, z.LastError)
+		}
+	}
 
 	// Nothing may be left beyond the starting state once the daemon is
 	// idle again and the pool is full.
@@ -304,8 +310,8 @@ func (d *daemon) poolReady(t *testing.T) int {
 	return n
 }
 
-// settle waits until no run is in flight, no session lives and every pool
-// is full.
+// settle waits until no run is in flight, no session lives, every pool
+// is full and every zygote is up (or unused).
 func (d *daemon) settle(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -321,6 +327,9 @@ func (d *daemon) settle(t *testing.T) {
 		full := true
 		for _, p := range info.Pools {
 			full = full && p.Ready == p.Size && p.Spawning == 0
+		}
+		for _, z := range info.Zygotes {
+			full = full && (z.State == "ready" || z.State == "unused")
 		}
 		if info.InFlight == 0 && info.Queued == 0 && len(ss) == 0 && full {
 			time.Sleep(300 * time.Millisecond) // background teardowns of pooled runs
