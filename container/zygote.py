@@ -3,8 +3,10 @@
 # code and never receives user data. Each child sandboxes itself with the
 # fixed sequence in _child (fresh namespaces, its own /proc, /tmp, /dev/shm
 # and /workspace, no capabilities, uid 1000, no_new_privs, the seccomp
-# filter) before it runs anything it was sent; the engine places it in its
-# cgroup and verifies all of it from the host before it says go.
+# filter) before it runs anything; the engine places it in its cgroup and
+# verifies all of it from the host before it says go and sends the child
+# its command and environment over the child's own socket. A fork request
+# carries only the sandbox's settings, never a run's code or data.
 #
 # fd 3 is the control socket. Frames both ways are a 4-byte big-endian
 # length then JSON. A fork request carries SCM_RIGHTS fds [run socket,
@@ -236,21 +238,25 @@ def _child(req, run, fds):
         step = 'seccomp'
         if req.get('test_skip') != 'seccomp':  # the engine's verification tests only
             _install_seccomp(base64.b64decode(req['seccomp']))
-        step = 'environment'
-        os.environ.clear()
-        for kv in req['env']:
-            k, _, v = kv.partition('=')
-            os.environ[k] = v
+        step = 'random state'
         _reseed()
         _threads(req.get('threads', 1))
         os.write(run, b'R')
+        # Verified: the engine says go and sends the run itself (argv and
+        # environment) straight to us; the zygote never sees it.
+        step = 'receive the run'
         if _read_exact(run, 1) != b'G':
             os._exit(0)
+        spec = json.loads(_read_exact(run, int.from_bytes(_read_exact(run, 4), 'big')))
+        os.environ.clear()
+        for kv in spec['env']:
+            k, _, v = kv.partition('=')
+            os.environ[k] = v
         if not req['control']:
             os.close(run)
     except BaseException as e:
         _fail(run, '%s: %s' % (step, e))
-    _exec(req['argv'])
+    _exec(spec['argv'])
 
 
 def _exec(argv):

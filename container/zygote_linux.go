@@ -110,6 +110,12 @@ type Zygote struct {
 	testSkip string
 }
 
+// zygoteRun is what the verified child runs, sent to it directly.
+type zygoteRun struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+}
+
 // zygoteReply is a frame from the zygote.
 type zygoteReply struct {
 	Ready   bool     `json:"ready"`
@@ -123,10 +129,10 @@ type zygoteReply struct {
 
 // zygoteRequest is a fork request: everything the child applies to
 // itself, decided here.
+// It carries no run's code or data: those go to the child (zygoteRun)
+// once it is verified.
 type zygoteRequest struct {
 	Slot     int      `json:"slot"`
-	Argv     []string `json:"argv"`
-	Env      []string `json:"env"`
 	Hostname string   `json:"hostname"`
 	TmpBytes int64    `json:"tmp_bytes"`
 	NoFile   uint64   `json:"nofile"`
@@ -362,7 +368,7 @@ func (z *Zygote) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) {
 		prog = z.e.cfg.Seccomp
 	}
 	req := zygoteRequest{
-		Slot: c.slot, Argv: spec.Argv, Env: env, Hostname: "sandbox",
+		Slot: c.slot, Hostname: "sandbox",
 		TmpBytes: s.limits.DiskBytes, NoFile: 1024, FSize: uint64(s.limits.DiskBytes),
 		UID: SandboxUID, GID: SandboxGID, Masked: z.e.masked, ReadOnly: z.e.ro, Seccomp: prog,
 		CgroupNS: true, Threads: max(1, int(math.Ceil(s.limits.CPUs))), Control: spec.Control,
@@ -371,7 +377,7 @@ func (z *Zygote) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) {
 	if err := z.fork(c, req, ws.mnt); err != nil {
 		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 	}
-	if err := c.setUp(z); err != nil {
+	if err := c.setUp(z, zygoteRun{Argv: spec.Argv, Env: env}); err != nil {
 		return nil, fmt.Errorf("sandbox %s: zygote child: %w", spec.ID, err)
 	}
 	z.forks.Add(1)
@@ -601,8 +607,9 @@ func (c *zygoteChild) signal(sig syscall.Signal) error {
 }
 
 // setUp is the engine's half of the child's set-up: learn its host pid,
-// place it in its cgroup, verify what it made of itself, and say go.
-func (c *zygoteChild) setUp(z *Zygote) error {
+// place it in its cgroup, verify what it made of itself, and say go with
+// the run's command and environment.
+func (c *zygoteChild) setUp(z *Zygote, run zygoteRun) error {
 	if err := c.run.SetDeadline(time.Now().Add(zygoteSetupTimeout)); err != nil {
 		return err
 	}
@@ -635,7 +642,12 @@ func (c *zygoteChild) setUp(z *Zygote) error {
 	if err := c.verify(z); err != nil {
 		return fmt.Errorf("verification failed, the child never got its code: %w", err)
 	}
-	if _, err := c.run.Write([]byte{'G'}); err != nil {
+	body, err := json.Marshal(run)
+	if err != nil {
+		return err
+	}
+	msg := append(binary.BigEndian.AppendUint32([]byte{'G'}, uint32(len(body))), body...)
+	if _, err := c.run.Write(msg); err != nil {
 		return fmt.Errorf("go: %w", err)
 	}
 	return c.run.SetDeadline(time.Time{})

@@ -264,3 +264,47 @@ func TestZygoteDeathKillsItsChildren(t *testing.T) {
 		t.Errorf("child of a dead zygote: status %s", res.Status)
 	}
 }
+
+// A run's code and environment go to its child, never through the zygote:
+// after a run, neither is anywhere in the zygote's memory (where every
+// later child could read it).
+func TestZygoteNeverHoldsARunsData(t *testing.T) {
+	e := newTestEngine(t)
+	z := newTestZygote(t, e, "")
+	secret, code := "env-secret-"+NewID(), "code-secret-"+NewID()
+	res := runOn(t, z, "import os; print(os.environ['TOKEN'] == '"+secret+"') # "+code, func(s *Spec) { s.Env = []string{"TOKEN=" + secret} })
+	if got := mustOK(t, res); got != "True" {
+		t.Fatalf("child: %q", got)
+	}
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", z.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", z.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	scanned := 0
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasPrefix(f[1], "rw") {
+			continue
+		}
+		var lo, hi uint64
+		if _, err := fmt.Sscanf(f[0], "%x-%x", &lo, &hi); err != nil {
+			continue
+		}
+		buf := make([]byte, hi-lo)
+		n, _ := mem.ReadAt(buf, int64(lo))
+		scanned += n
+		for _, s := range []string{secret, code} {
+			if strings.Contains(string(buf[:n]), s) {
+				t.Errorf("the zygote's memory (%s) holds %q", f[0], s)
+			}
+		}
+	}
+	if scanned < 1<<20 {
+		t.Fatalf("scanned only %d bytes of the zygote's memory", scanned)
+	}
+}
