@@ -122,3 +122,53 @@ func TestZygoteThroughDaemon(t *testing.T) {
 		t.Errorf("mounts left after SIGTERM: %q", m)
 	}
 }
+
+// A SIGKILLed daemon takes its zygote and the zygote's children with it
+// (the zygote's parent-death signal, then its pid namespace), and the next
+// daemon removes their cgroups and starts a new zygote.
+func TestZygoteDaemonSIGKILL(t *testing.T) {
+	name := dataSciRootfs(t)
+	conf := filepath.Join(t.TempDir(), "nsbox.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[zygote]\nrootfs = [%q]\n", name)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "--config", conf)
+	z := d.waitZygote(t, 0)
+	id := newSession(t, d, &agentapi.SessionRequest{Rootfs: name})
+	if r := execOK(t, d, id, "import sys\n'pandas' in sys.modules"); r.Value != "True" {
+		t.Fatalf("session: %+v", r)
+	}
+	before := d.leftoverCgroups(t)
+	d.kill(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(z.Pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("zygote %d outlived its daemon", z.Pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Every process of the old sandboxes is gone with it.
+	for _, c := range before {
+		if b, err := os.ReadFile(filepath.Join(c, "cgroup.procs")); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			t.Errorf("%s still has processes: %s", c, b)
+		}
+	}
+	d.start(t)
+	z2 := d.waitZygote(t, z.Pid)
+	d.waitIdle(t)
+	var zygotes []string
+	for _, c := range d.leftoverCgroups(t) {
+		if !strings.HasPrefix(filepath.Base(c), "zy-") {
+			t.Errorf("leftover cgroup %s", c)
+		}
+		zygotes = append(zygotes, filepath.Base(c))
+	}
+	for _, c := range before {
+		if _, err := os.Stat(c); err == nil && strings.HasPrefix(filepath.Base(c), "zy-") && z2.Pid != 0 {
+			t.Errorf("the old zygote's cgroup %s survived the restart (now %v)", c, zygotes)
+		}
+	}
+	if res, err := d.client.Run(context.Background(), &agentapi.RunRequest{Language: "python", Rootfs: name, Code: "import sys\nprint('sklearn' in sys.modules)"}); err != nil || res.Stdout != "True\n" {
+		t.Errorf("run after recovery: %+v %v", res, err)
+	}
+}
