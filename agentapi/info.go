@@ -19,6 +19,10 @@ type Info struct {
 	QueueSize     int      `json:"queue_size"`
 	InFlight      int      `json:"in_flight"`
 	Queued        int      `json:"queued"`
+	// TearingDown counts finished runs whose sandbox is still being torn
+	// down after their answer, having freed their run slot (at most
+	// max_concurrent).
+	TearingDown int `json:"tearing_down"`
 
 	// Profiles are the security profiles a run may select, their limits
 	// resolved over the daemon's defaults.

@@ -114,6 +114,7 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 		MaxConcurrent: s.cfg.MaxConcurrent,
 		QueueSize:     s.cfg.QueueSize,
 		InFlight:      s.adm.inFlight(),
+		TearingDown:   int(s.tearing.Load()),
 		Queued:        s.adm.queued(),
 		Pools:         s.poolInfo(),
 		Zygotes:       s.zygoteInfo(),

@@ -53,8 +53,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	// The slot is held until the sandbox is gone, so that max_concurrent
-	// bounds live sandboxes; a Python run hands it to its teardown.
+	// The slot is held until the sandbox is gone, unless a Python run's
+	// teardown gets a teardown token (below): live sandboxes stay bounded.
 	releaseSlot := release
 	defer func() {
 		if releaseSlot != nil {
@@ -93,13 +93,26 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 			if after != nil { // once the answer is out
 				_ = http.NewResponseController(w).Flush()
 				s.closing.Add(1)
-				rel := releaseSlot
-				releaseSlot = nil
-				go func() {
-					defer s.closing.Done()
-					defer rel()
-					after()
-				}()
+				select {
+				case s.teardowns <- struct{}{}:
+					// The run slot is free for the next run now (the
+					// deferred release), while this sandbox exits.
+					s.tearing.Add(1)
+					go func() {
+						defer s.closing.Done()
+						defer func() { s.tearing.Add(-1); <-s.teardowns }()
+						after()
+					}()
+				default:
+					// Every token is taken: the slot waits for the teardown.
+					rel := releaseSlot
+					releaseSlot = nil
+					go func() {
+						defer s.closing.Done()
+						defer rel()
+						after()
+					}()
+				}
 			}
 		}()
 		s.finishRun(w, log, ev, started, func() (*agentapi.RunResult, error) {

@@ -134,10 +134,15 @@ type Server struct {
 	metrics  *metrics
 	handler  http.Handler
 	draining atomic.Bool
-	runs     sync.WaitGroup   // run handlers in progress
-	closing  sync.WaitGroup   // pooled runners closing after their run's answer
-	sessions *session.Manager // nil when the Runner cannot start sandboxes
-	sm       *sessionMetrics
+	runs     sync.WaitGroup // run handlers in progress
+	closing  sync.WaitGroup // runners closing after their run's answer
+	// teardown tokens: a finished run's teardown that holds one has freed
+	// its run slot; at most MaxConcurrent at once, so live sandboxes stay
+	// bounded. tearing counts them for /v1/info.
+	teardowns chan struct{}
+	tearing   atomic.Int64
+	sessions  *session.Manager // nil when the Runner cannot start sandboxes
+	sm        *sessionMetrics
 	// pol holds the defaults, maxima and profiles requests see; it starts
 	// from cfg and Reconfigure replaces it (cfg's copies then go stale).
 	pol atomic.Pointer[policy]
@@ -155,10 +160,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: default limits %+v exceed the maxima %+v; raise the maxima", cfg.DefaultLimits, cfg.MaxLimits)
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		adm:     newAdmission(cfg.MaxConcurrent, cfg.QueueSize),
-		metrics: newMetrics(),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		adm:       newAdmission(cfg.MaxConcurrent, cfg.QueueSize),
+		teardowns: make(chan struct{}, cfg.MaxConcurrent),
+		metrics:   newMetrics(),
 	}
 	if err := s.Reconfigure(Policy{DefaultRootfs: cfg.DefaultRootfs, DefaultLimits: cfg.DefaultLimits,
 		MaxLimits: cfg.MaxLimits, Profiles: cfg.Profiles}); err != nil {

@@ -167,7 +167,8 @@ func (d *daemon) kill(t *testing.T) {
 	}
 }
 
-// waitIdle polls /v1/info until no run is in flight or queued: the
+// waitIdle polls /v1/info until no run is in flight, queued or being torn
+// down: the
 // daemon answers a run's client before the run is torn down when the client
 // has gone.
 func (d *daemon) waitIdle(t *testing.T) {
@@ -178,7 +179,7 @@ func (d *daemon) waitIdle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.InFlight == 0 && info.Queued == 0 {
+		if info.InFlight == 0 && info.Queued == 0 && info.TearingDown == 0 {
 			return
 		}
 		if time.Now().After(deadline) {

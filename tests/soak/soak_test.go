@@ -331,7 +331,7 @@ func (d *daemon) settle(t *testing.T) {
 		for _, z := range info.Zygotes {
 			full = full && (z.State == "ready" || z.State == "unused")
 		}
-		if info.InFlight == 0 && info.Queued == 0 && len(ss) == 0 && full {
+		if info.InFlight == 0 && info.Queued == 0 && info.TearingDown == 0 && len(ss) == 0 && full {
 			time.Sleep(300 * time.Millisecond) // background teardowns of pooled runs
 			return
 		}
