@@ -70,6 +70,19 @@ func (c *Cgroup) Add(pid int) error {
 	return nil
 }
 
+// Rewrite writes pid, which must already be in the cgroup, to the first
+// hierarchy's cgroup.procs again: a migration that moves nothing. It still
+// takes the kernel's migration lock, so after an idle spell it starts the
+// RCU grace period that the next migration on the host would wait for
+// (9-12 ms here). Call it shortly before an Add that cannot start yet (the
+// pid to move does not exist) to overlap that wait with other work.
+func (c *Cgroup) Rewrite(pid int) error {
+	if err := writeFile(c.hier[0], "cgroup.procs", strconv.Itoa(pid)); err != nil {
+		return fmt.Errorf("cgroup %s: rewrite pid %d: %w", c.id, pid, err)
+	}
+	return nil
+}
+
 // AddParallel is Add with the v1 hierarchies written concurrently; it is
 // kept to measure against Add.
 func (c *Cgroup) AddParallel(pid int) error {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -379,5 +380,39 @@ func TestCloneIntoCgroup(t *testing.T) {
 	}
 	if want := "/" + m.Name() + "/clone\n"; !strings.HasSuffix(string(out), want) {
 		t.Errorf("child's cgroup %q, want suffix %q", out, want)
+	}
+}
+
+// Rewrite of a member moves nothing: the process stays where it is, in
+// every hierarchy.
+func TestRewriteKeepsTheMember(t *testing.T) {
+	m := newTestManager(t)
+	c := create(t, m, "rewrite", Limits{Pids: 8})
+	g := startGated(t, `exit 0`)
+	pid := g.cmd.Process.Pid
+	if err := c.Add(pid); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rewrite(pid); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) {
+		t.Errorf("Rewrite moved the process:\nbefore %s\nafter %s", before, after)
+	}
+	if pids, err := c.Pids(); err != nil || len(pids) != 1 || pids[0] != pid {
+		t.Errorf("Pids = %v (%v), want [%d]", pids, err, pid)
+	}
+	g.release(t)
+	g.cmd.Wait()
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
 	}
 }

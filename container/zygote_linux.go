@@ -102,8 +102,9 @@ type Zygote struct {
 	dead     chan struct{}        // closed when the zygote is gone
 	deadOnce sync.Once
 
-	forks   atomic.Uint64
-	closing atomic.Bool
+	forks    atomic.Uint64
+	closing  atomic.Bool
+	lastWarm atomic.Int64 // unix nanoseconds of the last warmMigration
 
 	// testSkip names a step children are told to skip (tests of the
 	// verification only).
@@ -374,6 +375,7 @@ func (z *Zygote) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) {
 		CgroupNS: true, Threads: max(1, int(math.Ceil(s.limits.CPUs))), Control: spec.Control,
 		TestSkip: z.testSkip,
 	}
+	z.warmMigration()
 	if err := z.fork(c, req, ws.mnt); err != nil {
 		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 	}
@@ -399,6 +401,28 @@ func (z *Zygote) Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	return sb.Wait()
 }
+
+// warmMigration starts, in the background, the RCU grace period that the
+// child's move into its cgroup will need after an idle spell, by
+// rewriting the zygote's own pid into its own cgroup: the wait then runs
+// alongside the fork and the child's set-up instead of after them
+// (measured: fork to running child after 300 ms idle, 20-22 -> 10-11 ms
+// p50). Under load, migrations follow each other and need no warming.
+func (z *Zygote) warmMigration() {
+	now := time.Now().UnixNano()
+	if last := z.lastWarm.Load(); now-last < int64(warmEvery) || !z.lastWarm.CompareAndSwap(last, now) {
+		return
+	}
+	go func() {
+		if err := z.sb.cg.Rewrite(z.sb.Pid()); err != nil {
+			z.log.Debug("warm the cgroup migration", "err", err)
+		}
+	}()
+}
+
+// warmEvery spaces warmMigration's rewrites: a grace period started that
+// recently still serves the next move.
+const warmEvery = 5 * time.Millisecond
 
 // fork sends one fork request and waits for the zygote's answer. The
 // child's ends of its socket and pipes are closed here whatever happens.
