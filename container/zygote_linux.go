@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/container/internal/frame"
 )
 
 //go:embed zygote.py
@@ -428,12 +428,10 @@ const warmEvery = 5 * time.Millisecond
 // child's ends of its socket and pipes are closed here whatever happens.
 func (z *Zygote) fork(c *zygoteChild, req zygoteRequest, workspace *os.File) error {
 	defer c.closeTheirs()
-	body, err := json.Marshal(req)
+	msg, err := frame.Append(nil, req)
 	if err != nil {
 		return err
 	}
-	frame := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body)))
-	frame = append(frame, body...)
 	rights := unix.UnixRights(int(c.theirs[0].Fd()), int(c.theirs[1].Fd()), int(c.theirs[2].Fd()), int(c.theirs[3].Fd()), int(workspace.Fd()))
 
 	z.forkMu.Lock()
@@ -451,10 +449,10 @@ func (z *Zygote) fork(c *zygoteChild, req zygoteRequest, workspace *os.File) err
 		return ErrZygoteDead
 	default:
 	}
-	n, err := unix.SendmsgN(int(z.ctl.Fd()), frame, rights, nil, 0)
-	for err == nil && n < len(frame) {
+	n, err := unix.SendmsgN(int(z.ctl.Fd()), msg, rights, nil, 0)
+	for err == nil && n < len(msg) {
 		var m int
-		m, err = z.ctl.Write(frame[n:])
+		m, err = z.ctl.Write(msg[n:])
 		n += m
 	}
 	if err != nil {
@@ -666,11 +664,10 @@ func (c *zygoteChild) setUp(z *Zygote, run zygoteRun) error {
 	if err := c.verify(z); err != nil {
 		return fmt.Errorf("verification failed, the child never got its code: %w", err)
 	}
-	body, err := json.Marshal(run)
+	msg, err := frame.Append([]byte{'G'}, run)
 	if err != nil {
 		return err
 	}
-	msg := append(binary.BigEndian.AppendUint32([]byte{'G'}, uint32(len(body))), body...)
 	if _, err := c.run.Write(msg); err != nil {
 		return fmt.Errorf("go: %w", err)
 	}
@@ -876,18 +873,10 @@ func parseStatus(b []byte) map[string]string {
 	return st
 }
 
-// readZygoteFrame reads one length-prefixed JSON frame.
+// readZygoteFrame reads one frame of the zygote's into v.
 func readZygoteFrame(r io.Reader, v any) error {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return err
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n > maxZygoteFrame {
-		return fmt.Errorf("zygote frame of %d bytes", n)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
+	b, err := frame.Read(r, maxZygoteFrame)
+	if err != nil {
 		return err
 	}
 	return json.Unmarshal(b, v)
@@ -924,9 +913,7 @@ func (w *logWriter) tail() string {
 // kill asks the zygote to SIGKILL a child of its own that never got far
 // enough for the engine to hold it by pidfd or cgroup.
 func (z *Zygote) kill(zpid int) {
-	body, _ := json.Marshal(map[string]int{"kill": zpid})
-	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
 	z.forkMu.Lock()
 	defer z.forkMu.Unlock()
-	_, _ = z.ctl.Write(append(frame, body...))
+	_ = frame.Write(z.ctl, map[string]int{"kill": zpid})
 }

@@ -1,6 +1,10 @@
 package runner
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/nsbox/nsbox/container/internal/frame"
+)
 
 // Sentinel errors; wrapped with context.
 var (
@@ -10,5 +14,5 @@ var (
 	// ErrProtocol: the runner sent something that is not a valid frame.
 	ErrProtocol = errors.New("runner protocol error")
 	// ErrFrameTooLarge: a frame's length is above MaxFrameBytes.
-	ErrFrameTooLarge = errors.New("runner frame too large")
+	ErrFrameTooLarge = frame.ErrTooLarge
 )

@@ -1,10 +1,11 @@
 package runner
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/nsbox/nsbox/container/internal/frame"
 )
 
 // MaxFrameBytes bounds one frame from the runner (figures are inline, as
@@ -47,36 +48,10 @@ type Figure struct {
 }
 
 // writeFrame writes v as one frame: a 4-byte big-endian length, then JSON.
-func writeFrame(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	buf := make([]byte, 4, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	_, err = w.Write(append(buf, b...))
-	return err
-}
+func writeFrame(w io.Writer, v any) error { return frame.Write(w, v) }
 
 // readFrame reads one frame's payload, refusing lengths above max.
-func readFrame(r io.Reader, max int) ([]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if uint64(n) > uint64(max) {
-		return nil, fmt.Errorf("%w: %d bytes (max %d)", ErrFrameTooLarge, n, max)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	return b, nil
-}
+func readFrame(r io.Reader, max int) ([]byte, error) { return frame.Read(r, max) }
 
 // readReply reads and decodes one reply frame.
 func readReply(r io.Reader) (*reply, error) {

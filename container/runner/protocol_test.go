@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func frame(payload string) []byte {
+func rawFrame(payload string) []byte {
 	b := binary.BigEndian.AppendUint32(nil, uint32(len(payload)))
 	return append(b, payload...)
 }
@@ -20,20 +20,20 @@ func TestReadReply(t *testing.T) {
 		wantErr error
 		check   func(*reply) bool
 	}{
-		{"ready", frame(`{"ready":true}`), nil, func(r *reply) bool { return r.Ready }},
-		{"value", frame(`{"count":2,"value":"42"}`), nil, func(r *reply) bool { return r.Count == 2 && *r.Value == "42" }},
-		{"figure", frame(`{"count":1,"figures":[{"mime":"image/png","data_base64":"iVBORw=="}]}`), nil,
+		{"ready", rawFrame(`{"ready":true}`), nil, func(r *reply) bool { return r.Ready }},
+		{"value", rawFrame(`{"count":2,"value":"42"}`), nil, func(r *reply) bool { return r.Count == 2 && *r.Value == "42" }},
+		{"figure", rawFrame(`{"count":1,"figures":[{"mime":"image/png","data_base64":"iVBORw=="}]}`), nil,
 			func(r *reply) bool {
 				return len(r.Figures) == 1 && r.Figures[0].MIME == "image/png" && len(r.Figures[0].Data) == 4
 			}},
-		{"exception", frame(`{"count":1,"exception":{"name":"E","value":"v","traceback":"t"}}`), nil,
+		{"exception", rawFrame(`{"count":1,"exception":{"name":"E","value":"v","traceback":"t"}}`), nil,
 			func(r *reply) bool { return r.Exception.Name == "E" }},
 		{"empty stream", nil, io.EOF, nil},
 		{"short header", []byte{0, 0}, io.ErrUnexpectedEOF, nil},
-		{"short payload", frame(`{"count":1}`)[:8], io.ErrUnexpectedEOF, nil},
+		{"short payload", rawFrame(`{"count":1}`)[:8], io.ErrUnexpectedEOF, nil},
 		{"too large", []byte{0xff, 0xff, 0xff, 0xff}, ErrFrameTooLarge, nil},
-		{"not json", frame(`nope`), ErrProtocol, nil},
-		{"bad base64", frame(`{"figures":[{"data_base64":"!!"}]}`), ErrProtocol, nil},
+		{"not json", rawFrame(`nope`), ErrProtocol, nil},
+		{"bad base64", rawFrame(`{"figures":[{"data_base64":"!!"}]}`), ErrProtocol, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,8 +60,8 @@ func TestWriteFrameRoundTrip(t *testing.T) {
 }
 
 func FuzzReadReply(f *testing.F) {
-	f.Add(frame(`{"count":2,"value":"42"}`))
-	f.Add(frame(`{"figures":[{"mime":"image/png","data_base64":"AA=="}]}`))
+	f.Add(rawFrame(`{"count":2,"value":"42"}`))
+	f.Add(rawFrame(`{"figures":[{"mime":"image/png","data_base64":"AA=="}]}`))
 	f.Add([]byte{0, 0, 0, 1, '{'})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, in []byte) {
