@@ -282,8 +282,9 @@ func (d *daemon) leftoverCgroups(t *testing.T) []string {
 }
 
 // removeCgroups removes what a SIGKILLed daemon could not: its (by then
-// empty, the sandboxes die with their daemon) sandbox cgroups and its
-// cgroup parent, so test runs leave nothing on the host.
+// empty, the sandboxes die with their daemon) sandbox cgroups, their
+// liveness lock files and its cgroup parent, so test runs leave nothing
+// on the host.
 func (d *daemon) removeCgroups(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -291,8 +292,8 @@ func (d *daemon) removeCgroups(t *testing.T) {
 		for {
 			ents, _ := os.ReadDir(parent)
 			for _, e := range ents {
-				if e.IsDir() {
-					_ = syscall.Rmdir(filepath.Join(parent, e.Name()))
+				if e.IsDir() && syscall.Rmdir(filepath.Join(parent, e.Name())) == nil {
+					removeFreeLock("/run/nsbox/locks/sandbox-" + e.Name() + ".lock")
 				}
 			}
 			err := syscall.Rmdir(parent)
@@ -305,6 +306,19 @@ func (d *daemon) removeCgroups(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+}
+
+// removeFreeLock deletes a sandbox's liveness lock file unless someone
+// holds it: a SIGKILLed daemon leaves those of its live sandboxes.
+func removeFreeLock(path string) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+		os.Remove(path)
 	}
 }
 
