@@ -81,6 +81,7 @@ func TestConfigErrors(t *testing.T) {
 			"14 max_limits.timeout", "17 profiles.strict.memory", "19 profiles.Bad Name", "22 network", "25 default_limits"}},
 		{"syntax.conf", nil, []string{"4 "}},
 		{"inline.conf", nil, []string{"4 queue"}},
+		{"zygote-errors.conf", nil, []string{"2 zygote.enabled", "3 zygote.children", "4 zygote.memory", "5 zygote.rootfs", "6 zygote.colour"}},
 		{"full.conf", []string{"--max-concurrent", "0", "--socket", "rel.sock"}, []string{"0 socket", "0 max_concurrent"}},
 	}
 	for _, tc := range tests {

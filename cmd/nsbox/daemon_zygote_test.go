@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -52,21 +50,5 @@ func TestZygoteDefaults(t *testing.T) {
 				t.Errorf("zygotes on %q, want %q", got, tc.rootfs)
 			}
 		})
-	}
-}
-
-func TestZygoteConfigErrors(t *testing.T) {
-	_, err := loadConfig(t, "--config", "testdata/config/zygote-errors.conf")
-	var ce *configErrors
-	if !errors.As(err, &ce) {
-		t.Fatalf("error %v, want configErrors", err)
-	}
-	var got []string
-	for _, e := range ce.Errs {
-		got = append(got, fmt.Sprintf("%d %s", e.Line, e.Key))
-	}
-	want := []string{"2 zygote.enabled", "3 zygote.children", "4 zygote.memory", "5 zygote.rootfs", "6 zygote.colour"}
-	if !slices.Equal(got, want) {
-		t.Errorf("errors\n got %q\nwant %q\n%v", got, want, err)
 	}
 }
