@@ -74,25 +74,28 @@ func DefaultLimits() Limits {
 }
 
 // WithDefaults returns l with zero fields filled from DefaultLimits.
-func (l Limits) WithDefaults() Limits {
-	d := DefaultLimits()
+func (l Limits) WithDefaults() Limits { return l.Or(DefaultLimits()) }
+
+// Or returns l with its zero fields taken from base: the one place that
+// fills absent limits (defaults, profiles, pools).
+func (l Limits) Or(base Limits) Limits {
 	if l.Timeout == 0 {
-		l.Timeout = d.Timeout
+		l.Timeout = base.Timeout
 	}
 	if l.MemoryBytes == 0 {
-		l.MemoryBytes = d.MemoryBytes
+		l.MemoryBytes = base.MemoryBytes
 	}
 	if l.Pids == 0 {
-		l.Pids = d.Pids
+		l.Pids = base.Pids
 	}
 	if l.CPUs == 0 {
-		l.CPUs = d.CPUs
+		l.CPUs = base.CPUs
 	}
 	if l.DiskBytes == 0 {
-		l.DiskBytes = d.DiskBytes
+		l.DiskBytes = base.DiskBytes
 	}
 	if l.OutputBytes == 0 {
-		l.OutputBytes = d.OutputBytes
+		l.OutputBytes = base.OutputBytes
 	}
 	return l
 }

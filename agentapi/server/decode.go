@@ -5,38 +5,54 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon"
 )
 
-// DecodeRunRequest reads exactly one JSON RunRequest from r. Unknown fields,
-// wrong types, trailing data and malformed JSON are *FieldErrors whose
+var fieldErr = daemon.FieldErrorf
+
+// decode reads exactly one JSON value of a request body into v: the body
+// must say it is JSON (or say nothing), stay within MaxBodyBytes, and hold
+// no unknown field and no trailing data. Every error names the field or the
+// byte offset.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != agentapi.ContentTypeJSON {
+			return fmt.Errorf("content type %q: %w", ct, ErrMediaType)
+		}
+	}
+	return Decode(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), v)
+}
+
+// Decode reads exactly one JSON value from r into v. Unknown fields, wrong
+// types, trailing data and malformed JSON are *daemon.FieldErrors whose
 // message names the field or the offset; an oversize body (r wrapped by
 // http.MaxBytesReader) is returned as *http.MaxBytesError.
-func DecodeRunRequest(r io.Reader) (*agentapi.RunRequest, error) {
+func Decode(r io.Reader, v any) error {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
-	var req agentapi.RunRequest
-	if err := dec.Decode(&req); err != nil {
-		return nil, decodeError(err)
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, decodeError(err)
+			return decodeError(err)
 		}
-		return nil, fieldErr("", "malformed JSON: trailing data after the request object")
+		return fieldErr("", "malformed JSON: trailing data after the request object")
 	}
-	return &req, nil
+	return nil
 }
 
 func decodeError(err error) error {
 	var (
-		se *json.SyntaxError
-		te *json.UnmarshalTypeError
+		se  *json.SyntaxError
+		te  *json.UnmarshalTypeError
+		mbe *http.MaxBytesError
 	)
-	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
 		return err // translated to 413 by writeError

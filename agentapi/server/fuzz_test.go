@@ -4,32 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
-	"path"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon"
 )
 
-func FuzzValidatePath(f *testing.F) {
-	for _, s := range []string{"a", "a/b.txt", "../x", "/etc", "a/../b", "./a", "a//b", "a/", ".", "", "a\x00b", "..", "...", "a/..b", strings.Repeat("x", 300)} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, p string) {
-		if ValidatePath(p) != nil {
-			return
-		}
-		if !filepath.IsLocal(p) || path.Clean(p) != p || strings.ContainsRune(p, 0) || strings.HasPrefix(p, "/") {
-			t.Fatalf("ValidatePath accepted %q", p)
-		}
-		for _, el := range strings.Split(p, "/") {
-			if el == ".." || el == "." || el == "" {
-				t.Fatalf("ValidatePath accepted %q with element %q", p, el)
-			}
-		}
-	})
-}
-
-func FuzzDecodeRunRequest(f *testing.F) {
+func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"argv":["echo","hi"]}`,
 		`{"language":"python","code":"print(1)","stdin":"x","env":{"A":"1"},"limits":{"timeout_ms":1000,"cpus":0.5}}`,
@@ -39,38 +20,19 @@ func FuzzDecodeRunRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	srv, err := New(Config{Runner: &fakeRunner{}, Rootfs: &fakeStore{}})
-	if err != nil {
-		f.Fatal(err)
-	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := DecodeRunRequest(http.MaxBytesReader(nil, nopCloser{bytes.NewReader(body)}, 1<<16))
-		if err != nil {
-			var fe *FieldError
-			var mbe *http.MaxBytesError
-			if !errors.As(err, &fe) && !errors.As(err, &mbe) {
-				t.Fatalf("decode error %v (%T) is neither a FieldError nor a MaxBytesError", err, err)
-			}
+		var req agentapi.RunRequest
+		err := Decode(http.MaxBytesReader(nil, nopCloser{bytes.NewReader(body)}, 1<<16), &req)
+		var fe *daemon.FieldError
+		var mbe *http.MaxBytesError
+		if err == nil {
 			return
 		}
-		j, err := srv.validate(req)
-		if err != nil {
-			var fe *FieldError
-			if !errors.As(err, &fe) {
-				t.Fatalf("validate error %v (%T) is not a FieldError", err, err)
-			}
-			return
+		if !errors.As(err, &fe) && !errors.As(err, &mbe) {
+			t.Fatalf("decode error %v (%T) is neither a FieldError nor a MaxBytesError", err, err)
 		}
-		for _, f := range j.files {
-			if ValidatePath(f.Path) != nil || f.Mode > 0o777 {
-				t.Fatalf("validated job has a bad file %+v", f)
-			}
-		}
-		if len(j.argv) == 0 && j.language == "" {
-			t.Fatal("validated job has no command")
-		}
-		if j.limits.Timeout <= 0 || j.limits.Timeout > srv.cfg.MaxLimits.Timeout || j.limits.MemoryBytes > srv.cfg.MaxLimits.MemoryBytes {
-			t.Fatalf("validated limits %+v out of bounds", j.limits)
+		if st, _ := ToHTTP(err); st != http.StatusBadRequest && st != http.StatusRequestEntityTooLarge {
+			t.Fatalf("decode error %v answers %d", err, st)
 		}
 	})
 }

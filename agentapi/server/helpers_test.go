@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nsbox/nsbox/agentapi/client"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon"
 )
 
 // fakeRunner records specs and runs fn (default: exit 0, stdout "ok\n").
@@ -53,7 +55,7 @@ type fakeStore struct {
 func (s *fakeStore) Acquire(name string) (string, func(), error) {
 	d, ok := s.dirs[name]
 	if !ok {
-		return "", nil, fmt.Errorf("%q: %w", name, ErrRootfsNotFound)
+		return "", nil, fmt.Errorf("%q: %w", name, daemon.ErrRootfsNotFound)
 	}
 	s.mu.Lock()
 	s.held++
@@ -95,6 +97,7 @@ func (b *syncBuffer) String() string {
 
 type testServer struct {
 	srv    *Server
+	core   *daemon.Daemon
 	runner *fakeRunner
 	store  *fakeStore
 	sock   string
@@ -104,26 +107,39 @@ type testServer struct {
 	stop   func() error // cancels Run and returns its error
 }
 
-// startServer serves a Server with a fake runner on a temp Unix socket.
-func startServer(t *testing.T, runner *fakeRunner, mod func(*Config)) *testServer {
+// testConfig is the core's configuration and the server's own settings.
+type testConfig struct {
+	daemon.Config
+	MaxBodyBytes  int64
+	ShutdownGrace time.Duration
+}
+
+// startServer serves a Server over a real core with a fake runner on a
+// temp Unix socket.
+func startServer(t *testing.T, runner *fakeRunner, mod func(*testConfig)) *testServer {
 	t.Helper()
 	if runner == nil {
 		runner = &fakeRunner{}
 	}
 	store := &fakeStore{dirs: map[string]string{"default": t.TempDir(), "other": t.TempDir()}}
 	logs := &syncBuffer{}
-	cfg := Config{
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg := testConfig{Config: daemon.Config{
 		Runner:        runner,
 		Rootfs:        store,
-		Logger:        slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:        log,
 		MaxConcurrent: 2,
 		Version:       "test",
 		CgroupMode:    "v2",
-	}
+	}}
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv, err := New(cfg)
+	core, err := daemon.New(cfg.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Core: core, Logger: log, MaxBodyBytes: cfg.MaxBodyBytes, ShutdownGrace: cfg.ShutdownGrace})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +154,7 @@ func startServer(t *testing.T, runner *fakeRunner, mod func(*Config)) *testServe
 	var once sync.Once
 	var runErr error
 	stop := func() error {
-		once.Do(func() { cancel(); runErr = <-done })
+		once.Do(func() { cancel(); runErr = <-done; core.Close() })
 		return runErr
 	}
 	t.Cleanup(func() {
@@ -150,7 +166,7 @@ func startServer(t *testing.T, runner *fakeRunner, mod func(*Config)) *testServe
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return d.DialContext(ctx, "unix", sock)
 	}}}
-	return &testServer{srv: srv, runner: runner, store: store, sock: sock, client: &client.Client{Socket: sock},
+	return &testServer{srv: srv, core: core, runner: runner, store: store, sock: sock, client: &client.Client{Socket: sock},
 		http: hc, logs: logs, stop: stop}
 }
 
@@ -172,3 +188,12 @@ func blockingRunner() (r *fakeRunner, started chan string, release chan struct{}
 }
 
 var errSetup = errors.New("clone: operation not permitted")
+
+// queued is the number of runs waiting for a slot.
+func queued(ts *testServer) int {
+	info, err := ts.core.Info()
+	if err != nil {
+		panic(err)
+	}
+	return info.Queued
+}

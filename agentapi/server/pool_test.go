@@ -26,7 +26,7 @@ func TestPoolInfoAndMetrics(t *testing.T) {
 		Name: "default", Rootfs: "default", Limits: container.DefaultLimits(), Env: []string{"A=1"}, Preimport: []string{"numpy"},
 		Size: 2, Ready: 1, Hits: 5, Misses: 1, Refills: 2, RefillSum: 80 * time.Millisecond, LastRefill: 30 * time.Millisecond, RefillCounts: counts,
 	}}}
-	ts := startServer(t, nil, func(c *Config) { c.Pool = fp })
+	ts := startServer(t, nil, func(c *testConfig) { c.Pool = fp })
 	in, err := ts.client.Info(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -61,14 +61,14 @@ func TestPoolInfoAndMetrics(t *testing.T) {
 func TestSaturated(t *testing.T) {
 	r, started, release := blockingRunner()
 	ts := startServer(t, r, nil) // 2 slots
-	if ts.srv.Saturated() {
+	if ts.core.Saturated() {
 		t.Fatal("saturated with no run")
 	}
 	for range 2 {
 		go ts.client.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"x"}})
 		<-started
 	}
-	if !ts.srv.Saturated() {
+	if !ts.core.Saturated() {
 		t.Error("not saturated with both slots taken")
 	}
 	close(release)

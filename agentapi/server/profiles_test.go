@@ -10,10 +10,11 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon"
 )
 
 func TestProfiles(t *testing.T) {
-	mod := func(c *Config) { c.MaxLimits = container.Limits{CPUs: 1} }
+	mod := func(c *testConfig) { c.Policy.MaxLimits = container.Limits{CPUs: 1} }
 	strict := container.Limits{Timeout: 10 * time.Second, MemoryBytes: 256 << 20, Pids: 32, CPUs: 0.5, DiskBytes: 64 << 20, OutputBytes: 256 << 10}
 	tests := []struct {
 		name    string
@@ -54,8 +55,8 @@ func TestProfiles(t *testing.T) {
 }
 
 func TestInfoListsProfiles(t *testing.T) {
-	ts := startServer(t, nil, func(c *Config) {
-		c.Profiles = []agentapi.Profile{{Name: "tiny", Limits: agentapi.Limits{MemoryBytes: 64 << 20}}, {Name: "big"}}
+	ts := startServer(t, nil, func(c *testConfig) {
+		c.Policy.Profiles = []agentapi.Profile{{Name: "tiny", Limits: agentapi.Limits{MemoryBytes: 64 << 20}}, {Name: "big"}}
 	})
 	info, err := ts.client.Info(context.Background())
 	if err != nil {
@@ -74,13 +75,13 @@ func TestInfoListsProfiles(t *testing.T) {
 func TestReconfigure(t *testing.T) {
 	ts := startServer(t, nil, nil)
 	ctx := context.Background()
-	if err := ts.srv.Reconfigure(Policy{DefaultLimits: container.Limits{MemoryBytes: 1 << 30}, MaxLimits: container.Limits{MemoryBytes: 512 << 20}}); err == nil {
+	if err := ts.core.Reconfigure(daemon.Policy{DefaultLimits: container.Limits{MemoryBytes: 1 << 30}, MaxLimits: container.Limits{MemoryBytes: 512 << 20}}); err == nil {
 		t.Fatal("Reconfigure took defaults above the maxima")
 	}
-	if err := ts.srv.Reconfigure(Policy{Profiles: []agentapi.Profile{{Name: "a"}, {Name: "a"}}}); err == nil {
+	if err := ts.core.Reconfigure(daemon.Policy{Profiles: []agentapi.Profile{{Name: "a"}, {Name: "a"}}}); err == nil {
 		t.Fatal("Reconfigure took a profile defined twice")
 	}
-	if err := ts.srv.Reconfigure(Policy{Profiles: []agentapi.Profile{{Name: "Bad Name"}}}); err == nil {
+	if err := ts.core.Reconfigure(daemon.Policy{Profiles: []agentapi.Profile{{Name: "Bad Name"}}}); err == nil {
 		t.Fatal("Reconfigure took a bad profile name")
 	}
 	if _, err := ts.client.Run(ctx, &agentapi.RunRequest{Argv: []string{"true"}}); err != nil {
@@ -90,7 +91,7 @@ func TestReconfigure(t *testing.T) {
 		t.Fatalf("a refused Reconfigure changed the limits: %+v", got)
 	}
 
-	if err := ts.srv.Reconfigure(Policy{DefaultRootfs: "other", DefaultLimits: container.Limits{Pids: 7}, MaxLimits: container.Limits{Pids: 10},
+	if err := ts.core.Reconfigure(daemon.Policy{DefaultRootfs: "other", DefaultLimits: container.Limits{Pids: 7}, MaxLimits: container.Limits{Pids: 10},
 		Profiles: []agentapi.Profile{{Name: "only"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon"
 )
 
 // route is one endpoint; the table drives both the mux and 405 answers.
@@ -22,7 +23,7 @@ func (s *Server) routes() http.Handler {
 		{http.MethodPost, v + "/runs", s.handleRun},
 		{http.MethodGet, v + "/health", s.handleHealth},
 		{http.MethodGet, v + "/info", s.handleInfo},
-		{http.MethodGet, "/metrics", s.metrics.handler().ServeHTTP},
+		{http.MethodGet, "/metrics", s.MetricsHandler().ServeHTTP},
 	}
 	table = append(table, s.sessionRoutes()...)
 	mux := http.NewServeMux()
@@ -52,7 +53,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		case r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "":
 			writeError(rec, ErrBrowserRequest)
 		case s.draining.Load():
-			writeError(rec, ErrShuttingDown)
+			writeError(rec, daemon.ErrShuttingDown)
 		default:
 			next.ServeHTTP(rec, r)
 		}
@@ -93,30 +94,10 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
-	names, err := s.cfg.Rootfs.List()
+	info, err := s.core.Info()
 	if err != nil {
-		writeError(w, fmt.Errorf("listing rootfs: %w", err))
+		writeError(w, err)
 		return
 	}
-	if names == nil {
-		names = []string{}
-	}
-	pol := s.pol.Load()
-	writeJSON(w, http.StatusOK, agentapi.Info{
-		APIVersion:    agentapi.Version,
-		Version:       s.cfg.Version,
-		CgroupMode:    s.cfg.CgroupMode,
-		Rootfs:        names,
-		DefaultRootfs: pol.defaultRootfs,
-		DefaultLimits: wireLimits(pol.defaults),
-		MaxLimits:     wireLimits(pol.max),
-		Profiles:      pol.infoProfiles(),
-		MaxConcurrent: s.cfg.MaxConcurrent,
-		QueueSize:     s.cfg.QueueSize,
-		InFlight:      s.adm.inFlight(),
-		TearingDown:   int(s.tearing.Load()),
-		Queued:        s.adm.queued(),
-		Pools:         s.poolInfo(),
-		Zygotes:       s.zygoteInfo(),
-	})
+	writeJSON(w, http.StatusOK, info)
 }

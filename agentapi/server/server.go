@@ -7,178 +7,76 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/nsbox/nsbox/agentapi"
-	"github.com/nsbox/nsbox/container"
-	"github.com/nsbox/nsbox/container/session"
+	"github.com/nsbox/nsbox/daemon"
 )
 
-// Runner runs one sandbox; *container.Engine implements it.
-type Runner interface {
-	Run(ctx context.Context, spec container.Spec) (*container.Result, error)
+// Core is what the handlers need from the daemon; *daemon.Daemon
+// implements it. The handlers decode, call it and encode: every decision
+// about a run is the core's.
+type Core interface {
+	Run(ctx context.Context, req *agentapi.RunRequest, opts daemon.RunOptions) (*agentapi.RunResult, error)
+	CreateSession(ctx context.Context, req *agentapi.SessionRequest) (*agentapi.Session, error)
+	Sessions() []agentapi.Session
+	Session(id string) (*agentapi.Session, error)
+	DeleteSession(id string) error
+	Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts daemon.RunOptions) (*agentapi.RunResult, error)
+	ListFiles(ctx context.Context, id string) (*agentapi.FileList, error)
+	WriteFile(ctx context.Context, id, path string, data []byte) error
+	ReadFile(ctx context.Context, id, path string, max int64) ([]byte, error)
+	RemoveFile(ctx context.Context, id, path string) error
+	Info() (*agentapi.Info, error)
+	InFlight() int
+	Metrics() prometheus.Gatherer
 }
 
-// RootfsStore resolves rootfs names. Acquire returns the rootfs directory and
-// a release func the server calls when the run is over; an unknown name is
-// an error wrapping ErrRootfsNotFound.
-type RootfsStore interface {
-	Acquire(name string) (dir string, release func(), err error)
-	List() ([]string, error)
-}
-
-// Config configures a Server. Runner and Rootfs are required.
+// Config configures a Server. Core is required.
 type Config struct {
-	Runner Runner
-	Rootfs RootfsStore
-	Logger *slog.Logger // nil discards
-
-	// MaxConcurrent runs execute at once (default runtime.NumCPU()); up to
-	// QueueSize more wait for a slot (default 2*MaxConcurrent; 0 with
-	// NoQueue); beyond that requests get 429.
-	MaxConcurrent int
-	QueueSize     int
-	NoQueue       bool
-
-	DefaultRootfs string           // default "default"
-	DefaultLimits container.Limits // zero fields: container.DefaultLimits()
-	MaxLimits     container.Limits // zero fields: DefaultMaxLimits()
-	MaxBodyBytes  int64            // default 64 MiB
-	ShutdownGrace time.Duration    // default 30s
-
-	// MaxSessions caps live sessions (default 16); SessionIdleTimeout is
-	// the default idle timeout (15m) and SessionMaxLifetime a session's
-	// longest life (24h). Sessions need a Runner that is also a
-	// runner.Starter (*container.Engine is).
-	MaxSessions        int
-	SessionIdleTimeout time.Duration
-	SessionMaxLifetime time.Duration
-
-	Version    string // daemon version, reported by /v1/info
-	CgroupMode string // "v2", "v1" or "hybrid", reported by /v1/info
-
-	// Profiles a run may select by name (nil: agentapi.BuiltinProfiles()).
-	Profiles []agentapi.Profile
-
-	// Pool, when set, hands out warm Python runners to matching Python
-	// runs and new sessions; the rest start cold.
-	Pool Pool
-
-	// Zygotes, when set, reports the zygotes (the Runner routes runs to
-	// them) in /v1/info and /metrics.
-	Zygotes Zygotes
+	Core          Core
+	Logger        *slog.Logger  // nil discards
+	MaxBodyBytes  int64         // default 64 MiB
+	ShutdownGrace time.Duration // default 30s
+	// MaxConns bounds the connections served at once (default 256);
+	// further ones wait in the kernel's accept backlog.
+	MaxConns int
 }
 
-// DefaultMaxLimits are the maxima a request may ask for unless configured.
-func DefaultMaxLimits() container.Limits {
-	return container.Limits{
-		Timeout:     10 * time.Minute,
-		MemoryBytes: 8 << 30,
-		Pids:        4096,
-		CPUs:        float64(runtime.NumCPU()),
-		DiskBytes:   8 << 30,
-		OutputBytes: 64 << 20,
-	}
-}
-
-func (c Config) withDefaults() Config {
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.MaxConcurrent <= 0 {
-		c.MaxConcurrent = runtime.NumCPU()
-	}
-	if c.QueueSize <= 0 && !c.NoQueue {
-		c.QueueSize = 2 * c.MaxConcurrent
-	}
-	if c.DefaultRootfs == "" {
-		c.DefaultRootfs = "default"
-	}
-	c.DefaultLimits = c.DefaultLimits.WithDefaults()
-	m, d := &c.MaxLimits, DefaultMaxLimits()
-	if m.Timeout == 0 {
-		m.Timeout = d.Timeout
-	}
-	if m.MemoryBytes == 0 {
-		m.MemoryBytes = d.MemoryBytes
-	}
-	if m.Pids == 0 {
-		m.Pids = d.Pids
-	}
-	if m.CPUs == 0 {
-		m.CPUs = d.CPUs
-	}
-	if m.DiskBytes == 0 {
-		m.DiskBytes = d.DiskBytes
-	}
-	if m.OutputBytes == 0 {
-		m.OutputBytes = d.OutputBytes
-	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = 64 << 20
-	}
-	if c.ShutdownGrace <= 0 {
-		c.ShutdownGrace = 30 * time.Second
-	}
-	return c
-}
-
-// Server serves the API. Create it with New; it serves one listener at a time.
+// Server serves the API over HTTP. Create it with New; it serves one
+// listener at a time.
 type Server struct {
 	cfg      Config
+	core     Core
 	log      *slog.Logger
-	adm      *admission
-	metrics  *metrics
 	handler  http.Handler
 	draining atomic.Bool
-	runs     sync.WaitGroup // run handlers in progress
-	closing  sync.WaitGroup // runners closing after their run's answer
-	// teardown tokens: a finished run's teardown that holds one has freed
-	// its run slot; at most MaxConcurrent at once, so live sandboxes stay
-	// bounded. tearing counts them for /v1/info.
-	teardowns chan struct{}
-	tearing   atomic.Int64
-	sessions  *session.Manager // nil when the Runner cannot start sandboxes
-	sm        *sessionMetrics
-	// pol holds the defaults, maxima and profiles requests see; it starts
-	// from cfg and Reconfigure replaces it (cfg's copies then go stale).
-	pol atomic.Pointer[policy]
+	runs     sync.WaitGroup // run and exec handlers in progress
 }
 
 // New checks cfg and returns a Server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Runner == nil || cfg.Rootfs == nil {
-		return nil, errors.New("server: Config.Runner and Config.Rootfs are required")
+	if cfg.Core == nil {
+		return nil, errors.New("server: Config.Core is required")
 	}
-	cfg = cfg.withDefaults()
-	if cfg.DefaultLimits.Timeout > cfg.MaxLimits.Timeout || cfg.DefaultLimits.MemoryBytes > cfg.MaxLimits.MemoryBytes ||
-		cfg.DefaultLimits.Pids > cfg.MaxLimits.Pids || cfg.DefaultLimits.CPUs > cfg.MaxLimits.CPUs ||
-		cfg.DefaultLimits.DiskBytes > cfg.MaxLimits.DiskBytes || cfg.DefaultLimits.OutputBytes > cfg.MaxLimits.OutputBytes {
-		return nil, fmt.Errorf("server: default limits %+v exceed the maxima %+v; raise the maxima", cfg.DefaultLimits, cfg.MaxLimits)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		adm:       newAdmission(cfg.MaxConcurrent, cfg.QueueSize),
-		teardowns: make(chan struct{}, cfg.MaxConcurrent),
-		metrics:   newMetrics(),
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 64 << 20
 	}
-	if err := s.Reconfigure(Policy{DefaultRootfs: cfg.DefaultRootfs, DefaultLimits: cfg.DefaultLimits,
-		MaxLimits: cfg.MaxLimits, Profiles: cfg.Profiles}); err != nil {
-		return nil, err
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 30 * time.Second
 	}
-	s.metrics.gauges(s.adm)
-	if cfg.Pool != nil {
-		s.metrics.reg.MustRegister(newPoolCollector(cfg.Pool))
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 256
 	}
-	if cfg.Zygotes != nil {
-		s.metrics.reg.MustRegister(newZygoteCollector(cfg.Zygotes))
-	}
-	s.sm = newSessionMetrics()
-	s.newSessions()
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -187,13 +85,15 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // MetricsHandler serves the Prometheus metrics, for an extra TCP listener.
-func (s *Server) MetricsHandler() http.Handler { return s.metrics.handler() }
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.core.Metrics(), promhttp.HandlerOpts{})
+}
 
 // Run serves ln until ctx is done, then shuts down gracefully: it stops
 // accepting, answers new requests on open connections with 503, lets runs in
 // flight finish for up to ShutdownGrace, then cancels them (killing their
 // sandboxes) and waits for their handlers. It returns nil after a clean
-// shutdown. Run closes ln.
+// shutdown. Run closes ln; the caller closes the core afterwards.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRuns()
@@ -205,7 +105,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	ln = limitListener(ln, s.maxConns())
+	ln = limitListener(ln, s.cfg.MaxConns)
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -216,28 +116,16 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 
 	s.draining.Store(true)
-	s.log.Info("shutting down: draining runs", "in_flight", s.adm.inFlight(), "grace", s.cfg.ShutdownGrace)
+	s.log.Info("shutting down: draining runs", "in_flight", s.core.InFlight(), "grace", s.cfg.ShutdownGrace)
 	graceCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(graceCtx); err != nil {
-		s.log.Warn("grace period over: cancelling runs", "in_flight", s.adm.inFlight())
+		s.log.Warn("grace period over: cancelling runs", "in_flight", s.core.InFlight())
 		cancelRuns()
 		s.runs.Wait()
 		hs.Close()
 	}
 	<-errc
-	s.closing.Wait()
-	if s.sessions != nil {
-		s.log.Info("ending sessions", "live", s.sessions.Live())
-		s.sessions.Close()
-	}
 	s.log.Info("shut down")
 	return nil
-}
-
-// maxConns bounds the connections served at once: every run slot and queue
-// place, plus room for health, info, metrics and fast 429 answers. Further
-// connections wait in the kernel's accept backlog.
-func (s *Server) maxConns() int {
-	return s.cfg.MaxConcurrent + s.cfg.QueueSize + 64
 }

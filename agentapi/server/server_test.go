@@ -223,7 +223,7 @@ func TestErrors(t *testing.T) {
 			return nil, errSetup
 		}
 		return &container.Result{ID: sp.ID, Status: container.StatusOK}, nil
-	}}, func(c *Config) { c.MaxBodyBytes = 1024 })
+	}}, func(c *testConfig) { c.MaxBodyBytes = 1024 })
 	tests := []struct {
 		name     string
 		method   string
@@ -285,7 +285,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestHealthInfoMetrics(t *testing.T) {
-	ts := startServer(t, nil, func(c *Config) { c.MaxConcurrent, c.QueueSize = 3, 5 })
+	ts := startServer(t, nil, func(c *testConfig) { c.MaxConcurrent, c.QueueSize = 3, 5 })
 	ctx := context.Background()
 	h, err := ts.client.Health(ctx)
 	if err != nil || h.Status != "ok" || h.APIVersion != "v1" {
@@ -318,13 +318,13 @@ func TestHealthInfoMetrics(t *testing.T) {
 
 func TestAdmission429(t *testing.T) {
 	runner, started, release := blockingRunner()
-	ts := startServer(t, runner, func(c *Config) { c.MaxConcurrent, c.QueueSize = 1, 1 })
+	ts := startServer(t, runner, func(c *testConfig) { c.MaxConcurrent, c.QueueSize = 1, 1 })
 	ctx := context.Background()
 	results := make(chan error, 2)
 	go func() { _, err := ts.client.Run(ctx, &agentapi.RunRequest{Argv: []string{"a"}}); results <- err }()
 	<-started
 	go func() { _, err := ts.client.Run(ctx, &agentapi.RunRequest{Argv: []string{"b"}}); results <- err }()
-	for ts.srv.adm.queued() != 1 {
+	for queued(ts) != 1 {
 		time.Sleep(time.Millisecond)
 	}
 	status, ae, hdr := ts.raw(t, "POST", "/v1/runs", `{"argv":["c"]}`, nil)
@@ -433,7 +433,7 @@ func TestShutdownDrains(t *testing.T) {
 
 func TestShutdownGraceCancelsRuns(t *testing.T) {
 	runner, started, _ := blockingRunner()
-	ts := startServer(t, runner, func(c *Config) { c.ShutdownGrace = 10 * time.Millisecond })
+	ts := startServer(t, runner, func(c *testConfig) { c.ShutdownGrace = 10 * time.Millisecond })
 	res := make(chan *agentapi.RunResult, 1)
 	go func() {
 		r, _ := ts.client.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"x"}})

@@ -17,6 +17,7 @@ import (
 	"github.com/nsbox/nsbox/container/pool"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/zygote"
+	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/urfave/cli/v2"
 )
@@ -91,62 +92,66 @@ func runDaemon(c *cli.Context) error {
 	}
 	log.Info("recovered leftovers of a previous daemon", "removed", n)
 
+	store := daemon.Store{Store: rootfs.Store{Root: cfg.RootfsStore}}
 	pol := cfg.serverPolicy()
-	store := rootfsStore{store: rootfs.Store{Root: cfg.RootfsStore}}
-	scfg := server.Config{
+	pol.Sessions = sessionFlags(c)
+	dcfg := daemon.Config{
 		Runner:        eng,
+		Starter:       eng,
 		Rootfs:        store,
 		Logger:        log,
 		MaxConcurrent: cfg.MaxConcurrent,
-		DefaultRootfs: pol.DefaultRootfs,
-		DefaultLimits: pol.DefaultLimits,
-		MaxLimits:     pol.MaxLimits,
-		Profiles:      pol.Profiles,
-		ShutdownGrace: cfg.ShutdownGrace,
+		Policy:        pol,
 		Version:       version,
-
-		CgroupMode: string(eng.CgroupMode()),
-
-		MaxSessions:        c.Int("max-sessions"),
-		SessionIdleTimeout: c.Duration("session-idle-timeout"),
-		SessionMaxLifetime: c.Duration("session-max-lifetime"),
+		CgroupMode:    string(eng.CgroupMode()),
 	}
 	if cfg.Queue != nil {
-		scfg.QueueSize, scfg.NoQueue = *cfg.Queue, *cfg.Queue == 0
+		dcfg.QueueSize, dcfg.NoQueue = *cfg.Queue, *cfg.Queue == 0
 	}
 	// Python runs, sessions and pool refills on a rootfs with a zygote are
 	// forked from it; everything else (and everything while it is down)
 	// starts on the engine.
-	var starter runner.Starter = eng
 	if profiles := cfg.zygoteProfiles(); len(profiles) > 0 {
 		zs, err := zygote.New(zygote.Config{Engine: eng, Acquire: store.Acquire, Profiles: profiles, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude(), Logger: log.With("component", "zygote")})
 		if err != nil {
 			return fmt.Errorf("zygotes: %w", err)
 		}
-		// After the pool and the server are done, before the engine.
+		// After the pool and the core are done, before the engine.
 		defer zs.Close()
-		scfg.Runner, scfg.Zygotes, starter = zs, zs, zs
+		dcfg.Runner, dcfg.Starter, dcfg.Zygotes = zs, zs, zs
 		for _, p := range profiles {
 			log.Info("zygote", "rootfs", p.Rootfs, "modules", strings.Join(p.Modules, ","), "children", p.Children, "huge_pages", p.HugePages)
 		}
 	}
 	var pl *pool.Pool
 	if profiles := cfg.poolProfiles(); len(profiles) > 0 {
-		pl, err = pool.New(pool.Config{Starter: starter, Acquire: store.Acquire, Profiles: profiles, Refills: cfg.Pool.Refills, Logger: log.With("component", "pool")})
+		pl, err = pool.New(pool.Config{Starter: dcfg.Starter, Acquire: store.Acquire, Profiles: profiles, Refills: cfg.Pool.Refills, Logger: log.With("component", "pool")})
 		if err != nil {
 			return fmt.Errorf("warm pool: %w", err)
 		}
-		// After the server has drained (sessions included), before the
+		// After the core has closed (sessions included), before the
 		// engine closes.
 		defer pl.Close()
-		scfg.Pool = pl
+		dcfg.Pool = pl
 	}
-	srv, err := server.New(scfg)
+	core, err := daemon.New(dcfg)
+	if err != nil {
+		return err
+	}
+	defer core.Close()
+	info, err := core.Info()
+	if err != nil {
+		return err
+	}
+	// Every run slot and queue place, plus room for health, info, metrics
+	// and fast 429 answers.
+	srv, err := server.New(server.Config{Core: core, Logger: log, ShutdownGrace: cfg.ShutdownGrace,
+		MaxConns: info.MaxConcurrent + info.QueueSize + 64})
 	if err != nil {
 		return err
 	}
 	if pl != nil {
-		pl.Start(srv.Saturated)
+		pl.Start(core.Saturated)
 		for _, p := range pl.Stats() {
 			log.Info("warm pool", "pool", p.Name, "rootfs", p.Rootfs, "size", p.Size, "preimport", strings.Join(p.Preimport, ","),
 				"memory", p.Limits.MemoryBytes, "pids", p.Limits.Pids, "cpus", p.Limits.CPUs, "disk", p.Limits.DiskBytes)
@@ -171,7 +176,7 @@ func runDaemon(c *cli.Context) error {
 	}
 
 	addr := ln.Addr().String()
-	rl := &reloader{c: c, started: cfg, srv: srv, level: level, log: log, status: "serving on " + addr}
+	rl := &reloader{c: c, started: cfg, srv: core, level: level, log: log, status: "serving on " + addr}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -185,6 +190,11 @@ func runDaemon(c *cli.Context) error {
 		"max_concurrent", cfg.MaxConcurrent, "rootfs_store", cfg.RootfsStore, "run_dir", cfg.RunDir, "cgroup", cfg.CgroupName, "pid", os.Getpid())
 	sdNotify(log, "READY=1\nSTATUS="+rl.status)
 	return srv.Run(ctx, ln)
+}
+
+// sessionFlags are the session settings (flags only, for now).
+func sessionFlags(c *cli.Context) daemon.Sessions {
+	return daemon.Sessions{Max: c.Int("max-sessions"), IdleTimeout: c.Duration("session-idle-timeout"), MaxLifetime: c.Duration("session-max-lifetime")}
 }
 
 // reportConfig is --check-config: print every error (FILE:LINE: key: msg)

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
-	"github.com/nsbox/nsbox/agentapi/server"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/urfave/cli/v2"
 )
@@ -237,7 +237,7 @@ func (cfg *daemonConfig) profileExcess() []configError {
 func (cfg *daemonConfig) limits() (d, m container.Limits) {
 	d = engineLimits(cfg.DefaultLimits).WithDefaults()
 	m = engineLimits(cfg.MaxLimits)
-	dm := server.DefaultMaxLimits()
+	dm := daemon.DefaultMaxLimits()
 	if m.Timeout == 0 {
 		m.Timeout = dm.Timeout
 	}
@@ -317,8 +317,8 @@ func engineLimits(l agentapi.Limits) container.Limits {
 }
 
 // serverPolicy is the part of cfg a running server can take on reload.
-func (cfg *daemonConfig) serverPolicy() server.Policy {
-	return server.Policy{
+func (cfg *daemonConfig) serverPolicy() daemon.Policy {
+	return daemon.Policy{
 		DefaultRootfs: cfg.DefaultRootfs,
 		DefaultLimits: engineLimits(cfg.DefaultLimits),
 		MaxLimits:     engineLimits(cfg.MaxLimits),

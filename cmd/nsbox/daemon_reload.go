@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nsbox/nsbox/agentapi/server"
+	"github.com/nsbox/nsbox/daemon"
 	"github.com/urfave/cli/v2"
 )
 
@@ -15,7 +15,7 @@ import (
 type reloader struct {
 	c       *cli.Context
 	started daemonConfig // what the daemon started with: restart-only settings stay as here
-	srv     *server.Server
+	srv     *daemon.Daemon
 	level   *slog.LevelVar
 	log     *slog.Logger
 	status  string // sd_notify STATUS while serving
@@ -51,7 +51,9 @@ func (r *reloader) reload() {
 		r.log.Error("reload: configuration rejected; keeping the running configuration", "err", firstLine(err))
 		return
 	}
-	if err := r.srv.Reconfigure(next.serverPolicy()); err != nil {
+	pol := next.serverPolicy()
+	pol.Sessions = sessionFlags(r.c)
+	if err := r.srv.Reconfigure(pol); err != nil {
 		r.log.Error("reload: configuration rejected; keeping the running configuration", "err", err)
 		return
 	}

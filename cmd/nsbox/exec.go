@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -17,6 +16,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/nsbox/nsbox/seccomp"
 )
@@ -58,11 +58,23 @@ command's. A limit verdict is named on stderr and exits 124 (timeout) or 137
 
 func humanSize(n int64) string { return fmt.Sprintf("%dM", n>>20) }
 
-func execSpec(c *cli.Context) (container.Spec, error) {
-	var spec container.Spec
-	spec.Argv = c.Args().Slice()
-	if len(spec.Argv) == 0 {
-		return spec, errors.New("exec: no command given; usage: nsbox exec [flags] -- CMD [ARGS...]")
+// execRun is what `nsbox exec` runs: the API request (only the limits the
+// flags set: the daemon's defaults apply to the rest), all the limits the
+// flags give (for in-process runs and the verdict), and a seccomp program
+// from --seccomp-profile (in-process only).
+type execRun struct {
+	req     *agentapi.RunRequest
+	limits  container.Limits
+	seccomp seccomp.Program
+}
+
+func execRequest(c *cli.Context) (*execRun, error) {
+	x := &execRun{req: &agentapi.RunRequest{Argv: c.Args().Slice()}}
+	if len(x.req.Argv) == 0 {
+		return nil, errors.New("exec: no command given; usage: nsbox exec [flags] -- CMD [ARGS...]")
+	}
+	if c.IsSet("rootfs") {
+		x.req.Rootfs = c.String("rootfs")
 	}
 	l := container.Limits{Timeout: c.Duration("timeout"), Pids: c.Int64("pids"), CPUs: c.Float64("cpus")}
 	for _, s := range []struct {
@@ -71,23 +83,49 @@ func execSpec(c *cli.Context) (container.Spec, error) {
 	}{{"memory", &l.MemoryBytes}, {"disk", &l.DiskBytes}, {"output", &l.OutputBytes}} {
 		n, err := parseSize(c.String(s.flag))
 		if err != nil {
-			return spec, fmt.Errorf("--%s: %w", s.flag, err)
+			return nil, fmt.Errorf("--%s: %w", s.flag, err)
 		}
 		*s.dst = n
 	}
 	if l.Timeout <= 0 || l.Pids <= 0 || l.CPUs <= 0 || l.MemoryBytes <= 0 || l.DiskBytes <= 0 || l.OutputBytes <= 0 {
-		return spec, errors.New("exec: --timeout, --memory, --pids, --cpus, --disk and --output must be positive")
+		return nil, errors.New("exec: --timeout, --memory, --pids, --cpus, --disk and --output must be positive")
 	}
-	spec.Limits = l
+	x.limits = l
+	var set container.Limits // what the flags set; the daemon fills the rest
+	if c.IsSet("timeout") {
+		set.Timeout = l.Timeout
+	}
+	if c.IsSet("memory") {
+		set.MemoryBytes = l.MemoryBytes
+	}
+	if c.IsSet("pids") {
+		set.Pids = l.Pids
+	}
+	if c.IsSet("cpus") {
+		set.CPUs = l.CPUs
+	}
+	if c.IsSet("disk") {
+		set.DiskBytes = l.DiskBytes
+	}
+	if c.IsSet("output") {
+		set.OutputBytes = l.OutputBytes
+	}
+	if set != (container.Limits{}) {
+		wire := daemon.WireLimits(set)
+		x.req.Limits = &wire
+	}
 	for _, kv := range c.StringSlice("env") {
-		k, _, ok := strings.Cut(kv, "=")
+		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return spec, fmt.Errorf("--env %q: want K=V", kv)
+			return nil, fmt.Errorf("--env %q: want K=V", kv)
 		}
 		if err := container.ValidEnvKey(k); err != nil {
-			return spec, fmt.Errorf("--env: %w", err)
+			return nil, fmt.Errorf("--env: %w", err)
 		}
-		spec.Env = append(spec.Env, kv)
+		if x.req.Env == nil {
+			x.req.Env = map[string]string{}
+		}
+		x.req.Env[k] = v
 	}
 	for _, arg := range c.StringSlice("file") {
 		local, dst, ok := strings.Cut(arg, ":")
@@ -95,33 +133,33 @@ func execSpec(c *cli.Context) (container.Spec, error) {
 			dst = filepath.Base(local)
 		}
 		if err := container.ValidPath(dst); err != nil {
-			return spec, fmt.Errorf("--file %s: %w", arg, err)
+			return nil, fmt.Errorf("--file %s: %w", arg, err)
 		}
 		data, err := os.ReadFile(local)
 		if err != nil {
-			return spec, fmt.Errorf("--file: %w", err)
+			return nil, fmt.Errorf("--file: %w", err)
 		}
-		spec.Files = append(spec.Files, container.File{Path: dst, Data: data})
+		x.req.Files = append(x.req.Files, agentapi.File{Path: dst, ContentBase64: base64.StdEncoding.EncodeToString(data)})
 	}
 	if p := c.String("seccomp-profile"); p != "" {
 		f, err := os.Open(p)
 		if err != nil {
-			return spec, fmt.Errorf("--seccomp-profile: %w", err)
+			return nil, fmt.Errorf("--seccomp-profile: %w", err)
 		}
 		prof, err := seccomp.Load(f)
 		f.Close()
 		if err != nil {
-			return spec, fmt.Errorf("--seccomp-profile %s: %w", p, err)
+			return nil, fmt.Errorf("--seccomp-profile %s: %w", p, err)
 		}
-		if spec.Seccomp, err = prof.Compile(); err != nil {
-			return spec, fmt.Errorf("--seccomp-profile %s: %w", p, err)
+		if x.seccomp, err = prof.Compile(); err != nil {
+			return nil, fmt.Errorf("--seccomp-profile %s: %w", p, err)
 		}
 	}
-	return spec, nil
+	return x, nil
 }
 
 func runExec(c *cli.Context) error {
-	spec, err := execSpec(c)
+	x, err := execRequest(c)
 	if err != nil {
 		return err
 	}
@@ -135,7 +173,7 @@ func runExec(c *cli.Context) error {
 			if c.Bool("verbose") {
 				fmt.Fprintf(os.Stderr, "nsbox: running through the daemon at %s\n", c.String("socket"))
 			}
-			return execViaDaemon(c, cl, spec)
+			return execViaDaemon(c, cl, x)
 		case c.IsSet("socket"):
 			return fmt.Errorf("exec: the daemon at %s does not answer: %v (use --no-daemon to run in-process)", c.String("socket"), herr)
 		}
@@ -143,44 +181,15 @@ func runExec(c *cli.Context) error {
 	if c.Bool("verbose") {
 		fmt.Fprintln(os.Stderr, "nsbox: running in-process (no daemon answered)")
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("exec: running a sandbox in-process needs root (run as root, or start `nsbox daemon` and use its socket)")
-	}
-	rfs, err := rootfs.Store{Root: c.String("store")}.Lookup(c.String("rootfs"))
-	if err != nil {
-		return fmt.Errorf("exec: %w", err)
-	}
-	release, err := rfs.Acquire()
-	if err != nil {
-		return fmt.Errorf("exec: %w", err)
-	}
-	defer release()
-	spec.RootfsDir = rfs.Dir
-	spec.Stdin = os.Stdin
-	asJSON := c.Bool("json")
-	if !asJSON {
-		spec.Stdout, spec.Stderr = os.Stdout, os.Stderr
-	}
+	return execInProcess(c, x)
+}
 
-	eng, err := container.New(container.Config{})
-	if err != nil {
-		return fmt.Errorf("exec: %w", err)
-	}
-	defer eng.Close()
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res, err := eng.Run(ctx, spec)
-	if err != nil {
-		return fmt.Errorf("exec: %w", err)
-	}
-	if asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(jsonResult(res)); err != nil {
-			return err
-		}
-	}
-	return verdict(string(res.Status), res.ExitCode, res.Signal, res.Error, spec.Limits)
+// printResult prints a run's result for --json: the API's RunResult,
+// whichever way the run went.
+func printResult(res *agentapi.RunResult) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
 }
 
 // verdict turns a result into the process exit: the command's own code, or
@@ -211,17 +220,3 @@ func verdict(status string, code int, signal, errMsg string, l container.Limits)
 
 // errSilent marks an exit whose reason the command already printed.
 var errSilent = errors.New("")
-
-// jsonResult is the --json shape: the result with text output as strings.
-func jsonResult(r *container.Result) any {
-	type out struct {
-		*container.Result
-		Stdout   string `json:"stdout"`
-		Stderr   string `json:"stderr"`
-		WallMs   int64  `json:"wall_ms"`
-		CPUMs    int64  `json:"cpu_ms"`
-		WallTime any    `json:"wall_time,omitempty"`
-		CPUTime  any    `json:"cpu_time,omitempty"`
-	}
-	return out{Result: r, Stdout: string(r.Stdout), Stderr: string(r.Stderr), WallMs: r.WallTime.Milliseconds(), CPUMs: r.CPUTime.Milliseconds()}
-}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,54 +14,18 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
-	"github.com/nsbox/nsbox/container"
 )
 
 // maxDaemonStdin bounds what exec reads from a piped stdin to send along.
 const maxDaemonStdin = 32 << 20
 
-// execViaDaemon runs spec through the daemon: output streams live, stdin
+// execViaDaemon runs x through the daemon: output streams live, stdin
 // (when piped) is sent with the request, and the exit follows the result.
-func execViaDaemon(c *cli.Context, cl *client.Client, spec container.Spec) error {
-	if spec.Seccomp != nil {
+func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
+	if x.seccomp != nil {
 		return errors.New("exec: --seccomp-profile applies to in-process runs only; add --no-daemon")
 	}
-	req := &agentapi.RunRequest{Argv: spec.Argv}
-	if c.IsSet("rootfs") {
-		req.Rootfs = c.String("rootfs")
-	}
-	lim := &agentapi.Limits{}
-	if c.IsSet("timeout") {
-		lim.TimeoutMs = spec.Limits.Timeout.Milliseconds()
-	}
-	if c.IsSet("memory") {
-		lim.MemoryBytes = spec.Limits.MemoryBytes
-	}
-	if c.IsSet("pids") {
-		lim.Pids = spec.Limits.Pids
-	}
-	if c.IsSet("cpus") {
-		lim.CPUs = spec.Limits.CPUs
-	}
-	if c.IsSet("disk") {
-		lim.DiskBytes = spec.Limits.DiskBytes
-	}
-	if c.IsSet("output") {
-		lim.OutputBytes = spec.Limits.OutputBytes
-	}
-	if *lim != (agentapi.Limits{}) {
-		req.Limits = lim
-	}
-	if len(spec.Env) > 0 {
-		req.Env = map[string]string{}
-		for _, kv := range spec.Env {
-			k, v, _ := cutEnv(kv)
-			req.Env[k] = v
-		}
-	}
-	for _, f := range spec.Files {
-		req.Files = append(req.Files, agentapi.File{Path: f.Path, ContentBase64: base64.StdEncoding.EncodeToString(f.Data)})
-	}
+	req := x.req
 	if !isTerminal(os.Stdin) {
 		in, err := io.ReadAll(io.LimitReader(os.Stdin, maxDaemonStdin+1))
 		if err != nil {
@@ -105,13 +68,11 @@ func execViaDaemon(c *cli.Context, cl *client.Client, spec container.Spec) error
 		return fmt.Errorf("exec: %w", err)
 	}
 	if asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := printResult(res); err != nil {
 			return err
 		}
 	}
-	lim2 := spec.Limits
+	lim := x.limits
 	if res.Status != agentapi.StatusOK && res.Status != agentapi.StatusExitNonzero {
 		// Name the limit the daemon applied when the flag did not set it.
 		if info, err := cl.Info(c.Context); err == nil {
@@ -120,24 +81,15 @@ func execViaDaemon(c *cli.Context, cl *client.Client, spec container.Spec) error
 				flag string
 				dst  *int64
 				val  int64
-			}{{"memory", &lim2.MemoryBytes, d.MemoryBytes}, {"output", &lim2.OutputBytes, d.OutputBytes}} {
+			}{{"memory", &lim.MemoryBytes, d.MemoryBytes}, {"output", &lim.OutputBytes, d.OutputBytes}} {
 				if !c.IsSet(f.flag) && f.val > 0 {
 					*f.dst = f.val
 				}
 			}
 			if !c.IsSet("timeout") && d.TimeoutMs > 0 {
-				lim2.Timeout = msDuration(d.TimeoutMs)
+				lim.Timeout = msDuration(d.TimeoutMs)
 			}
 		}
 	}
-	return verdict(res.Status, res.ExitCode, res.Signal, res.Error, lim2)
-}
-
-func cutEnv(kv string) (k, v string, ok bool) {
-	for i := 0; i < len(kv); i++ {
-		if kv[i] == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return kv, "", false
+	return verdict(res.Status, res.ExitCode, res.Signal, res.Error, lim)
 }

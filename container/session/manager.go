@@ -69,14 +69,33 @@ func New(cfg Config) *Manager {
 	return &Manager{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}}
 }
 
+// SetLimits changes the cap on live sessions, the default idle timeout
+// and the longest life; zero values keep the current ones. They apply to
+// sessions created from now on (live sessions keep theirs; a lower cap
+// only refuses new ones).
+func (m *Manager) SetLimits(maxSessions int, idle, lifetime time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if maxSessions > 0 {
+		m.cfg.MaxSessions = maxSessions
+	}
+	if idle > 0 {
+		m.cfg.DefaultIdleTimeout = idle
+	}
+	if lifetime > 0 {
+		m.cfg.MaxLifetime = lifetime
+	}
+}
+
 // Create starts a session and returns once its interpreter is ready. On
 // error opts.Release has been called.
 func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err error) {
 	m.mu.Lock()
+	maxSessions, idle, lifetime := m.cfg.MaxSessions, m.cfg.DefaultIdleTimeout, m.cfg.MaxLifetime
 	switch {
 	case m.closed:
 		err = ErrClosed
-	case m.live >= m.cfg.MaxSessions:
+	case m.live >= maxSessions:
 		err = fmt.Errorf("%w (%d live)", ErrTooMany, m.live)
 	default:
 		m.live++
@@ -101,11 +120,11 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 		}
 	}()
 	if opts.IdleTimeout <= 0 {
-		opts.IdleTimeout = m.cfg.DefaultIdleTimeout
+		opts.IdleTimeout = idle
 	}
 	opts.Limits = opts.Limits.WithDefaults()
 	limits := opts.Limits
-	limits.Timeout = m.cfg.MaxLifetime
+	limits.Timeout = lifetime
 	limits.OutputBytes = m.cfg.OutputBytes
 	id := container.NewID()
 	r, pooled, err := m.start(ctx, id, opts, limits)
@@ -119,7 +138,7 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 	}
 	if pooled {
 		// The pooled sandbox's own life limit is far away; end it here.
-		s.lifeTimer = time.AfterFunc(m.cfg.MaxLifetime, func() { r.Sandbox().Kill(container.StatusTimeout) })
+		s.lifeTimer = time.AfterFunc(lifetime, func() { r.Sandbox().Kill(container.StatusTimeout) })
 	}
 	s.idleTimer = time.AfterFunc(opts.IdleTimeout, s.expire)
 	m.mu.Lock()

@@ -1,11 +1,8 @@
-package server
+package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
@@ -22,40 +19,40 @@ const markerSlack = 4096
 // a cold sandbox). The sandbox lives a little longer than the code's
 // timeout: room for the KeyboardInterrupt's traceback.
 //
-// A run whose cell ended on its own (ok or an exception) leaves its
-// sandbox's teardown in *after, for the caller to run once the answer is
-// out.
-func (s *Server) runPython(ctx context.Context, st runner.Starter, spec container.Spec, rootfs, code string, ev *eventWriter, after *func()) (*agentapi.RunResult, error) {
+// A run whose cell ended on its own (ok or an exception) returns its
+// sandbox's teardown as closeLate, for the caller to run once the answer
+// is out.
+func (d *Daemon) runPython(ctx context.Context, spec container.Spec, rootfs, code string, opts RunOptions) (_ *agentapi.RunResult, closeLate func(), _ error) {
 	lim := spec.Limits.WithDefaults()
 	spec.Limits = lim
-	if tk := s.takePooled(rootfs, spec); tk != nil {
-		s.log.Debug("run takes a pooled runner", "run", spec.ID, "sandbox", tk.Sandbox().ID(), "pool", tk.Profile, "waited", tk.Waited)
+	if tk := d.takePooled(rootfs, spec); tk != nil {
+		d.log.Debug("run takes a pooled runner", "run", spec.ID, "sandbox", tk.Sandbox().ID(), "pool", tk.Profile, "waited", tk.Waited)
 		ws := tk.Sandbox().Workspace()
 		for _, f := range spec.Files {
 			if err := ws.WriteFile(f.Path, f.Data, f.Mode); err != nil {
 				tk.Kill(container.StatusError)
-				return nil, fmt.Errorf("input file %s: %w", f.Path, err)
+				return nil, nil, fmt.Errorf("input file %s: %w", f.Path, err)
 			}
 		}
-		out, err := s.runOn(ctx, tk, spec, code, ev, after, tk.CPUBefore)
+		out, closeLate, err := d.runOn(ctx, tk, spec, code, opts, tk.CPUBefore)
 		if err == nil {
 			out.Pooled = true
 		}
-		return out, err
+		return out, closeLate, err
 	}
 	started := time.Now()
 	spec.Limits.Timeout += runner.InterruptGrace + time.Second
 	spec.Limits.OutputBytes += markerSlack
-	rn, err := runner.Start(ctx, st, spec) // writes spec.Files
+	rn, err := runner.Start(ctx, d.cfg.Starter, spec) // writes spec.Files
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	spec.Limits = lim
-	out, err := s.runOn(ctx, rn, spec, code, ev, after, 0)
+	out, closeLate, err := d.runOn(ctx, rn, spec, code, opts, 0)
 	if err == nil {
 		out.WallMs = time.Since(started).Milliseconds() // the sandbox's start included
 	}
-	return out, err
+	return out, closeLate, err
 }
 
 // oneShot is a runner serving one run: a pooled one (*pool.Taken) or one
@@ -71,45 +68,41 @@ type oneShot interface {
 // runOn runs code on r, whose workspace already has the input files; the
 // time limit counts from the hand-over. The result's wall time is the
 // code's alone and its CPU time the sandbox's since cpuBefore (what a
-// pooled runner spent before it was taken). When the cell ended
-// on its own (ok or an exception) the answer does not wait for the
-// teardown: it is left in *after, for once the answer is out (Run waits
-// for it at shutdown).
-func (s *Server) runOn(ctx context.Context, tk oneShot, spec container.Spec, code string, ev *eventWriter, after *func(), cpuBefore time.Duration) (*agentapi.RunResult, error) {
+// pooled runner spent before it was taken). When the cell ended on its own
+// (ok or an exception) the answer does not wait for the teardown: it is
+// returned as closeLate, for once the answer is out.
+func (d *Daemon) runOn(ctx context.Context, tk oneShot, spec container.Spec, code string, opts RunOptions, cpuBefore time.Duration) (_ *agentapi.RunResult, closeLate func(), _ error) {
 	ws := tk.Sandbox().Workspace()
 	before, serr := ws.Snapshot()
-	req := runner.ExecRequest{Code: code, Timeout: spec.Limits.Timeout, OutputBytes: spec.Limits.OutputBytes}
-	if ev != nil {
-		req.OnStdout = func(b []byte) { ev.chunk(agentapi.EventStdout, b) }
-		req.OnStderr = func(b []byte) { ev.chunk(agentapi.EventStderr, b) }
-	}
+	req := runner.ExecRequest{Code: code, Timeout: spec.Limits.Timeout, OutputBytes: spec.Limits.OutputBytes,
+		OnStdout: opts.OnStdout, OnStderr: opts.OnStderr}
 	res, err := tk.Exec(ctx, req)
 	if err != nil {
 		tk.Kill(container.StatusKilled)
-		return nil, err
+		return nil, nil, err
 	}
 	var files []container.FileInfo
 	if serr == nil {
 		files, serr = ws.Changed(before, spec.ReturnFiles)
 	}
 	if serr != nil {
-		s.log.Warn("workspace changes", "run", spec.ID, "err", serr)
+		d.log.Warn("workspace changes", "run", spec.ID, "err", serr)
 	}
 
 	var cres *container.Result
 	if dead, _ := tk.Dead(); dead == "" && (res.Status == runner.StatusOK || res.Status == runner.StatusException) {
 		st, err := tk.Sandbox().Stats()
 		if err != nil {
-			s.log.Warn("cgroup stats", "run", spec.ID, "err", err)
+			d.log.Warn("cgroup stats", "run", spec.ID, "err", err)
 		}
 		cres = &container.Result{ID: spec.ID, Status: container.StatusOK, CPUTime: st.CPUUsage, MemoryPeakBytes: st.MemoryPeakBytes}
-		*after = func() {
+		closeLate = func() {
 			if _, err := tk.Close(); err != nil {
-				s.log.Warn("close runner", "run", spec.ID, "err", err)
+				d.log.Warn("close runner", "run", spec.ID, "err", err)
 			}
 		}
 	} else if cres, err = tk.Close(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := wireResult(cres, spec.ID)
 	richFields(out, res)
@@ -121,7 +114,7 @@ func (s *Server) runOn(ctx context.Context, tk oneShot, spec container.Spec, cod
 	out.WallMs = res.Wall.Milliseconds()
 	out.CPUMs = max(0, cres.CPUTime-cpuBefore).Milliseconds()
 	out.Files = wireFiles(files)
-	return out, nil
+	return out, closeLate, nil
 }
 
 // runStatus decides a one-shot Python run's status from the cell's and
@@ -147,38 +140,4 @@ func runStatus(res *runner.Result, cres *container.Result) (status string, code 
 	default:
 		return agentapi.StatusCrashed, cres.ExitCode, cres.Signal
 	}
-}
-
-// finishRun answers a run (argv or Python): run does the work; metrics,
-// the log line and the answer (JSON or the stream's last event) are here.
-func (s *Server) finishRun(w http.ResponseWriter, log *slog.Logger, ev *eventWriter, started time.Time, run func() (*agentapi.RunResult, error)) {
-	out, err := run()
-	s.metrics.runTime.Observe(time.Since(started).Seconds())
-	if err != nil {
-		if errors.Is(err, container.ErrInvalidSpec) {
-			s.metrics.runs.WithLabelValues("invalid").Inc()
-		} else {
-			s.metrics.runs.WithLabelValues("setup_error").Inc()
-			s.metrics.spawnFailures.Inc()
-		}
-		log.Error("run failed", "err", err)
-		if ev != nil {
-			ev.finish()
-			_, ae := apiError(err)
-			ev.emit(agentapi.Event{Type: agentapi.EventError, Error: ae})
-			ev.done()
-			return
-		}
-		writeError(w, err)
-		return
-	}
-	s.metrics.runs.WithLabelValues(out.Status).Inc()
-	log.Info("run finished", "status", out.Status, "exit_code", out.ExitCode, "wall_ms", out.WallMs, "pooled", out.Pooled)
-	if ev != nil {
-		ev.finish()
-		ev.emit(agentapi.Event{Type: agentapi.EventResult, Result: out})
-		ev.done()
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
 }

@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"encoding/base64"
@@ -34,7 +34,7 @@ func wireResult(r *container.Result, id string) *agentapi.RunResult {
 	out.Stdout, out.StdoutBase64 = textAndBase64(r.Stdout)
 	out.Stderr, out.StderrBase64 = textAndBase64(r.Stderr)
 	for _, f := range r.Files {
-		fr := agentapi.FileResult{Path: f.Path, Size: f.Size, SHA256: f.SHA256, Mode: f.Mode, Mime: mimeOf(f.Path, f.Content)}
+		fr := agentapi.FileResult{Path: f.Path, Size: f.Size, SHA256: f.SHA256, Mode: f.Mode, Mime: MimeOf(f.Path, f.Content)}
 		if f.Content != nil {
 			fr.ContentBase64 = base64.StdEncoding.EncodeToString(f.Content)
 		}
@@ -52,8 +52,8 @@ func textAndBase64(b []byte) (string, string) {
 	return strings.ToValidUTF8(string(b), "\uFFFD"), base64.StdEncoding.EncodeToString(b)
 }
 
-// mimeOf guesses a file's type from its extension, then its content.
-func mimeOf(p string, content []byte) string {
+// MimeOf guesses a file's type from its extension, then its content.
+func MimeOf(p string, content []byte) string {
 	if t := mime.TypeByExtension(path.Ext(p)); t != "" {
 		return t
 	}

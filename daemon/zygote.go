@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,12 +13,12 @@ type Zygotes interface {
 }
 
 // zygoteInfo describes the zygotes for /v1/info.
-func (s *Server) zygoteInfo() []agentapi.ZygoteInfo {
+func (d *Daemon) zygoteInfo() []agentapi.ZygoteInfo {
 	out := []agentapi.ZygoteInfo{}
-	if s.cfg.Zygotes == nil {
+	if d.cfg.Zygotes == nil {
 		return out
 	}
-	for _, st := range s.cfg.Zygotes.Stats() {
+	for _, st := range d.cfg.Zygotes.Stats() {
 		out = append(out, agentapi.ZygoteInfo{
 			Rootfs: st.Rootfs, State: st.State, Pid: st.Pid, Modules: st.Modules, Skipped: st.Skipped,
 			Live: st.Live, Forks: st.Forks, Fallbacks: st.Fallbacks, Restarts: st.Restarts, LastError: st.LastError,

@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"strings"
@@ -21,24 +21,20 @@ type Pool interface {
 	Unmatched() uint64
 }
 
-// Saturated reports that live runs hold every run slot: the warm pool
-// does not refill then, so that refilling never takes CPU from them.
-func (s *Server) Saturated() bool { return s.adm.inFlight() >= s.cfg.MaxConcurrent }
-
 // takePooled takes a warm runner for a Python run, or returns nil.
-func (s *Server) takePooled(rootfs string, spec container.Spec) *pool.Taken {
-	if s.cfg.Pool == nil {
+func (d *Daemon) takePooled(rootfs string, spec container.Spec) *pool.Taken {
+	if d.cfg.Pool == nil {
 		return nil
 	}
-	return s.cfg.Pool.Take(pool.Key{Rootfs: rootfs, RootfsDir: spec.RootfsDir, Limits: spec.Limits, Env: spec.Env, Stdin: spec.Stdin != nil})
+	return d.cfg.Pool.Take(pool.Key{Rootfs: rootfs, RootfsDir: spec.RootfsDir, Limits: spec.Limits, Env: spec.Env, Stdin: spec.Stdin != nil})
 }
 
 // takeForSession is session.Config.Take.
-func (s *Server) takeForSession(opts session.Options) *runner.Runner {
-	if s.cfg.Pool == nil {
+func (d *Daemon) takeForSession(opts session.Options) *runner.Runner {
+	if d.cfg.Pool == nil {
 		return nil
 	}
-	tk := s.cfg.Pool.Take(pool.Key{Rootfs: opts.Rootfs, RootfsDir: opts.RootfsDir, Limits: opts.Limits, Env: opts.Env})
+	tk := d.cfg.Pool.Take(pool.Key{Rootfs: opts.Rootfs, RootfsDir: opts.RootfsDir, Limits: opts.Limits, Env: opts.Env})
 	if tk == nil {
 		return nil
 	}
@@ -46,14 +42,14 @@ func (s *Server) takeForSession(opts session.Options) *runner.Runner {
 }
 
 // poolInfo describes the pools for /v1/info.
-func (s *Server) poolInfo() []agentapi.PoolInfo {
+func (d *Daemon) poolInfo() []agentapi.PoolInfo {
 	out := []agentapi.PoolInfo{}
-	if s.cfg.Pool == nil {
+	if d.cfg.Pool == nil {
 		return out
 	}
-	for _, st := range s.cfg.Pool.Stats() {
+	for _, st := range d.cfg.Pool.Stats() {
 		pi := agentapi.PoolInfo{
-			Name: st.Name, Rootfs: st.Rootfs, Limits: wireLimits(st.Limits), Preimport: st.Preimport, Skipped: st.Skipped,
+			Name: st.Name, Rootfs: st.Rootfs, Limits: WireLimits(st.Limits), Preimport: st.Preimport, Skipped: st.Skipped,
 			Size: st.Size, Ready: st.Ready, Spawning: st.Spawning,
 			Hits: st.Hits, Misses: st.Misses, Discarded: st.Discarded, Failures: st.Failures, LastError: st.LastError,
 			Refills: st.Refills, LastRefillMs: ms(st.LastRefill),

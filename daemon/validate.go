@@ -1,14 +1,11 @@
-package server
+package daemon
 
 import (
 	"encoding/base64"
 	"fmt"
-	"math"
 	"path"
 	"sort"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
@@ -16,8 +13,6 @@ import (
 
 // Request-shape bounds that do not depend on configuration.
 const (
-	maxPathLen       = 4096
-	maxNameLen       = 255
 	maxFiles         = 1000
 	maxArgs          = 4096
 	maxEnv           = 1000
@@ -26,35 +21,6 @@ const (
 	defaultFileMode  = 0o644
 	maxRootfsNameLen = 128
 )
-
-// ValidatePath checks a workspace-relative path: not empty, not absolute, no
-// NUL, no ".." element, in clean form, within length bounds.
-func ValidatePath(p string) error {
-	switch {
-	case p == "":
-		return fmt.Errorf("empty path")
-	case strings.IndexByte(p, 0) >= 0:
-		return fmt.Errorf("path contains NUL")
-	case !utf8.ValidString(p):
-		return fmt.Errorf("path is not valid UTF-8")
-	case len(p) > maxPathLen:
-		return fmt.Errorf("path longer than %d bytes", maxPathLen)
-	case strings.HasPrefix(p, "/"):
-		return fmt.Errorf("path %q is absolute; give it relative to /workspace", p)
-	}
-	for _, el := range strings.Split(p, "/") {
-		if el == ".." {
-			return fmt.Errorf("path %q has a \"..\" element", p)
-		}
-		if len(el) > maxNameLen {
-			return fmt.Errorf("path %q has an element longer than %d bytes", p, maxNameLen)
-		}
-	}
-	if c := path.Clean(p); c != p || p == "." {
-		return fmt.Errorf("path %q is not in clean form (want %q)", p, c)
-	}
-	return nil
-}
 
 // validGlob checks a ReturnFiles pattern.
 func validGlob(g string) error {
@@ -88,10 +54,10 @@ type job struct {
 
 // validate checks req against the request rules and the daemon's maxima and
 // returns the job it describes. Errors are *FieldError.
-func (s *Server) validate(req *agentapi.RunRequest) (*job, error) {
+func (pol *policy) validate(req *agentapi.RunRequest) (*job, error) {
 	j := &job{stdin: req.Stdin, rootfs: req.Rootfs}
 	if j.rootfs == "" {
-		j.rootfs = s.pol.Load().defaultRootfs
+		j.rootfs = pol.defaultRootfs
 	} else if len(j.rootfs) > maxRootfsNameLen || strings.ContainsAny(j.rootfs, "/\x00") || j.rootfs == "." || j.rootfs == ".." {
 		return nil, fieldErr("rootfs", "%q is not a rootfs name", j.rootfs)
 	}
@@ -132,7 +98,7 @@ func (s *Server) validate(req *agentapi.RunRequest) (*job, error) {
 	seen := make(map[string]bool, len(req.Files))
 	for i, f := range req.Files {
 		name := fmt.Sprintf("files[%d]", i)
-		if err := ValidatePath(f.Path); err != nil {
+		if err := container.ValidPath(f.Path); err != nil {
 			return nil, fieldErr(name+".path", "%v", err)
 		}
 		if seen[f.Path] {
@@ -190,83 +156,10 @@ func (s *Server) validate(req *agentapi.RunRequest) (*job, error) {
 	}
 	j.returnFiles = req.ReturnFiles
 
-	lim, err := s.limitsFor(req.Profile, req.Limits)
+	lim, err := pol.limitsFor(req.Profile, req.Limits)
 	if err != nil {
 		return nil, err
 	}
 	j.limits = lim
 	return j, nil
-}
-
-// limits checks the requested limits against the maxima (refused, never
-// clamped) and fills the rest from the defaults.
-func (pol *policy) limits(l *agentapi.Limits) (container.Limits, error) {
-	if l == nil {
-		l = &agentapi.Limits{}
-	}
-	mx := pol.max
-	ints := []struct {
-		name     string
-		got, max int64
-	}{
-		{"limits.timeout_ms", l.TimeoutMs, mx.Timeout.Milliseconds()},
-		{"limits.memory_bytes", l.MemoryBytes, mx.MemoryBytes},
-		{"limits.pids", l.Pids, mx.Pids},
-		{"limits.disk_bytes", l.DiskBytes, mx.DiskBytes},
-		{"limits.output_bytes", l.OutputBytes, mx.OutputBytes},
-	}
-	for _, c := range ints {
-		if c.got < 0 {
-			return container.Limits{}, fieldErr(c.name, "%d is negative", c.got)
-		}
-		if c.got > c.max {
-			return container.Limits{}, fieldErr(c.name, "%d is above the daemon's maximum %d", c.got, c.max)
-		}
-	}
-	if l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
-		return container.Limits{}, fieldErr("limits.cpus", "%v is not a CPU count", l.CPUs)
-	}
-	if l.CPUs > mx.CPUs {
-		return container.Limits{}, fieldErr("limits.cpus", "%v is above the daemon's maximum %v", l.CPUs, mx.CPUs)
-	}
-	lim := container.Limits{
-		Timeout:     time.Duration(l.TimeoutMs) * time.Millisecond,
-		MemoryBytes: l.MemoryBytes,
-		Pids:        l.Pids,
-		CPUs:        l.CPUs,
-		DiskBytes:   l.DiskBytes,
-		OutputBytes: l.OutputBytes,
-	}
-	d := pol.defaults
-	if lim.Timeout == 0 {
-		lim.Timeout = d.Timeout
-	}
-	if lim.MemoryBytes == 0 {
-		lim.MemoryBytes = d.MemoryBytes
-	}
-	if lim.Pids == 0 {
-		lim.Pids = d.Pids
-	}
-	if lim.CPUs == 0 {
-		lim.CPUs = d.CPUs
-	}
-	if lim.DiskBytes == 0 {
-		lim.DiskBytes = d.DiskBytes
-	}
-	if lim.OutputBytes == 0 {
-		lim.OutputBytes = d.OutputBytes
-	}
-	return lim, nil
-}
-
-// wireLimits converts engine limits to their wire form.
-func wireLimits(l container.Limits) agentapi.Limits {
-	return agentapi.Limits{
-		TimeoutMs:   l.Timeout.Milliseconds(),
-		MemoryBytes: l.MemoryBytes,
-		Pids:        l.Pids,
-		CPUs:        l.CPUs,
-		DiskBytes:   l.DiskBytes,
-		OutputBytes: l.OutputBytes,
-	}
 }

@@ -1,20 +1,21 @@
-package server
+package daemon
 
 import (
-	"net/http"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/nsbox/nsbox/container/session"
 )
 
-// metrics are the server's Prometheus metrics, in a registry of its own.
+// metrics are the daemon's Prometheus metrics, in a registry of its own.
 type metrics struct {
 	reg           *prometheus.Registry
 	runs          *prometheus.CounterVec
 	queueWait     prometheus.Histogram
 	runTime       prometheus.Histogram
 	spawnFailures prometheus.Counter
+	sessionExecs  *prometheus.CounterVec
+	sessionsEnded *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -38,6 +39,14 @@ func newMetrics() *metrics {
 			Name: "nsbox_spawn_failures_total",
 			Help: "Runs whose sandbox could not be set up.",
 		}),
+		sessionExecs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nsbox_session_execs_total",
+			Help: "Session execs by status (ok, exception, timeout, cancelled, oom, crashed).",
+		}, []string{"status"}),
+		sessionsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nsbox_sessions_ended_total",
+			Help: "Sessions ended, by reason (killed: deleted, expired or shut down; oom; crashed; timeout).",
+		}, []string{"reason"}),
 	}
 	m.reg.MustRegister(m.runs, m.queueWait, m.runTime, m.spawnFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -54,6 +63,12 @@ func (m *metrics) gauges(adm *admission) {
 	)
 }
 
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+// registerSessions adds the session counters and the live-sessions gauge.
+func (m *metrics) registerSessions(mgr *session.Manager) {
+	m.reg.MustRegister(m.sessionExecs, m.sessionsEnded, prometheus.NewGaugeFunc(
+		prometheus.GaugeOpts{Name: "nsbox_sessions_live", Help: "Sessions whose sandbox is up."},
+		func() float64 { return float64(mgr.Live()) }))
 }
+
+// Metrics is the daemon's Prometheus registry, for a transport to serve.
+func (d *Daemon) Metrics() prometheus.Gatherer { return d.metrics.reg }

@@ -1,4 +1,4 @@
-package server
+package daemon
 
 import (
 	"encoding/base64"
@@ -28,7 +28,7 @@ func richFields(out *agentapi.RunResult, res *runner.Result) {
 func wireFiles(files []container.FileInfo) []agentapi.FileResult {
 	var out []agentapi.FileResult
 	for _, f := range files {
-		fr := agentapi.FileResult{Path: f.Path, Size: f.Size, SHA256: f.SHA256, Mode: f.Mode, Mime: mimeOf(f.Path, f.Content)}
+		fr := agentapi.FileResult{Path: f.Path, Size: f.Size, SHA256: f.SHA256, Mode: f.Mode, Mime: MimeOf(f.Path, f.Content)}
 		if f.Content != nil {
 			fr.ContentBase64 = base64.StdEncoding.EncodeToString(f.Content)
 		}

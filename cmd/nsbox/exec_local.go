@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon"
+	"github.com/nsbox/nsbox/rootfs"
+)
+
+// execInProcess runs x on an engine of its own, through the same core the
+// daemon uses: the same validation, the same result (--json prints the
+// API's RunResult either way). stdin streams in; stdout and stderr stream
+// out unless --json.
+func execInProcess(c *cli.Context, x *execRun) error {
+	if os.Geteuid() != 0 {
+		return errors.New("exec: running a sandbox in-process needs root (run as root, or start `nsbox daemon` and use its socket)")
+	}
+	eng, err := container.New(container.Config{})
+	if err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	defer eng.Close()
+	// The flags are the limits here: the operator at a root shell may ask
+	// for more than a daemon's default maxima.
+	core, err := daemon.New(daemon.Config{
+		Runner:        eng,
+		Rootfs:        daemon.Store{Store: rootfs.Store{Root: c.String("store")}},
+		MaxConcurrent: 1,
+		NoQueue:       true,
+		Policy: daemon.Policy{DefaultRootfs: c.String("rootfs"), DefaultLimits: x.limits,
+			MaxLimits: maxLimits(x.limits, daemon.DefaultMaxLimits())},
+	})
+	if err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	defer core.Close()
+
+	opts := daemon.RunOptions{Stdin: os.Stdin, Seccomp: x.seccomp}
+	asJSON := c.Bool("json")
+	if !asJSON {
+		opts.OnStdout = func(b []byte) { os.Stdout.Write(b) }
+		opts.OnStderr = func(b []byte) { os.Stderr.Write(b) }
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := core.Run(ctx, x.req, opts)
+	if err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	if asJSON {
+		if err := printResult(res); err != nil {
+			return err
+		}
+	}
+	return verdict(res.Status, res.ExitCode, res.Signal, res.Error, x.limits)
+}
+
+// maxLimits is the larger of a and b, field by field.
+func maxLimits(a, b container.Limits) container.Limits {
+	return container.Limits{
+		Timeout: max(a.Timeout, b.Timeout), MemoryBytes: max(a.MemoryBytes, b.MemoryBytes), Pids: max(a.Pids, b.Pids),
+		CPUs: max(a.CPUs, b.CPUs), DiskBytes: max(a.DiskBytes, b.DiskBytes), OutputBytes: max(a.OutputBytes, b.OutputBytes),
+	}
+}

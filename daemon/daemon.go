@@ -1,0 +1,183 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/container/session"
+)
+
+// Runner runs one sandbox to its end; *container.Engine and *zygote.Set
+// implement it.
+type Runner interface {
+	Run(ctx context.Context, spec container.Spec) (*container.Result, error)
+}
+
+// RootfsStore resolves rootfs names. Acquire returns the rootfs directory and
+// a release func the core calls once the sandbox is gone; an unknown name is
+// an error wrapping ErrRootfsNotFound.
+type RootfsStore interface {
+	Acquire(name string) (dir string, release func(), err error)
+	List() ([]string, error)
+}
+
+// Config configures a Daemon. Runner and Rootfs are required.
+type Config struct {
+	Runner Runner
+	// Starter starts long-lived sandboxes: Python runs go through the
+	// runner on one, and sessions need it. *container.Engine and
+	// *zygote.Set implement it. Nil: Python runs are `python3 -c` argv
+	// runs and sessions are refused.
+	Starter runner.Starter
+	Rootfs  RootfsStore
+	Logger  *slog.Logger // nil discards
+
+	// MaxConcurrent runs execute at once (default runtime.NumCPU()); up to
+	// QueueSize more wait for a slot (default 2*MaxConcurrent; 0 with
+	// NoQueue); beyond that Run fails with ErrBusy.
+	MaxConcurrent int
+	QueueSize     int
+	NoQueue       bool
+
+	// Policy is what Reconfigure may change later.
+	Policy Policy
+
+	Version    string // daemon version, reported by Info
+	CgroupMode string // "v2", "v1" or "hybrid", reported by Info
+
+	// Pool, when set, hands out warm Python runners to matching Python
+	// runs and new sessions; the rest start on the Starter.
+	Pool Pool
+	// Zygotes, when set, are reported by Info and the metrics (the
+	// Starter routes runs to them).
+	Zygotes Zygotes
+}
+
+// Daemon is the transport-independent core: it admits, validates and runs
+// runs, keeps sessions, and reports its state. The HTTP server (and any
+// other way in) only translates requests and answers.
+type Daemon struct {
+	cfg     Config
+	log     *slog.Logger
+	adm     *admission
+	metrics *metrics
+	// pol holds the defaults, maxima, profiles and session settings that
+	// requests see; Reconfigure replaces it.
+	pol atomic.Pointer[policy]
+
+	sessions *session.Manager // nil without a Starter
+
+	closed  atomic.Bool
+	closing sync.WaitGroup // sandboxes tearing down after their answer
+	// teardown tokens: a finished run's teardown that holds one has freed
+	// its run slot; at most MaxConcurrent at once, so live sandboxes stay
+	// bounded. tearing counts them for Info.
+	teardowns chan struct{}
+	tearing   atomic.Int64
+}
+
+// New checks cfg and returns a Daemon.
+func New(cfg Config) (*Daemon, error) {
+	if cfg.Runner == nil || cfg.Rootfs == nil {
+		return nil, errors.New("daemon: Config.Runner and Config.Rootfs are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = runtime.NumCPU()
+	}
+	if cfg.QueueSize <= 0 && !cfg.NoQueue {
+		cfg.QueueSize = 2 * cfg.MaxConcurrent
+	}
+	d := &Daemon{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		adm:       newAdmission(cfg.MaxConcurrent, cfg.QueueSize),
+		teardowns: make(chan struct{}, cfg.MaxConcurrent),
+		metrics:   newMetrics(),
+	}
+	pol, err := newPolicy(cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	d.pol.Store(pol)
+	d.metrics.gauges(d.adm)
+	if cfg.Pool != nil {
+		d.metrics.reg.MustRegister(newPoolCollector(cfg.Pool))
+	}
+	if cfg.Zygotes != nil {
+		d.metrics.reg.MustRegister(newZygoteCollector(cfg.Zygotes))
+	}
+	if cfg.Starter != nil {
+		d.sessions = session.New(session.Config{
+			Starter:            cfg.Starter,
+			Logger:             d.log,
+			MaxSessions:        pol.sessions.Max,
+			MaxLifetime:        pol.sessions.MaxLifetime,
+			DefaultIdleTimeout: pol.sessions.IdleTimeout,
+			OnEnd:              func(st runner.Status) { d.metrics.sessionsEnded.WithLabelValues(string(st)).Inc() },
+			Take:               d.takeForSession,
+		})
+		d.metrics.registerSessions(d.sessions)
+	}
+	return d, nil
+}
+
+// Reconfigure checks p and makes it apply to the requests that arrive from
+// now on; runs already admitted keep their limits and live sessions their
+// idle timeout. On error nothing changes.
+func (d *Daemon) Reconfigure(p Policy) error {
+	pol, err := newPolicy(p)
+	if err != nil {
+		return err
+	}
+	d.pol.Store(pol)
+	if d.sessions != nil {
+		d.sessions.SetLimits(pol.sessions.Max, pol.sessions.IdleTimeout, pol.sessions.MaxLifetime)
+	}
+	return nil
+}
+
+// Saturated reports that live runs hold every run slot: the warm pool
+// does not refill then, so that refilling never takes CPU from them.
+func (d *Daemon) Saturated() bool { return d.adm.inFlight() >= d.cfg.MaxConcurrent }
+
+// InFlight is the number of runs holding a run slot.
+func (d *Daemon) InFlight() int { return d.adm.inFlight() }
+
+// Close refuses new work, waits for the sandboxes still tearing down after
+// their answer, then ends every session. Callers stop their transports
+// (and so the runs in flight) first.
+func (d *Daemon) Close() {
+	d.closed.Store(true)
+	d.closing.Wait()
+	if d.sessions != nil {
+		d.log.Info("ending sessions", "live", d.sessions.Live())
+		d.sessions.Close()
+	}
+}
+
+// admit refuses work once Close has begun.
+func (d *Daemon) admit() error {
+	if d.closed.Load() {
+		return ErrShuttingDown
+	}
+	return nil
+}
+
+// acquireRootfs resolves a rootfs name.
+func (d *Daemon) acquireRootfs(name string) (string, func(), error) {
+	dir, release, err := d.cfg.Rootfs.Acquire(name)
+	if err != nil {
+		return "", nil, fmt.Errorf("rootfs %q: %w", name, err)
+	}
+	return dir, release, nil
+}

@@ -1,0 +1,36 @@
+package daemon
+
+import (
+	"fmt"
+
+	"github.com/nsbox/nsbox/agentapi"
+)
+
+// Info describes the daemon: its rootfs, policy, load, pools and zygotes.
+func (d *Daemon) Info() (*agentapi.Info, error) {
+	names, err := d.cfg.Rootfs.List()
+	if err != nil {
+		return nil, fmt.Errorf("listing rootfs: %w", err)
+	}
+	if names == nil {
+		names = []string{}
+	}
+	pol := d.pol.Load()
+	return &agentapi.Info{
+		APIVersion:    agentapi.Version,
+		Version:       d.cfg.Version,
+		CgroupMode:    d.cfg.CgroupMode,
+		Rootfs:        names,
+		DefaultRootfs: pol.defaultRootfs,
+		DefaultLimits: WireLimits(pol.defaults),
+		MaxLimits:     WireLimits(pol.max),
+		Profiles:      pol.infoProfiles(),
+		MaxConcurrent: d.cfg.MaxConcurrent,
+		QueueSize:     d.cfg.QueueSize,
+		InFlight:      d.adm.inFlight(),
+		TearingDown:   int(d.tearing.Load()),
+		Queued:        d.adm.queued(),
+		Pools:         d.poolInfo(),
+		Zygotes:       d.zygoteInfo(),
+	}, nil
+}

@@ -1,0 +1,207 @@
+package daemon
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container"
+)
+
+// Policy is the part of the configuration that Reconfigure changes while
+// the daemon runs: what a request's absent fields become, the most it may
+// ask for, and the session settings. Zero fields take the defaults below.
+type Policy struct {
+	DefaultRootfs string           // default "default"
+	DefaultLimits container.Limits // zero fields: container.DefaultLimits()
+	MaxLimits     container.Limits // zero fields: DefaultMaxLimits()
+	Profiles      []agentapi.Profile
+	Sessions      Sessions
+}
+
+// Sessions are the session settings.
+type Sessions struct {
+	Max         int           // live sessions at most (default 16)
+	IdleTimeout time.Duration // default idle timeout (15m)
+	MaxLifetime time.Duration // a session's longest life, idle or not (24h)
+}
+
+// DefaultMaxLimits are the maxima a request may ask for unless configured.
+func DefaultMaxLimits() container.Limits {
+	return container.Limits{
+		Timeout:     10 * time.Minute,
+		MemoryBytes: 8 << 30,
+		Pids:        4096,
+		CPUs:        float64(runtime.NumCPU()),
+		DiskBytes:   8 << 30,
+		OutputBytes: 64 << 20,
+	}
+}
+
+// policy is a checked Policy with its defaults filled, swapped atomically
+// by Reconfigure.
+type policy struct {
+	defaultRootfs string
+	defaults, max container.Limits
+	profiles      map[string]agentapi.Profile
+	names         []string // sorted
+	sessions      Sessions
+}
+
+// newPolicy fills p's zero fields and checks it: defaults within the
+// maxima, profile names unique and well-formed, profile limits not negative.
+// A profile above the maxima is allowed here and refused per run, so that a
+// built-in profile does not stop a daemon on a small host from starting.
+func newPolicy(p Policy) (*policy, error) {
+	d, m := p.DefaultLimits.WithDefaults(), p.MaxLimits.Or(DefaultMaxLimits())
+	if d.Timeout > m.Timeout || d.MemoryBytes > m.MemoryBytes || d.Pids > m.Pids || d.CPUs > m.CPUs ||
+		d.DiskBytes > m.DiskBytes || d.OutputBytes > m.OutputBytes {
+		return nil, fmt.Errorf("daemon: default limits %+v exceed the maxima %+v; raise the maxima", d, m)
+	}
+	profiles := p.Profiles
+	if profiles == nil {
+		profiles = agentapi.BuiltinProfiles()
+	}
+	pol := &policy{defaultRootfs: p.DefaultRootfs, defaults: d, max: m, profiles: make(map[string]agentapi.Profile, len(profiles)), sessions: p.Sessions}
+	if pol.defaultRootfs == "" {
+		pol.defaultRootfs = "default"
+	}
+	if pol.sessions.Max <= 0 {
+		pol.sessions.Max = 16
+	}
+	if pol.sessions.IdleTimeout <= 0 {
+		pol.sessions.IdleTimeout = 15 * time.Minute
+	}
+	if pol.sessions.MaxLifetime <= 0 {
+		pol.sessions.MaxLifetime = 24 * time.Hour
+	}
+	for _, pr := range profiles {
+		if err := ValidProfileName(pr.Name); err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
+		if _, dup := pol.profiles[pr.Name]; dup {
+			return nil, fmt.Errorf("daemon: profile %q defined twice", pr.Name)
+		}
+		l := pr.Limits
+		if l.TimeoutMs < 0 || l.MemoryBytes < 0 || l.Pids < 0 || l.DiskBytes < 0 || l.OutputBytes < 0 ||
+			l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
+			return nil, fmt.Errorf("daemon: profile %q has a negative or invalid limit: %+v", pr.Name, l)
+		}
+		pol.profiles[pr.Name] = pr
+		pol.names = append(pol.names, pr.Name)
+	}
+	sort.Strings(pol.names)
+	return pol, nil
+}
+
+// ValidProfileName checks a profile name: 1 to 64 of [a-z0-9_-].
+func ValidProfileName(name string) error {
+	if name == "" || len(name) > 64 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") != "" {
+		return fmt.Errorf("profile name %q: use 1 to 64 of a-z, 0-9, _ and -", name)
+	}
+	return nil
+}
+
+// limitsFor resolves a request's limits: the fields l sets, then those of
+// the named profile, then the defaults. A value above the maxima is refused,
+// never clamped, whether it came from the request or from the profile.
+func (pol *policy) limitsFor(profile string, l *agentapi.Limits) (container.Limits, error) {
+	var req agentapi.Limits
+	if l != nil {
+		req = *l
+	}
+	if err := checkWireLimits(req); err != nil {
+		return container.Limits{}, err
+	}
+	lim := EngineLimits(req)
+	suffix := ""
+	if profile != "" {
+		pr, ok := pol.profiles[profile]
+		if !ok {
+			return container.Limits{}, fieldErr("profile", "%q is not a profile of this daemon; it has %s",
+				profile, strings.Join(pol.names, ", "))
+		}
+		lim = lim.Or(EngineLimits(pr.Limits))
+		suffix = fmt.Sprintf(" (request limits over profile %q)", profile)
+	}
+	lim = lim.Or(pol.defaults)
+	mx := pol.max
+	for _, c := range []struct {
+		name     string
+		got, max int64
+	}{
+		{"limits.timeout_ms", lim.Timeout.Milliseconds(), mx.Timeout.Milliseconds()},
+		{"limits.memory_bytes", lim.MemoryBytes, mx.MemoryBytes},
+		{"limits.pids", lim.Pids, mx.Pids},
+		{"limits.disk_bytes", lim.DiskBytes, mx.DiskBytes},
+		{"limits.output_bytes", lim.OutputBytes, mx.OutputBytes},
+	} {
+		if c.got > c.max {
+			return container.Limits{}, fieldErr(c.name, "%d is above the daemon's maximum %d%s", c.got, c.max, suffix)
+		}
+	}
+	if lim.CPUs > mx.CPUs {
+		return container.Limits{}, fieldErr("limits.cpus", "%v is above the daemon's maximum %v%s", lim.CPUs, mx.CPUs, suffix)
+	}
+	return lim, nil
+}
+
+// checkWireLimits refuses negative and non-finite limits.
+func checkWireLimits(l agentapi.Limits) error {
+	for _, c := range []struct {
+		name string
+		got  int64
+	}{
+		{"limits.timeout_ms", l.TimeoutMs}, {"limits.memory_bytes", l.MemoryBytes}, {"limits.pids", l.Pids},
+		{"limits.disk_bytes", l.DiskBytes}, {"limits.output_bytes", l.OutputBytes},
+	} {
+		if c.got < 0 {
+			return fieldErr(c.name, "%d is negative", c.got)
+		}
+	}
+	if l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
+		return fieldErr("limits.cpus", "%v is not a CPU count", l.CPUs)
+	}
+	return nil
+}
+
+// EngineLimits converts wire limits to the engine's; with WireLimits it is
+// the one conversion pair between the two layers.
+func EngineLimits(l agentapi.Limits) container.Limits {
+	return container.Limits{
+		Timeout:     time.Duration(l.TimeoutMs) * time.Millisecond,
+		MemoryBytes: l.MemoryBytes,
+		Pids:        l.Pids,
+		CPUs:        l.CPUs,
+		DiskBytes:   l.DiskBytes,
+		OutputBytes: l.OutputBytes,
+	}
+}
+
+// WireLimits converts engine limits to their wire form.
+func WireLimits(l container.Limits) agentapi.Limits {
+	return agentapi.Limits{
+		TimeoutMs:   l.Timeout.Milliseconds(),
+		MemoryBytes: l.MemoryBytes,
+		Pids:        l.Pids,
+		CPUs:        l.CPUs,
+		DiskBytes:   l.DiskBytes,
+		OutputBytes: l.OutputBytes,
+	}
+}
+
+// infoProfiles lists the profiles with their limits resolved over the
+// defaults, sorted by name.
+func (pol *policy) infoProfiles() []agentapi.Profile {
+	out := make([]agentapi.Profile, 0, len(pol.names))
+	for _, n := range pol.names {
+		pr := pol.profiles[n]
+		pr.Limits = WireLimits(EngineLimits(pr.Limits).Or(pol.defaults))
+		out = append(out, pr)
+	}
+	return out
+}

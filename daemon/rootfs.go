@@ -1,0 +1,43 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/nsbox/nsbox/rootfs"
+)
+
+// Store adapts a rootfs.Store to RootfsStore.
+type Store struct{ Store rootfs.Store }
+
+// Acquire resolves name and holds the rootfs (a shared lock) until release.
+func (s Store) Acquire(name string) (string, func(), error) {
+	if err := rootfs.ValidName(name); err != nil {
+		return "", nil, fieldErr("rootfs", "%v", err)
+	}
+	r, err := s.Store.Lookup(name)
+	if errors.Is(err, rootfs.ErrNotFound) {
+		return "", nil, fmt.Errorf("%w (%v)", ErrRootfsNotFound, err)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	release, err := r.Acquire()
+	if err != nil {
+		return "", nil, fmt.Errorf("acquiring rootfs %q: %w", name, err)
+	}
+	return r.Dir, release, nil
+}
+
+// List names the complete rootfs trees of the store.
+func (s Store) List() ([]string, error) {
+	list, err := s.Store.List()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(list))
+	for _, r := range list {
+		names = append(names, r.Name)
+	}
+	return names, nil
+}

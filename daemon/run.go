@@ -1,0 +1,175 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/seccomp"
+)
+
+// RunOptions carry what a transport adds to a run request: where live
+// output goes and when the answer may be sent. Every field is optional.
+type RunOptions struct {
+	// ID names the run; empty: a fresh container.NewID().
+	ID string
+	// Stdin replaces the request's Stdin text (in-process callers pass
+	// their own standard input).
+	Stdin io.Reader
+	// OnStart is called with the run's id once the run is admitted and its
+	// rootfs resolved, before the sandbox starts.
+	OnStart func(id string)
+	// OnStdout and OnStderr receive output live, as the run produces it.
+	OnStdout, OnStderr func([]byte)
+	// OnResult is called exactly once with the result when Run succeeds,
+	// before a finished Python sandbox is torn down: the answer does not
+	// wait for the teardown.
+	OnResult func(*agentapi.RunResult)
+	// Seccomp replaces the engine's default filter (in-process callers
+	// with their own profile; no wire request can set it).
+	Seccomp seccomp.Program
+}
+
+// Run runs one request to its end: validate, admit (a run slot, waiting in
+// the queue if there is room), resolve the rootfs, run on a warm runner, a
+// zygote child or a cold sandbox, and report. A Python run that ended on
+// its own is answered (OnResult) before its sandbox's teardown, which
+// goes on in the background holding a teardown token or the run slot.
+func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOptions) (*agentapi.RunResult, error) {
+	if err := d.admit(); err != nil {
+		return nil, err
+	}
+	j, err := d.pol.Load().validate(req)
+	if err != nil {
+		d.metrics.runs.WithLabelValues("invalid").Inc()
+		return nil, err
+	}
+	id := opts.ID
+	if id == "" {
+		id = container.NewID()
+	}
+	log := d.log.With("run", id)
+
+	queued := time.Now()
+	release, err := d.adm.acquire(ctx)
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			d.metrics.runs.WithLabelValues("rejected").Inc()
+		}
+		return nil, err
+	}
+	d.metrics.queueWait.Observe(time.Since(queued).Seconds())
+	dir, releaseRootfs, err := d.acquireRootfs(j.rootfs)
+	if err != nil {
+		release()
+		d.metrics.runs.WithLabelValues("invalid").Inc()
+		return nil, err
+	}
+	// The slot and the rootfs are held until the sandbox is gone, unless
+	// a Python run's teardown gets a teardown token (tearDown).
+	done := func() { releaseRootfs(); release() }
+
+	spec := j.spec(id, dir)
+	spec.Seccomp = opts.Seccomp
+	switch {
+	case opts.Stdin != nil:
+		spec.Stdin = opts.Stdin
+	case j.stdin != "":
+		spec.Stdin = strings.NewReader(j.stdin)
+	}
+	if opts.OnStart != nil {
+		opts.OnStart(id)
+	}
+	log.Info("run started", "argv0", spec.Argv[0], "rootfs", j.rootfs, "queue_wait", time.Since(queued))
+	started := time.Now()
+
+	var (
+		out       *agentapi.RunResult
+		closeLate func()
+	)
+	if d.cfg.Starter != nil && j.language == agentapi.LanguagePython && opts.Seccomp == nil {
+		out, closeLate, err = d.runPython(ctx, spec, j.rootfs, j.code, opts)
+	} else {
+		if opts.OnStdout != nil {
+			spec.Stdout = funcWriter(opts.OnStdout)
+		}
+		if opts.OnStderr != nil {
+			spec.Stderr = funcWriter(opts.OnStderr)
+		}
+		var res *container.Result
+		if res, err = d.cfg.Runner.Run(ctx, spec); err == nil {
+			out = wireResult(res, id)
+		}
+	}
+	d.finished(log, started, out, err)
+	if err != nil {
+		done()
+		return nil, classify(err)
+	}
+	if closeLate == nil { // the sandbox is gone already
+		done()
+	}
+	if opts.OnResult != nil {
+		opts.OnResult(out)
+	}
+	if closeLate != nil {
+		d.tearDown(closeLate, releaseRootfs, release)
+	}
+	return out, nil
+}
+
+// finished counts and logs a run's outcome.
+func (d *Daemon) finished(log *slog.Logger, started time.Time, out *agentapi.RunResult, err error) {
+	d.metrics.runTime.Observe(time.Since(started).Seconds())
+	switch {
+	case err == nil:
+		d.metrics.runs.WithLabelValues(out.Status).Inc()
+		log.Info("run finished", "status", out.Status, "exit_code", out.ExitCode, "wall_ms", out.WallMs, "pooled", out.Pooled)
+	case errors.Is(err, container.ErrInvalidSpec):
+		d.metrics.runs.WithLabelValues("invalid").Inc()
+		log.Error("run failed", "err", err)
+	default:
+		d.metrics.runs.WithLabelValues("setup_error").Inc()
+		d.metrics.spawnFailures.Inc()
+		log.Error("run failed", "err", err)
+	}
+}
+
+// tearDown closes a finished run's sandbox in the background, then
+// releases its rootfs. With a teardown token the run slot is freed now;
+// with none left, once the sandbox is gone, so that live sandboxes stay
+// bounded by twice MaxConcurrent. Close waits for every teardown.
+func (d *Daemon) tearDown(closeSandbox, releaseRootfs, releaseSlot func()) {
+	d.closing.Add(1)
+	select {
+	case d.teardowns <- struct{}{}:
+		d.tearing.Add(1)
+		releaseSlot()
+		go func() {
+			defer d.closing.Done()
+			defer func() { d.tearing.Add(-1); <-d.teardowns }()
+			closeSandbox()
+			releaseRootfs()
+		}()
+	default:
+		go func() {
+			defer d.closing.Done()
+			closeSandbox()
+			releaseRootfs()
+			releaseSlot()
+		}()
+	}
+}
+
+// funcWriter adapts an output callback to the engine's io.Writer.
+type funcWriter func([]byte)
+
+func (f funcWriter) Write(p []byte) (int, error) {
+	f(p)
+	return len(p), nil
+}

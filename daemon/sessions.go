@@ -1,0 +1,190 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/container/session"
+)
+
+// CreateSession starts a session and returns once its interpreter is
+// ready.
+func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest) (*agentapi.Session, error) {
+	if err := d.admit(); err != nil {
+		return nil, err
+	}
+	if d.sessions == nil {
+		return nil, ErrNoSessions
+	}
+	if req.IdleTimeoutMs < 0 {
+		return nil, fieldErr("idle_timeout_ms", "must not be negative")
+	}
+	// The run validator checks rootfs, limits, env and files the same way.
+	j, err := d.pol.Load().validate(&agentapi.RunRequest{Argv: []string{"python3"}, Rootfs: req.Rootfs, Limits: req.Limits, Env: req.Env, Files: req.Files})
+	if err != nil {
+		return nil, err
+	}
+	dir, release, err := d.acquireRootfs(j.rootfs)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := d.sessions.Create(ctx, session.Options{
+		Rootfs: j.rootfs, RootfsDir: dir, Release: release, Limits: j.limits,
+		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: j.env, Files: j.files,
+	})
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := wireSession(sess.Info())
+	return &out, nil
+}
+
+// Sessions lists the sessions.
+func (d *Daemon) Sessions() []agentapi.Session {
+	out := []agentapi.Session{}
+	if d.sessions != nil {
+		for _, in := range d.sessions.List() {
+			out = append(out, wireSession(in))
+		}
+	}
+	return out
+}
+
+// Session describes one session.
+func (d *Daemon) Session(id string) (*agentapi.Session, error) {
+	sess, err := d.session(id)
+	if err != nil {
+		return nil, err
+	}
+	out := wireSession(sess.Info())
+	return &out, nil
+}
+
+// DeleteSession ends a session and removes it.
+func (d *Daemon) DeleteSession(id string) error {
+	if d.sessions == nil {
+		return ErrNoSessions
+	}
+	return classify(d.sessions.Delete(id))
+}
+
+// Exec runs a cell in a session; opts.OnStdout/OnStderr stream its output
+// and opts.OnResult is called with the result, as for Run.
+func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts RunOptions) (*agentapi.RunResult, error) {
+	sess, err := d.session(id)
+	if err != nil {
+		return nil, err
+	}
+	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
+	switch mx := d.pol.Load().max.Timeout; {
+	case req.TimeoutMs < 0:
+		return nil, fieldErr("timeout_ms", "must not be negative")
+	case timeout > mx:
+		return nil, fieldErr("timeout_ms", "%d is above the daemon's maximum %d", req.TimeoutMs, mx.Milliseconds())
+	}
+	if opts.OnStart != nil {
+		opts.OnStart(id)
+	}
+	res, err := sess.Exec(ctx, runner.ExecRequest{Code: req.Code, Timeout: timeout, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr})
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := &agentapi.RunResult{ID: id, WallMs: res.Wall.Milliseconds(), Files: wireFiles(res.Files)}
+	richFields(out, res.Result)
+	out.Status = string(res.Status)
+	out.Error = res.Error
+	if info := sess.Info(); info.State == session.StateDead {
+		out.SessionDead = true
+		out.Error = info.DeadReason
+	}
+	d.metrics.sessionExecs.WithLabelValues(out.Status).Inc()
+	if opts.OnResult != nil {
+		opts.OnResult(out)
+	}
+	return out, nil
+}
+
+// ListFiles lists a session's workspace.
+func (d *Daemon) ListFiles(ctx context.Context, id string) (*agentapi.FileList, error) {
+	sess, err := d.session(id)
+	if err != nil {
+		return nil, err
+	}
+	entries, files, err := sess.List(ctx, "")
+	if err != nil {
+		return nil, classify(err)
+	}
+	sums := make(map[string]string, len(files))
+	for _, f := range files {
+		sums[f.Path] = f.SHA256
+	}
+	out := &agentapi.FileList{Files: []agentapi.WorkspaceFile{}}
+	for _, e := range entries {
+		wf := agentapi.WorkspaceFile{Path: e.Path, Size: e.Size, Mode: e.Mode, ModTime: e.ModTime.UTC(), Dir: e.Dir, Symlink: e.Symlink, SHA256: sums[e.Path]}
+		if !e.Dir && !e.Symlink {
+			wf.Mime = MimeOf(e.Path, nil)
+		}
+		out.Files = append(out.Files, wf)
+	}
+	return out, nil
+}
+
+// WriteFile writes a file into a session's workspace (mode 0644).
+func (d *Daemon) WriteFile(ctx context.Context, id, path string, data []byte) error {
+	sess, err := d.sessionFile(id, path)
+	if err != nil {
+		return err
+	}
+	return classify(sess.WriteFile(ctx, path, data, defaultFileMode))
+}
+
+// ReadFile reads a file of a session's workspace, of at most max bytes.
+func (d *Daemon) ReadFile(ctx context.Context, id, path string, max int64) ([]byte, error) {
+	sess, err := d.sessionFile(id, path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := sess.ReadFile(ctx, path, max)
+	return data, classify(err)
+}
+
+// RemoveFile removes a file (or an empty directory) of a session's
+// workspace.
+func (d *Daemon) RemoveFile(ctx context.Context, id, path string) error {
+	sess, err := d.sessionFile(id, path)
+	if err != nil {
+		return err
+	}
+	return classify(sess.Remove(ctx, path))
+}
+
+func (d *Daemon) session(id string) (*session.Session, error) {
+	if d.sessions == nil {
+		return nil, ErrNoSessions
+	}
+	sess, err := d.sessions.Get(id)
+	return sess, classify(err)
+}
+
+// sessionFile resolves the session and checks a file path in it.
+func (d *Daemon) sessionFile(id, path string) (*session.Session, error) {
+	sess, err := d.session(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := container.ValidPath(path); err != nil {
+		return nil, fieldErr("path", "%v", err)
+	}
+	return sess, nil
+}
+
+func wireSession(in session.Info) agentapi.Session {
+	return agentapi.Session{
+		ID: in.ID, Rootfs: in.Rootfs, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
+		CreatedAt: in.Created.UTC(), LastUsedAt: in.LastUsed.UTC(), ExecCount: in.ExecCount,
+		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: WireLimits(in.Limits), Pooled: in.Pooled,
+	}
+}
