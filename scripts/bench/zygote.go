@@ -1,12 +1,8 @@
-package main
+package bench
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
-	"sync/atomic"
-	"time"
 )
 
 // zygoteCells are the cells issue 10 set targets for, on the data-science
@@ -24,12 +20,16 @@ const zygoteConcurrency = 2
 // without a zygote) against a second private daemon with a zygote on the
 // data-science rootfs: children forked on request, and children forked
 // ahead of time by its pool.
-func benchZygote(ctx context.Context, rep *benchReport, cold *benchDaemon, store, rfs, datasci string, runs, coldRuns int, round time.Duration, rounds int) error {
+func benchZygote(ctx context.Context, o Options, rep *report, cold *daemon, datasci string) error {
 	if err := cold.waitPools(ctx); err != nil { // the cold daemon's refills done
 		return err
 	}
 	conf := fmt.Sprintf("# nsbox bench: zygote\n[zygote]\nrootfs = [%q]\n\n[pools.zygote]\nrootfs = %q\nsize = 2\n", datasci, datasci)
-	zd, err := startBenchDaemon(store, rfs, conf, "--pool-size", "0")
+	nsbox, err := o.nsbox()
+	if err != nil {
+		return err
+	}
+	zd, err := startDaemon(nsbox, o.Store, o.Rootfs, conf, "--pool-size", "0")
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func benchZygote(ctx context.Context, rep *benchReport, cold *benchDaemon, store
 		coldName := cell.name + ", cold"
 		if err := addLatency(ctx, &rep.ZygoteLatency, cold, []daemonCase{
 			{name: coldName, do: runRequest(cold.client, datasci, cell.code, coldLimits)},
-		}, coldRuns); err != nil {
+		}, o.PandasRuns); err != nil {
 			return err
 		}
 		coldLat := rep.ZygoteLatency[len(rep.ZygoteLatency)-1]
@@ -54,7 +54,7 @@ func benchZygote(ctx context.Context, rep *benchReport, cold *benchDaemon, store
 			{name: cell.name + ", zygote pre-forked", target: cell.target, warm: true, pools: zd, do: runRequest(zd.client, datasci, cell.code, nil)},
 		}
 		first := len(rep.ZygoteLatency)
-		if err := addLatency(ctx, &rep.ZygoteLatency, zd, cases, runs); err != nil {
+		if err := addLatency(ctx, &rep.ZygoteLatency, zd, cases, o.DaemonRuns); err != nil {
 			return err
 		}
 		for i := first; i < len(rep.ZygoteLatency); i++ {
@@ -64,7 +64,7 @@ func benchZygote(ctx context.Context, rep *benchReport, cold *benchDaemon, store
 	for _, cell := range zygoteCells {
 		systems := []struct {
 			name string
-			d    *benchDaemon
+			d    *daemon
 			lim  bool
 			warm bool
 		}{
@@ -80,75 +80,27 @@ func benchZygote(ctx context.Context, rep *benchReport, cold *benchDaemon, store
 			}
 			do := runRequest(s.d.client, datasci, cell.code, lim)
 			var rates []float64
-			var pooled, total atomic.Int64
-			for range rounds {
+			var count pooledCount
+			for range o.Rounds {
 				if s.warm {
 					if err := zd.waitPools(ctx); err != nil {
 						return err
 					}
 				}
-				n, err := throughputRound(ctx, func(ctx context.Context) error {
-					p, err := do(ctx)
-					total.Add(1)
-					if p {
-						pooled.Add(1)
-					}
-					return err
-				}, zygoteConcurrency, round)
+				n, err := count.round(ctx, do, zygoteConcurrency, o.Round)
 				if err != nil {
 					return fmt.Errorf("%s: %w", s.name, err)
 				}
 				rates = append(rates, n)
 			}
-			t := daemonThroughput{System: s.name, Concurrency: zygoteConcurrency, RunsPerSec: median(rates)}
-			if n := total.Load(); n > 0 {
-				t.Pooled = float64(pooled.Load()) / float64(n)
-			}
+			// The first system is cold: no ratio to itself.
+			t := daemonRate(s.name, zygoteConcurrency, rates, &count, coldRate)
 			if coldRate == 0 {
 				coldRate = t.RunsPerSec
-			} else if coldRate > 0 {
-				t.VsCold = t.RunsPerSec / coldRate
 			}
 			rep.ZygoteThroughput = append(rep.ZygoteThroughput, t)
 		}
 	}
 	rep.ZygoteLoad += " -> " + loadAvg()
 	return nil
-}
-
-// loadAvg is the host's 1, 5 and 15 minute load averages.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
-
-func printZygoteBench(rep *benchReport) {
-	if len(rep.ZygoteLatency) == 0 {
-		return
-	}
-	fmt.Printf("\nzygote: %s\nload average %s\n\n", rep.ZygoteDaemon, rep.ZygoteLoad)
-	tw := newTable()
-	fmt.Fprintln(tw, "REQUEST\tRUNS\tP50 ms\tP95 ms\tPOOLED\tP50 vs cold\tTARGET\t")
-	for _, l := range rep.ZygoteLatency {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.0f%%\t%s\t%s\t\n", l.System, l.Runs, l.P50Ms, l.P95Ms, 100*l.Pooled, ratio(l.VsCold), l.Target)
-	}
-	tw.Flush()
-	fmt.Println()
-	tw = newTable()
-	fmt.Fprintln(tw, "THROUGHPUT\tCONCURRENCY\tRUNS/S\tPOOLED\tVS cold\tTARGET\t")
-	for _, t := range rep.ZygoteThroughput {
-		target := ""
-		if strings.HasSuffix(t.System, "zygote") {
-			target = ">= 100"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f%%\t%s\t%s\t\n", t.System, t.Concurrency, t.RunsPerSec, 100*t.Pooled, ratio(t.VsCold), target)
-	}
-	tw.Flush()
 }

@@ -1,0 +1,181 @@
+// Package bench is the harness behind `nsbox bench`: python3 -c 'print(1)'
+// in nsbox's engine against bubblewrap, runc and a bare chroot'ed python3,
+// then warm, cold, session and zygote requests through the daemon over its
+// Unix socket. Every system runs in turn, round after round, so that
+// machine drift hits all of them alike; the report gives medians, p95s and
+// ratios, as tables or as JSON.
+//
+// It needs root and a rootfs; the CLI command only turns flags into
+// [Options] and calls [Run].
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nsbox/nsbox/rootfs"
+)
+
+// Options are the settings of one bench. The zero value is not usable:
+// the counts and concurrencies must be at least 1 (see [Options.Validate]).
+type Options struct {
+	Store  string // rootfs store directory
+	Rootfs string // rootfs name for the engine's runs and the daemon's default pool
+
+	Runs        int           // rounds of the engine's latency comparison
+	Round       time.Duration // length of one throughput round
+	Rounds      int           // throughput rounds per system and concurrency
+	Concurrency []int         // concurrencies for throughput
+
+	// Socket is a daemon to measure instead of starting a private one.
+	Socket     string
+	DaemonRuns int // rounds of the latency comparison through the daemon
+	PandasRuns int // rounds of the import pandas comparison through the daemon
+
+	// Only is "engine" or "daemon" to run one part, "" for both.
+	Only string
+	JSON bool // print the report as JSON instead of tables
+
+	// Nsbox is the nsbox binary started as the private daemons
+	// (`nsbox daemon ...`). Empty: this process's own executable, which
+	// is nsbox itself when the bench runs as `nsbox bench`.
+	Nsbox string
+}
+
+// Validate reports settings the bench cannot run with.
+func (o Options) Validate() error {
+	switch o.Only {
+	case "", "engine", "daemon":
+	default:
+		return fmt.Errorf("bench: --only %q: use engine or daemon", o.Only)
+	}
+	for _, c := range []struct {
+		flag string
+		n    int
+	}{{"--runs", o.Runs}, {"--rounds", o.Rounds}, {"--daemon-runs", o.DaemonRuns}, {"--pandas-runs", o.PandasRuns}} {
+		if c.n < 1 {
+			return fmt.Errorf("bench: %s %d: must be at least 1", c.flag, c.n)
+		}
+	}
+	if o.Round <= 0 {
+		return fmt.Errorf("bench: --round %v: must be positive", o.Round)
+	}
+	if len(o.Concurrency) == 0 {
+		return errors.New("bench: --concurrency: give at least one")
+	}
+	for _, c := range o.Concurrency {
+		if c < 1 {
+			return fmt.Errorf("bench: --concurrency %d: must be at least 1", c)
+		}
+	}
+	return nil
+}
+
+// nsbox is the binary to start as the private daemons.
+func (o Options) nsbox() (string, error) {
+	if o.Nsbox != "" {
+		return o.Nsbox, nil
+	}
+	return os.Executable()
+}
+
+// Run measures what o selects and writes the report to out.
+func Run(ctx context.Context, o Options, out io.Writer) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("bench: needs root (it runs sandboxes in-process and the baselines as root)")
+	}
+	rfs, err := rootfs.Store{Root: o.Store}.Lookup(o.Rootfs)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	release, err := rfs.Acquire()
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer release()
+	argv := []string{"python3", "-c", "print(1)"}
+	rep := &report{Machine: machineLine(), Command: strings.Join(argv, " ")}
+	var systems []system
+	if o.Only != "daemon" {
+		if systems, err = benchEngine(ctx, o, rep, rfs, argv); err != nil {
+			return err
+		}
+	}
+	if o.Only != "engine" {
+		if err := benchThroughDaemon(ctx, o, rep); err != nil {
+			return fmt.Errorf("bench through the daemon: %w", err)
+		}
+	}
+	if o.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printReport(out, rep, systems)
+	return nil
+}
+
+// report is everything measured; --json prints it as it is.
+type report struct {
+	Machine    string       `json:"machine"`
+	Command    string       `json:"command"`
+	Latency    []latency    `json:"latency"`
+	Throughput []throughput `json:"throughput"`
+
+	Daemon           string             `json:"daemon,omitempty"`
+	DaemonLatency    []daemonLatency    `json:"daemon_latency,omitempty"`
+	DaemonThroughput []daemonThroughput `json:"daemon_throughput,omitempty"`
+
+	ZygoteDaemon     string             `json:"zygote_daemon,omitempty"`
+	ZygoteLoad       string             `json:"zygote_load,omitempty"` // load averages before -> after
+	ZygoteLatency    []daemonLatency    `json:"zygote_latency,omitempty"`
+	ZygoteThroughput []daemonThroughput `json:"zygote_throughput,omitempty"`
+
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// latency is one system's figures in the engine part.
+type latency struct {
+	System  string  `json:"system"`
+	Runs    int     `json:"runs"`
+	P50Ms   float64 `json:"p50_ms"`
+	P95Ms   float64 `json:"p95_ms"`
+	VsBwrap float64 `json:"vs_bwrap_p50,omitempty"`
+}
+
+type throughput struct {
+	System      string  `json:"system"`
+	Concurrency int     `json:"concurrency"`
+	RunsPerSec  float64 `json:"runs_per_sec"`
+	VsBwrap     float64 `json:"vs_bwrap,omitempty"`
+}
+
+// daemonLatency is one request kind's figures through the daemon.
+type daemonLatency struct {
+	System string  `json:"system"`
+	Runs   int     `json:"runs"`
+	P50Ms  float64 `json:"p50_ms"`
+	P95Ms  float64 `json:"p95_ms"`
+	// Pooled is the fraction of the runs that took a warm runner.
+	Pooled float64 `json:"pooled"`
+	// VsCold is p50 over the cold p50 of the same code.
+	VsCold float64 `json:"vs_cold_p50,omitempty"`
+	Target string  `json:"target,omitempty"`
+}
+
+type daemonThroughput struct {
+	System      string  `json:"system"`
+	Concurrency int     `json:"concurrency"`
+	RunsPerSec  float64 `json:"runs_per_sec"`
+	Pooled      float64 `json:"pooled"` // fraction of runs that took a warm runner
+	VsCold      float64 `json:"vs_cold,omitempty"`
+}

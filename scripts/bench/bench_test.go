@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// defaults are the options `nsbox bench` runs with when given no flags.
+func defaults() Options {
+	return Options{
+		Store: "/var/lib/nsbox/rootfs", Rootfs: "minimal",
+		Runs: 100, Round: time.Second, Rounds: 3, Concurrency: []int{1, 2, 8},
+		DaemonRuns: 100, PandasRuns: 10,
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(*Options)
+		wantErr string // "" for none
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"only engine", func(o *Options) { o.Only = "engine" }, ""},
+		{"only daemon", func(o *Options) { o.Only = "daemon" }, ""},
+		{"smallest counts", func(o *Options) {
+			o.Runs, o.Rounds, o.DaemonRuns, o.PandasRuns, o.Round, o.Concurrency = 1, 1, 1, 1, time.Millisecond, []int{1}
+		}, ""},
+		{"only unknown", func(o *Options) { o.Only = "zygote" }, `bench: --only "zygote": use engine or daemon`},
+		{"no runs", func(o *Options) { o.Runs = 0 }, "bench: --runs 0: must be at least 1"},
+		{"no rounds", func(o *Options) { o.Rounds = 0 }, "bench: --rounds 0: must be at least 1"},
+		{"negative daemon runs", func(o *Options) { o.DaemonRuns = -1 }, "bench: --daemon-runs -1: must be at least 1"},
+		{"no pandas runs", func(o *Options) { o.PandasRuns = 0 }, "bench: --pandas-runs 0: must be at least 1"},
+		{"zero round", func(o *Options) { o.Round = 0 }, "bench: --round 0s: must be positive"},
+		{"no concurrency", func(o *Options) { o.Concurrency = nil }, "bench: --concurrency: give at least one"},
+		{"zero concurrency", func(o *Options) { o.Concurrency = []int{1, 0} }, "bench: --concurrency 0: must be at least 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := defaults()
+			tc.change(&o)
+			err := o.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("Validate: %v, want no error", err)
+			case tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr):
+				t.Fatalf("Validate: %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestRunValidatesFirst: bad options are refused before anything needs
+// root or a rootfs.
+func TestRunValidatesFirst(t *testing.T) {
+	o := defaults()
+	o.Only = "both"
+	o.Store = t.TempDir()
+	var out strings.Builder
+	err := Run(context.Background(), o, &out)
+	if err == nil || !strings.Contains(err.Error(), "--only") {
+		t.Fatalf("Run: %v, want the --only error", err)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("Run wrote %q before failing", out.String())
+	}
+}
+
+func TestNsboxBinary(t *testing.T) {
+	o := defaults()
+	o.Nsbox = "/opt/nsbox"
+	if got, err := o.nsbox(); err != nil || got != "/opt/nsbox" {
+		t.Fatalf("nsbox() = %q, %v; want /opt/nsbox", got, err)
+	}
+	o.Nsbox = ""
+	got, err := o.nsbox()
+	if err != nil || got == "" {
+		t.Fatalf("nsbox() = %q, %v; want this test binary", got, err)
+	}
+	if !strings.HasSuffix(got, ".test") {
+		t.Fatalf("nsbox() = %q; want os.Executable, the test binary", got)
+	}
+}

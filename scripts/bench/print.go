@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// printReport writes rep as tables: the engine part (with the notes of
+// its systems), the daemon part, the zygote part, then what was skipped.
+// A part that did not run prints nothing.
+func printReport(w io.Writer, rep *report, systems []system) {
+	printEngine(w, rep, systems)
+	printDaemon(w, rep)
+	printZygote(w, rep)
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(w, "  skipped %s\n", s)
+	}
+}
+
+func printEngine(w io.Writer, rep *report, systems []system) {
+	if len(rep.Latency) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s\n%s, alternating\n\n", rep.Machine, rep.Command)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "SYSTEM\tRUNS\tP50 ms\tP95 ms\tP50 vs bwrap\t")
+	for _, l := range rep.Latency {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%s\t\n", l.System, l.Runs, l.P50Ms, l.P95Ms, ratio(l.VsBwrap))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = newTable(w)
+	fmt.Fprintln(tw, "SYSTEM\tCONCURRENCY\tRUNS/S\tVS bwrap\t")
+	for _, t := range rep.Throughput {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t\n", t.System, t.Concurrency, t.RunsPerSec, ratio(t.VsBwrap))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, s := range systems {
+		if s.Note != "" {
+			fmt.Fprintf(w, "  %s: %s\n", s.Name, s.Note)
+		}
+	}
+}
+
+func printDaemon(w io.Writer, rep *report) {
+	if len(rep.DaemonLatency) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nthrough %s, over the Unix socket (alternating)\n\n", rep.Daemon)
+	printDaemonLatency(w, rep.DaemonLatency)
+	fmt.Fprintln(w)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "THROUGHPUT\tCONCURRENCY\tRUNS/S\tPOOLED\tVS cold\t")
+	for _, t := range rep.DaemonThroughput {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f%%\t%s\t\n", t.System, t.Concurrency, t.RunsPerSec, 100*t.Pooled, ratio(t.VsCold))
+	}
+	tw.Flush()
+}
+
+func printZygote(w io.Writer, rep *report) {
+	if len(rep.ZygoteLatency) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nzygote: %s\nload average %s\n\n", rep.ZygoteDaemon, rep.ZygoteLoad)
+	printDaemonLatency(w, rep.ZygoteLatency)
+	fmt.Fprintln(w)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "THROUGHPUT\tCONCURRENCY\tRUNS/S\tPOOLED\tVS cold\tTARGET\t")
+	for _, t := range rep.ZygoteThroughput {
+		target := ""
+		if strings.HasSuffix(t.System, "zygote") {
+			target = ">= 100"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f%%\t%s\t%s\t\n", t.System, t.Concurrency, t.RunsPerSec, 100*t.Pooled, ratio(t.VsCold), target)
+	}
+	tw.Flush()
+}
+
+// printDaemonLatency is the latency table of the daemon and zygote parts.
+func printDaemonLatency(w io.Writer, rows []daemonLatency) {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "REQUEST\tRUNS\tP50 ms\tP95 ms\tPOOLED\tP50 vs cold\tTARGET\t")
+	for _, l := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.0f%%\t%s\t%s\t\n", l.System, l.Runs, l.P50Ms, l.P95Ms, 100*l.Pooled, ratio(l.VsCold), l.Target)
+	}
+	tw.Flush()
+}
+
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+}
+
+// ratio formats a ratio as "1.55x", or "-" when there is none.
+func ratio(r float64) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", r)
+}
