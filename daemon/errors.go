@@ -66,7 +66,7 @@ func classify(err error) error {
 	case errors.Is(err, session.ErrDead):
 		class = ErrConflict
 	case errors.Is(err, session.ErrClosed):
-		return fmt.Errorf("%v: %w", err, ErrShuttingDown)
+		return fmt.Errorf("%w: %w", err, ErrShuttingDown)
 	case errors.Is(err, container.ErrInvalidSpec), errors.Is(err, container.ErrInvalidPath),
 		errors.Is(err, container.ErrNotRegular), errors.Is(err, rootfs.ErrNotFound):
 		class = ErrInvalidArgument
