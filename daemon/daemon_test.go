@@ -243,12 +243,18 @@ func TestAdmission(t *testing.T) {
 	}}
 	d, _ := newTestDaemon(t, r, func(c *Config) { c.MaxConcurrent, c.QueueSize = 1, 1 })
 	errc := make(chan error, 2)
-	go func() { _, err := d.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"a"}}, RunOptions{}); errc <- err }()
+	go func() {
+		_, err := d.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"a"}}, RunOptions{})
+		errc <- err
+	}()
 	<-started
 	if !d.Saturated() {
 		t.Error("one slot held, Saturated is false")
 	}
-	go func() { _, err := d.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"b"}}, RunOptions{}); errc <- err }()
+	go func() {
+		_, err := d.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"b"}}, RunOptions{})
+		errc <- err
+	}()
 	for d.adm.queued() != 1 {
 		time.Sleep(time.Millisecond)
 	}
