@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nsbox/nsbox/daemon/policy"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -47,7 +48,7 @@ type Config struct {
 	NoQueue       bool
 
 	// Policy is what Reconfigure may change later.
-	Policy Policy
+	Policy policy.Policy
 
 	Version    string // daemon version, reported by Info
 	CgroupMode string // "v2", "v1" or "hybrid", reported by Info
@@ -70,7 +71,7 @@ type Daemon struct {
 	metrics *metrics
 	// pol holds the defaults, maxima, profiles and session settings that
 	// requests see; Reconfigure replaces it.
-	pol atomic.Pointer[policy]
+	pol atomic.Pointer[policy.Rules]
 
 	sessions *session.Manager // nil without a Starter
 
@@ -104,7 +105,7 @@ func New(cfg Config) (*Daemon, error) {
 		teardowns: make(chan struct{}, cfg.MaxConcurrent),
 		metrics:   newMetrics(),
 	}
-	pol, err := newPolicy(cfg.Policy)
+	pol, err := policy.New(cfg.Policy)
 	if err != nil {
 		return nil, err
 	}
@@ -120,9 +121,9 @@ func New(cfg Config) (*Daemon, error) {
 		d.sessions = session.New(session.Config{
 			Starter:            cfg.Starter,
 			Logger:             d.log,
-			MaxSessions:        pol.sessions.Max,
-			MaxLifetime:        pol.sessions.MaxLifetime,
-			DefaultIdleTimeout: pol.sessions.IdleTimeout,
+			MaxSessions:        pol.Sessions.Max,
+			MaxLifetime:        pol.Sessions.MaxLifetime,
+			DefaultIdleTimeout: pol.Sessions.IdleTimeout,
 			OnEnd:              func(st runner.Status) { d.metrics.sessionsEnded.WithLabelValues(string(st)).Inc() },
 			Take:               d.takeForSession,
 		})
@@ -134,14 +135,14 @@ func New(cfg Config) (*Daemon, error) {
 // Reconfigure checks p and makes it apply to the requests that arrive from
 // now on; runs already admitted keep their limits and live sessions their
 // idle timeout. On error nothing changes.
-func (d *Daemon) Reconfigure(p Policy) error {
-	pol, err := newPolicy(p)
+func (d *Daemon) Reconfigure(p policy.Policy) error {
+	pol, err := policy.New(p)
 	if err != nil {
 		return err
 	}
 	d.pol.Store(pol)
 	if d.sessions != nil {
-		d.sessions.SetLimits(pol.sessions.Max, pol.sessions.IdleTimeout, pol.sessions.MaxLifetime)
+		d.sessions.SetLimits(pol.Sessions.Max, pol.Sessions.IdleTimeout, pol.Sessions.MaxLifetime)
 	}
 	return nil
 }

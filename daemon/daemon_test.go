@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/session"
+	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -172,15 +172,15 @@ func TestErrorClasses(t *testing.T) {
 		class error // nil: internal
 		field string
 	}{
-		{"no command", agentapi.RunRequest{}, ErrInvalidArgument, "argv"},
-		{"both", agentapi.RunRequest{Argv: []string{"x"}, Language: "python", Code: "1"}, ErrInvalidArgument, "argv"},
-		{"language", agentapi.RunRequest{Language: "cobol", Code: "x"}, ErrInvalidArgument, "language"},
-		{"path", agentapi.RunRequest{Argv: []string{"x"}, Files: []agentapi.File{{Path: "../x"}}}, ErrInvalidArgument, "files[0].path"},
-		{"negative", agentapi.RunRequest{Argv: []string{"x"}, Limits: &agentapi.Limits{Pids: -1}}, ErrInvalidArgument, "limits.pids"},
-		{"above max", agentapi.RunRequest{Argv: []string{"x"}, Limits: &agentapi.Limits{MemoryBytes: 2 << 30}}, ErrInvalidArgument, "limits.memory_bytes"},
-		{"profile", agentapi.RunRequest{Argv: []string{"x"}, Profile: "nope"}, ErrInvalidArgument, "profile"},
-		{"rootfs", agentapi.RunRequest{Argv: []string{"x"}, Rootfs: "missing"}, ErrInvalidArgument, ""},
-		{"engine refuses", agentapi.RunRequest{Argv: []string{"invalid"}}, ErrInvalidArgument, ""},
+		{"no command", agentapi.RunRequest{}, errdefs.ErrInvalidArgument, "argv"},
+		{"both", agentapi.RunRequest{Argv: []string{"x"}, Language: "python", Code: "1"}, errdefs.ErrInvalidArgument, "argv"},
+		{"language", agentapi.RunRequest{Language: "cobol", Code: "x"}, errdefs.ErrInvalidArgument, "language"},
+		{"path", agentapi.RunRequest{Argv: []string{"x"}, Files: []agentapi.File{{Path: "../x"}}}, errdefs.ErrInvalidArgument, "files[0].path"},
+		{"negative", agentapi.RunRequest{Argv: []string{"x"}, Limits: &agentapi.Limits{Pids: -1}}, errdefs.ErrInvalidArgument, "limits.pids"},
+		{"above max", agentapi.RunRequest{Argv: []string{"x"}, Limits: &agentapi.Limits{MemoryBytes: 2 << 30}}, errdefs.ErrInvalidArgument, "limits.memory_bytes"},
+		{"profile", agentapi.RunRequest{Argv: []string{"x"}, Profile: "nope"}, errdefs.ErrInvalidArgument, "profile"},
+		{"rootfs", agentapi.RunRequest{Argv: []string{"x"}, Rootfs: "missing"}, errdefs.ErrInvalidArgument, ""},
+		{"engine refuses", agentapi.RunRequest{Argv: []string{"invalid"}}, errdefs.ErrInvalidArgument, ""},
 		{"engine fails", agentapi.RunRequest{Argv: []string{"broken"}}, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -188,12 +188,12 @@ func TestErrorClasses(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			for _, c := range []error{ErrInvalidArgument, ErrNotFound, ErrConflict, ErrTooLarge, ErrExhausted, ErrUnavailable} {
+			for _, c := range []error{errdefs.ErrInvalidArgument, errdefs.ErrNotFound, errdefs.ErrConflict, errdefs.ErrTooLarge, errdefs.ErrExhausted, errdefs.ErrUnavailable} {
 				if errors.Is(err, c) != (c == tc.class) {
 					t.Errorf("%v: errors.Is(%v) = %v", err, c, !(c == tc.class))
 				}
 			}
-			var fe *FieldError
+			var fe *errdefs.FieldError
 			if tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field) {
 				t.Errorf("%v: want a FieldError on %q", err, tc.field)
 			}
@@ -208,15 +208,15 @@ func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		err, class error
 	}{
-		{session.ErrNotFound, ErrNotFound},
-		{container.ErrNotExist, ErrNotFound},
-		{session.ErrTooMany, ErrExhausted},
-		{session.ErrDead, ErrConflict},
-		{session.ErrClosed, ErrUnavailable},
-		{container.ErrInvalidPath, ErrInvalidArgument},
-		{container.ErrNotRegular, ErrInvalidArgument},
-		{rootfs.ErrNotFound, ErrInvalidArgument},
-		{container.ErrTooLarge, ErrTooLarge},
+		{session.ErrNotFound, errdefs.ErrNotFound},
+		{container.ErrNotExist, errdefs.ErrNotFound},
+		{session.ErrTooMany, errdefs.ErrExhausted},
+		{session.ErrDead, errdefs.ErrConflict},
+		{session.ErrClosed, errdefs.ErrUnavailable},
+		{container.ErrInvalidPath, errdefs.ErrInvalidArgument},
+		{container.ErrNotRegular, errdefs.ErrInvalidArgument},
+		{rootfs.ErrNotFound, errdefs.ErrInvalidArgument},
+		{container.ErrTooLarge, errdefs.ErrTooLarge},
 	} {
 		wrapped := fmt.Errorf("context: %w", tc.err)
 		got := classify(wrapped)
@@ -259,7 +259,7 @@ func TestAdmission(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	_, err := d.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"c"}}, RunOptions{})
-	if !errors.Is(err, ErrBusy) || !errors.Is(err, ErrExhausted) {
+	if !errors.Is(err, ErrBusy) || !errors.Is(err, errdefs.ErrExhausted) {
 		t.Errorf("third run: %v, want ErrBusy (exhausted)", err)
 	}
 	close(release)
@@ -269,7 +269,7 @@ func TestAdmission(t *testing.T) {
 		}
 	}
 	d.Close()
-	if _, err := d.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"d"}}, RunOptions{}); !errors.Is(err, ErrUnavailable) {
+	if _, err := d.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"d"}}, RunOptions{}); !errors.Is(err, errdefs.ErrUnavailable) {
 		t.Errorf("run after Close: %v, want unavailable", err)
 	}
 }
@@ -310,28 +310,9 @@ func TestTearDown(t *testing.T) {
 	}
 }
 
-func TestPolicy(t *testing.T) {
-	if _, err := newPolicy(Policy{DefaultLimits: container.Limits{MemoryBytes: 2 << 30}, MaxLimits: container.Limits{MemoryBytes: 1 << 30}}); err == nil {
-		t.Error("defaults above the maxima accepted")
-	}
-	for _, pr := range [][]agentapi.Profile{{{Name: "a"}, {Name: "a"}}, {{Name: "Bad Name"}}, {{Name: "n", Limits: agentapi.Limits{Pids: -1}}}} {
-		if _, err := newPolicy(Policy{Profiles: pr}); err == nil {
-			t.Errorf("profiles %+v accepted", pr)
-		}
-	}
-	pol, err := newPolicy(Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pol.defaultRootfs != "default" || pol.defaults != container.DefaultLimits() || pol.max != DefaultMaxLimits() ||
-		pol.sessions != (Sessions{Max: 16, IdleTimeout: 15 * time.Minute, MaxLifetime: 24 * time.Hour}) || len(pol.names) != len(agentapi.BuiltinProfiles()) {
-		t.Errorf("zero policy filled as %+v", pol)
-	}
-}
-
 func TestSessionsNeedAStarter(t *testing.T) {
 	d, _ := newTestDaemon(t, nil, nil)
-	if _, err := d.CreateSession(context.Background(), &agentapi.SessionRequest{}); !errors.Is(err, ErrNoSessions) || !errors.Is(err, ErrUnavailable) {
+	if _, err := d.CreateSession(context.Background(), &agentapi.SessionRequest{}); !errors.Is(err, ErrNoSessions) || !errors.Is(err, errdefs.ErrUnavailable) {
 		t.Errorf("CreateSession without a Starter: %v", err)
 	}
 	if _, err := d.Exec(context.Background(), "x", &agentapi.ExecRequest{Code: "1"}, RunOptions{}); !errors.Is(err, ErrNoSessions) {
@@ -340,47 +321,4 @@ func TestSessionsNeedAStarter(t *testing.T) {
 	if got := d.Sessions(); got == nil || len(got) != 0 {
 		t.Errorf("Sessions() = %#v, want an empty list", got)
 	}
-}
-
-func FuzzValidate(f *testing.F) {
-	for _, s := range []string{
-		`{"argv":["echo","hi"]}`,
-		`{"language":"python","code":"print(1)","stdin":"x","env":{"A":"1"},"limits":{"timeout_ms":1000,"cpus":0.5}}`,
-		`{"argv":["x"],"files":[{"path":"a/b","content_base64":"AAEC","mode":420},{"path":"t","text":"hi"}],"return_files":["*.png"]}`,
-		`{"argv":["x"],"rootfs":"default","limits":{"memory_bytes":-1}}`,
-		`{"argv":["x"],"profile":"small","limits":{"cpus":1e308}}`,
-	} {
-		f.Add([]byte(s))
-	}
-	pol, err := newPolicy(Policy{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var req agentapi.RunRequest
-		if json.Unmarshal(body, &req) != nil {
-			return
-		}
-		j, err := pol.validate(&req)
-		if err != nil {
-			var fe *FieldError
-			if !errors.As(err, &fe) || !errors.Is(err, ErrInvalidArgument) {
-				t.Fatalf("validate error %v (%T) is not a FieldError", err, err)
-			}
-			return
-		}
-		for _, f := range j.files {
-			if container.ValidPath(f.Path) != nil || f.Mode > 0o777 {
-				t.Fatalf("validated job has a bad file %+v", f)
-			}
-		}
-		if len(j.argv) == 0 && j.language == "" {
-			t.Fatal("validated job has no command")
-		}
-		l, m := j.limits, pol.max
-		if l.Timeout <= 0 || l.Timeout > m.Timeout || l.MemoryBytes <= 0 || l.MemoryBytes > m.MemoryBytes || l.Pids > m.Pids ||
-			l.CPUs <= 0 || l.CPUs > m.CPUs || l.DiskBytes > m.DiskBytes || l.OutputBytes > m.OutputBytes {
-			t.Fatalf("validated limits %+v out of bounds %+v", l, m)
-		}
-	})
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/nsbox/nsbox/agentapi"
 )
@@ -21,10 +22,10 @@ func (d *Daemon) Info() (*agentapi.Info, error) {
 		Version:       d.cfg.Version,
 		CgroupMode:    d.cfg.CgroupMode,
 		Rootfs:        names,
-		DefaultRootfs: pol.defaultRootfs,
-		DefaultLimits: WireLimits(pol.defaults),
-		MaxLimits:     WireLimits(pol.max),
-		Profiles:      pol.infoProfiles(),
+		DefaultRootfs: pol.DefaultRootfs,
+		DefaultLimits: policy.WireLimits(pol.Defaults),
+		MaxLimits:     policy.WireLimits(pol.Max),
+		Profiles:      pol.Profiles(),
 		MaxConcurrent: d.cfg.MaxConcurrent,
 		QueueSize:     d.cfg.QueueSize,
 		InFlight:      d.adm.inFlight(),

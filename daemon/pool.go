@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"github.com/nsbox/nsbox/daemon/policy"
 	"strings"
 	"time"
 
@@ -49,7 +50,7 @@ func (d *Daemon) poolInfo() []agentapi.PoolInfo {
 	}
 	for _, st := range d.cfg.Pool.Stats() {
 		pi := agentapi.PoolInfo{
-			Name: st.Name, Rootfs: st.Rootfs, Limits: WireLimits(st.Limits), Preimport: st.Preimport, Skipped: st.Skipped,
+			Name: st.Name, Rootfs: st.Rootfs, Limits: policy.WireLimits(st.Limits), Preimport: st.Preimport, Skipped: st.Skipped,
 			Size: st.Size, Ready: st.Ready, Spawning: st.Spawning,
 			Hits: st.Hits, Misses: st.Misses, Discarded: st.Discarded, Failures: st.Failures, LastError: st.LastError,
 			Refills: st.Refills, LastRefillMs: ms(st.LastRefill),

@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"github.com/nsbox/nsbox/daemon/errdefs"
 
 	"github.com/nsbox/nsbox/rootfs"
 )
@@ -13,7 +14,7 @@ type Store struct{ Store rootfs.Store }
 // Acquire resolves name and holds the rootfs (a shared lock) until release.
 func (s Store) Acquire(name string) (string, func(), error) {
 	if err := rootfs.ValidName(name); err != nil {
-		return "", nil, fieldErr("rootfs", "%v", err)
+		return "", nil, errdefs.Field("rootfs", "%v", err)
 	}
 	r, err := s.Store.Lookup(name)
 	if errors.Is(err, rootfs.ErrNotFound) {

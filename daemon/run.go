@@ -44,7 +44,7 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	if err := d.admit(); err != nil {
 		return nil, err
 	}
-	j, err := d.pol.Load().validate(req)
+	j, err := d.pol.Load().Validate(req)
 	if err != nil {
 		d.metrics.runs.WithLabelValues("invalid").Inc()
 		return nil, err
@@ -64,7 +64,7 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		return nil, err
 	}
 	d.metrics.queueWait.Observe(time.Since(queued).Seconds())
-	dir, releaseRootfs, err := d.acquireRootfs(j.rootfs)
+	dir, releaseRootfs, err := d.acquireRootfs(j.Rootfs)
 	if err != nil {
 		release()
 		d.metrics.runs.WithLabelValues("invalid").Inc()
@@ -74,26 +74,26 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	// a Python run's teardown gets a teardown token (tearDown).
 	done := func() { releaseRootfs(); release() }
 
-	spec := j.spec(id, dir)
+	spec := j.Spec(id, dir)
 	spec.Seccomp = opts.Seccomp
 	switch {
 	case opts.Stdin != nil:
 		spec.Stdin = opts.Stdin
-	case j.stdin != "":
-		spec.Stdin = strings.NewReader(j.stdin)
+	case j.Stdin != "":
+		spec.Stdin = strings.NewReader(j.Stdin)
 	}
 	if opts.OnStart != nil {
 		opts.OnStart(id)
 	}
-	log.Info("run started", "argv0", spec.Argv[0], "rootfs", j.rootfs, "queue_wait", time.Since(queued))
+	log.Info("run started", "argv0", spec.Argv[0], "rootfs", j.Rootfs, "queue_wait", time.Since(queued))
 	started := time.Now()
 
 	var (
 		out       *agentapi.RunResult
 		closeLate func()
 	)
-	if d.cfg.Starter != nil && j.language == agentapi.LanguagePython && opts.Seccomp == nil {
-		out, closeLate, err = d.runPython(ctx, spec, j.rootfs, j.code, opts)
+	if d.cfg.Starter != nil && j.Language == agentapi.LanguagePython && opts.Seccomp == nil {
+		out, closeLate, err = d.runPython(ctx, spec, j.Rootfs, j.Code, opts)
 	} else {
 		if opts.OnStdout != nil {
 			spec.Stdout = funcWriter(opts.OnStdout)

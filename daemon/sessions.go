@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/policy"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
@@ -20,20 +22,20 @@ func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest
 		return nil, ErrNoSessions
 	}
 	if req.IdleTimeoutMs < 0 {
-		return nil, fieldErr("idle_timeout_ms", "must not be negative")
+		return nil, errdefs.Field("idle_timeout_ms", "must not be negative")
 	}
 	// The run validator checks rootfs, limits, env and files the same way.
-	j, err := d.pol.Load().validate(&agentapi.RunRequest{Argv: []string{"python3"}, Rootfs: req.Rootfs, Limits: req.Limits, Env: req.Env, Files: req.Files})
+	j, err := d.pol.Load().Validate(&agentapi.RunRequest{Argv: []string{"python3"}, Rootfs: req.Rootfs, Limits: req.Limits, Env: req.Env, Files: req.Files})
 	if err != nil {
 		return nil, err
 	}
-	dir, release, err := d.acquireRootfs(j.rootfs)
+	dir, release, err := d.acquireRootfs(j.Rootfs)
 	if err != nil {
 		return nil, err
 	}
 	sess, err := d.sessions.Create(ctx, session.Options{
-		Rootfs: j.rootfs, RootfsDir: dir, Release: release, Limits: j.limits,
-		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: j.env, Files: j.files,
+		Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
+		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: j.Env, Files: j.Files,
 	})
 	if err != nil {
 		return nil, classify(err)
@@ -79,11 +81,11 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 		return nil, err
 	}
 	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
-	switch mx := d.pol.Load().max.Timeout; {
+	switch mx := d.pol.Load().Max.Timeout; {
 	case req.TimeoutMs < 0:
-		return nil, fieldErr("timeout_ms", "must not be negative")
+		return nil, errdefs.Field("timeout_ms", "must not be negative")
 	case timeout > mx:
-		return nil, fieldErr("timeout_ms", "%d is above the daemon's maximum %d", req.TimeoutMs, mx.Milliseconds())
+		return nil, errdefs.Field("timeout_ms", "%d is above the daemon's maximum %d", req.TimeoutMs, mx.Milliseconds())
 	}
 	if opts.OnStart != nil {
 		opts.OnStart(id)
@@ -138,7 +140,7 @@ func (d *Daemon) WriteFile(ctx context.Context, id, path string, data []byte) er
 	if err != nil {
 		return err
 	}
-	return classify(sess.WriteFile(ctx, path, data, defaultFileMode))
+	return classify(sess.WriteFile(ctx, path, data, 0o644))
 }
 
 // ReadFile reads a file of a session's workspace, of at most max bytes.
@@ -176,7 +178,7 @@ func (d *Daemon) sessionFile(id, path string) (*session.Session, error) {
 		return nil, err
 	}
 	if err := container.ValidPath(path); err != nil {
-		return nil, fieldErr("path", "%v", err)
+		return nil, errdefs.Field("path", "%v", err)
 	}
 	return sess, nil
 }
@@ -185,6 +187,6 @@ func wireSession(in session.Info) agentapi.Session {
 	return agentapi.Session{
 		ID: in.ID, Rootfs: in.Rootfs, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
 		CreatedAt: in.Created.UTC(), LastUsedAt: in.LastUsed.UTC(), ExecCount: in.ExecCount,
-		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: WireLimits(in.Limits), Pooled: in.Pooled,
+		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: policy.WireLimits(in.Limits), Pooled: in.Pooled,
 	}
 }

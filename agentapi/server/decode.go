@@ -4,16 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nsbox/nsbox/daemon/errdefs"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
 
 	"github.com/nsbox/nsbox/agentapi"
-	"github.com/nsbox/nsbox/daemon"
 )
 
-var fieldErr = daemon.FieldErrorf
+var fieldErr = errdefs.Field
 
 // decode reads exactly one JSON value of a request body into v: the body
 // must say it is JSON (or say nothing), stay within MaxBodyBytes, and hold
@@ -29,7 +29,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 }
 
 // Decode reads exactly one JSON value from r into v. Unknown fields, wrong
-// types, trailing data and malformed JSON are *daemon.FieldErrors whose
+// types, trailing data and malformed JSON are *errdefs.FieldErrors whose
 // message names the field or the offset; an oversize body (r wrapped by
 // http.MaxBytesReader) is returned as *http.MaxBytesError.
 func Decode(r io.Reader, v any) error {

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nsbox/nsbox/daemon/errdefs"
 	"net/http"
 	"strconv"
 
 	"github.com/nsbox/nsbox/agentapi"
-	"github.com/nsbox/nsbox/daemon"
 )
 
 // Errors of the HTTP layer itself; the core's are classed in package daemon.
@@ -37,12 +37,12 @@ var httpErrors = []struct {
 	{ErrNotFound, http.StatusNotFound, agentapi.CodeNotFound},
 	{ErrMethodNotAllowed, http.StatusMethodNotAllowed, agentapi.CodeMethodNotAllowed},
 	{ErrMediaType, http.StatusUnsupportedMediaType, agentapi.CodeUnsupportedMediaType},
-	{daemon.ErrInvalidArgument, http.StatusBadRequest, agentapi.CodeInvalidArgument},
-	{daemon.ErrNotFound, http.StatusNotFound, agentapi.CodeNotFound},
-	{daemon.ErrConflict, http.StatusConflict, agentapi.CodeSessionDead},
-	{daemon.ErrTooLarge, http.StatusRequestEntityTooLarge, agentapi.CodePayloadTooLarge},
-	{daemon.ErrExhausted, http.StatusTooManyRequests, agentapi.CodeResourceExhausted},
-	{daemon.ErrUnavailable, http.StatusServiceUnavailable, agentapi.CodeUnavailable},
+	{errdefs.ErrInvalidArgument, http.StatusBadRequest, agentapi.CodeInvalidArgument},
+	{errdefs.ErrNotFound, http.StatusNotFound, agentapi.CodeNotFound},
+	{errdefs.ErrConflict, http.StatusConflict, agentapi.CodeSessionDead},
+	{errdefs.ErrTooLarge, http.StatusRequestEntityTooLarge, agentapi.CodePayloadTooLarge},
+	{errdefs.ErrExhausted, http.StatusTooManyRequests, agentapi.CodeResourceExhausted},
+	{errdefs.ErrUnavailable, http.StatusServiceUnavailable, agentapi.CodeUnavailable},
 }
 
 // ToHTTP translates err to a status and wire error. It is the only place

@@ -3,11 +3,11 @@ package server
 import (
 	"bytes"
 	"errors"
+	"github.com/nsbox/nsbox/daemon/errdefs"
 	"net/http"
 	"testing"
 
 	"github.com/nsbox/nsbox/agentapi"
-	"github.com/nsbox/nsbox/daemon"
 )
 
 func FuzzDecode(f *testing.F) {
@@ -23,7 +23,7 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req agentapi.RunRequest
 		err := Decode(http.MaxBytesReader(nil, nopCloser{bytes.NewReader(body)}, 1<<16), &req)
-		var fe *daemon.FieldError
+		var fe *errdefs.FieldError
 		var mbe *http.MaxBytesError
 		if err == nil {
 			return

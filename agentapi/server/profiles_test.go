@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/nsbox/nsbox/daemon/policy"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
-	"github.com/nsbox/nsbox/daemon"
 )
 
 func TestProfiles(t *testing.T) {
@@ -75,13 +75,13 @@ func TestInfoListsProfiles(t *testing.T) {
 func TestReconfigure(t *testing.T) {
 	ts := startServer(t, nil, nil)
 	ctx := context.Background()
-	if err := ts.core.Reconfigure(daemon.Policy{DefaultLimits: container.Limits{MemoryBytes: 1 << 30}, MaxLimits: container.Limits{MemoryBytes: 512 << 20}}); err == nil {
+	if err := ts.core.Reconfigure(policy.Policy{DefaultLimits: container.Limits{MemoryBytes: 1 << 30}, MaxLimits: container.Limits{MemoryBytes: 512 << 20}}); err == nil {
 		t.Fatal("Reconfigure took defaults above the maxima")
 	}
-	if err := ts.core.Reconfigure(daemon.Policy{Profiles: []agentapi.Profile{{Name: "a"}, {Name: "a"}}}); err == nil {
+	if err := ts.core.Reconfigure(policy.Policy{Profiles: []agentapi.Profile{{Name: "a"}, {Name: "a"}}}); err == nil {
 		t.Fatal("Reconfigure took a profile defined twice")
 	}
-	if err := ts.core.Reconfigure(daemon.Policy{Profiles: []agentapi.Profile{{Name: "Bad Name"}}}); err == nil {
+	if err := ts.core.Reconfigure(policy.Policy{Profiles: []agentapi.Profile{{Name: "Bad Name"}}}); err == nil {
 		t.Fatal("Reconfigure took a bad profile name")
 	}
 	if _, err := ts.client.Run(ctx, &agentapi.RunRequest{Argv: []string{"true"}}); err != nil {
@@ -91,7 +91,7 @@ func TestReconfigure(t *testing.T) {
 		t.Fatalf("a refused Reconfigure changed the limits: %+v", got)
 	}
 
-	if err := ts.core.Reconfigure(daemon.Policy{DefaultRootfs: "other", DefaultLimits: container.Limits{Pids: 7}, MaxLimits: container.Limits{Pids: 10},
+	if err := ts.core.Reconfigure(policy.Policy{DefaultRootfs: "other", DefaultLimits: container.Limits{Pids: 7}, MaxLimits: container.Limits{Pids: 10},
 		Profiles: []agentapi.Profile{{Name: "only"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/nsbox/nsbox/daemon/policy"
 	"log/slog"
 	"net"
 	"net/http"
@@ -193,8 +194,8 @@ func runDaemon(c *cli.Context) error {
 }
 
 // sessionFlags are the session settings (flags only, for now).
-func sessionFlags(c *cli.Context) daemon.Sessions {
-	return daemon.Sessions{Max: c.Int("max-sessions"), IdleTimeout: c.Duration("session-idle-timeout"), MaxLifetime: c.Duration("session-max-lifetime")}
+func sessionFlags(c *cli.Context) policy.Sessions {
+	return policy.Sessions{Max: c.Int("max-sessions"), IdleTimeout: c.Duration("session-idle-timeout"), MaxLifetime: c.Duration("session-max-lifetime")}
 }
 
 // reportConfig is --check-config: print every error (FILE:LINE: key: msg)

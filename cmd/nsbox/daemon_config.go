@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/nsbox/nsbox/daemon/policy"
 	"log/slog"
 	"math"
 	"net"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
-	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/urfave/cli/v2"
 )
@@ -237,7 +237,7 @@ func (cfg *daemonConfig) profileExcess() []configError {
 func (cfg *daemonConfig) limits() (d, m container.Limits) {
 	d = engineLimits(cfg.DefaultLimits).WithDefaults()
 	m = engineLimits(cfg.MaxLimits)
-	dm := daemon.DefaultMaxLimits()
+	dm := policy.DefaultMaxLimits()
 	if m.Timeout == 0 {
 		m.Timeout = dm.Timeout
 	}
@@ -317,8 +317,8 @@ func engineLimits(l agentapi.Limits) container.Limits {
 }
 
 // serverPolicy is the part of cfg a running server can take on reload.
-func (cfg *daemonConfig) serverPolicy() daemon.Policy {
-	return daemon.Policy{
+func (cfg *daemonConfig) serverPolicy() policy.Policy {
+	return policy.Policy{
 		DefaultRootfs: cfg.DefaultRootfs,
 		DefaultLimits: engineLimits(cfg.DefaultLimits),
 		MaxLimits:     engineLimits(cfg.MaxLimits),

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nsbox/nsbox/daemon/policy"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
 	"github.com/nsbox/nsbox/container"
-	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/nsbox/nsbox/seccomp"
 )
@@ -111,7 +111,7 @@ func execRequest(c *cli.Context) (*execRun, error) {
 		set.OutputBytes = l.OutputBytes
 	}
 	if set != (container.Limits{}) {
-		wire := daemon.WireLimits(set)
+		wire := policy.WireLimits(set)
 		x.req.Limits = &wire
 	}
 	for _, kv := range c.StringSlice("env") {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/nsbox/nsbox/daemon/policy"
 	"os"
 	"os/signal"
 	"syscall"
@@ -34,8 +35,8 @@ func execInProcess(c *cli.Context, x *execRun) error {
 		Rootfs:        daemon.Store{Store: rootfs.Store{Root: c.String("store")}},
 		MaxConcurrent: 1,
 		NoQueue:       true,
-		Policy: daemon.Policy{DefaultRootfs: c.String("rootfs"), DefaultLimits: x.limits,
-			MaxLimits: maxLimits(x.limits, daemon.DefaultMaxLimits())},
+		Policy: policy.Policy{DefaultRootfs: c.String("rootfs"), DefaultLimits: x.limits,
+			MaxLimits: maxLimits(x.limits, policy.DefaultMaxLimits())},
 	})
 	if err != nil {
 		return fmt.Errorf("exec: %w", err)

@@ -1,4 +1,4 @@
-package daemon
+package policy
 
 import (
 	"os"
@@ -8,26 +8,26 @@ import (
 	"github.com/nsbox/nsbox/container"
 )
 
-// spec builds the engine's Spec for j on the rootfs at dir.
-func (j *job) spec(id, dir string) container.Spec {
+// Spec builds the engine's Spec for j on the rootfs at dir.
+func (j *Job) Spec(id, dir string) container.Spec {
 	sp := container.Spec{
 		ID:          id,
 		RootfsDir:   dir,
-		Argv:        j.argv,
-		Env:         j.env,
-		Files:       j.files,
-		Limits:      j.limits,
-		ReturnFiles: j.returnFiles,
+		Argv:        j.Argv,
+		Env:         j.Env,
+		Files:       j.Files,
+		Limits:      j.Limits,
+		ReturnFiles: j.ReturnFiles,
 	}
-	switch j.language {
+	switch j.Language {
 	case agentapi.LanguagePython:
-		sp.Argv = []string{"python3", "-c", j.code}
+		sp.Argv = []string{"python3", "-c", j.Code}
 	case agentapi.LanguageBash:
 		sh := "/bin/sh"
 		if hasFile(dir, "usr/bin/bash") || hasFile(dir, "bin/bash") {
 			sh = "bash"
 		}
-		sp.Argv = []string{sh, "-c", j.code}
+		sp.Argv = []string{sh, "-c", j.Code}
 	}
 	return sp
 }

@@ -1,4 +1,4 @@
-package daemon
+package policy
 
 import (
 	"encoding/base64"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
 // Request-shape bounds that do not depend on configuration.
@@ -38,75 +39,75 @@ func validGlob(g string) error {
 	return nil
 }
 
-// job is a validated request, ready to become a container.Spec once its
+// Job is a validated request, ready to become a container.Spec once its
 // rootfs is resolved.
-type job struct {
-	argv        []string // nil when language is set
-	language    string
-	code        string
-	stdin       string
-	files       []container.File
-	env         []string
-	limits      container.Limits
-	rootfs      string
-	returnFiles []string
+type Job struct {
+	Argv        []string // nil when Language is set
+	Language    string
+	Code        string
+	Stdin       string
+	Files       []container.File
+	Env         []string
+	Limits      container.Limits
+	Rootfs      string
+	ReturnFiles []string
 }
 
 // validate checks req against the request rules and the daemon's maxima and
-// returns the job it describes. Errors are *FieldError.
-func (pol *policy) validate(req *agentapi.RunRequest) (*job, error) {
-	j := &job{stdin: req.Stdin, rootfs: req.Rootfs}
-	if j.rootfs == "" {
-		j.rootfs = pol.defaultRootfs
-	} else if len(j.rootfs) > maxRootfsNameLen || strings.ContainsAny(j.rootfs, "/\x00") || j.rootfs == "." || j.rootfs == ".." {
-		return nil, fieldErr("rootfs", "%q is not a rootfs name", j.rootfs)
+// returns the job it describes. Errors are *errdefs.FieldError.
+func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
+	j := &Job{Stdin: req.Stdin, Rootfs: req.Rootfs}
+	if j.Rootfs == "" {
+		j.Rootfs = pol.DefaultRootfs
+	} else if len(j.Rootfs) > maxRootfsNameLen || strings.ContainsAny(j.Rootfs, "/\x00") || j.Rootfs == "." || j.Rootfs == ".." {
+		return nil, errdefs.Field("rootfs", "%q is not a rootfs name", j.Rootfs)
 	}
 
 	switch {
 	case len(req.Argv) > 0 && (req.Language != "" || req.Code != ""):
-		return nil, fieldErr("argv", "give either argv or language+code, not both")
+		return nil, errdefs.Field("argv", "give either argv or language+code, not both")
 	case len(req.Argv) > 0:
 		if len(req.Argv) > maxArgs {
-			return nil, fieldErr("argv", "more than %d elements", maxArgs)
+			return nil, errdefs.Field("argv", "more than %d elements", maxArgs)
 		}
 		for i, a := range req.Argv {
 			if strings.IndexByte(a, 0) >= 0 {
-				return nil, fieldErr(fmt.Sprintf("argv[%d]", i), "contains NUL")
+				return nil, errdefs.Field(fmt.Sprintf("argv[%d]", i), "contains NUL")
 			}
 		}
 		if req.Argv[0] == "" {
-			return nil, fieldErr("argv[0]", "empty command")
+			return nil, errdefs.Field("argv[0]", "empty command")
 		}
-		j.argv = req.Argv
+		j.Argv = req.Argv
 	case req.Language != "":
 		if req.Language != agentapi.LanguagePython && req.Language != agentapi.LanguageBash {
-			return nil, fieldErr("language", "%q is not supported; use %q or %q", req.Language, agentapi.LanguagePython, agentapi.LanguageBash)
+			return nil, errdefs.Field("language", "%q is not supported; use %q or %q", req.Language, agentapi.LanguagePython, agentapi.LanguageBash)
 		}
 		if strings.IndexByte(req.Code, 0) >= 0 {
-			return nil, fieldErr("code", "contains NUL")
+			return nil, errdefs.Field("code", "contains NUL")
 		}
-		j.language, j.code = req.Language, req.Code
+		j.Language, j.Code = req.Language, req.Code
 	case req.Code != "":
-		return nil, fieldErr("language", "required with code (%q or %q)", agentapi.LanguagePython, agentapi.LanguageBash)
+		return nil, errdefs.Field("language", "required with code (%q or %q)", agentapi.LanguagePython, agentapi.LanguageBash)
 	default:
-		return nil, fieldErr("argv", "required: give argv, or language and code")
+		return nil, errdefs.Field("argv", "required: give argv, or language and code")
 	}
 
 	if len(req.Files) > maxFiles {
-		return nil, fieldErr("files", "more than %d files", maxFiles)
+		return nil, errdefs.Field("files", "more than %d files", maxFiles)
 	}
 	seen := make(map[string]bool, len(req.Files))
 	for i, f := range req.Files {
 		name := fmt.Sprintf("files[%d]", i)
 		if err := container.ValidPath(f.Path); err != nil {
-			return nil, fieldErr(name+".path", "%v", err)
+			return nil, errdefs.Field(name+".path", "%v", err)
 		}
 		if seen[f.Path] {
-			return nil, fieldErr(name+".path", "%q given twice", f.Path)
+			return nil, errdefs.Field(name+".path", "%q given twice", f.Path)
 		}
 		seen[f.Path] = true
 		if f.Mode > maxFileMode {
-			return nil, fieldErr(name+".mode", "%#o has bits beyond 0777", f.Mode)
+			return nil, errdefs.Field(name+".mode", "%#o has bits beyond 0777", f.Mode)
 		}
 		cf := container.File{Path: f.Path, Mode: f.Mode}
 		if cf.Mode == 0 {
@@ -114,21 +115,21 @@ func (pol *policy) validate(req *agentapi.RunRequest) (*job, error) {
 		}
 		switch {
 		case f.ContentBase64 != "" && f.Text != "":
-			return nil, fieldErr(name, "give content_base64 or text, not both")
+			return nil, errdefs.Field(name, "give content_base64 or text, not both")
 		case f.ContentBase64 != "":
 			data, err := base64.StdEncoding.DecodeString(f.ContentBase64)
 			if err != nil {
-				return nil, fieldErr(name+".content_base64", "not standard base64: %v", err)
+				return nil, errdefs.Field(name+".content_base64", "not standard base64: %v", err)
 			}
 			cf.Data = data
 		default:
 			cf.Data = []byte(f.Text)
 		}
-		j.files = append(j.files, cf)
+		j.Files = append(j.Files, cf)
 	}
 
 	if len(req.Env) > maxEnv {
-		return nil, fieldErr("env", "more than %d variables", maxEnv)
+		return nil, errdefs.Field("env", "more than %d variables", maxEnv)
 	}
 	keys := make([]string, 0, len(req.Env))
 	for k := range req.Env {
@@ -138,28 +139,28 @@ func (pol *policy) validate(req *agentapi.RunRequest) (*job, error) {
 	for _, k := range keys {
 		v := req.Env[k]
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return nil, fieldErr("env", "%q is not a variable name", k)
+			return nil, errdefs.Field("env", "%q is not a variable name", k)
 		}
 		if strings.IndexByte(v, 0) >= 0 {
-			return nil, fieldErr("env."+k, "value contains NUL")
+			return nil, errdefs.Field("env."+k, "value contains NUL")
 		}
-		j.env = append(j.env, k+"="+v)
+		j.Env = append(j.Env, k+"="+v)
 	}
 
 	if len(req.ReturnFiles) > maxReturnGlobs {
-		return nil, fieldErr("return_files", "more than %d patterns", maxReturnGlobs)
+		return nil, errdefs.Field("return_files", "more than %d patterns", maxReturnGlobs)
 	}
 	for i, g := range req.ReturnFiles {
 		if err := validGlob(g); err != nil {
-			return nil, fieldErr(fmt.Sprintf("return_files[%d]", i), "%v", err)
+			return nil, errdefs.Field(fmt.Sprintf("return_files[%d]", i), "%v", err)
 		}
 	}
-	j.returnFiles = req.ReturnFiles
+	j.ReturnFiles = req.ReturnFiles
 
 	lim, err := pol.limitsFor(req.Profile, req.Limits)
 	if err != nil {
 		return nil, err
 	}
-	j.limits = lim
+	j.Limits = lim
 	return j, nil
 }

@@ -1,4 +1,7 @@
-package daemon
+// Package policy is what a request may ask for: the defaults, maxima and
+// profiles of the daemon, and the validation that turns a wire request into
+// a Job the engine can run. It knows nothing of transports.
+package policy
 
 import (
 	"fmt"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
 // Policy is the part of the configuration that Reconfigure changes while
@@ -42,54 +46,54 @@ func DefaultMaxLimits() container.Limits {
 	}
 }
 
-// policy is a checked Policy with its defaults filled, swapped atomically
-// by Reconfigure.
-type policy struct {
-	defaultRootfs string
-	defaults, max container.Limits
+// Rules are a checked Policy with its defaults filled. They do not change;
+// the daemon swaps whole Rules on Reconfigure.
+type Rules struct {
+	DefaultRootfs string
+	Defaults, Max container.Limits
+	Sessions      Sessions
 	profiles      map[string]agentapi.Profile
 	names         []string // sorted
-	sessions      Sessions
 }
 
-// newPolicy fills p's zero fields and checks it: defaults within the
+// New fills p's zero fields and checks it: defaults within the
 // maxima, profile names unique and well-formed, profile limits not negative.
 // A profile above the maxima is allowed here and refused per run, so that a
 // built-in profile does not stop a daemon on a small host from starting.
-func newPolicy(p Policy) (*policy, error) {
+func New(p Policy) (*Rules, error) {
 	d, m := p.DefaultLimits.WithDefaults(), p.MaxLimits.Or(DefaultMaxLimits())
 	if d.Timeout > m.Timeout || d.MemoryBytes > m.MemoryBytes || d.Pids > m.Pids || d.CPUs > m.CPUs ||
 		d.DiskBytes > m.DiskBytes || d.OutputBytes > m.OutputBytes {
-		return nil, fmt.Errorf("daemon: default limits %+v exceed the maxima %+v; raise the maxima", d, m)
+		return nil, fmt.Errorf("policy: default limits %+v exceed the maxima %+v; raise the maxima", d, m)
 	}
 	profiles := p.Profiles
 	if profiles == nil {
 		profiles = agentapi.BuiltinProfiles()
 	}
-	pol := &policy{defaultRootfs: p.DefaultRootfs, defaults: d, max: m, profiles: make(map[string]agentapi.Profile, len(profiles)), sessions: p.Sessions}
-	if pol.defaultRootfs == "" {
-		pol.defaultRootfs = "default"
+	pol := &Rules{DefaultRootfs: p.DefaultRootfs, Defaults: d, Max: m, profiles: make(map[string]agentapi.Profile, len(profiles)), Sessions: p.Sessions}
+	if pol.DefaultRootfs == "" {
+		pol.DefaultRootfs = "default"
 	}
-	if pol.sessions.Max <= 0 {
-		pol.sessions.Max = 16
+	if pol.Sessions.Max <= 0 {
+		pol.Sessions.Max = 16
 	}
-	if pol.sessions.IdleTimeout <= 0 {
-		pol.sessions.IdleTimeout = 15 * time.Minute
+	if pol.Sessions.IdleTimeout <= 0 {
+		pol.Sessions.IdleTimeout = 15 * time.Minute
 	}
-	if pol.sessions.MaxLifetime <= 0 {
-		pol.sessions.MaxLifetime = 24 * time.Hour
+	if pol.Sessions.MaxLifetime <= 0 {
+		pol.Sessions.MaxLifetime = 24 * time.Hour
 	}
 	for _, pr := range profiles {
 		if err := ValidProfileName(pr.Name); err != nil {
-			return nil, fmt.Errorf("daemon: %w", err)
+			return nil, fmt.Errorf("policy: %w", err)
 		}
 		if _, dup := pol.profiles[pr.Name]; dup {
-			return nil, fmt.Errorf("daemon: profile %q defined twice", pr.Name)
+			return nil, fmt.Errorf("policy: profile %q defined twice", pr.Name)
 		}
 		l := pr.Limits
 		if l.TimeoutMs < 0 || l.MemoryBytes < 0 || l.Pids < 0 || l.DiskBytes < 0 || l.OutputBytes < 0 ||
 			l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
-			return nil, fmt.Errorf("daemon: profile %q has a negative or invalid limit: %+v", pr.Name, l)
+			return nil, fmt.Errorf("policy: profile %q has a negative or invalid limit: %+v", pr.Name, l)
 		}
 		pol.profiles[pr.Name] = pr
 		pol.names = append(pol.names, pr.Name)
@@ -109,7 +113,7 @@ func ValidProfileName(name string) error {
 // limitsFor resolves a request's limits: the fields l sets, then those of
 // the named profile, then the defaults. A value above the maxima is refused,
 // never clamped, whether it came from the request or from the profile.
-func (pol *policy) limitsFor(profile string, l *agentapi.Limits) (container.Limits, error) {
+func (pol *Rules) limitsFor(profile string, l *agentapi.Limits) (container.Limits, error) {
 	var req agentapi.Limits
 	if l != nil {
 		req = *l
@@ -122,14 +126,14 @@ func (pol *policy) limitsFor(profile string, l *agentapi.Limits) (container.Limi
 	if profile != "" {
 		pr, ok := pol.profiles[profile]
 		if !ok {
-			return container.Limits{}, fieldErr("profile", "%q is not a profile of this daemon; it has %s",
+			return container.Limits{}, errdefs.Field("profile", "%q is not a profile of this daemon; it has %s",
 				profile, strings.Join(pol.names, ", "))
 		}
 		lim = lim.Or(EngineLimits(pr.Limits))
 		suffix = fmt.Sprintf(" (request limits over profile %q)", profile)
 	}
-	lim = lim.Or(pol.defaults)
-	mx := pol.max
+	lim = lim.Or(pol.Defaults)
+	mx := pol.Max
 	for _, c := range []struct {
 		name     string
 		got, max int64
@@ -141,11 +145,11 @@ func (pol *policy) limitsFor(profile string, l *agentapi.Limits) (container.Limi
 		{"limits.output_bytes", lim.OutputBytes, mx.OutputBytes},
 	} {
 		if c.got > c.max {
-			return container.Limits{}, fieldErr(c.name, "%d is above the daemon's maximum %d%s", c.got, c.max, suffix)
+			return container.Limits{}, errdefs.Field(c.name, "%d is above the daemon's maximum %d%s", c.got, c.max, suffix)
 		}
 	}
 	if lim.CPUs > mx.CPUs {
-		return container.Limits{}, fieldErr("limits.cpus", "%v is above the daemon's maximum %v%s", lim.CPUs, mx.CPUs, suffix)
+		return container.Limits{}, errdefs.Field("limits.cpus", "%v is above the daemon's maximum %v%s", lim.CPUs, mx.CPUs, suffix)
 	}
 	return lim, nil
 }
@@ -160,11 +164,11 @@ func checkWireLimits(l agentapi.Limits) error {
 		{"limits.disk_bytes", l.DiskBytes}, {"limits.output_bytes", l.OutputBytes},
 	} {
 		if c.got < 0 {
-			return fieldErr(c.name, "%d is negative", c.got)
+			return errdefs.Field(c.name, "%d is negative", c.got)
 		}
 	}
 	if l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
-		return fieldErr("limits.cpus", "%v is not a CPU count", l.CPUs)
+		return errdefs.Field("limits.cpus", "%v is not a CPU count", l.CPUs)
 	}
 	return nil
 }
@@ -194,13 +198,13 @@ func WireLimits(l container.Limits) agentapi.Limits {
 	}
 }
 
-// infoProfiles lists the profiles with their limits resolved over the
+// Profiles lists the profiles with their limits resolved over the
 // defaults, sorted by name.
-func (pol *policy) infoProfiles() []agentapi.Profile {
+func (pol *Rules) Profiles() []agentapi.Profile {
 	out := make([]agentapi.Profile, 0, len(pol.names))
 	for _, n := range pol.names {
 		pr := pol.profiles[n]
-		pr.Limits = WireLimits(EngineLimits(pr.Limits).Or(pol.defaults))
+		pr.Limits = WireLimits(EngineLimits(pr.Limits).Or(pol.Defaults))
 		out = append(out, pr)
 	}
 	return out
