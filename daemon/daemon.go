@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nsbox/nsbox/daemon/policy"
 	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/runner"

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+
 	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/nsbox/nsbox/agentapi"

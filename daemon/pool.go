@@ -1,9 +1,10 @@
 package daemon
 
 import (
-	"github.com/nsbox/nsbox/daemon/policy"
 	"strings"
 	"time"
+
+	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/prometheus/client_golang/prometheus"
 

@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+
 	"github.com/nsbox/nsbox/daemon/errdefs"
 
 	"github.com/nsbox/nsbox/rootfs"

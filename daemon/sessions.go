@@ -2,9 +2,10 @@ package daemon
 
 import (
 	"context"
+	"time"
+
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/daemon/policy"
-	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"

@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/nsbox/nsbox/daemon/errdefs"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/nsbox/nsbox/daemon/errdefs"
 
 	"github.com/nsbox/nsbox/agentapi"
 )

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/nsbox/nsbox/daemon/errdefs"
 	"net/http"
 	"strconv"
+
+	"github.com/nsbox/nsbox/daemon/errdefs"
 
 	"github.com/nsbox/nsbox/agentapi"
 )

@@ -3,9 +3,10 @@ package server
 import (
 	"bytes"
 	"errors"
-	"github.com/nsbox/nsbox/daemon/errdefs"
 	"net/http"
 	"testing"
+
+	"github.com/nsbox/nsbox/daemon/errdefs"
 
 	"github.com/nsbox/nsbox/agentapi"
 )

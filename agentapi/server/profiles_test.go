@@ -3,11 +3,12 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/nsbox/nsbox/daemon/policy"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"

@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/nsbox/nsbox/daemon/policy"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/urfave/cli/v2"
 

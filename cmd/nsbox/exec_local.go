@@ -3,10 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/nsbox/nsbox/daemon/policy"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/urfave/cli/v2"
 
