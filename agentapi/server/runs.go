@@ -14,15 +14,21 @@ import (
 // the result (or a stream of events).
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	var req agentapi.RunRequest
-	if err := s.decode(w, r, &req); err != nil {
+	s.serveRun(w, r, &req, func(ctx context.Context, opts daemon.RunOptions) (*agentapi.RunResult, error) {
+		return s.core.Run(ctx, &req, opts)
+	})
+}
+
+// serveRun decodes a run's or an exec's body into req, then answers what
+// call returns.
+func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, req any, call func(context.Context, daemon.RunOptions) (*agentapi.RunResult, error)) {
+	if err := s.decode(w, r, req); err != nil {
 		writeError(w, err)
 		return
 	}
 	s.runs.Add(1)
 	defer s.runs.Done()
-	s.answer(w, r, func(ctx context.Context, opts daemon.RunOptions) (*agentapi.RunResult, error) {
-		return s.core.Run(ctx, &req, opts)
-	})
+	s.answer(w, r, call)
 }
 
 // answer runs a run or an exec and answers it: as one JSON result, or,

@@ -63,13 +63,7 @@ func (s *Server) handleSessionDelete(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 	var req agentapi.ExecRequest
-	if err := s.decode(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	s.runs.Add(1)
-	defer s.runs.Done()
-	s.answer(w, r, func(ctx context.Context, opts daemon.RunOptions) (*agentapi.RunResult, error) {
+	s.serveRun(w, r, &req, func(ctx context.Context, opts daemon.RunOptions) (*agentapi.RunResult, error) {
 		return s.core.Exec(ctx, r.PathValue("id"), &req, opts)
 	})
 }

@@ -39,12 +39,12 @@ command's. A limit verdict is named on stderr and exits 124 (timeout) or 137
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "rootfs", Value: rootfs.DefaultName, Usage: "rootfs `NAME` from the store", EnvVars: []string{"NSBOX_ROOTFS"}},
 			&cli.StringFlag{Name: "store", Value: rootfs.DefaultStoreRoot, Usage: "rootfs store `DIR`", EnvVars: []string{"NSBOX_ROOTFS_STORE"}},
-			&cli.DurationFlag{Name: "timeout", Value: d.Timeout, Usage: "wall-clock limit; the whole sandbox is killed at the deadline"},
-			&cli.StringFlag{Name: "memory", Value: humanSize(d.MemoryBytes), Usage: "memory limit (swap is off)"},
-			&cli.Int64Flag{Name: "pids", Value: d.Pids, Usage: "maximum number of processes and threads"},
-			&cli.Float64Flag{Name: "cpus", Value: d.CPUs, Usage: "CPU quota in cores"},
-			&cli.StringFlag{Name: "disk", Value: humanSize(d.DiskBytes), Usage: "size of /workspace (and of /tmp, /dev/shm each)"},
-			&cli.StringFlag{Name: "output", Value: humanSize(d.OutputBytes), Usage: "cap per output stream; passing it kills the run"},
+			&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit; the whole sandbox is killed at the deadline" + dflt(d.Timeout.String())},
+			&cli.StringFlag{Name: "memory", Usage: "memory limit (swap is off)" + dflt(humanSize(d.MemoryBytes))},
+			&cli.Int64Flag{Name: "pids", Usage: "maximum number of processes and threads" + dflt(fmt.Sprint(d.Pids))},
+			&cli.Float64Flag{Name: "cpus", Usage: "CPU quota in cores" + dflt(fmt.Sprint(d.CPUs))},
+			&cli.StringFlag{Name: "disk", Usage: "size of /workspace (and of /tmp, /dev/shm each)" + dflt(humanSize(d.DiskBytes))},
+			&cli.StringFlag{Name: "output", Usage: "cap per output stream; passing it kills the run" + dflt(humanSize(d.OutputBytes))},
 			&cli.StringSliceFlag{Name: "file", Usage: "copy `LOCAL[:PATH]` into /workspace before the run (repeatable)"},
 			&cli.StringSliceFlag{Name: "env", Usage: "set `K=V` in the sandbox (repeatable); nothing else of your environment goes in"},
 			&cli.StringFlag{Name: "seccomp-profile", Usage: "Docker-format seccomp profile `FILE` instead of nsbox's default"},
@@ -58,6 +58,10 @@ command's. A limit verdict is named on stderr and exits 124 (timeout) or 137
 }
 
 func humanSize(n int64) string { return fmt.Sprintf("%dM", n>>20) }
+
+// dflt names a limit's default: the daemon's own through a daemon, the
+// engine's in-process.
+func dflt(v string) string { return " (default: the daemon's; " + v + " in-process)" }
 
 // execRun is what `nsbox exec` runs: the API request (only the limits the
 // flags set: the daemon's defaults apply to the rest), all the limits the
@@ -77,42 +81,31 @@ func execRequest(c *cli.Context) (*execRun, error) {
 	if c.IsSet("rootfs") {
 		x.req.Rootfs = c.String("rootfs")
 	}
+	// Only the limits the flags set go into the request: the daemon's
+	// defaults (or, in-process, the engine's) apply to the rest.
 	l := container.Limits{Timeout: c.Duration("timeout"), Pids: c.Int64("pids"), CPUs: c.Float64("cpus")}
 	for _, s := range []struct {
 		flag string
 		dst  *int64
 	}{{"memory", &l.MemoryBytes}, {"disk", &l.DiskBytes}, {"output", &l.OutputBytes}} {
+		if !c.IsSet(s.flag) {
+			continue
+		}
 		n, err := parseSize(c.String(s.flag))
 		if err != nil {
 			return nil, fmt.Errorf("--%s: %w", s.flag, err)
 		}
 		*s.dst = n
 	}
-	if l.Timeout <= 0 || l.Pids <= 0 || l.CPUs <= 0 || l.MemoryBytes <= 0 || l.DiskBytes <= 0 || l.OutputBytes <= 0 {
-		return nil, errors.New("exec: --timeout, --memory, --pids, --cpus, --disk and --output must be positive")
+	for flag, v := range map[string]float64{"timeout": float64(l.Timeout), "memory": float64(l.MemoryBytes), "pids": float64(l.Pids),
+		"cpus": l.CPUs, "disk": float64(l.DiskBytes), "output": float64(l.OutputBytes)} {
+		if c.IsSet(flag) && v <= 0 {
+			return nil, fmt.Errorf("exec: --%s must be positive", flag)
+		}
 	}
 	x.limits = l
-	var set container.Limits // what the flags set; the daemon fills the rest
-	if c.IsSet("timeout") {
-		set.Timeout = l.Timeout
-	}
-	if c.IsSet("memory") {
-		set.MemoryBytes = l.MemoryBytes
-	}
-	if c.IsSet("pids") {
-		set.Pids = l.Pids
-	}
-	if c.IsSet("cpus") {
-		set.CPUs = l.CPUs
-	}
-	if c.IsSet("disk") {
-		set.DiskBytes = l.DiskBytes
-	}
-	if c.IsSet("output") {
-		set.OutputBytes = l.OutputBytes
-	}
-	if set != (container.Limits{}) {
-		wire := policy.WireLimits(set)
+	if l != (container.Limits{}) {
+		wire := policy.WireLimits(l)
 		x.req.Limits = &wire
 	}
 	for _, kv := range c.StringSlice("env") {

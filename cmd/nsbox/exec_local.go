@@ -36,8 +36,7 @@ func execInProcess(c *cli.Context, x *execRun) error {
 		Rootfs:        daemon.Store{Store: rootfs.Store{Root: c.String("store")}},
 		MaxConcurrent: 1,
 		NoQueue:       true,
-		Policy: policy.Policy{DefaultRootfs: c.String("rootfs"), DefaultLimits: x.limits,
-			MaxLimits: maxLimits(x.limits, policy.DefaultMaxLimits())},
+		Policy: policy.Policy{DefaultRootfs: c.String("rootfs"), MaxLimits: maxLimits(x.limits.WithDefaults(), policy.DefaultMaxLimits())},
 	})
 	if err != nil {
 		return fmt.Errorf("exec: %w", err)
@@ -61,7 +60,7 @@ func execInProcess(c *cli.Context, x *execRun) error {
 			return err
 		}
 	}
-	return verdict(res.Status, res.ExitCode, res.Signal, res.Error, x.limits)
+	return verdict(res.Status, res.ExitCode, res.Signal, res.Error, x.limits.WithDefaults())
 }
 
 // maxLimits is the larger of a and b, field by field.
