@@ -54,8 +54,8 @@ func (s *Server) poolInfo() []agentapi.PoolInfo {
 	for _, st := range s.cfg.Pool.Stats() {
 		pi := agentapi.PoolInfo{
 			Name: st.Name, Rootfs: st.Rootfs, Limits: wireLimits(st.Limits), Preimport: st.Preimport, Skipped: st.Skipped,
-			Size: st.Size, Ready: st.Ready, Spawning: st.Spawning,
-			Hits: st.Hits, Misses: st.Misses, Discarded: st.Discarded, Failures: st.Failures, LastError: st.LastError,
+			Size: st.Size, Ready: st.Ready, Spawning: st.Spawning, Forked: st.Forked,
+			Hits: st.Hits, Misses: st.Misses, Discarded: st.Discarded, Replaced: st.Replaced, Failures: st.Failures, LastError: st.LastError,
 			Refills: st.Refills, LastRefillMs: ms(st.LastRefill),
 		}
 		pi.Limits.TimeoutMs, pi.Limits.OutputBytes = 0, 0
