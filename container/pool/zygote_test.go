@@ -122,15 +122,19 @@ func (z *fakeZygote) killed() (forked, cold int) {
 	return forked, cold
 }
 
-func newFakePool(t *testing.T, z *fakeZygote, rfs *fixedRootfs, refills int, pr Profile) *Pool {
+// startFakePool starts a pool of size runners on z (profile "ds", rootfs
+// "default" in /rootfs).
+func startFakePool(t *testing.T, z *fakeZygote, refills, size int) (*Pool, *fixedRootfs) {
 	t.Helper()
-	p, err := New(Config{Starter: z, Acquire: rfs.acquire, Profiles: []Profile{pr}, Refills: refills})
+	rfs := &fixedRootfs{dir: "/rootfs"}
+	p, err := New(Config{Starter: z, Acquire: rfs.acquire, Profiles: []Profile{{Name: "ds", Rootfs: "default", Size: size}}, Refills: refills})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.start = z.start
 	t.Cleanup(p.Close)
-	return p
+	p.Start(nil)
+	return p, rfs
 }
 
 // waitStats polls profile 0's stats until ok holds.
@@ -155,9 +159,7 @@ func noneForked(st Stats) bool { return full(st) && st.Forked == 0 }
 
 func TestColdRunnersReplacedWhenZygoteReady(t *testing.T) {
 	z := newFakeZygote(false)
-	rfs := &fixedRootfs{dir: "/rootfs"}
-	p := newFakePool(t, z, rfs, 2, Profile{Name: "ds", Rootfs: "default", Size: 4})
-	p.Start(nil)
+	p, rfs := startFakePool(t, z, 2, 4)
 	waitStats(t, p, "a full pool of cold runners", noneForked)
 
 	z.setReady(true)
@@ -185,9 +187,7 @@ func TestColdRunnersReplacedWhenZygoteReady(t *testing.T) {
 // while it is down, and replaces those once it is back.
 func TestZygoteRestartReplacesColdRunners(t *testing.T) {
 	z := newFakeZygote(true)
-	rfs := &fixedRootfs{dir: "/rootfs"}
-	p := newFakePool(t, z, rfs, 1, Profile{Name: "ds", Rootfs: "default", Size: 2})
-	p.Start(nil)
+	p, _ := startFakePool(t, z, 1, 2)
 	waitStats(t, p, "a full pool of zygote children", allForked)
 
 	z.setReady(false)
@@ -214,9 +214,7 @@ func TestZygoteRestartReplacesColdRunners(t *testing.T) {
 func TestColdRefillInFlightReplaced(t *testing.T) {
 	z := newFakeZygote(false)
 	z.hold = make(chan struct{})
-	rfs := &fixedRootfs{dir: "/rootfs"}
-	p := newFakePool(t, z, rfs, 1, Profile{Name: "ds", Rootfs: "default", Size: 1})
-	p.Start(nil)
+	p, _ := startFakePool(t, z, 1, 1)
 	<-z.starting // a cold start is under way
 
 	z.mu.Lock()
@@ -245,9 +243,7 @@ func TestColdRefillInFlightReplaced(t *testing.T) {
 // taker is done with it.
 func TestTakenColdRunnerKept(t *testing.T) {
 	z := newFakeZygote(false)
-	rfs := &fixedRootfs{dir: "/rootfs"}
-	p := newFakePool(t, z, rfs, 1, Profile{Name: "ds", Rootfs: "default", Size: 2})
-	p.Start(nil)
+	p, _ := startFakePool(t, z, 1, 2)
 	waitStats(t, p, "a full pool of cold runners", noneForked)
 	tk := p.Take(Key{Rootfs: "default", RootfsDir: "/rootfs"})
 	if tk == nil {
