@@ -83,12 +83,12 @@ type Pool struct {
 	log       *slog.Logger
 	profiles  []*profile
 	unmatched atomic.Uint64
-	start     func(context.Context, container.Spec) (member, error)
-	zygotes   Zygotes // nil: the Starter forks from no zygote
+	start     func(context.Context, container.Spec) (member, error) // startRunner; tests start fakes
+	zygotes   Zygotes                                               // nil: the Starter forks from no zygote
 
 	ctx      context.Context
 	cancel   context.CancelFunc
-	wg       sync.WaitGroup // refills
+	wg       sync.WaitGroup // refills and zygote followers
 	watchers sync.WaitGroup // one per ready runner
 	started  sync.Once
 }
