@@ -70,10 +70,15 @@ type PoolInfo struct {
 	Size     int `json:"size"`     // runners kept ready
 	Ready    int `json:"ready"`    // ready now
 	Spawning int `json:"spawning"` // refills under way
+	// Forked counts the ready runners forked from a zygote (with its
+	// imports). Runners started while the zygote was down are replaced
+	// once it is ready, so with a ready zygote it comes to equal ready.
+	Forked int `json:"forked"`
 
 	Hits      uint64 `json:"hits"`      // runs and sessions that took a ready runner
 	Misses    uint64 `json:"misses"`    // matching ones that found none ready (started cold)
 	Discarded uint64 `json:"discarded"` // runners that died while waiting (replaced)
+	Replaced  uint64 `json:"replaced"`  // runners started cold, replaced once the zygote was ready
 	Failures  uint64 `json:"failures"`  // refills that failed
 	LastError string `json:"last_error,omitempty"`
 

@@ -52,8 +52,8 @@ func (d *Daemon) poolInfo() []agentapi.PoolInfo {
 	for _, st := range d.cfg.Pool.Stats() {
 		pi := agentapi.PoolInfo{
 			Name: st.Name, Rootfs: st.Rootfs, Limits: policy.WireLimits(st.Limits), Preimport: st.Preimport, Skipped: st.Skipped,
-			Size: st.Size, Ready: st.Ready, Spawning: st.Spawning,
-			Hits: st.Hits, Misses: st.Misses, Discarded: st.Discarded, Failures: st.Failures, LastError: st.LastError,
+			Size: st.Size, Ready: st.Ready, Spawning: st.Spawning, Forked: st.Forked,
+			Hits: st.Hits, Misses: st.Misses, Discarded: st.Discarded, Replaced: st.Replaced, Failures: st.Failures, LastError: st.LastError,
 			Refills: st.Refills, LastRefillMs: ms(st.LastRefill),
 		}
 		pi.Limits.TimeoutMs, pi.Limits.OutputBytes = 0, 0
@@ -78,7 +78,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 type poolCollector struct {
 	p                                              Pool
 	hits, misses, discarded, failures, size, ready *prometheus.Desc
-	refill, unmatched                              *prometheus.Desc
+	refill, unmatched, replaced                    *prometheus.Desc
 }
 
 func newPoolCollector(p Pool) *poolCollector {
@@ -91,13 +91,14 @@ func newPoolCollector(p Pool) *poolCollector {
 		failures:  prometheus.NewDesc("nsbox_pool_refill_failures_total", "Pool refills that failed.", l, nil),
 		size:      prometheus.NewDesc("nsbox_pool_size", "Runners a pool keeps ready.", l, nil),
 		ready:     prometheus.NewDesc("nsbox_pool_ready", "Runners ready in a pool now.", l, nil),
+		replaced:  prometheus.NewDesc("nsbox_pool_replaced_total", "Runners started cold that were replaced by zygote children once the zygote was ready.", l, nil),
 		refill:    prometheus.NewDesc("nsbox_pool_refill_duration_seconds", "Time to start one pooled runner, pre-imports included.", l, nil),
 		unmatched: prometheus.NewDesc("nsbox_pool_unmatched_total", "Python runs and sessions no pool profile matched (started cold).", nil, nil),
 	}
 }
 
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.hits, c.misses, c.discarded, c.failures, c.size, c.ready, c.refill, c.unmatched} {
+	for _, d := range []*prometheus.Desc{c.hits, c.misses, c.discarded, c.replaced, c.failures, c.size, c.ready, c.refill, c.unmatched} {
 		ch <- d
 	}
 }
@@ -108,6 +109,7 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.hits, prometheus.CounterValue, float64(st.Hits), st.Name)
 		ch <- prometheus.MustNewConstMetric(c.misses, prometheus.CounterValue, float64(st.Misses), st.Name)
 		ch <- prometheus.MustNewConstMetric(c.discarded, prometheus.CounterValue, float64(st.Discarded), st.Name)
+		ch <- prometheus.MustNewConstMetric(c.replaced, prometheus.CounterValue, float64(st.Replaced), st.Name)
 		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(st.Failures), st.Name)
 		ch <- prometheus.MustNewConstMetric(c.size, prometheus.GaugeValue, float64(st.Size), st.Name)
 		ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, float64(st.Ready), st.Name)

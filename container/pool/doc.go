@@ -9,4 +9,9 @@
 // profile, and none while the daemon's run slots are all busy, so that
 // refilling never takes CPU from live runs. A runner that dies while it
 // waits is discarded and replaced.
+//
+// When the Starter forks from zygotes (zygote.Set), runners started while a
+// rootfs's zygote was starting or restarting are cold: they lack its
+// imports. Each time that zygote becomes ready, the pool discards them and
+// refills from it, within the same refill budget.
 package pool

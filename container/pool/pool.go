@@ -65,6 +65,9 @@ type AcquireFunc func(rootfs string) (dir string, release func(), err error)
 
 // Config configures a Pool. Starter and Acquire are required.
 type Config struct {
+	// Starter starts the pooled runners' sandboxes. When it is also a
+	// Zygotes (zygote.Set is both), the pool replaces its runners that a
+	// zygote did not fork once that zygote is ready.
 	Starter  runner.Starter
 	Acquire  AcquireFunc
 	Profiles []Profile
@@ -80,12 +83,14 @@ type Pool struct {
 	log       *slog.Logger
 	profiles  []*profile
 	unmatched atomic.Uint64
+	start     func(context.Context, container.Spec) (member, error) // startRunner; tests start fakes
+	zygotes   Zygotes                                               // nil: the Starter forks from no zygote
 
 	ctx      context.Context
 	cancel   context.CancelFunc
-	wg       sync.WaitGroup // refills
+	wg       sync.WaitGroup // refills and zygote followers
 	watchers sync.WaitGroup // one per ready runner
-	start    sync.Once
+	started  sync.Once
 }
 
 // New checks the profiles and returns a Pool that holds no runner until
@@ -100,7 +105,8 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.Refills <= 0 {
 		cfg.Refills = 1
 	}
-	p := &Pool{cfg: cfg, log: cfg.Logger}
+	p := &Pool{cfg: cfg, log: cfg.Logger, start: startRunner(cfg.Starter)}
+	p.zygotes, _ = cfg.Starter.(Zygotes)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	names := map[string]bool{}
 	for _, pr := range cfg.Profiles {
@@ -130,10 +136,17 @@ func New(cfg Config) (*Pool, error) {
 // Start begins filling the pool. busy, when set, reports that live runs
 // hold every run slot; refills wait while it does.
 func (p *Pool) Start(busy func() bool) {
-	p.start.Do(func() {
+	p.started.Do(func() {
 		for _, pr := range p.profiles {
 			if pr.Size == 0 {
 				continue
+			}
+			if p.zygotes != nil {
+				p.wg.Add(1)
+				go func() {
+					defer p.wg.Done()
+					pr.follow(p.ctx, p.zygotes)
+				}()
 			}
 			for range p.cfg.Refills {
 				p.wg.Add(1)
@@ -234,7 +247,7 @@ func (p *Pool) Take(key Key) *Taken {
 			pr.count(&pr.misses)
 			return nil
 		}
-		if !e.alive() {
+		if !e.m.alive() {
 			pr.count(&pr.discarded)
 			go func() {
 				e.discard()
@@ -243,7 +256,8 @@ func (p *Pool) Take(key Key) *Taken {
 			continue
 		}
 		pr.count(&pr.hits)
-		return &Taken{Runner: e.rn, e: e, pr: pr, Profile: pr.Name, CPUBefore: e.cpu, Waited: time.Since(e.ready)}
+		rm, _ := e.m.(runnerMember) // a fake in tests
+		return &Taken{Runner: rm.Runner, e: e, pr: pr, Profile: pr.Name, CPUBefore: e.cpu, Waited: time.Since(e.ready)}
 	}
 }
 

@@ -141,7 +141,7 @@ func TestDeadRunnerReplaced(t *testing.T) {
 	waitReady(t, p, 0, 1)
 	pr := p.profiles[0]
 	pr.mu.Lock()
-	victim := pr.ready[0].rn
+	victim := pr.ready[0].m.(runnerMember).Runner
 	pr.mu.Unlock()
 	victim.Sandbox().Kill(container.StatusKilled)
 	deadline := time.Now().Add(time.Minute)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
-	"github.com/nsbox/nsbox/container/runner"
 )
 
 // profile is one profile's ready runners and counters.
@@ -25,7 +24,9 @@ type profile struct {
 	hits      uint64
 	misses    uint64
 	discarded uint64
+	replaced  uint64 // cold runners replaced once a zygote was ready
 	failures  uint64
+	epoch     uint64   // bumped by renew
 	skipped   []string // pre-imports the rootfs lacks (logged once)
 	lastErr   string
 	refills   histogram
@@ -33,7 +34,7 @@ type profile struct {
 
 // entry is one ready runner.
 type entry struct {
-	rn      *runner.Runner
+	m       member
 	dir     string
 	release func() // the pool's hold on the rootfs
 	cpu     time.Duration
@@ -42,19 +43,9 @@ type entry struct {
 	relOnce sync.Once
 }
 
-func (e *entry) alive() bool {
-	select {
-	case <-e.rn.Sandbox().Done():
-		return false
-	default:
-	}
-	st, _ := e.rn.Dead()
-	return st == ""
-}
-
 // discard ends a runner that will serve nothing.
 func (e *entry) discard() {
-	e.rn.Kill(container.StatusKilled)
+	e.m.Kill(container.StatusKilled)
 	e.relOnce.Do(e.release)
 }
 
@@ -171,10 +162,14 @@ func (pr *profile) refill(ctx context.Context, busy func() bool) {
 }
 
 // spawn starts one runner and adds it to the ready list. The reservation
-// is given back either way.
+// is given back either way. A runner started cold while renew ran is
+// discarded instead: a zygote has become ready meanwhile.
 func (pr *profile) spawn(ctx context.Context) (err error) {
 	t0 := time.Now()
 	added := false
+	pr.mu.Lock()
+	epoch := pr.epoch
+	pr.mu.Unlock()
 	defer func() {
 		pr.mu.Lock()
 		pr.spawning--
@@ -193,26 +188,24 @@ func (pr *profile) spawn(ctx context.Context) (err error) {
 	}
 	lim := pr.Limits
 	lim.Timeout = Lifetime
-	rn, err := runner.Start(ctx, pr.pool.cfg.Starter, container.Spec{
+	m, err := pr.pool.start(ctx, container.Spec{
 		ID: "pool-" + container.NewID(), RootfsDir: dir, Env: pr.Env, Limits: lim,
 	})
 	if err != nil {
 		release()
 		return fmt.Errorf("pool %s: %w", pr.Name, err)
 	}
-	e := &entry{rn: rn, dir: dir, release: release, taken: make(chan struct{})}
+	e := &entry{m: m, dir: dir, release: release, taken: make(chan struct{})}
 	// Pre-import (if any), and warm the cell path for the first cell.
 	pctx, cancel := context.WithTimeout(ctx, PreimportTimeout)
-	skipped, err := rn.Preimport(pctx, pr.Preimport, PreimportTimeout)
+	skipped, err := m.Preimport(pctx, pr.Preimport, PreimportTimeout)
 	cancel()
 	if err != nil {
 		e.discard()
 		return fmt.Errorf("pool %s: %w", pr.Name, err)
 	}
 	pr.noteSkipped(skipped)
-	if st, err := rn.Sandbox().Stats(); err == nil {
-		e.cpu = st.CPUUsage
-	}
+	e.cpu = m.cpu()
 	took := time.Since(t0)
 
 	pr.mu.Lock()
@@ -220,6 +213,13 @@ func (pr *profile) spawn(ctx context.Context) (err error) {
 		pr.mu.Unlock()
 		e.discard()
 		return ctx.Err()
+	}
+	if !m.Forked() && pr.epoch != epoch {
+		pr.replaced++
+		pr.mu.Unlock()
+		pr.log.Debug("pool runner started cold while a zygote came up; replacing it", "sandbox", m.id())
+		e.discard()
+		return nil
 	}
 	e.ready = time.Now()
 	pr.ready = append(pr.ready, e)
@@ -229,7 +229,7 @@ func (pr *profile) spawn(ctx context.Context) (err error) {
 	pr.mu.Unlock()
 	added = true
 	go pr.watch(e)
-	pr.log.Debug("pool runner ready", "sandbox", rn.Sandbox().ID(), "took", took)
+	pr.log.Debug("pool runner ready", "sandbox", m.id(), "forked", m.Forked(), "took", took)
 	return nil
 }
 
@@ -238,9 +238,9 @@ func (pr *profile) watch(e *entry) {
 	defer pr.pool.watchers.Done()
 	select {
 	case <-e.taken:
-	case <-e.rn.Sandbox().Done():
+	case <-e.m.done():
 		if pr.remove(e) {
-			pr.log.Warn("pooled runner died while waiting; replacing it", "sandbox", e.rn.Sandbox().ID())
+			pr.log.Warn("pooled runner died while waiting; replacing it", "sandbox", e.m.id())
 			e.discard()
 			pr.signal()
 		}

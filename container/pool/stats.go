@@ -50,7 +50,9 @@ type Stats struct {
 
 	Hits      uint64 // takes that got a runner
 	Misses    uint64 // matching takes that found none ready (cold starts)
+	Forked    int    // ready now and forked from a zygote
 	Discarded uint64 // runners that died while waiting
+	Replaced  uint64 // runners started cold, replaced once a zygote was ready
 	Failures  uint64 // refills that failed
 	LastError string // the last refill's error, "" once one succeeds
 
@@ -68,10 +70,16 @@ func (p *Pool) Stats() []Stats {
 	out := make([]Stats, 0, len(p.profiles))
 	for _, pr := range p.profiles {
 		pr.mu.Lock()
+		forked := 0
+		for _, e := range pr.ready {
+			if e.m.Forked() {
+				forked++
+			}
+		}
 		out = append(out, Stats{
 			Name: pr.Name, Rootfs: pr.Rootfs, Limits: pr.Limits, Env: pr.Env, Preimport: pr.Preimport, Skipped: pr.skipped,
-			Size: pr.Size, Ready: len(pr.ready), Spawning: pr.spawning,
-			Hits: pr.hits, Misses: pr.misses, Discarded: pr.discarded, Failures: pr.failures, LastError: pr.lastErr,
+			Size: pr.Size, Ready: len(pr.ready), Spawning: pr.spawning, Forked: forked,
+			Hits: pr.hits, Misses: pr.misses, Discarded: pr.discarded, Replaced: pr.replaced, Failures: pr.failures, LastError: pr.lastErr,
 			Refills: pr.refills.count, RefillSum: pr.refills.sum, LastRefill: pr.refills.last,
 			RefillCounts: slices.Clone(pr.refills.counts[:]),
 		})

@@ -51,6 +51,14 @@ type Starter interface {
 	Start(ctx context.Context, spec container.Spec) (*container.Sandbox, error)
 }
 
+// ForkStarter is a Starter that may fork a sandbox from a zygote instead
+// of spawning it (zygote.Set); StartForked says which it did, and Start
+// records it for Runner.Forked.
+type ForkStarter interface {
+	Starter
+	StartForked(ctx context.Context, spec container.Spec) (sb *container.Sandbox, forked bool, err error)
+}
+
 // Runner is a live Python interpreter in a sandbox. Exec calls are
 // serialised. Close ends it; it must always be called.
 type Runner struct {
@@ -61,7 +69,8 @@ type Runner struct {
 	replies chan *reply
 	readErr error // set before replies is closed
 
-	sem chan struct{} // one Exec at a time
+	sem    chan struct{} // one Exec at a time
+	forked bool          // a zygote's child
 
 	mu     sync.Mutex
 	dead   Status // "" while alive, else why it died
@@ -86,7 +95,13 @@ func Start(ctx context.Context, eng Starter, spec container.Spec) (*Runner, erro
 	spec.StreamOutput = true
 	// ctx bounds the start only: the engine kills the sandbox when the
 	// context it was started with ends.
-	sb, err := eng.Start(context.WithoutCancel(ctx), spec)
+	var sb *container.Sandbox
+	var err error
+	if fs, ok := eng.(ForkStarter); ok {
+		sb, r.forked, err = fs.StartForked(context.WithoutCancel(ctx), spec)
+	} else {
+		sb, err = eng.Start(context.WithoutCancel(ctx), spec)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +149,11 @@ func (r *Runner) read() {
 
 // Sandbox is the runner's sandbox (for its workspace and stats).
 func (r *Runner) Sandbox() *container.Sandbox { return r.sb }
+
+// Forked reports whether the runner's sandbox was forked from a zygote
+// (its interpreter starts with the zygote's modules imported) rather than
+// spawned cold.
+func (r *Runner) Forked() bool { return r.forked }
 
 // Dead reports why the runner ended ("" and "" while it lives).
 func (r *Runner) Dead() (Status, string) {

@@ -8,7 +8,8 @@
 // A Set is a runner.Starter. Runs it cannot route (other rootfs, commands
 // other than python3 -I -c, a zygote that is down, full or whose child
 // failed verification) start on the engine as before. A zygote that dies is
-// restarted with backoff.
+// restarted with backoff. ZygoteReady tells a warm pool when a zygote
+// comes up, so that it can replace the runners it started cold meanwhile.
 package zygote
 
 import (
@@ -85,7 +86,8 @@ type slot struct {
 	mu       sync.Mutex
 	z        *container.Zygote // nil while down
 	dir      string
-	state    string // "starting", "ready", "restarting", "unused" (no module imports), "closed"
+	state    string        // "starting", "ready", "restarting", "unused" (no module imports), "closed"
+	changed  chan struct{} // closed and replaced when state changes
 	lastErr  string
 	restarts uint64
 	skipped  []string
@@ -113,7 +115,7 @@ func New(cfg Config) (*Set, error) {
 			return nil, fmt.Errorf("zygote: rootfs %q configured twice", p.Rootfs)
 		}
 		seen[p.Rootfs] = true
-		sl := &slot{p: p, ready: make(chan struct{}), state: "starting"}
+		sl := &slot{p: p, ready: make(chan struct{}), state: "starting", changed: make(chan struct{})}
 		s.slots = append(s.slots, sl)
 		s.wg.Add(1)
 		go s.supervise(sl)
@@ -227,6 +229,10 @@ func (s *Set) start(p Profile) (*container.Zygote, func(), error) {
 func (sl *slot) set(z *container.Zygote, dir, state, lastErr string, skipped []string) {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
+	if state != sl.state {
+		close(sl.changed)
+		sl.changed = make(chan struct{})
+	}
 	sl.z, sl.dir, sl.state = z, dir, state
 	if lastErr != "" || state == "ready" {
 		sl.lastErr = lastErr
@@ -234,6 +240,26 @@ func (sl *slot) set(z *container.Zygote, dir, state, lastErr string, skipped []s
 	if skipped != nil {
 		sl.skipped = skipped
 	}
+}
+
+// ZygoteReady reports whether the zygote of rootfs is ready now, and
+// returns a channel closed at its next change of state; changed is nil when
+// rootfs has no zygote or its zygote will not start again (unused, closed).
+// A warm pool follows it to replace, once the zygote is ready, the runners
+// it started cold while the zygote was starting or restarting.
+func (s *Set) ZygoteReady(rootfs string) (ready bool, changed <-chan struct{}) {
+	for _, sl := range s.slots {
+		if sl.p.Rootfs != rootfs {
+			continue
+		}
+		sl.mu.Lock()
+		defer sl.mu.Unlock()
+		if sl.state == "unused" || sl.state == "closed" {
+			return false, nil
+		}
+		return sl.state == "ready", sl.changed
+	}
+	return false, nil
 }
 
 // zygote returns the live zygote for spec's rootfs, if any.
@@ -252,19 +278,27 @@ func (s *Set) zygote(spec *container.Spec) (*container.Zygote, *slot) {
 // Start runs spec on a zygote's child when one can take it, else on the
 // engine. It implements runner.Starter.
 func (s *Set) Start(ctx context.Context, spec container.Spec) (*container.Sandbox, error) {
+	sb, _, err := s.StartForked(ctx, spec)
+	return sb, err
+}
+
+// StartForked is Start, and reports whether the sandbox is a zygote's
+// child. It implements runner.ForkStarter.
+func (s *Set) StartForked(ctx context.Context, spec container.Spec) (_ *container.Sandbox, forked bool, _ error) {
 	if z, sl := s.zygote(&spec); z != nil && z.Suitable(&spec) == nil {
 		sb, err := z.Start(ctx, spec)
 		if err == nil {
 			sl.forks.Add(1)
-			return sb, nil
+			return sb, true, nil
 		}
 		if errors.Is(err, container.ErrInvalidSpec) || ctx.Err() != nil {
-			return nil, err
+			return nil, false, err
 		}
 		sl.fallbacks.Add(1)
 		s.log.Warn("zygote could not take the run; starting it cold", "run", spec.ID, "err", err)
 	}
-	return s.cfg.Engine.Start(ctx, spec)
+	sb, err := s.cfg.Engine.Start(ctx, spec)
+	return sb, false, err
 }
 
 // Run is Start and Wait (for the server's one-shot runs).

@@ -94,6 +94,27 @@ plt.plot([1, 2, 3]); plt.show()
 	}
 }
 
+// A runner records whether it was forked: from the Set while its zygote is
+// ready, and not from the engine.
+func TestRunnerForked(t *testing.T) {
+	dir := testenv.Rootfs(t)
+	s, e := newSet(t, dir, "json")
+	for _, tc := range []struct {
+		name string
+		st   runner.Starter
+		want bool
+	}{{"zygote set", s, true}, {"engine", e, false}} {
+		r, err := runner.Start(context.Background(), tc.st, container.Spec{RootfsDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Forked() != tc.want {
+			t.Errorf("%s: Forked() = %v, want %v", tc.name, r.Forked(), tc.want)
+		}
+		r.Close()
+	}
+}
+
 // When the zygote dies, runs start cold on the engine, and the zygote is
 // back (a new process) within its backoff.
 func TestZygoteRestartsAndRunsFallBack(t *testing.T) {

@@ -13,9 +13,9 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 )
 
-// waitZygote polls /v1/info until the first zygote is ready and is not
-// the process old (0: any).
-func (d *daemon) waitZygote(t *testing.T, old int) agentapi.ZygoteInfo {
+// waitInfo polls /v1/info until ok holds, for at most two minutes, and
+// returns the info that satisfied it.
+func (d *daemon) waitInfo(t *testing.T, what string, ok func(*agentapi.Info) bool) *agentapi.Info {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -23,18 +23,42 @@ func (d *daemon) waitZygote(t *testing.T, old int) agentapi.ZygoteInfo {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if ok(info) {
+			return info
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 2 minutes for %s: zygotes %+v, pools %+v", what, info.Zygotes, info.Pools)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitZygote polls /v1/info until the first zygote is ready and is not
+// the process old (0: any).
+func (d *daemon) waitZygote(t *testing.T, old int) agentapi.ZygoteInfo {
+	t.Helper()
+	info := d.waitInfo(t, "the zygote", func(info *agentapi.Info) bool {
 		if len(info.Zygotes) == 0 {
 			t.Fatal("no zygote in /v1/info")
 		}
 		z := info.Zygotes[0]
-		if z.State == "ready" && z.Pid != old {
-			return z
+		return z.State == "ready" && z.Pid != old
+	})
+	return info.Zygotes[0]
+}
+
+// waitPoolForked polls /v1/info until the first zygote is ready and the
+// first pool is full of its children.
+func (d *daemon) waitPoolForked(t *testing.T) agentapi.PoolInfo {
+	t.Helper()
+	info := d.waitInfo(t, "a ready zygote and a pool full of its children", func(info *agentapi.Info) bool {
+		if len(info.Zygotes) == 0 || len(info.Pools) == 0 {
+			t.Fatal("no zygote or no pool in /v1/info")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("zygote not ready: %+v", z)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		p := info.Pools[0]
+		return info.Zygotes[0].State == "ready" && p.Ready == p.Size && p.Forked == p.Size
+	})
+	return info.Pools[0]
 }
 
 // Through the daemon, Python runs and sessions on the data-science rootfs
@@ -121,6 +145,46 @@ func TestZygoteThroughDaemon(t *testing.T) {
 	if m := d.leftoverMounts(t); len(m) > 0 {
 		t.Errorf("mounts left after SIGTERM: %q", m)
 	}
+}
+
+// The first session after a daemon start has the zygote's imports: the
+// pool fills with cold runners while the zygote starts (seconds on the
+// data-science stack), and replaces them with its children once it is
+// ready. So does a new zygote after the first one died.
+func TestFirstSessionHasZygoteImports(t *testing.T) {
+	name := dataSciRootfs(t)
+	conf := filepath.Join(t.TempDir(), "nsbox.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[zygote]\nrootfs = [%q]\nchildren = 16\n\n[pools.ds]\nrootfs = %q\nsize = 2\n", name, name)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "--config", conf)
+	ctx := context.Background()
+	firstSession := func() {
+		t.Helper()
+		p := d.waitPoolForked(t)
+		t.Logf("pool: ready %d forked %d replaced %d refills %d", p.Ready, p.Forked, p.Replaced, p.Refills)
+		sess, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{Rootfs: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.client.DeleteSession(ctx, sess.ID)
+		if !sess.Pooled {
+			t.Fatalf("session %+v did not take a pooled runner", sess)
+		}
+		if r := execOK(t, d, sess.ID, "import sys\nprint('pandas' in sys.modules)"); r.Stdout != "True\n" {
+			t.Fatalf("pandas in sys.modules before the session imported it: %q, want True", r.Stdout)
+		}
+		r := execOK(t, d, sess.ID, "import time\nt0 = time.perf_counter()\nimport pandas as pd\nprint(f'{(time.perf_counter() - t0) * 1000:.2f}')")
+		t.Logf("import pandas as pd: %s ms in the cell, %d ms wall", strings.TrimSpace(r.Stdout), r.WallMs)
+	}
+	firstSession()
+
+	z := d.waitZygote(t, 0)
+	if err := syscall.Kill(z.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	d.waitZygote(t, z.Pid)
+	firstSession()
 }
 
 // A SIGKILLed daemon takes its zygote and the zygote's children with it
