@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/rootfs/build"
+	"github.com/nsbox/nsbox/rootfs/importer"
 	"github.com/urfave/cli/v2"
 )
 
@@ -77,7 +79,7 @@ func rootfsBuild(c *cli.Context) error {
 	st := rootfs.Store{Root: c.String("store")}
 	start := time.Now()
 	pp := newProgressPrinter(os.Stderr)
-	r, err := st.Build(ctx, rootfs.BuildOptions{
+	r, err := build.Run(ctx, st, build.Options{
 		Name:    c.String("name"),
 		Profile: c.String("profile"),
 		Mirror:  c.String("mirror"),
@@ -113,7 +115,7 @@ func rootfsImport(c *cli.Context) error {
 	defer cancel()
 	st := rootfs.Store{Root: c.String("store")}
 	start := time.Now()
-	r, rep, err := st.Import(ctx, c.Args().Get(0), c.Args().Get(1), c.Bool("force"))
+	r, rep, err := importer.Run(ctx, st, c.Args().Get(0), c.Args().Get(1), c.Bool("force"))
 	if rep != nil {
 		for _, rj := range rep.Rejected {
 			fmt.Fprintf(os.Stderr, "rejected %s: %s\n", rj.Path, rj.Reason)
