@@ -33,10 +33,10 @@ func rootfsCommand() *cli.Command {
 				Usage:     "build a Python rootfs from Debian packages (mmdebstrap)",
 				ArgsUsage: " ",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "profile", Value: "datasci", Usage: "package set: minimal or datasci"},
+					&cli.StringFlag{Name: "profile", Value: build.DefaultProfile, Usage: "package set: " + strings.Join(build.Profiles(), " or ")},
 					&cli.StringFlag{Name: "name", Value: rootfs.DefaultName, Usage: "rootfs name"},
-					&cli.StringFlag{Name: "mirror", Value: "http://deb.debian.org/debian", Usage: "Debian mirror URL"},
-					&cli.StringFlag{Name: "suite", Value: "bookworm", Usage: "Debian suite"},
+					&cli.StringFlag{Name: "mirror", Value: build.DefaultMirror, Usage: "Debian mirror URL"},
+					&cli.StringFlag{Name: "suite", Value: build.DefaultSuite, Usage: "Debian suite"},
 					&cli.BoolFlag{Name: "force", Usage: "replace an existing rootfs of that name"},
 					store,
 				},

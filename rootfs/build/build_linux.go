@@ -18,16 +18,17 @@ import (
 // Options says what to build. Zero fields take defaults.
 type Options struct {
 	Name    string // default rootfs.DefaultName
-	Profile string // "minimal" or "datasci" (default)
-	Mirror  string // default http://deb.debian.org/debian
-	Suite   string // default bookworm
+	Profile string // one of Profiles(), default DefaultProfile
+	Mirror  string // default DefaultMirror
+	Suite   string // default DefaultSuite
 	Force   bool   // replace an existing rootfs of that name
 }
 
+// The defaults of Options, also the CLI's.
 const (
-	defaultMirror  = "http://deb.debian.org/debian"
-	defaultSuite   = "bookworm"
-	defaultProfile = "datasci"
+	DefaultMirror  = "http://deb.debian.org/debian"
+	DefaultSuite   = "bookworm"
+	DefaultProfile = "datasci"
 )
 
 // Run makes a rootfs from Debian packages with mmdebstrap and installs it
@@ -39,13 +40,13 @@ func Run(ctx context.Context, s rootfs.Store, o Options, progress func(rootfs.Pr
 		o.Name = rootfs.DefaultName
 	}
 	if o.Profile == "" {
-		o.Profile = defaultProfile
+		o.Profile = DefaultProfile
 	}
 	if o.Mirror == "" {
-		o.Mirror = defaultMirror
+		o.Mirror = DefaultMirror
 	}
 	if o.Suite == "" {
-		o.Suite = defaultSuite
+		o.Suite = DefaultSuite
 	}
 	if err := rootfs.ValidName(o.Name); err != nil {
 		return nil, err
