@@ -11,14 +11,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// populateFunc fills tree (an empty directory) and returns the parts of the
-// metadata only it knows (Profile, Suite, Mirror).
-type populateFunc func(ctx context.Context, tree string) (Meta, error)
+// PopulateFunc fills tree (an empty directory) and returns the parts of the
+// metadata only it knows (Profile, Suite, Mirror, Python, Trim).
+type PopulateFunc func(ctx context.Context, tree string) (Meta, error)
 
-// create is the one path by which a rootfs enters the store: populate in a
-// locked temp dir on the store's filesystem, prepare and describe the tree,
-// then rename it into place atomically (swapping out the old one with force).
-func (s Store) create(ctx context.Context, name string, force bool, progress func(Progress), populate populateFunc) (*Rootfs, error) {
+// Create is the one path by which a rootfs enters the store (rootfs/build and
+// rootfs/importer are its populate functions): populate in a locked temp dir
+// on the store's filesystem, prepare and describe the tree, then rename it
+// into place atomically (swapping out the old one with force). A failed or
+// cancelled Create leaves nothing behind; an ENOSPC from populate comes back
+// as ErrNoSpace. progress (may be nil) hears the customize and finalize phases.
+func (s Store) Create(ctx context.Context, name string, force bool, progress func(Progress), populate PopulateFunc) (*Rootfs, error) {
 	if err := ValidName(name); err != nil {
 		return nil, err
 	}
@@ -82,7 +85,7 @@ func (s Store) create(ctx context.Context, name string, force bool, progress fun
 	progress(Progress{Phase: "finalize", Percent: -1, Message: "package list, digest"})
 	meta.Name = name
 	meta.Created = time.Now().UTC().Truncate(time.Second)
-	meta.Packages, err = readPackages(tree)
+	meta.Packages, err = ReadPackages(tree)
 	if err != nil {
 		return nil, fmt.Errorf("rootfs %q: read package list: %w", name, err)
 	}

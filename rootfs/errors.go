@@ -11,18 +11,6 @@ var (
 	ErrInUse = errors.New("rootfs is in use by a sandbox")
 	// ErrInvalidName means a rootfs name does not match [a-z0-9][a-z0-9._-]{0,62}.
 	ErrInvalidName = errors.New("invalid rootfs name: use 1-63 of [a-z0-9._-], starting with a letter or digit")
-	// ErrUnknownProfile means BuildOptions.Profile is not one of Profiles().
-	ErrUnknownProfile = errors.New("unknown profile")
-	// ErrNotRoot means a build was started without root privileges.
-	ErrNotRoot = errors.New("nsbox rootfs build must run as root")
-	// ErrNoMmdebstrap means mmdebstrap is not installed.
-	ErrNoMmdebstrap = errors.New("mmdebstrap not found: install it: apt-get install mmdebstrap")
-	// ErrMirrorUnreachable means mmdebstrap could not fetch from the mirror.
-	ErrMirrorUnreachable = errors.New("mirror unreachable")
 	// ErrNoSpace means the store's filesystem ran out of space.
 	ErrNoSpace = errors.New("no space left on device: free space under the store or use --store DIR")
-	// ErrBuildFailed means mmdebstrap or a post-build check failed.
-	ErrBuildFailed = errors.New("rootfs build failed")
-	// ErrBadSource means an import source is neither a directory nor a tar archive.
-	ErrBadSource = errors.New("import source must be a directory, a .tar or a .tar.gz")
 )

@@ -9,6 +9,9 @@ import (
 	"testing"
 )
 
+// errPopulate stands for any failure of a populate function.
+var errPopulate = errors.New("populate failed")
+
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -17,7 +20,7 @@ func requireRoot(t *testing.T) {
 }
 
 // fakePopulate writes a tiny tree whose /marker holds content.
-func fakePopulate(content string) populateFunc {
+func fakePopulate(content string) PopulateFunc {
 	return func(ctx context.Context, tree string) (Meta, error) {
 		if err := os.MkdirAll(filepath.Join(tree, "etc"), 0o755); err != nil {
 			return Meta{}, err
@@ -31,7 +34,7 @@ func fakePopulate(content string) populateFunc {
 
 func mustCreate(t *testing.T, s Store, name, content string, force bool) *Rootfs {
 	t.Helper()
-	r, err := s.create(context.Background(), name, force, nil, fakePopulate(content))
+	r, err := s.Create(context.Background(), name, force, nil, fakePopulate(content))
 	if err != nil {
 		t.Fatalf("create %s: %v", name, err)
 	}
@@ -107,16 +110,16 @@ func TestCreateFailureLeavesNothing(t *testing.T) {
 	requireRoot(t)
 	tests := []struct {
 		name     string
-		populate func(cancel context.CancelFunc) populateFunc
+		populate func(cancel context.CancelFunc) PopulateFunc
 		wantErr  error
 	}{
-		{"fails midway", func(context.CancelFunc) populateFunc {
+		{"fails midway", func(context.CancelFunc) PopulateFunc {
 			return func(ctx context.Context, tree string) (Meta, error) {
 				os.WriteFile(filepath.Join(tree, "half"), []byte("x"), 0o644)
-				return Meta{}, ErrBuildFailed
+				return Meta{}, errPopulate
 			}
-		}, ErrBuildFailed},
-		{"cancelled", func(cancel context.CancelFunc) populateFunc {
+		}, errPopulate},
+		{"cancelled", func(cancel context.CancelFunc) PopulateFunc {
 			return func(ctx context.Context, tree string) (Meta, error) {
 				os.WriteFile(filepath.Join(tree, "half"), []byte("x"), 0o644)
 				cancel()
@@ -129,7 +132,7 @@ func TestCreateFailureLeavesNothing(t *testing.T) {
 			s := Store{Root: t.TempDir()}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			_, err := s.create(ctx, "x", false, nil, tc.populate(cancel))
+			_, err := s.Create(ctx, "x", false, nil, tc.populate(cancel))
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
@@ -150,10 +153,10 @@ func TestForceSwapKeepsOldUntilNewIsComplete(t *testing.T) {
 	requireRoot(t)
 	s := Store{Root: t.TempDir()}
 	old := mustCreate(t, s, "a", "old", false)
-	if _, err := s.create(context.Background(), "a", false, nil, fakePopulate("new")); !errors.Is(err, ErrExists) {
+	if _, err := s.Create(context.Background(), "a", false, nil, fakePopulate("new")); !errors.Is(err, ErrExists) {
 		t.Fatalf("without force: err = %v, want ErrExists", err)
 	}
-	r, err := s.create(context.Background(), "a", true, nil, func(ctx context.Context, tree string) (Meta, error) {
+	r, err := s.Create(context.Background(), "a", true, nil, func(ctx context.Context, tree string) (Meta, error) {
 		// Mid-build the old tree is what everyone sees.
 		l, err := s.List()
 		if err != nil || len(l) != 1 || l[0].Meta.Digest != old.Meta.Digest || marker(t, &l[0]) != "old" {
@@ -172,8 +175,8 @@ func TestForceSwapKeepsOldUntilNewIsComplete(t *testing.T) {
 	}
 
 	// A failed forced rebuild keeps the current tree.
-	_, err = s.create(context.Background(), "a", true, nil, func(context.Context, string) (Meta, error) { return Meta{}, ErrBuildFailed })
-	if !errors.Is(err, ErrBuildFailed) {
+	_, err = s.Create(context.Background(), "a", true, nil, func(context.Context, string) (Meta, error) { return Meta{}, errPopulate })
+	if !errors.Is(err, errPopulate) {
 		t.Fatal(err)
 	}
 	if got, err := s.Lookup("a"); err != nil || marker(t, got) != "new" {

@@ -175,9 +175,9 @@ func withSandboxEntry(old []byte, line string) []byte {
 	return []byte(b.String())
 }
 
-// readPackages lists the Debian packages installed in tree (none when the
+// ReadPackages lists the Debian packages installed in tree (none when the
 // tree has no dpkg database).
-func readPackages(tree string) ([]Package, error) {
+func ReadPackages(tree string) ([]Package, error) {
 	rootFd, err := openTree(tree)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/rootfs/build"
+	"github.com/nsbox/nsbox/rootfs/importer"
 	"github.com/urfave/cli/v2"
 )
 
@@ -31,10 +33,10 @@ func rootfsCommand() *cli.Command {
 				Usage:     "build a Python rootfs from Debian packages (mmdebstrap)",
 				ArgsUsage: " ",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "profile", Value: "datasci", Usage: "package set: minimal or datasci"},
+					&cli.StringFlag{Name: "profile", Value: build.DefaultProfile, Usage: "package set: " + strings.Join(build.Profiles(), " or ")},
 					&cli.StringFlag{Name: "name", Value: rootfs.DefaultName, Usage: "rootfs name"},
-					&cli.StringFlag{Name: "mirror", Value: "http://deb.debian.org/debian", Usage: "Debian mirror URL"},
-					&cli.StringFlag{Name: "suite", Value: "bookworm", Usage: "Debian suite"},
+					&cli.StringFlag{Name: "mirror", Value: build.DefaultMirror, Usage: "Debian mirror URL"},
+					&cli.StringFlag{Name: "suite", Value: build.DefaultSuite, Usage: "Debian suite"},
 					&cli.BoolFlag{Name: "force", Usage: "replace an existing rootfs of that name"},
 					store,
 				},
@@ -77,7 +79,7 @@ func rootfsBuild(c *cli.Context) error {
 	st := rootfs.Store{Root: c.String("store")}
 	start := time.Now()
 	pp := newProgressPrinter(os.Stderr)
-	r, err := st.Build(ctx, rootfs.BuildOptions{
+	r, err := build.Run(ctx, st, build.Options{
 		Name:    c.String("name"),
 		Profile: c.String("profile"),
 		Mirror:  c.String("mirror"),
@@ -113,7 +115,7 @@ func rootfsImport(c *cli.Context) error {
 	defer cancel()
 	st := rootfs.Store{Root: c.String("store")}
 	start := time.Now()
-	r, rep, err := st.Import(ctx, c.Args().Get(0), c.Args().Get(1), c.Bool("force"))
+	r, rep, err := importer.Run(ctx, st, c.Args().Get(0), c.Args().Get(1), c.Bool("force"))
 	if rep != nil {
 		for _, rj := range rep.Rejected {
 			fmt.Fprintf(os.Stderr, "rejected %s: %s\n", rj.Path, rj.Reason)

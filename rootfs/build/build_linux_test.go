@@ -1,4 +1,4 @@
-package rootfs
+package build
 
 import (
 	"context"
@@ -10,17 +10,27 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nsbox/nsbox/rootfs"
 )
 
-// TestBuildMinimal runs a real mmdebstrap build (network, ~40 s).
-func TestBuildMinimal(t *testing.T) {
+// requireRealBuild skips a test that runs mmdebstrap unless asked for.
+func requireRealBuild(t *testing.T) {
+	t.Helper()
 	if os.Getenv("NSBOX_TEST_BUILD") != "1" {
 		t.Skip("slow real build: set NSBOX_TEST_BUILD=1 (needs root, mmdebstrap and a Debian mirror)")
 	}
-	requireRoot(t)
-	s := Store{Root: t.TempDir()}
+	if os.Geteuid() != 0 {
+		t.Skip("requires root: mmdebstrap --mode=root and chroot")
+	}
+}
+
+// TestBuildMinimal runs a real mmdebstrap build (network, ~40 s).
+func TestBuildMinimal(t *testing.T) {
+	requireRealBuild(t)
+	s := rootfs.Store{Root: t.TempDir()}
 	var phases []string
-	r, err := s.Build(context.Background(), BuildOptions{Name: "t", Profile: "minimal"}, func(p Progress) {
+	r, err := Run(context.Background(), s, Options{Name: "t", Profile: "minimal"}, func(p rootfs.Progress) {
 		if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
 			phases = append(phases, p.Phase)
 		}
@@ -28,7 +38,7 @@ func TestBuildMinimal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("phases %v, size %s, %d packages, python %s", phases, HumanSize(r.Meta.SizeBytes), len(r.Meta.Packages), r.Meta.Python)
+	t.Logf("phases %v, size %s, %d packages, python %s", phases, rootfs.HumanSize(r.Meta.SizeBytes), len(r.Meta.Packages), r.Meta.Python)
 	out, err := exec.Command("chroot", r.Dir, "/usr/bin/python3", "-I", "-B", "-c", "print(6*7)").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "42" {
 		t.Fatalf("python3 in the tree: %q, %v", out, err)
@@ -49,17 +59,14 @@ func TestBuildMinimal(t *testing.T) {
 // TestBuildDatasci runs a real datasci build (network, ~3 min): the import
 // and computation check must pass without the toolchain.
 func TestBuildDatasci(t *testing.T) {
-	if os.Getenv("NSBOX_TEST_BUILD") != "1" {
-		t.Skip("slow real build: set NSBOX_TEST_BUILD=1 (needs root, mmdebstrap and a Debian mirror)")
-	}
-	requireRoot(t)
-	s := Store{Root: t.TempDir()}
-	r, err := s.Build(context.Background(), BuildOptions{Name: "t", Profile: "datasci"}, nil)
+	requireRealBuild(t)
+	s := rootfs.Store{Root: t.TempDir()}
+	r, err := Run(context.Background(), s, Options{Name: "t", Profile: "datasci"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("size %s (%s before trimming), %d packages, %d purged", HumanSize(r.Meta.SizeBytes),
-		HumanSize(r.Meta.Trim.BytesBefore), len(r.Meta.Packages), len(r.Meta.Trim.Purged))
+	t.Logf("size %s (%s before trimming), %d packages, %d purged", rootfs.HumanSize(r.Meta.SizeBytes),
+		rootfs.HumanSize(r.Meta.Trim.BytesBefore), len(r.Meta.Packages), len(r.Meta.Trim.Purged))
 	checkTrimmed(t, r, "g++-12", "libboost1.74-dev", "python3-pythran")
 	if r.Meta.Trim.FontCache == "" {
 		t.Fatal("no font cache recorded")
@@ -76,7 +83,7 @@ func TestBuildDatasci(t *testing.T) {
 
 // checkTrimmed asserts what every build strips: the purged packages are
 // gone from the package list, no setid file and no device node is left.
-func checkTrimmed(t *testing.T, r *Rootfs, purged ...string) {
+func checkTrimmed(t *testing.T, r *rootfs.Rootfs, purged ...string) {
 	t.Helper()
 	tr := r.Meta.Trim
 	if tr == nil {
@@ -115,24 +122,24 @@ func checkTrimmed(t *testing.T, r *Rootfs, purged ...string) {
 }
 
 func TestBuildErrors(t *testing.T) {
-	s := Store{Root: t.TempDir()}
+	s := rootfs.Store{Root: t.TempDir()}
 	tests := []struct {
 		name string
-		o    BuildOptions
+		o    Options
 		want error
 	}{
-		{"bad name", BuildOptions{Name: "Bad/Name"}, ErrInvalidName},
-		{"unknown profile", BuildOptions{Name: "x", Profile: "gpu"}, ErrUnknownProfile},
+		{"bad name", Options{Name: "Bad/Name"}, rootfs.ErrInvalidName},
+		{"unknown profile", Options{Name: "x", Profile: "gpu"}, ErrUnknownProfile},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := s.Build(context.Background(), tc.o, nil); !errors.Is(err, tc.want) {
+			if _, err := Run(context.Background(), s, tc.o, nil); !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
 		})
 	}
 	if os.Geteuid() != 0 {
-		if _, err := s.Build(context.Background(), BuildOptions{Name: "x", Profile: "minimal"}, nil); !errors.Is(err, ErrNotRoot) {
+		if _, err := Run(context.Background(), s, Options{Name: "x", Profile: "minimal"}, nil); !errors.Is(err, ErrNotRoot) {
 			t.Errorf("non-root build: %v, want ErrNotRoot", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package rootfs
+package build
 
 import (
 	"os"
@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nsbox/nsbox/rootfs"
 	"golang.org/x/sys/unix"
 )
 
 func TestToPurge(t *testing.T) {
-	installed := []Package{{Name: "gcc-12"}, {Name: "python3"}, {Name: "perl"}, {Name: "libc6-dev"}}
+	installed := []rootfs.Package{{Name: "gcc-12"}, {Name: "python3"}, {Name: "perl"}, {Name: "libc6-dev"}}
 	tests := []struct {
 		name string
 		want []string
@@ -54,7 +55,7 @@ func TestMmdebstrapArgsExcludes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := mmdebstrapArgs("/t", BuildOptions{Suite: "bookworm", Mirror: "http://m"}, prof)
+	args := mmdebstrapArgs("/t", Options{Suite: "bookworm", Mirror: "http://m"}, prof)
 	for _, want := range []string{
 		"--dpkgopt=path-exclude=/usr/include/*",
 		"--dpkgopt=path-exclude=/usr/lib/*.a",

@@ -1,9 +1,8 @@
-package rootfs
+package build
 
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,42 +11,44 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nsbox/nsbox/rootfs"
 	"golang.org/x/sys/unix"
 )
 
-// BuildOptions says what to build. Zero fields take defaults.
-type BuildOptions struct {
-	Name    string // default DefaultName
-	Profile string // "minimal" or "datasci" (default)
-	Mirror  string // default http://deb.debian.org/debian
-	Suite   string // default bookworm
+// Options says what to build. Zero fields take defaults.
+type Options struct {
+	Name    string // default rootfs.DefaultName
+	Profile string // one of Profiles(), default DefaultProfile
+	Mirror  string // default DefaultMirror
+	Suite   string // default DefaultSuite
 	Force   bool   // replace an existing rootfs of that name
 }
 
+// The defaults of Options, also the CLI's.
 const (
-	defaultMirror  = "http://deb.debian.org/debian"
-	defaultSuite   = "bookworm"
-	defaultProfile = "datasci"
+	DefaultMirror  = "http://deb.debian.org/debian"
+	DefaultSuite   = "bookworm"
+	DefaultProfile = "datasci"
 )
 
-// Build makes a rootfs from Debian packages with mmdebstrap and installs it
-// in the store atomically. progress (may be nil) is called from the calling
-// goroutine's children; cancel ctx to stop: mmdebstrap is killed and the
-// temporary tree removed.
-func (s Store) Build(ctx context.Context, o BuildOptions, progress func(Progress)) (*Rootfs, error) {
+// Run makes a rootfs from Debian packages with mmdebstrap and installs it
+// in the store atomically (Store.Create). progress (may be nil) is called
+// from the calling goroutine's children; cancel ctx to stop: mmdebstrap is
+// killed and the temporary tree removed.
+func Run(ctx context.Context, s rootfs.Store, o Options, progress func(rootfs.Progress)) (*rootfs.Rootfs, error) {
 	if o.Name == "" {
-		o.Name = DefaultName
+		o.Name = rootfs.DefaultName
 	}
 	if o.Profile == "" {
-		o.Profile = defaultProfile
+		o.Profile = DefaultProfile
 	}
 	if o.Mirror == "" {
-		o.Mirror = defaultMirror
+		o.Mirror = DefaultMirror
 	}
 	if o.Suite == "" {
-		o.Suite = defaultSuite
+		o.Suite = DefaultSuite
 	}
-	if err := ValidName(o.Name); err != nil {
+	if err := rootfs.ValidName(o.Name); err != nil {
 		return nil, err
 	}
 	prof, err := lookupProfile(o.Profile)
@@ -62,10 +63,10 @@ func (s Store) Build(ctx context.Context, o BuildOptions, progress func(Progress
 		return nil, ErrNoMmdebstrap
 	}
 	if progress == nil {
-		progress = func(Progress) {}
+		progress = func(rootfs.Progress) {}
 	}
-	return s.create(ctx, o.Name, o.Force, progress, func(ctx context.Context, tree string) (Meta, error) {
-		m := Meta{Profile: o.Profile, Suite: o.Suite, Mirror: o.Mirror}
+	return s.Create(ctx, o.Name, o.Force, progress, func(ctx context.Context, tree string) (rootfs.Meta, error) {
+		m := rootfs.Meta{Profile: o.Profile, Suite: o.Suite, Mirror: o.Mirror}
 		if err := runMmdebstrap(ctx, mmdebstrap, tree, o, prof, progress); err != nil {
 			return m, err
 		}
@@ -75,13 +76,13 @@ func (s Store) Build(ctx context.Context, o BuildOptions, progress func(Progress
 		}
 		m.Trim = trim
 		if prof.fontCache {
-			progress(Progress{Phase: "customize", Percent: -1, Message: "matplotlib font cache in " + fontCacheDir})
+			progress(rootfs.Progress{Phase: "customize", Percent: -1, Message: "matplotlib font cache in " + fontCacheDir})
 			if err := buildFontCache(ctx, tree); err != nil {
 				return m, err
 			}
 			trim.FontCache = fontCacheDir
 		}
-		progress(Progress{Phase: "check", Percent: -1, Message: "python3 imports in the new tree"})
+		progress(rootfs.Progress{Phase: "check", Percent: -1, Message: "python3 imports in the new tree"})
 		v, err := checkPython(ctx, tree, prof)
 		if err != nil {
 			return m, err
@@ -91,7 +92,7 @@ func (s Store) Build(ctx context.Context, o BuildOptions, progress func(Progress
 	})
 }
 
-func mmdebstrapArgs(tree string, o BuildOptions, prof profile) []string {
+func mmdebstrapArgs(tree string, o Options, prof profile) []string {
 	args := []string{
 		"--mode=root", "--variant=apt", "--format=directory",
 		"--include=" + strings.Join(prof.packages, ","),
@@ -110,7 +111,7 @@ func mmdebstrapArgs(tree string, o BuildOptions, prof profile) []string {
 // runMmdebstrap runs mmdebstrap on a pty (it draws progress bars only on a
 // terminal) in a private mount namespace (its /proc, /sys and /dev mounts
 // inside the tree can never outlive it).
-func runMmdebstrap(ctx context.Context, bin, tree string, o BuildOptions, prof profile, progress func(Progress)) error {
+func runMmdebstrap(ctx context.Context, bin, tree string, o Options, prof profile, progress func(rootfs.Progress)) error {
 	master, slave, err := openPty()
 	if err != nil {
 		return fmt.Errorf("open pty for mmdebstrap: %w", err)
@@ -120,7 +121,7 @@ func runMmdebstrap(ctx context.Context, bin, tree string, o BuildOptions, prof p
 	cmd.Stdout, cmd.Stderr = slave, slave
 	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "DEBIAN_FRONTEND=noninteractive")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Unshareflags: syscall.CLONE_NEWNS}
-	progress(Progress{Phase: "setup", Percent: -1, Message: "mmdebstrap " + o.Suite + " from " + o.Mirror})
+	progress(rootfs.Progress{Phase: "setup", Percent: -1, Message: "mmdebstrap " + o.Suite + " from " + o.Mirror})
 	if err := cmd.Start(); err != nil {
 		slave.Close()
 		return fmt.Errorf("start mmdebstrap: %w", err)
@@ -169,7 +170,7 @@ func runMmdebstrap(ctx context.Context, bin, tree string, o BuildOptions, prof p
 		switch kind {
 		case ErrMirrorUnreachable:
 			return fmt.Errorf("%w: %s (%s): check the URL and the network, or pass --mirror", kind, o.Mirror, detail)
-		case ErrNoSpace:
+		case rootfs.ErrNoSpace:
 			return fmt.Errorf("%w (%s)", kind, detail)
 		}
 		return fmt.Errorf("%w: mmdebstrap: %v: %s", ErrBuildFailed, waitErr, detail)
@@ -211,87 +212,6 @@ func openPty() (master, slave *os.File, err error) {
 	return master, slave, nil
 }
 
-// trimTree removes what no sandbox needs: the profile's purge packages
-// (dpkg --purge, so the package list stays true), apt caches and lists, logs,
-// debconf templates, man/info/locale leftovers, the test suites shipped
-// inside big Python packages; then it clears setuid/setgid bits and deletes
-// device nodes. The returned Trim lists all of it.
-func trimTree(ctx context.Context, tree string, prof profile, progress func(Progress)) (*Trim, error) {
-	before := treeSize(tree)
-	trim := &Trim{
-		Excluded:    append(commonExcludes(), prof.exclude...),
-		Included:    commonIncludes(),
-		BytesBefore: before,
-	}
-	progress(Progress{Phase: "trim", Percent: -1, Message: fmt.Sprintf("tree is %s before trimming", HumanSize(before))})
-	if len(prof.purge) > 0 {
-		progress(Progress{Phase: "trim", Percent: -1, Message: "dpkg --purge build-only packages"})
-		purged, err := purgePackages(ctx, tree, prof.purge)
-		if err != nil {
-			return nil, err
-		}
-		trim.Purged = purged
-	}
-	var paths []string
-	for _, g := range []string{
-		"var/cache/apt/*", "var/lib/apt/lists/*", "var/cache/debconf/*-old",
-		"var/cache/debconf/templates.dat", "var/log/*", "usr/share/man/*",
-		"usr/share/info/*", "usr/share/locale/*", "usr/share/lintian/*",
-	} {
-		m, _ := filepath.Glob(filepath.Join(tree, g))
-		paths = append(paths, m...)
-	}
-	for _, pkg := range prof.trimTests {
-		root := filepath.Join(tree, "usr/lib/python3/dist-packages", pkg)
-		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if d.IsDir() && (d.Name() == "tests") {
-				paths = append(paths, p)
-				return filepath.SkipDir
-			}
-			return nil
-		})
-	}
-	for _, p := range paths {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := os.RemoveAll(p); err != nil {
-			return nil, err
-		}
-		rel, _ := filepath.Rel(tree, p)
-		trim.Removed = append(trim.Removed, rel)
-	}
-	setid, devices, err := hardenTree(tree)
-	if err != nil {
-		return nil, err
-	}
-	trim.StrippedSetid, trim.RemovedDevices = setid, devices
-	progress(Progress{Phase: "trim", Percent: -1, Message: fmt.Sprintf("stripped setuid/setgid bits of %d files, removed %d device nodes", len(setid), len(devices))})
-	after := treeSize(tree)
-	progress(Progress{Phase: "trim", Percent: 100, Message: fmt.Sprintf("trimmed %s -> %s (%d packages purged)", HumanSize(before), HumanSize(after), len(trim.Purged))})
-	return trim, nil
-}
-
-func treeSize(tree string) int64 {
-	var n int64
-	seen := map[uint64]bool{}
-	filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if info, err := d.Info(); err == nil {
-				if st, ok := info.Sys().(*syscall.Stat_t); ok && !seen[st.Ino] {
-					seen[st.Ino] = true
-					n += info.Size()
-				}
-			}
-		}
-		return nil
-	})
-	return n
-}
-
 // checkPython runs the profile's imports in the new tree (chroot, no bytecode
 // writes) and returns the Python version.
 func checkPython(ctx context.Context, tree string, prof profile) (string, error) {
@@ -321,18 +241,4 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
-}
-
-// HumanSize formats bytes as "1.2 GB" (powers of 1024).
-func HumanSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -1,4 +1,4 @@
-package rootfs
+package importer
 
 import (
 	"archive/tar"
@@ -13,11 +13,12 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/nsbox/nsbox/rootfs"
 	"golang.org/x/sys/unix"
 )
 
-// ImportReport says what an import kept and what it refused.
-type ImportReport struct {
+// Report says what an import kept and what it refused.
+type Report struct {
 	Files         int         // entries written
 	Rejected      []Rejection // entries not imported, with why
 	StrippedSetid []string    // paths whose setuid/setgid bits were removed
@@ -29,9 +30,10 @@ type Rejection struct {
 	Path, Reason string
 }
 
-// Import makes a rootfs from src: a directory (copied: modes, owners,
-// symlinks and hard links kept) or a tar archive, plain or gzip-compressed
-// (detected by content, e.g. `docker export` output).
+// Run makes the rootfs name in the store (through Store.Create) from src: a
+// directory (copied: modes, owners, symlinks and hard links kept) or a tar
+// archive, plain or gzip-compressed (detected by content, e.g. `docker
+// export` output).
 //
 // Entries are written with a resolver that never follows a symlink, so an
 // archive cannot write outside the tree. Absolute names are made relative
@@ -40,14 +42,14 @@ type Rejection struct {
 // setuid/setgid bits are stripped and reported; xattrs (and so file
 // capabilities) are dropped. The tree then gets the sandbox user, mount
 // points and /etc/hosts like a built one; its profile is "imported".
-func (s Store) Import(ctx context.Context, name, src string, force bool) (*Rootfs, *ImportReport, error) {
-	rep := &ImportReport{}
+func Run(ctx context.Context, s rootfs.Store, name, src string, force bool) (*rootfs.Rootfs, *Report, error) {
+	rep := &Report{}
 	fi, err := os.Stat(src)
 	if err != nil {
 		return nil, rep, fmt.Errorf("import %s: %w", src, err)
 	}
-	r, err := s.create(ctx, name, force, nil, func(ctx context.Context, tree string) (Meta, error) {
-		m := Meta{Profile: "imported"}
+	r, err := s.Create(ctx, name, force, nil, func(ctx context.Context, tree string) (rootfs.Meta, error) {
+		m := rootfs.Meta{Profile: "imported"}
 		x, err := newExtractor(tree, rep)
 		if err != nil {
 			return m, err
@@ -61,10 +63,15 @@ func (s Store) Import(ctx context.Context, name, src string, force bool) (*Rootf
 		if err != nil {
 			return m, err
 		}
-		if fd, err := openInRoot(x.rootFd, "usr/bin/python3", unix.O_PATH); err != nil {
+		// A link to python3.N is resolved inside the tree, as in a sandbox.
+		python, err := unix.Openat2(x.rootFd, "usr/bin/python3", &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != nil {
 			rep.Warnings = append(rep.Warnings, "no /usr/bin/python3 in the tree: Python runs will fail in it")
 		} else {
-			unix.Close(fd)
+			unix.Close(python)
 		}
 		return m, nil
 	})
@@ -172,7 +179,7 @@ func (x *extractor) copyDir(ctx context.Context, src string) error {
 
 var errEntryRejected = errors.New("entry rejected")
 
-func newExtractor(tree string, rep *ImportReport) (*extractor, error) {
+func newExtractor(tree string, rep *Report) (*extractor, error) {
 	fd, err := unix.Open(tree, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err

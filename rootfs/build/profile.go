@@ -1,4 +1,4 @@
-package rootfs
+package build
 
 import (
 	"fmt"
@@ -134,7 +134,7 @@ func profiles() map[string]profile {
 	}
 }
 
-// Profiles lists the names BuildOptions.Profile accepts.
+// Profiles lists the names Options.Profile accepts.
 func Profiles() []string {
 	var out []string
 	for n := range profiles() {

@@ -1,4 +1,4 @@
-package rootfs
+package importer
 
 import (
 	"archive/tar"
@@ -16,7 +16,7 @@ import (
 // and every final component is created with O_EXCL/O_NOFOLLOW semantics.
 type extractor struct {
 	rootFd int
-	rep    *ImportReport
+	rep    *Report
 	root   bool // running as root: keep owners
 }
 
@@ -235,7 +235,7 @@ func (x *extractor) fail(rel string, err error) error {
 		return nil
 	}
 	if errors.Is(err, unix.ENOSPC) {
-		return fmt.Errorf("%s: %w", rel, mapNoSpace(err))
+		return fmt.Errorf("%s: %w", rel, err) // Store.Create makes it ErrNoSpace
 	}
 	return fmt.Errorf("import %s: %w", rel, err)
 }

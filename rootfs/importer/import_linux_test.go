@@ -1,4 +1,4 @@
-package rootfs
+package importer
 
 import (
 	"archive/tar"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/nsbox/nsbox/rootfs"
 )
 
 type entry struct {
@@ -18,6 +20,13 @@ type entry struct {
 	typ        byte
 	mode       int64
 	body       string
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("requires root: imports keep the archive's owners and the store chowns to root")
+	}
 }
 
 func writeTar(t *testing.T, entries []entry, gz bool) string {
@@ -75,12 +84,12 @@ func TestImportTar(t *testing.T) {
 		entries      []entry
 		gz           bool
 		wantRejected string // path of the single rejected entry, "" for none
-		check        func(t *testing.T, tree string, rep *ImportReport)
+		check        func(t *testing.T, tree string, rep *Report)
 	}{
 		{name: "dotdot", entries: []entry{{name: "../x", typ: tar.TypeReg, body: "x"}}, wantRejected: "../x"},
 		{name: "dotdot inside", entries: []entry{{name: "a/../../x", typ: tar.TypeReg, body: "x"}}, wantRejected: "a/../../x"},
 		{name: "absolute made relative", entries: []entry{{name: "/etc/x", typ: tar.TypeReg, body: "abs"}},
-			check: func(t *testing.T, tree string, _ *ImportReport) {
+			check: func(t *testing.T, tree string, _ *Report) {
 				if b, err := os.ReadFile(filepath.Join(tree, "etc/x")); string(b) != "abs" {
 					t.Errorf("etc/x = %q, %v", b, err)
 				}
@@ -105,7 +114,7 @@ func TestImportTar(t *testing.T) {
 		{name: "char device", entries: []entry{{name: "dev/null", typ: tar.TypeChar}}, wantRejected: "dev/null"},
 		{name: "fifo", entries: []entry{{name: "f", typ: tar.TypeFifo}}, wantRejected: "f"},
 		{name: "setuid stripped", entries: []entry{{name: "bin/su", typ: tar.TypeReg, mode: 0o4755, body: "su"}, {name: "g/", typ: tar.TypeDir, mode: 0o2775}},
-			check: func(t *testing.T, tree string, rep *ImportReport) {
+			check: func(t *testing.T, tree string, rep *Report) {
 				if strings.Join(rep.StrippedSetid, ",") != "bin/su,g" {
 					t.Errorf("StrippedSetid = %v", rep.StrippedSetid)
 				}
@@ -118,7 +127,7 @@ func TestImportTar(t *testing.T) {
 		{name: "later entry replaces symlink, not its target", gz: true, entries: []entry{
 			{name: "evil", typ: tar.TypeSymlink, link: outside + "/secret"},
 			{name: "evil", typ: tar.TypeReg, body: "file"},
-		}, check: func(t *testing.T, tree string, _ *ImportReport) {
+		}, check: func(t *testing.T, tree string, _ *Report) {
 			if fi, err := os.Lstat(filepath.Join(tree, "evil")); err != nil || !fi.Mode().IsRegular() {
 				t.Errorf("evil: %v %v", fi, err)
 			}
@@ -127,7 +136,7 @@ func TestImportTar(t *testing.T) {
 			{name: "etc/a", typ: tar.TypeReg, body: "a"},
 			{name: "etc/b", typ: tar.TypeLink, link: "etc/a"},
 			{name: "etc/abs", typ: tar.TypeSymlink, link: "/etc/a"},
-		}, check: func(t *testing.T, tree string, _ *ImportReport) {
+		}, check: func(t *testing.T, tree string, _ *Report) {
 			a, _ := os.Stat(filepath.Join(tree, "etc/a"))
 			b, _ := os.Stat(filepath.Join(tree, "etc/b"))
 			if a == nil || b == nil || !os.SameFile(a, b) {
@@ -140,9 +149,9 @@ func TestImportTar(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Store{Root: filepath.Join(t.TempDir(), "a", "b", "store")}
+			s := rootfs.Store{Root: filepath.Join(t.TempDir(), "a", "b", "store")}
 			src := writeTar(t, append(append([]entry{}, base...), tc.entries...), tc.gz)
-			r, rep, err := s.Import(context.Background(), "imp", src, false)
+			r, rep, err := Run(context.Background(), s, "imp", src, false)
 			if err != nil {
 				t.Fatalf("Import: %v (report %+v)", err, rep)
 			}
@@ -187,8 +196,8 @@ func TestImportDir(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(src, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := Store{Root: t.TempDir()}
-	r, rep, err := s.Import(context.Background(), "dir", src, false)
+	s := rootfs.Store{Root: t.TempDir()}
+	r, rep, err := Run(context.Background(), s, "dir", src, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +219,7 @@ func TestImportDir(t *testing.T) {
 		t.Error(err)
 	}
 	// The same source gives the same digest.
-	r2, _, err := s.Import(context.Background(), "dir2", src, false)
+	r2, _, err := Run(context.Background(), s, "dir2", src, false)
 	if err != nil || r2.Meta.Digest != r.Meta.Digest {
 		t.Errorf("digest %s vs %s, %v", r2.Meta.Digest, r.Meta.Digest, err)
 	}
@@ -220,11 +229,11 @@ func TestImportBadSource(t *testing.T) {
 	requireRoot(t)
 	p := filepath.Join(t.TempDir(), "junk")
 	os.WriteFile(p, bytes.Repeat([]byte("not a tar "), 100), 0o644)
-	s := Store{Root: t.TempDir()}
-	if _, _, err := s.Import(context.Background(), "x", p, false); !errors.Is(err, ErrBadSource) {
+	s := rootfs.Store{Root: t.TempDir()}
+	if _, _, err := Run(context.Background(), s, "x", p, false); !errors.Is(err, ErrBadSource) {
 		t.Fatalf("err = %v, want ErrBadSource", err)
 	}
-	if l := leftovers(t, s); len(l) != 0 {
-		t.Errorf("leftovers %v", l)
+	if ents, _ := os.ReadDir(s.Root); len(ents) != 0 {
+		t.Errorf("leftovers %v", ents)
 	}
 }

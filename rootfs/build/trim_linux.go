@@ -1,4 +1,4 @@
-package rootfs
+package build
 
 import (
 	"bytes"
@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
+	"github.com/nsbox/nsbox/rootfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,7 +25,7 @@ func chrootCmd(ctx context.Context, tree string, env []string, name string, args
 }
 
 // toPurge returns the packages of want that are installed, in want's order.
-func toPurge(installed []Package, want []string) []string {
+func toPurge(installed []rootfs.Package, want []string) []string {
 	have := make(map[string]bool, len(installed))
 	for _, p := range installed {
 		have[p.Name] = true
@@ -42,7 +44,7 @@ func toPurge(installed []Package, want []string) []string {
 // --force-depends (their dependents stay installed, with a dependency dpkg
 // knows is unmet) and returns the ones it removed.
 func purgePackages(ctx context.Context, tree string, want []string) ([]string, error) {
-	pkgs, err := readPackages(tree)
+	pkgs, err := rootfs.ReadPackages(tree)
 	if err != nil {
 		return nil, fmt.Errorf("read package list: %w", err)
 	}
@@ -54,7 +56,7 @@ func purgePackages(ctx context.Context, tree string, want []string) ([]string, e
 	if out, err := chrootCmd(ctx, tree, nil, "dpkg", args...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("%w: dpkg --purge in the new tree: %v: %s", ErrBuildFailed, err, lastLine(strings.TrimSpace(string(out))))
 	}
-	after, err := readPackages(tree)
+	after, err := rootfs.ReadPackages(tree)
 	if err != nil {
 		return nil, fmt.Errorf("read package list: %w", err)
 	}
@@ -231,4 +233,85 @@ func sitecustomizePath(tree string) (string, error) {
 		return rel, nil
 	}
 	return "usr/lib/python3/dist-packages/sitecustomize.py", nil
+}
+
+// trimTree removes what no sandbox needs: the profile's purge packages
+// (dpkg --purge, so the package list stays true), apt caches and lists, logs,
+// debconf templates, man/info/locale leftovers, the test suites shipped
+// inside big Python packages; then it clears setuid/setgid bits and deletes
+// device nodes. The returned rootfs.Trim lists all of it.
+func trimTree(ctx context.Context, tree string, prof profile, progress func(rootfs.Progress)) (*rootfs.Trim, error) {
+	before := treeSize(tree)
+	trim := &rootfs.Trim{
+		Excluded:    append(commonExcludes(), prof.exclude...),
+		Included:    commonIncludes(),
+		BytesBefore: before,
+	}
+	progress(rootfs.Progress{Phase: "trim", Percent: -1, Message: fmt.Sprintf("tree is %s before trimming", rootfs.HumanSize(before))})
+	if len(prof.purge) > 0 {
+		progress(rootfs.Progress{Phase: "trim", Percent: -1, Message: "dpkg --purge build-only packages"})
+		purged, err := purgePackages(ctx, tree, prof.purge)
+		if err != nil {
+			return nil, err
+		}
+		trim.Purged = purged
+	}
+	var paths []string
+	for _, g := range []string{
+		"var/cache/apt/*", "var/lib/apt/lists/*", "var/cache/debconf/*-old",
+		"var/cache/debconf/templates.dat", "var/log/*", "usr/share/man/*",
+		"usr/share/info/*", "usr/share/locale/*", "usr/share/lintian/*",
+	} {
+		m, _ := filepath.Glob(filepath.Join(tree, g))
+		paths = append(paths, m...)
+	}
+	for _, pkg := range prof.trimTests {
+		root := filepath.Join(tree, "usr/lib/python3/dist-packages", pkg)
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if d.IsDir() && (d.Name() == "tests") {
+				paths = append(paths, p)
+				return filepath.SkipDir
+			}
+			return nil
+		})
+	}
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return nil, err
+		}
+		rel, _ := filepath.Rel(tree, p)
+		trim.Removed = append(trim.Removed, rel)
+	}
+	setid, devices, err := hardenTree(tree)
+	if err != nil {
+		return nil, err
+	}
+	trim.StrippedSetid, trim.RemovedDevices = setid, devices
+	progress(rootfs.Progress{Phase: "trim", Percent: -1, Message: fmt.Sprintf("stripped setuid/setgid bits of %d files, removed %d device nodes", len(setid), len(devices))})
+	after := treeSize(tree)
+	progress(rootfs.Progress{Phase: "trim", Percent: 100, Message: fmt.Sprintf("trimmed %s -> %s (%d packages purged)", rootfs.HumanSize(before), rootfs.HumanSize(after), len(trim.Purged))})
+	return trim, nil
+}
+
+func treeSize(tree string) int64 {
+	var n int64
+	seen := map[uint64]bool{}
+	filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				if st, ok := info.Sys().(*syscall.Stat_t); ok && !seen[st.Ino] {
+					seen[st.Ino] = true
+					n += info.Size()
+				}
+			}
+		}
+		return nil
+	})
+	return n
 }
