@@ -17,16 +17,25 @@ import (
 var fieldErr = errdefs.Field
 
 // decode reads exactly one JSON value of a request body into v: the body
-// must say it is JSON (or say nothing), stay within MaxBodyBytes, and hold
-// no unknown field and no trailing data. Every error names the field or the
-// byte offset.
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+// must say it is JSON (or say nothing), stay within MaxBodyBytes, arrive
+// within BodyTimeout, and hold no unknown field and no trailing data. Every
+// error names the field or the byte offset. The caller calls release once
+// it is done with v (its bytes count against the body budget till then).
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) (release func(), _ error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != agentapi.ContentTypeJSON {
-			return fmt.Errorf("content type %q: %w", ct, ErrMediaType)
+			return nil, fmt.Errorf("content type %q: %w", ct, ErrMediaType)
 		}
 	}
-	return Decode(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), v)
+	body, release, err := s.body(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := Decode(body, v); err != nil {
+		release()
+		return nil, bodyError(w, err)
+	}
+	return release, nil
 }
 
 // Decode reads exactly one JSON value from r into v. Unknown fields, wrong

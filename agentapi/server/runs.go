@@ -22,10 +22,12 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 // serveRun decodes a run's or an exec's body into req, then answers what
 // call returns.
 func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, req any, call func(context.Context, daemon.RunOptions) (*agentapi.RunResult, error)) {
-	if err := s.decode(w, r, req); err != nil {
+	release, err := s.decode(w, r, req)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
+	defer release()
 	s.runs.Add(1)
 	defer s.runs.Done()
 	s.answer(w, r, call)

@@ -41,10 +41,19 @@ type Core interface {
 type Config struct {
 	Core          Core
 	Logger        *slog.Logger  // nil discards
-	MaxBodyBytes  int64         // default 64 MiB
+	MaxBodyBytes  int64         // one request body at most (default 64 MiB)
 	ShutdownGrace time.Duration // default 30s
-	// MaxConns bounds the connections served at once (default 256);
-	// further ones wait in the kernel's accept backlog.
+	// MaxBodyBytesInFlight bounds the request-body bytes held at once
+	// (default 2*MaxBodyBytes); past it requests are refused with 429
+	// before their body is read, so that parallel big bodies cannot run
+	// the daemon out of memory.
+	MaxBodyBytesInFlight int64
+	// BodyTimeout is how long a client has to send a request's body
+	// (default 30s); a slower one gets 408 and its connection is closed.
+	BodyTimeout time.Duration
+	// MaxConns bounds the connections served at once (default 1024);
+	// further ones wait in the kernel's accept backlog. Idle and slow
+	// connections are cheap: the run slots, not this, bound the work.
 	MaxConns int
 }
 
@@ -57,6 +66,7 @@ type Server struct {
 	handler  http.Handler
 	draining atomic.Bool
 	runs     sync.WaitGroup // run and exec handlers in progress
+	bodies   *bodyBudget
 }
 
 // New checks cfg and returns a Server.
@@ -73,10 +83,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 30 * time.Second
 	}
-	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = 256
+	if cfg.MaxBodyBytesInFlight <= 0 {
+		cfg.MaxBodyBytesInFlight = 2 * cfg.MaxBodyBytes
 	}
-	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 30 * time.Second
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 1024
+	}
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: &bodyBudget{max: cfg.MaxBodyBytesInFlight}}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -28,10 +28,12 @@ func (s *Server) sessionRoutes() []route {
 
 func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 	var req agentapi.SessionRequest
-	if err := s.decode(w, r, &req); err != nil {
+	release, err := s.decode(w, r, &req)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
+	defer release()
 	sess, err := s.core.CreateSession(r.Context(), &req)
 	if err != nil {
 		writeError(w, err)
@@ -78,9 +80,15 @@ func (s *Server) handleFileList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleFilePut(w http.ResponseWriter, r *http.Request) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body, release, err := s.body(w, r)
 	if err == nil {
-		err = s.core.WriteFile(r.Context(), r.PathValue("id"), r.PathValue("path"), data)
+		defer release()
+		var data []byte
+		if data, err = io.ReadAll(body); err != nil {
+			err = bodyError(w, err)
+		} else {
+			err = s.core.WriteFile(r.Context(), r.PathValue("id"), r.PathValue("path"), data)
+		}
 	}
 	if err != nil {
 		writeError(w, err)
