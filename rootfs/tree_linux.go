@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -257,12 +258,7 @@ func parseDpkgStatus(r io.Reader) ([]Package, error) {
 // removeTree deletes dir, refusing when anything is mounted at or below it
 // (RemoveAll would otherwise recurse into a host /dev or /sys).
 func removeTree(dir string) error {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return err
-	}
-	mounts, err := mountsUnder(f, dir)
-	f.Close()
+	mounts, err := mountsUnder("/proc", dir)
 	if err != nil {
 		return err
 	}
@@ -272,24 +268,27 @@ func removeTree(dir string) error {
 	return os.RemoveAll(dir)
 }
 
-// mountsUnder parses /proc/self/mountinfo and returns the mount points at or
-// below dir.
-func mountsUnder(r io.Reader, dir string) ([]string, error) {
+// mountsUnder reads <procRoot>/self/mountinfo through procfs and returns
+// the mount points at or below dir.
+func mountsUnder(procRoot, dir string) ([]string, error) {
+	fs, err := procfs.NewFS(procRoot)
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := fs.GetMounts()
+	if err != nil {
+		return nil, fmt.Errorf("mountinfo: %w", err)
+	}
 	dir = filepath.Clean(dir)
 	var out []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountinfo(fields[4])
+	for _, m := range mounts {
+		// procfs leaves the kernel's \ooo escapes in place.
+		mp := unescapeMountinfo(m.MountPoint)
 		if mp == dir || strings.HasPrefix(mp, dir+"/") {
 			out = append(out, mp)
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 func unescapeMountinfo(s string) string {
