@@ -97,7 +97,7 @@ func TestMountsUnder(t *testing.T) {
 		{"/srv/with space", []string{"/srv/with space"}},
 	}
 	for _, tc := range tests {
-		got, err := mountsUnder("testdata/proc", tc.dir)
+		got, err := mountsUnder(openFixture(t, "mountinfo.txt"), tc.dir)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("mountsUnder(%s) = %v, %v; want %v", tc.dir, got, err, tc.want)
 		}
