@@ -28,7 +28,10 @@ func ReadSelf() ([]Mount, map[string]string, error) {
 //
 // github.com/prometheus/procfs does the parsing; what it leaves undone is
 // done here: mountinfo paths are unescaped, a mount needs a mount point and
-// a type, and a cgroup path must be absolute. A file that does not parse gives ErrMalformed.
+// a type, and a cgroup path must be absolute. A file that does not parse
+// gives ErrMalformed. procfs reads at most 1 MiB of mountinfo (about 8,000
+// mounts); a longer table nearly always ends in a cut line and so gives
+// ErrMalformed too.
 func ReadProc(root string, pid int) ([]Mount, map[string]string, error) {
 	fs, err := procfs.NewFS(root)
 	if err != nil {
