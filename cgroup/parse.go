@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -48,6 +49,26 @@ func (m Mount) Controllers() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// unescapeOctal undoes the kernel's \ooo escaping of space, tab, newline and
+// backslash in mountinfo paths.
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // ParseControllers parses a cgroup v2 cgroup.controllers or

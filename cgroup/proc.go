@@ -3,7 +3,6 @@ package cgroup
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/prometheus/procfs"
@@ -89,24 +88,4 @@ func procError(file string, err error) error {
 		return fmt.Errorf("cgroup: %s: %w: %w", file, ErrMalformed, err)
 	}
 	return fmt.Errorf("cgroup: %s: %w", file, err)
-}
-
-// unescapeOctal undoes the kernel's \ooo escaping of space, tab, newline and
-// backslash in mountinfo paths, which procfs leaves in place.
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
