@@ -101,23 +101,9 @@ func newManager(name string, l Layout) (*Manager, error) {
 // LocateSelf reads /proc/self/mountinfo and /proc/self/cgroup and returns
 // where this process's cgroups are.
 func LocateSelf() (Layout, error) {
-	mf, err := os.Open("/proc/self/mountinfo")
+	mounts, self, err := ReadSelf()
 	if err != nil {
-		return Layout{}, fmt.Errorf("cgroup: %w", err)
-	}
-	defer mf.Close()
-	mounts, err := ParseMountinfo(mf)
-	if err != nil {
-		return Layout{}, fmt.Errorf("cgroup: %w", err)
-	}
-	cf, err := os.Open("/proc/self/cgroup")
-	if err != nil {
-		return Layout{}, fmt.Errorf("cgroup: %w", err)
-	}
-	defer cf.Close()
-	self, err := ParseProcCgroup(cf)
-	if err != nil {
-		return Layout{}, fmt.Errorf("cgroup: %w", err)
+		return Layout{}, err
 	}
 	return Locate(mounts, self), nil
 }

@@ -1,9 +1,9 @@
 package cgroup
 
 import (
-	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -19,110 +19,36 @@ const (
 	ModeUnavailable Mode = "unavailable"
 )
 
-// Mount is one line of /proc/self/mountinfo.
+// Mount is one line of /proc/<pid>/mountinfo, as ReadProc gives it.
 type Mount struct {
-	Root         string // the path inside the filesystem that is mounted (field 4)
-	Mountpoint   string
-	FSType       string
-	Source       string
-	Options      string // per-mount options
-	SuperOptions string // per-superblock options; for cgroup v1 it names the controllers
+	Root       string // the path inside the filesystem that is mounted (field 4)
+	Mountpoint string
+	FSType     string
+	Source     string
+	Options    map[string]string // per-mount options
+	// SuperOptions are the per-superblock options; for cgroup v1 they name
+	// the controllers. An option without a value maps to "".
+	SuperOptions map[string]string
 }
 
 // Controllers returns the v1 controllers (and "name=" hierarchies) of a cgroup
-// v1 mount, from its super options. It is empty for other mounts.
+// v1 mount, sorted, from its super options. It is empty for other mounts.
 func (m Mount) Controllers() []string {
 	if m.FSType != "cgroup" {
 		return nil
 	}
 	var out []string
-	for _, o := range strings.Split(m.SuperOptions, ",") {
-		switch {
-		case o == "rw" || o == "ro" || o == "" || o == "noprefix" || o == "clone_children" ||
-			o == "xattr" || o == "cpuset_v2_mode" || o == "favordynmods":
-		case strings.HasPrefix(o, "release_agent="):
+	for o, v := range m.SuperOptions {
+		switch o {
+		case "rw", "ro", "", "noprefix", "clone_children", "xattr", "cpuset_v2_mode", "favordynmods", "release_agent":
+		case "name":
+			out = append(out, "name="+v)
 		default:
 			out = append(out, o)
 		}
 	}
+	slices.Sort(out)
 	return out
-}
-
-// ParseProcCgroup parses /proc/<pid>/cgroup into controller -> cgroup path.
-// A v1 line with several controllers ("cpu,cpuacct") gives one entry per
-// controller; named hierarchies keep their "name=..." key; the v2 line
-// ("0::/path") has the key "".
-func ParseProcCgroup(r io.Reader) (map[string]string, error) {
-	out := make(map[string]string)
-	sc := bufio.NewScanner(r)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := sc.Text()
-		if line == "" {
-			continue
-		}
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 || !strings.HasPrefix(parts[2], "/") {
-			return nil, fmt.Errorf("proc cgroup line %d %q: %w", n, line, ErrMalformed)
-		}
-		if _, err := strconv.Atoi(parts[0]); err != nil {
-			return nil, fmt.Errorf("proc cgroup line %d %q: hierarchy id: %w", n, line, ErrMalformed)
-		}
-		if parts[1] == "" {
-			out[""] = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			out[c] = parts[2]
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read proc cgroup: %w", err)
-	}
-	return out, nil
-}
-
-// ParseMountinfo parses /proc/<pid>/mountinfo (see proc(5)).
-func ParseMountinfo(r io.Reader) ([]Mount, error) {
-	var out []Mount
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := sc.Text()
-		if line == "" {
-			continue
-		}
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			return nil, fmt.Errorf("mountinfo line %d: no ' - ' separator: %w", n, ErrMalformed)
-		}
-		f := strings.Fields(pre)
-		if len(f) < 6 {
-			return nil, fmt.Errorf("mountinfo line %d: %d fields before separator, want >= 6: %w", n, len(f), ErrMalformed)
-		}
-		g := strings.Fields(post)
-		if len(g) < 2 {
-			return nil, fmt.Errorf("mountinfo line %d: %d fields after separator, want >= 2: %w", n, len(g), ErrMalformed)
-		}
-		m := Mount{
-			Root:       unescapeOctal(f[3]),
-			Mountpoint: unescapeOctal(f[4]),
-			Options:    f[5],
-			FSType:     g[0],
-			Source:     unescapeOctal(g[1]),
-		}
-		if len(g) > 2 {
-			m.SuperOptions = g[2]
-		}
-		out = append(out, m)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	return out, nil
 }
 
 // unescapeOctal undoes the kernel's \ooo escaping of space, tab, newline and

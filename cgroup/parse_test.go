@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,25 +20,33 @@ func openFixture(t *testing.T, name string) *os.File {
 	return f
 }
 
-func mountsFixture(t *testing.T, name string) []Mount {
+// procFixture reads testdata/<dir>/1/{mountinfo,cgroup} through ReadProc.
+func procFixture(t *testing.T, dir string) ([]Mount, map[string]string) {
 	t.Helper()
-	m, err := ParseMountinfo(openFixture(t, name))
+	mounts, self, err := ReadProc(filepath.Join("testdata", dir), 1)
 	if err != nil {
-		t.Fatalf("ParseMountinfo(%s): %v", name, err)
+		t.Fatalf("ReadProc(%s): %v", dir, err)
 	}
-	return m
+	return mounts, self
 }
 
-func procCgroupFixture(t *testing.T, name string) map[string]string {
+// fakeProc writes a proc tree with pid 1's mountinfo and cgroup files and
+// returns its root.
+func fakeProc(t testing.TB, mountinfo, cgroup string) string {
 	t.Helper()
-	m, err := ParseProcCgroup(openFixture(t, name))
-	if err != nil {
-		t.Fatalf("ParseProcCgroup(%s): %v", name, err)
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "1"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	return m
+	for name, body := range map[string]string{"mountinfo": mountinfo, "cgroup": cgroup} {
+		if err := os.WriteFile(filepath.Join(root, "1", name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
 }
 
-func TestParseProcCgroup(t *testing.T) {
+func TestReadProcCgroup(t *testing.T) {
 	tests := []struct {
 		name    string
 		fixture string
@@ -45,12 +54,12 @@ func TestParseProcCgroup(t *testing.T) {
 		want    map[string]string
 		wantErr bool
 	}{
-		{name: "hybrid host", fixture: "hybrid-proc-cgroup", want: map[string]string{
+		{name: "hybrid host", fixture: "proc-hybrid", want: map[string]string{
 			"name=systemd": "/", "pids": "/", "blkio": "/", "freezer": "/", "devices": "/",
 			"memory": "/process_api/216498d4bd190430ae9b4ca3b085aa35", "cpuset": "/",
 			"cpuacct": "/", "cpu": "/", "": "/",
 		}},
-		{name: "pure v2", fixture: "v2-proc-cgroup", want: map[string]string{"": "/system.slice/nsbox.service"}},
+		{name: "pure v2", fixture: "proc-v2", want: map[string]string{"": "/system.slice/nsbox.service"}},
 		{name: "co-mounted", in: "4:cpu,cpuacct:/a/b\n0::/a\n", want: map[string]string{"cpu": "/a/b", "cpuacct": "/a/b", "": "/a"}},
 		{name: "colon in path", in: "0::/a:b\n", want: map[string]string{"": "/a:b"}},
 		{name: "empty", in: "", want: map[string]string{}},
@@ -60,13 +69,11 @@ func TestParseProcCgroup(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var got map[string]string
-			var err error
-			if tc.fixture != "" {
-				got, err = ParseProcCgroup(openFixture(t, tc.fixture))
-			} else {
-				got, err = ParseProcCgroup(strings.NewReader(tc.in))
+			root := filepath.Join("testdata", tc.fixture)
+			if tc.fixture == "" {
+				root = fakeProc(t, "", tc.in)
 			}
+			_, got, err := ReadProc(root, 1)
 			if tc.wantErr {
 				if !errors.Is(err, ErrMalformed) {
 					t.Fatalf("err = %v, want ErrMalformed", err)
@@ -83,18 +90,26 @@ func TestParseProcCgroup(t *testing.T) {
 	}
 }
 
-func TestParseMountinfo(t *testing.T) {
-	hybrid := mountsFixture(t, "hybrid-mountinfo")
+func TestReadProcMountinfo(t *testing.T) {
+	hybrid, _ := procFixture(t, "proc-hybrid")
 	if len(hybrid) != 20 {
 		t.Fatalf("hybrid: %d mounts, want 20", len(hybrid))
 	}
-	want := Mount{Root: "/", Mountpoint: "/sys/fs/cgroup/memory", FSType: "cgroup", Source: "cgroup", Options: "rw,relatime", SuperOptions: "rw,memory"}
-	if hybrid[13] != want {
+	want := Mount{
+		Root: "/", Mountpoint: "/sys/fs/cgroup/memory", FSType: "cgroup", Source: "cgroup",
+		Options:      map[string]string{"rw": "", "relatime": ""},
+		SuperOptions: map[string]string{"rw": "", "memory": ""},
+	}
+	if !reflect.DeepEqual(hybrid[13], want) {
 		t.Errorf("hybrid[13] = %+v, want %+v", hybrid[13], want)
 	}
-	v2 := mountsFixture(t, "v2-mountinfo")
-	want = Mount{Root: "/", Mountpoint: "/sys/fs/cgroup", FSType: "cgroup2", Source: "cgroup2", Options: "rw,nosuid,nodev,noexec,relatime", SuperOptions: "rw,nsdelegate,memory_recursiveprot"}
-	if v2[8] != want {
+	v2, _ := procFixture(t, "proc-v2")
+	want = Mount{
+		Root: "/", Mountpoint: "/sys/fs/cgroup", FSType: "cgroup2", Source: "cgroup2",
+		Options:      map[string]string{"rw": "", "nosuid": "", "nodev": "", "noexec": "", "relatime": ""},
+		SuperOptions: map[string]string{"rw": "", "nsdelegate": "", "memory_recursiveprot": ""},
+	}
+	if !reflect.DeepEqual(v2[8], want) {
 		t.Errorf("v2[8] = %+v, want %+v", v2[8], want)
 	}
 	if got := v2[len(v2)-1].Mountpoint; got != "/var/lib/with space" {
@@ -108,10 +123,23 @@ func TestParseMountinfo(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := ParseMountinfo(strings.NewReader(tc.in)); !errors.Is(err, ErrMalformed) {
+			if _, _, err := ReadProc(fakeProc(t, tc.in, ""), 1); !errors.Is(err, ErrMalformed) {
 				t.Errorf("err = %v, want ErrMalformed", err)
 			}
 		})
+	}
+}
+
+func TestMountControllers(t *testing.T) {
+	hybrid, _ := procFixture(t, "proc-hybrid")
+	var got []string
+	for _, m := range hybrid {
+		got = append(got, m.Controllers()...)
+	}
+	slices.Sort(got)
+	want := []string{"blkio", "cpu", "cpuacct", "cpuset", "devices", "freezer", "memory", "name=systemd", "pids"}
+	if !slices.Equal(got, want) {
+		t.Errorf("controllers = %q, want %q", got, want)
 	}
 }
 
@@ -145,14 +173,14 @@ func TestParseControllers(t *testing.T) {
 
 func TestDetectModeAndLocate(t *testing.T) {
 	tests := []struct {
-		name             string
-		mountinfo, procs string
-		mode             Mode
-		unified          string
-		v1               map[string]string
+		name    string
+		proc    string // a directory of testdata
+		mode    Mode
+		unified string
+		v1      map[string]string
 	}{
 		{
-			name: "hybrid host", mountinfo: "hybrid-mountinfo", procs: "hybrid-proc-cgroup",
+			name: "hybrid host", proc: "proc-hybrid",
 			mode: ModeHybrid, unified: "/sys/fs/cgroup/unified",
 			v1: map[string]string{
 				"cpu": "/sys/fs/cgroup/cpu", "cpuacct": "/sys/fs/cgroup/cpuacct", "cpuset": "/sys/fs/cgroup/cpuset",
@@ -162,17 +190,17 @@ func TestDetectModeAndLocate(t *testing.T) {
 			},
 		},
 		{
-			name: "pure v2", mountinfo: "v2-mountinfo", procs: "v2-proc-cgroup",
+			name: "pure v2", proc: "proc-v2",
 			mode: ModeV2, unified: "/sys/fs/cgroup/system.slice/nsbox.service",
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mounts := mountsFixture(t, tc.mountinfo)
+			mounts, self := procFixture(t, tc.proc)
 			if got := DetectMode(mounts); got != tc.mode {
 				t.Errorf("DetectMode = %q, want %q", got, tc.mode)
 			}
-			l := Locate(mounts, procCgroupFixture(t, tc.procs))
+			l := Locate(mounts, self)
 			if l.Mode != tc.mode || l.Unified != tc.unified || !reflect.DeepEqual(l.V1, tc.v1) {
 				t.Errorf("Locate = %+v, want mode %q unified %q v1 %v", l, tc.mode, tc.unified, tc.v1)
 			}
@@ -181,8 +209,8 @@ func TestDetectModeAndLocate(t *testing.T) {
 }
 
 func TestDetectModeSynthetic(t *testing.T) {
-	v1 := Mount{Root: "/", Mountpoint: "/sys/fs/cgroup/memory", FSType: "cgroup", SuperOptions: "rw,memory"}
-	named := Mount{Root: "/", Mountpoint: "/sys/fs/cgroup/systemd", FSType: "cgroup", SuperOptions: "rw,xattr,name=systemd"}
+	v1 := Mount{Root: "/", Mountpoint: "/sys/fs/cgroup/memory", FSType: "cgroup", SuperOptions: map[string]string{"rw": "", "memory": ""}}
+	named := Mount{Root: "/", Mountpoint: "/sys/fs/cgroup/systemd", FSType: "cgroup", SuperOptions: map[string]string{"rw": "", "xattr": "", "name": "systemd"}}
 	v2elsewhere := Mount{Root: "/", Mountpoint: "/mnt/cg2", FSType: "cgroup2"}
 	tests := []struct {
 		name   string
@@ -226,17 +254,21 @@ func TestParseKeyed(t *testing.T) {
 	}
 }
 
-func FuzzParseMountinfo(f *testing.F) {
-	for _, name := range []string{"hybrid-mountinfo", "v2-mountinfo"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
+func FuzzReadProcMountinfo(f *testing.F) {
+	for _, dir := range []string{"proc-hybrid", "proc-v2"} {
+		b, err := os.ReadFile(filepath.Join("testdata", dir, "1", "mountinfo"))
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(string(b))
 	}
 	f.Add("1 2 0:1 /a\\040b /x\\134 rw - tmpfs \\011 rw\n")
+	root := fakeProc(f, "", "0::/\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		mounts, err := ParseMountinfo(strings.NewReader(in))
+		if err := os.WriteFile(filepath.Join(root, "1", "mountinfo"), []byte(in), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mounts, _, err := ReadProc(root, 1)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				// Only an over-long line may fail otherwise.

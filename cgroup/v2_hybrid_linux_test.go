@@ -16,7 +16,10 @@ import (
 // cgroup.kill, cpu.stat, rmdir) on a hybrid host's controller-less cgroup2 at
 // /sys/fs/cgroup/unified. Limits and the supervisor move need a real v2
 // host; TestCreateWritesLimits and TestCloneIntoCgroup cover them there.
-func TestV2MechanicsOnUnified(t *testing.T) {
+// newUnifiedManager returns a v2 Manager on a hybrid host's controller-less
+// cgroup2, removed when the test ends; it skips elsewhere.
+func newUnifiedManager(t testing.TB) *Manager {
+	t.Helper()
 	requireRoot(t)
 	l, err := LocateSelf()
 	if err != nil {
@@ -35,6 +38,11 @@ func TestV2MechanicsOnUnified(t *testing.T) {
 	if !m.v2 || len(m.hier) != 1 {
 		t.Fatalf("manager %+v is not a v2 one", m)
 	}
+	return m
+}
+
+func TestV2MechanicsOnUnified(t *testing.T) {
+	m := newUnifiedManager(t)
 	c := create(t, m, "v2", Limits{})
 	if c.CloneFD() < 0 {
 		t.Fatal("CloneFD = -1 on v2")

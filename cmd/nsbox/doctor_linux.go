@@ -30,7 +30,7 @@ func gatherFacts(store, socket string) hostFacts {
 	b, f.SeccompActionsErr = os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
 	f.SeccompActions = string(b)
 
-	f.Mounts, f.ProcCgroup, f.CgroupErr = readCgroupFacts()
+	f.Mounts, f.ProcCgroup, f.CgroupErr = cgroup.ReadSelf()
 	if f.CgroupErr == nil {
 		l := cgroup.Locate(f.Mounts, f.ProcCgroup)
 		if l.Mode == cgroup.ModeV2 && l.Unified != "" {
@@ -80,28 +80,6 @@ func gatherFacts(store, socket string) hostFacts {
 		conn.Close()
 	}
 	return f
-}
-
-func readCgroupFacts() ([]cgroup.Mount, map[string]string, error) {
-	mf, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer mf.Close()
-	mounts, err := cgroup.ParseMountinfo(mf)
-	if err != nil {
-		return nil, nil, err
-	}
-	cf, err := os.Open("/proc/self/cgroup")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer cf.Close()
-	self, err := cgroup.ParseProcCgroup(cf)
-	if err != nil {
-		return nil, nil, err
-	}
-	return mounts, self, nil
 }
 
 func readControllers(path string) ([]string, error) {

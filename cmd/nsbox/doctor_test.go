@@ -13,36 +13,17 @@ import (
 	"github.com/nsbox/nsbox/cgroup"
 )
 
-// cgroupFixtures are shared with the cgroup package's parser tests.
+// cgroupFixtures are shared with the cgroup package's parser tests; a
+// proc-* directory there is a /proc with pid 1's mountinfo and cgroup.
 const cgroupFixtures = "../../cgroup/testdata"
 
-func loadCgroupFixtures(t *testing.T, mountinfo, procCgroup string) ([]cgroup.Mount, map[string]string) {
-	t.Helper()
-	mf, err := os.Open(filepath.Join(cgroupFixtures, mountinfo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mf.Close()
-	mounts, err := cgroup.ParseMountinfo(mf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, err := os.Open(filepath.Join(cgroupFixtures, procCgroup))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cf.Close()
-	self, err := cgroup.ParseProcCgroup(cf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mounts, self
-}
-
 // goodHost returns the facts of a healthy host with the given cgroup layout.
-func goodHost(t *testing.T, mountinfo, procCgroup string) hostFacts {
+func goodHost(t *testing.T, proc string) hostFacts {
 	t.Helper()
-	mounts, self := loadCgroupFixtures(t, mountinfo, procCgroup)
+	mounts, self, err := cgroup.ReadProc(filepath.Join(cgroupFixtures, proc), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, err := os.ReadFile(filepath.Join(cgroupFixtures, "v2-controllers"))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +61,7 @@ func TestDiagnose(t *testing.T) {
 	}{
 		{
 			name:     "hybrid host (this machine)",
-			host:     func(t *testing.T) hostFacts { return goodHost(t, "hybrid-mountinfo", "hybrid-proc-cgroup") },
+			host:     func(t *testing.T) hostFacts { return goodHost(t, "proc-hybrid") },
 			runnable: true,
 			want: map[string]checkStatus{"root": statusOK, "cgroup mode": statusOK, "cgroup memory": statusOK,
 				"cgroup pids": statusOK, "cgroup cpu": statusOK, "CLONE_INTO_CGROUP": statusOK, "daemon socket": statusOK, "sandbox init": statusOK},
@@ -93,7 +74,7 @@ func TestDiagnose(t *testing.T) {
 		},
 		{
 			name:     "pure v2 host",
-			host:     func(t *testing.T) hostFacts { return goodHost(t, "v2-mountinfo", "v2-proc-cgroup") },
+			host:     func(t *testing.T) hostFacts { return goodHost(t, "proc-v2") },
 			runnable: true,
 			want:     map[string]checkStatus{"cgroup mode": statusOK, "cgroup memory": statusOK, "cgroup pids": statusOK, "cgroup cpu": statusOK, "CLONE_INTO_CGROUP": statusOK},
 			detail: map[string]string{
@@ -105,7 +86,7 @@ func TestDiagnose(t *testing.T) {
 		{
 			name: "v2 without delegated memory, old kernel",
 			host: func(t *testing.T) hostFacts {
-				f := goodHost(t, "v2-mountinfo", "v2-proc-cgroup")
+				f := goodHost(t, "proc-v2")
 				f.V2Controllers = []string{"cpu", "pids"}
 				f.CloneIntoErr = syscall.EINVAL
 				return f
@@ -116,7 +97,7 @@ func TestDiagnose(t *testing.T) {
 		{
 			name: "not root, no user namespaces",
 			host: func(t *testing.T) hostFacts {
-				f := goodHost(t, "hybrid-mountinfo", "hybrid-proc-cgroup")
+				f := goodHost(t, "proc-hybrid")
 				f.EUID = 1000
 				f.MaxUserNS = "0\n"
 				return f
@@ -126,7 +107,7 @@ func TestDiagnose(t *testing.T) {
 		{
 			name: "userns sysctl fine but clone refused",
 			host: func(t *testing.T) hostFacts {
-				f := goodHost(t, "hybrid-mountinfo", "hybrid-proc-cgroup")
+				f := goodHost(t, "proc-hybrid")
 				f.UserNSErr = syscall.EPERM
 				return f
 			},
@@ -136,7 +117,7 @@ func TestDiagnose(t *testing.T) {
 		{
 			name: "no seccomp, no cgroups",
 			host: func(t *testing.T) hostFacts {
-				f := goodHost(t, "hybrid-mountinfo", "hybrid-proc-cgroup")
+				f := goodHost(t, "proc-hybrid")
 				f.SeccompActionsErr = os.ErrNotExist
 				f.SeccompActions = ""
 				f.Mounts = nil
@@ -147,7 +128,7 @@ func TestDiagnose(t *testing.T) {
 		{
 			name: "warnings only: no daemon, no store, no overlay, no pidfd",
 			host: func(t *testing.T) hostFacts {
-				f := goodHost(t, "hybrid-mountinfo", "hybrid-proc-cgroup")
+				f := goodHost(t, "proc-hybrid")
 				f.SocketErr = syscall.ENOENT
 				f.StoreErr = os.ErrNotExist
 				f.Rootfs = nil
@@ -163,7 +144,7 @@ func TestDiagnose(t *testing.T) {
 		{
 			name: "empty store",
 			host: func(t *testing.T) hostFacts {
-				f := goodHost(t, "hybrid-mountinfo", "hybrid-proc-cgroup")
+				f := goodHost(t, "proc-hybrid")
 				f.Rootfs = nil
 				return f
 			},
@@ -204,7 +185,7 @@ func TestDiagnose(t *testing.T) {
 }
 
 func TestDoctorOutput(t *testing.T) {
-	checks := diagnose(goodHost(t, "hybrid-mountinfo", "hybrid-proc-cgroup"))
+	checks := diagnose(goodHost(t, "proc-hybrid"))
 	var table bytes.Buffer
 	if err := writeDoctorTable(&table, checks, true); err != nil {
 		t.Fatal(err)
