@@ -13,8 +13,8 @@
 // more (every controller of every hierarchy), which costs time on the spawn
 // path, and reading a finished sandbox's statistics through them costs about
 // 3.5 times the hand-written Stats on v1 (BenchmarkStats). Where this process
-// sits, its mountinfo and /proc/<pid>/cgroup, is read through
-// github.com/prometheus/procfs (ReadSelf, ReadProc); the fixtures in testdata
-// are /proc-shaped trees. docs/ARCHITECTURE.md ("Libraries for /proc and
+// sits is read by ReadSelf and ReadProc: /proc/<pid>/cgroup through
+// github.com/prometheus/procfs, mountinfo streamed by hand (procfs stops at
+// 1 MiB of it); the fixtures in testdata are /proc-shaped trees. docs/ARCHITECTURE.md ("Libraries for /proc and
 // cgroup files") has every decision and its figure.
 package cgroup

@@ -1,8 +1,13 @@
 package cgroup
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/procfs"
@@ -15,7 +20,7 @@ func ReadSelf() ([]Mount, map[string]string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("cgroup: %w", err)
 	}
-	return readProc(p)
+	return readProc(p, "/proc/self/mountinfo")
 }
 
 // ReadProc reads the mount table (<root>/<pid>/mountinfo) and the cgroups
@@ -25,12 +30,11 @@ func ReadSelf() ([]Mount, map[string]string, error) {
 // one entry per controller, named hierarchies keep their "name=..." key and
 // the v2 line ("0::/path") has the key "".
 //
-// github.com/prometheus/procfs does the parsing; what it leaves undone is
-// done here: mountinfo paths are unescaped, a mount needs a mount point and
-// a type, and a cgroup path must be absolute. A file that does not parse
-// gives ErrMalformed. procfs reads at most 1 MiB of mountinfo (about 8,000
-// mounts); a longer table nearly always ends in a cut line and so gives
-// ErrMalformed too.
+// github.com/prometheus/procfs parses the cgroup file; a cgroup path must
+// be absolute. mountinfo is read here, line by line: procfs reads at most
+// 1 MiB of it (about 8,000 mounts), and a busy Kubernetes node can have
+// more, where the engine must still start. A file that does not parse
+// gives ErrMalformed.
 func ReadProc(root string, pid int) ([]Mount, map[string]string, error) {
 	fs, err := procfs.NewFS(root)
 	if err != nil {
@@ -40,13 +44,18 @@ func ReadProc(root string, pid int) ([]Mount, map[string]string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("cgroup: %w", err)
 	}
-	return readProc(p)
+	return readProc(p, filepath.Join(root, strconv.Itoa(pid), "mountinfo"))
 }
 
-func readProc(p procfs.Proc) ([]Mount, map[string]string, error) {
-	mi, err := p.MountInfo()
+func readProc(p procfs.Proc, mountinfo string) ([]Mount, map[string]string, error) {
+	f, err := os.Open(mountinfo)
 	if err != nil {
-		return nil, nil, procError("mountinfo", err)
+		return nil, nil, fmt.Errorf("cgroup: %w", err)
+	}
+	defer f.Close()
+	mounts, err := parseMountinfo(f)
+	if err != nil {
+		return nil, nil, err
 	}
 	cgs, err := p.Cgroups()
 	if err != nil {
@@ -64,22 +73,47 @@ func readProc(p procfs.Proc) ([]Mount, map[string]string, error) {
 			self[ctrl] = c.Path
 		}
 	}
-	mounts := make([]Mount, 0, len(mi))
-	for i, m := range mi {
-		// procfs splits on single spaces and so accepts empty fields.
-		if m.FSType == "" || m.MountPoint == "" {
-			return nil, nil, fmt.Errorf("cgroup: mountinfo line %d: empty mount point or type: %w", i+1, ErrMalformed)
-		}
-		mounts = append(mounts, Mount{
-			Root:         unescapeOctal(m.Root),
-			Mountpoint:   unescapeOctal(m.MountPoint),
-			FSType:       m.FSType,
-			Source:       unescapeOctal(m.Source),
-			Options:      m.Options,
-			SuperOptions: m.SuperOptions,
-		})
-	}
 	return mounts, self, nil
+}
+
+// parseMountinfo parses a mountinfo file (proc(5)) as it streams, with no
+// limit on its length.
+func parseMountinfo(r io.Reader) ([]Mount, error) {
+	var out []Mount
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20) // one line, not the file
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 6 || len(g) < 2 {
+			return nil, fmt.Errorf("cgroup: mountinfo line %d: want 6 fields, \" - \", type and source: %w", n, ErrMalformed)
+		}
+		m := Mount{Root: unescapeOctal(f[3]), Mountpoint: unescapeOctal(f[4]), FSType: g[0], Source: unescapeOctal(g[1]),
+			Options: mountOptions(f[5])}
+		if len(g) > 2 {
+			m.SuperOptions = mountOptions(g[2])
+		}
+		out = append(out, m)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("cgroup: mountinfo: %w", err)
+	}
+	return out, nil
+}
+
+// mountOptions splits "rw,mode=755" into {"rw": "", "mode": "755"}, as
+// procfs does.
+func mountOptions(s string) map[string]string {
+	out := map[string]string{}
+	for _, o := range strings.Split(s, ",") {
+		k, v, _ := strings.Cut(o, "=")
+		out[k] = v
+	}
+	return out
 }
 
 // procError wraps an error of procfs; a parse error is ErrMalformed.
