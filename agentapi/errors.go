@@ -11,6 +11,7 @@ const (
 	CodeForbidden            = "forbidden"              // 403
 	CodeNotFound             = "not_found"              // 404
 	CodeMethodNotAllowed     = "method_not_allowed"     // 405
+	CodeRequestTimeout       = "request_timeout"        // 408: the body did not arrive in time
 	CodePayloadTooLarge      = "payload_too_large"      // 413
 	CodeUnsupportedMediaType = "unsupported_media_type" // 415
 	CodeResourceExhausted    = "resource_exhausted"     // 429

@@ -38,6 +38,7 @@ var httpErrors = []struct {
 	{ErrNotFound, http.StatusNotFound, agentapi.CodeNotFound},
 	{ErrMethodNotAllowed, http.StatusMethodNotAllowed, agentapi.CodeMethodNotAllowed},
 	{ErrMediaType, http.StatusUnsupportedMediaType, agentapi.CodeUnsupportedMediaType},
+	{ErrBodyTimeout, http.StatusRequestTimeout, agentapi.CodeRequestTimeout},
 	{errdefs.ErrInvalidArgument, http.StatusBadRequest, agentapi.CodeInvalidArgument},
 	{errdefs.ErrNotFound, http.StatusNotFound, agentapi.CodeNotFound},
 	{errdefs.ErrConflict, http.StatusConflict, agentapi.CodeSessionDead},

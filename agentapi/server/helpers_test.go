@@ -110,8 +110,10 @@ type testServer struct {
 // testConfig is the core's configuration and the server's own settings.
 type testConfig struct {
 	daemon.Config
-	MaxBodyBytes  int64
-	ShutdownGrace time.Duration
+	MaxBodyBytes         int64
+	MaxBodyBytesInFlight int64
+	BodyTimeout          time.Duration
+	ShutdownGrace        time.Duration
 }
 
 // startServer serves a Server over a real core with a fake runner on a
@@ -139,7 +141,8 @@ func startServer(t *testing.T, runner *fakeRunner, mod func(*testConfig)) *testS
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Core: core, Logger: log, MaxBodyBytes: cfg.MaxBodyBytes, ShutdownGrace: cfg.ShutdownGrace})
+	srv, err := New(Config{Core: core, Logger: log, MaxBodyBytes: cfg.MaxBodyBytes,
+		MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight, BodyTimeout: cfg.BodyTimeout, ShutdownGrace: cfg.ShutdownGrace})
 	if err != nil {
 		t.Fatal(err)
 	}
