@@ -8,17 +8,20 @@ import (
 	"strings"
 
 	"github.com/nsbox/nsbox/agentapi/server"
+	"github.com/nsbox/nsbox/daemon/config"
 	"github.com/urfave/cli/v2"
 )
 
 // reloader applies the configuration again on SIGHUP (systemctl reload).
 type reloader struct {
 	c       *cli.Context
-	started daemonConfig // what the daemon started with: restart-only settings stay as here
-	srv     *server.Server
-	level   *slog.LevelVar
-	log     *slog.Logger
-	status  string // sd_notify STATUS while serving
+	started config.Config // what the daemon started with: restart-only settings stay as here
+	// apply makes the live part of a checked configuration (its Policy)
+	// take effect; on error nothing has changed.
+	apply  func(config.Config) error
+	level  *slog.LevelVar
+	log    *slog.Logger
+	status string // sd_notify STATUS while serving
 }
 
 func (r *reloader) loop(ctx context.Context, hup <-chan os.Signal) {
@@ -40,36 +43,41 @@ func (r *reloader) loop(ctx context.Context, hup <-chan os.Signal) {
 func (r *reloader) reload() {
 	sdNotify(r.log, "RELOADING=1\nSTATUS=reloading the configuration")
 	defer sdNotify(r.log, "READY=1\nSTATUS="+r.status)
-	next, err := loadDaemonConfig(r.c)
+	next, err := loadConfig(r.c)
 	if err != nil {
-		var ce *configErrors
+		var ce *config.Errors
 		if errors.As(err, &ce) {
 			for _, e := range ce.Errs {
-				r.log.Error("reload: config error: " + e.format(ce.File))
+				r.log.Error("reload: config error: " + e.Format(ce.File))
 			}
 		}
 		r.log.Error("reload: configuration rejected; keeping the running configuration", "err", firstLine(err))
 		return
 	}
-	if err := r.srv.Reconfigure(next.serverPolicy()); err != nil {
+	if err := r.apply(next); err != nil {
 		r.log.Error("reload: configuration rejected; keeping the running configuration", "err", err)
 		return
 	}
-	lvl, _ := parseLogLevel(next.LogLevel) // checked by loadDaemonConfig
-	r.level.Set(lvl)
+	r.level.Set(next.Level())
 	names := make([]string, 0, len(next.Profiles))
 	for _, p := range next.Profiles {
 		names = append(names, p.Name)
 	}
 	r.log.Info("reload: configuration applied", "config", next.File, "log_level", next.LogLevel, "default_rootfs", next.DefaultRootfs,
 		"default_limits", next.DefaultLimits, "max_limits", next.MaxLimits, "profiles", strings.Join(names, ","))
-	for _, w := range next.warnings() {
-		r.log.Warn("config: " + w.format(next.File))
+	for _, w := range next.Warnings() {
+		r.log.Warn("config: " + w.Format(next.File))
 	}
-	if keys := restartKeys(r.started, next); len(keys) > 0 {
+	if keys := r.started.RestartKeys(next); len(keys) > 0 {
 		r.log.Warn("reload: these settings changed but take effect only after a restart (systemctl restart nsbox); until then the daemon keeps the values it started with",
 			"keys", strings.Join(keys, ","))
 	}
+}
+
+// serverPolicy is the API server's part of a configuration's Policy (the
+// session settings are not applied on reload yet).
+func serverPolicy(p config.Policy) server.Policy {
+	return server.Policy{DefaultRootfs: p.DefaultRootfs, DefaultLimits: p.DefaultLimits, MaxLimits: p.MaxLimits, Profiles: p.Profiles}
 }
 
 func firstLine(err error) string {
