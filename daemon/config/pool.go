@@ -79,21 +79,15 @@ func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 	case len(key) == 2 && key[0] == "pool":
 		switch key[1] {
 		case "size":
-			n, err := tomlInt(v)
+			n, err := tomlIntIn(v, 0, 1024, "(no pool)")
 			if err != nil {
 				return err
-			}
-			if n < 0 || n > 1024 {
-				return fmt.Errorf("%d: must be between 0 (no pool) and 1024", n)
 			}
 			cfg.Pool.Size = int(n)
 		case "refills":
-			n, err := tomlInt(v)
+			n, err := tomlIntIn(v, 1, 64, "")
 			if err != nil {
 				return err
-			}
-			if n < 1 || n > 64 {
-				return fmt.Errorf("%d: must be between 1 and 64", n)
 			}
 			cfg.Pool.Refills = int(n)
 		case "preimport":
@@ -103,12 +97,9 @@ func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 			}
 			cfg.Pool.Preimport = l
 		case "spare_inits":
-			n, err := tomlInt(v)
+			n, err := tomlIntIn(v, 0, 64, "")
 			if err != nil {
 				return err
-			}
-			if n < 0 || n > 64 {
-				return fmt.Errorf("%d: must be between 0 and 64", n)
 			}
 			cfg.Pool.SpareInits = int(n)
 		default:
@@ -134,12 +125,9 @@ func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 			}
 			pp.Rootfs = s
 		case "size":
-			n, err := tomlInt(v)
+			n, err := tomlIntIn(v, 0, 1024, "")
 			if err != nil {
 				return err
-			}
-			if n < 0 || n > 1024 {
-				return fmt.Errorf("%d: must be between 0 and 1024", n)
 			}
 			pp.Size = int(n)
 		case "preimport":

@@ -28,12 +28,9 @@ func (cfg *Config) setSessionsKey(key string, v *unstable.Node) error {
 	s := &cfg.Sessions
 	switch key {
 	case "max":
-		n, err := tomlInt(v)
+		n, err := tomlIntIn(v, 1, maxSessions, "")
 		if err != nil {
 			return err
-		}
-		if n < 1 || n > maxSessions {
-			return fmt.Errorf("%d: must be between 1 and %d", n, maxSessions)
 		}
 		s.Max = int(n)
 	case "idle_timeout", "max_lifetime":

@@ -161,21 +161,15 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 		}
 		switch key[0] {
 		case "max_concurrent":
-			n, err := tomlInt(v)
+			n, err := tomlIntIn(v, 1, 1<<16, "")
 			if err != nil {
 				return err
-			}
-			if n < 1 || n > 1<<16 {
-				return fmt.Errorf("%d: must be between 1 and 65536", n)
 			}
 			cfg.MaxConcurrent = int(n)
 		case "queue":
-			n, err := tomlInt(v)
+			n, err := tomlIntIn(v, 0, 1<<20, "(no queue)")
 			if err != nil {
 				return err
-			}
-			if n < 0 || n > 1<<20 {
-				return fmt.Errorf("%d: must be between 0 (no queue) and 1048576", n)
 			}
 			q := int(n)
 			cfg.Queue = &q
@@ -254,12 +248,9 @@ func setLimit(l *agentapi.Limits, key string, v *unstable.Node) error {
 			l.OutputBytes = n
 		}
 	case "pids":
-		n, err := tomlInt(v)
+		n, err := tomlIntIn(v, 1, 1<<22, "")
 		if err != nil {
 			return err
-		}
-		if n < 1 || n > 1<<22 {
-			return fmt.Errorf("%d: must be between 1 and 4194304", n)
 		}
 		l.Pids = n
 	case "cpus":
@@ -293,6 +284,20 @@ func tomlInt(v *unstable.Node) (int64, error) {
 		return 0, fmt.Errorf("integer %s: %w", v.Data, err)
 	}
 	return n, nil
+}
+
+// tomlIntIn reads an integer from lo to hi; what, when not "", says what
+// lo means ("(no pool)").
+func tomlIntIn(v *unstable.Node, lo, hi int64, what string) (int64, error) {
+	n, err := tomlInt(v)
+	if err == nil && (n < lo || n > hi) {
+		low := strconv.FormatInt(lo, 10)
+		if what != "" {
+			low += " " + what
+		}
+		err = fmt.Errorf("%d: must be between %s and %d", n, low, hi)
+	}
+	return n, err
 }
 
 func tomlFloat(v *unstable.Node) (float64, error) {

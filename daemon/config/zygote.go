@@ -59,12 +59,9 @@ func (cfg *Config) setZygoteKey(key string, v *unstable.Node) error {
 		}
 		z.Modules = l
 	case "children":
-		n, err := tomlInt(v)
+		n, err := tomlIntIn(v, 1, container.MaxZygoteChildren, "")
 		if err != nil {
 			return err
-		}
-		if n < 1 || n > container.MaxZygoteChildren {
-			return fmt.Errorf("%d: must be between 1 and %d", n, container.MaxZygoteChildren)
 		}
 		z.Children = int(n)
 	case "memory":
