@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/nsbox/nsbox/daemon/policy"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,14 +12,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/nsbox/nsbox/agentapi/server"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/pool"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/zygote"
 	"github.com/nsbox/nsbox/daemon"
+	"github.com/nsbox/nsbox/daemon/config"
 	"github.com/nsbox/nsbox/rootfs"
-	"github.com/urfave/cli/v2"
 )
 
 func daemonCommand() *cli.Command {
@@ -56,7 +57,7 @@ func daemonCommand() *cli.Command {
 }
 
 func runDaemon(c *cli.Context) error {
-	cfg, err := loadDaemonConfig(c)
+	cfg, err := loadConfig(c)
 	if c.Bool("check-config") {
 		return reportConfig(c, cfg, err)
 	}
@@ -64,13 +65,10 @@ func runDaemon(c *cli.Context) error {
 		return err
 	}
 	level := new(slog.LevelVar)
-	log, err := newLogger(cfg, level)
-	if err != nil {
-		return err
-	}
+	log := newLogger(cfg, level)
 	slog.SetDefault(log)
-	for _, w := range cfg.warnings() {
-		log.Warn("config: " + w.format(cfg.File))
+	for _, w := range cfg.Warnings() {
+		log.Warn("config: " + w.Format(cfg.File))
 	}
 
 	ln, lock, activated, err := daemonListener(cfg.Socket)
@@ -94,15 +92,13 @@ func runDaemon(c *cli.Context) error {
 	log.Info("recovered leftovers of a previous daemon", "removed", n)
 
 	store := daemon.Store{Store: rootfs.Store{Root: cfg.RootfsStore}}
-	pol := cfg.serverPolicy()
-	pol.Sessions = sessionFlags(c)
 	dcfg := daemon.Config{
 		Runner:        eng,
 		Starter:       eng,
 		Rootfs:        store,
 		Logger:        log,
 		MaxConcurrent: cfg.MaxConcurrent,
-		Policy:        pol,
+		Policy:        cfg.Policy(),
 		Version:       version,
 		CgroupMode:    string(eng.CgroupMode()),
 	}
@@ -112,7 +108,7 @@ func runDaemon(c *cli.Context) error {
 	// Python runs, sessions and pool refills on a rootfs with a zygote are
 	// forked from it; everything else (and everything while it is down)
 	// starts on the engine.
-	if profiles := cfg.zygoteProfiles(); len(profiles) > 0 {
+	if profiles := cfg.ZygoteProfiles(); len(profiles) > 0 {
 		zs, err := zygote.New(zygote.Config{Engine: eng, Acquire: store.Acquire, Profiles: profiles, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude(), Logger: log.With("component", "zygote")})
 		if err != nil {
 			return fmt.Errorf("zygotes: %w", err)
@@ -125,7 +121,7 @@ func runDaemon(c *cli.Context) error {
 		}
 	}
 	var pl *pool.Pool
-	if profiles := cfg.poolProfiles(); len(profiles) > 0 {
+	if profiles := cfg.PoolProfiles(); len(profiles) > 0 {
 		pl, err = pool.New(pool.Config{Starter: dcfg.Starter, Acquire: store.Acquire, Profiles: profiles, Refills: cfg.Pool.Refills, Logger: log.With("component", "pool")})
 		if err != nil {
 			return fmt.Errorf("warm pool: %w", err)
@@ -147,7 +143,7 @@ func runDaemon(c *cli.Context) error {
 	// Every run slot and queue place, plus room for health, info, metrics
 	// and fast 429 answers.
 	srv, err := server.New(server.Config{Core: core, Logger: log, ShutdownGrace: cfg.ShutdownGrace,
-		MaxConns: info.MaxConcurrent + info.QueueSize + 64})
+		MaxConns: max(1024, info.MaxConcurrent+info.QueueSize+64)})
 	if err != nil {
 		return err
 	}
@@ -177,7 +173,8 @@ func runDaemon(c *cli.Context) error {
 	}
 
 	addr := ln.Addr().String()
-	rl := &reloader{c: c, started: cfg, srv: core, level: level, log: log, status: "serving on " + addr}
+	apply := func(next config.Config) error { return core.Reconfigure(next.Policy()) }
+	rl := &reloader{c: c, started: cfg, apply: apply, level: level, log: log, status: "serving on " + addr}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -193,26 +190,21 @@ func runDaemon(c *cli.Context) error {
 	return srv.Run(ctx, ln)
 }
 
-// sessionFlags are the session settings (flags only, for now).
-func sessionFlags(c *cli.Context) policy.Sessions {
-	return policy.Sessions{Max: c.Int("max-sessions"), IdleTimeout: c.Duration("session-idle-timeout"), MaxLifetime: c.Duration("session-max-lifetime")}
-}
-
 // reportConfig is --check-config: print every error (FILE:LINE: key: msg)
 // or "configuration OK", and exit 1 on errors.
-func reportConfig(c *cli.Context, cfg daemonConfig, err error) error {
-	var ce *configErrors
+func reportConfig(c *cli.Context, cfg config.Config, err error) error {
+	var ce *config.Errors
 	if errors.As(err, &ce) {
 		for _, e := range ce.Errs {
-			fmt.Fprintln(c.App.ErrWriter, e.format(ce.File))
+			fmt.Fprintln(c.App.ErrWriter, e.Format(ce.File))
 		}
 		return &exitError{code: 1, err: fmt.Errorf("%d error(s) in the configuration", len(ce.Errs))}
 	}
 	if err != nil {
 		return err
 	}
-	for _, w := range cfg.warnings() {
-		fmt.Fprintln(c.App.ErrWriter, "warning: "+w.format(cfg.File))
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintln(c.App.ErrWriter, "warning: "+w.Format(cfg.File))
 	}
 	src := cfg.File
 	if src == "" {
@@ -225,7 +217,7 @@ func reportConfig(c *cli.Context, cfg daemonConfig, err error) error {
 // listenMetrics listens on addr, which must be a loopback address: metrics
 // are for the host, never the network.
 func listenMetrics(addr string) (net.Listener, error) {
-	if err := checkMetricsAddr(addr); err != nil {
+	if err := config.CheckMetricsAddr(addr); err != nil {
 		return nil, fmt.Errorf("metrics-listen %w", err)
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -237,15 +229,11 @@ func listenMetrics(addr string) (net.Listener, error) {
 
 // newLogger logs to stderr (the journal under systemd) at the level in
 // level, which a reload may change.
-func newLogger(cfg daemonConfig, level *slog.LevelVar) (*slog.Logger, error) {
-	l, err := parseLogLevel(cfg.LogLevel)
-	if err != nil {
-		return nil, fmt.Errorf("log-level %w", err)
-	}
-	level.Set(l)
+func newLogger(cfg config.Config, level *slog.LevelVar) *slog.Logger {
+	level.Set(cfg.Level())
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }

@@ -1,60 +1,23 @@
-package main
+package config
 
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nsbox/nsbox/agentapi"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/nsbox/nsbox/agentapi"
 )
 
-// configError is one problem with the configuration. Line is its line in
-// the config file, 0 when the value came from a default, a flag or the
-// environment.
-type configError struct {
-	Line int
-	Key  string
-	Msg  string
-}
-
-// configErrors are all the problems found in a configuration.
-type configErrors struct {
-	File string
-	Errs []configError
-}
-
-func (e *configErrors) Error() string {
-	lines := make([]string, 0, len(e.Errs)+1)
-	lines = append(lines, fmt.Sprintf("configuration has %d error(s); fix them and run `nsbox daemon --check-config`:", len(e.Errs)))
-	for _, ce := range e.Errs {
-		lines = append(lines, "  "+ce.format(e.File))
-	}
-	return strings.Join(lines, "\n")
-}
-
-// format prints ce as FILE:LINE: key: message, the form editors jump to.
-func (ce configError) format(file string) string {
-	var b strings.Builder
-	if ce.Line > 0 && file != "" {
-		fmt.Fprintf(&b, "%s:%d: ", file, ce.Line)
-	}
-	if ce.Key != "" {
-		b.WriteString(ce.Key + ": ")
-	}
-	b.WriteString(ce.Msg)
-	return b.String()
-}
-
-// parseConfigFile reads a TOML config file over cfg and returns every
+// parse reads a TOML config file over cfg and returns every
 // problem it finds with its line: unknown keys, keys set twice, values of
 // the wrong type or out of range. A syntax error ends the parse (the rest
 // of the file cannot be read reliably), so it is reported alone with what
 // came before it. cfg.lines records where each key was set.
-func parseConfigFile(data []byte, cfg *daemonConfig) []configError {
+func parse(data []byte, cfg *Config) []Error {
 	w := &configWalker{cfg: cfg, seenTables: map[string]int{}}
 	w.p.Reset(data)
 	var table []string
@@ -94,20 +57,9 @@ func parseConfigFile(data []byte, cfg *daemonConfig) []configError {
 		if pe, ok := err.(*unstable.ParserError); ok {
 			line = w.offsetLine(data, pe.Highlight)
 		}
-		w.errs = append(w.errs, configError{Line: line, Msg: "TOML syntax: " + err.Error()})
+		w.errs = append(w.errs, Error{Line: line, Msg: "TOML syntax: " + err.Error()})
 	}
 	return w.errs
-}
-
-// sortErrors orders errors by line; those without a line come last.
-func sortErrors(errs []configError) {
-	sort.SliceStable(errs, func(i, j int) bool {
-		a, b := errs[i].Line, errs[j].Line
-		if a == 0 || b == 0 {
-			return a != 0 && b == 0
-		}
-		return a < b
-	})
 }
 
 // checkTable says what is wrong with a [table] header, or "".
@@ -117,7 +69,7 @@ func checkTable(t []string) string {
 		return ""
 	case len(t) == 2 && t[0] == "profiles":
 		return profileNameError(t[1])
-	case len(t) == 1 && (t[0] == "pool" || t[0] == "pools" || t[0] == "zygote"):
+	case len(t) == 1 && (t[0] == "sessions" || t[0] == "pool" || t[0] == "pools" || t[0] == "zygote"):
 		return ""
 	case len(t) == 2 && t[0] == "pools":
 		if t[1] == defaultPoolName {
@@ -125,18 +77,18 @@ func checkTable(t []string) string {
 		}
 		return profileNameError(t[1])
 	}
-	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [pool], [pools.NAME] and [zygote]", strings.Join(t, "."))
+	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [sessions], [pool], [pools.NAME] and [zygote]", strings.Join(t, "."))
 }
 
 type configWalker struct {
 	p          unstable.Parser
-	cfg        *daemonConfig
-	errs       []configError
+	cfg        *Config
+	errs       []Error
 	seenTables map[string]int
 }
 
 func (w *configWalker) errorf(line int, key, format string, args ...any) {
-	w.errs = append(w.errs, configError{Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+	w.errs = append(w.errs, Error{Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
 func (w *configWalker) keyParts(it unstable.Iterator) []string {
@@ -191,10 +143,12 @@ func (w *configWalker) set(key []string, v *unstable.Node, line int) {
 }
 
 // setKey stores one value; the error says what is wrong with it.
-func (cfg *daemonConfig) setKey(key []string, v *unstable.Node) error {
+func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 	switch {
 	case len(key) >= 2 && (key[0] == "pool" || key[0] == "pools"):
 		return cfg.setPoolKey(key, v)
+	case len(key) == 2 && key[0] == "sessions":
+		return cfg.setSessionsKey(key[1], v)
 	case len(key) == 2 && key[0] == "zygote":
 		return cfg.setZygoteKey(key[1], v)
 	case len(key) == 1:
@@ -208,21 +162,15 @@ func (cfg *daemonConfig) setKey(key []string, v *unstable.Node) error {
 		}
 		switch key[0] {
 		case "max_concurrent":
-			n, err := tomlInt(v)
+			n, err := tomlIntIn(v, 1, 1<<16, "")
 			if err != nil {
 				return err
-			}
-			if n < 1 || n > 1<<16 {
-				return fmt.Errorf("%d: must be between 1 and 65536", n)
 			}
 			cfg.MaxConcurrent = int(n)
 		case "queue":
-			n, err := tomlInt(v)
+			n, err := tomlIntIn(v, 0, 1<<20, "(no queue)")
 			if err != nil {
 				return err
-			}
-			if n < 0 || n > 1<<20 {
-				return fmt.Errorf("%d: must be between 0 (no queue) and 1048576", n)
 			}
 			q := int(n)
 			cfg.Queue = &q
@@ -232,7 +180,7 @@ func (cfg *daemonConfig) setKey(key []string, v *unstable.Node) error {
 				return err
 			}
 			cfg.ShutdownGrace = d
-		case "default_limits", "max_limits", "profiles", "pool", "pools", "zygote":
+		case "default_limits", "max_limits", "profiles", "sessions", "pool", "pools", "zygote":
 			return fmt.Errorf("must be a table ([%s])", key[0])
 		default:
 			return fmt.Errorf("unknown key; see scripts/nsbox.conf.example for the keys")
@@ -301,12 +249,9 @@ func setLimit(l *agentapi.Limits, key string, v *unstable.Node) error {
 			l.OutputBytes = n
 		}
 	case "pids":
-		n, err := tomlInt(v)
+		n, err := tomlIntIn(v, 1, 1<<22, "")
 		if err != nil {
 			return err
-		}
-		if n < 1 || n > 1<<22 {
-			return fmt.Errorf("%d: must be between 1 and 4194304", n)
 		}
 		l.Pids = n
 	case "cpus":
@@ -342,6 +287,20 @@ func tomlInt(v *unstable.Node) (int64, error) {
 	return n, nil
 }
 
+// tomlIntIn reads an integer from lo to hi; what, when not "", says what
+// lo means ("(no pool)").
+func tomlIntIn(v *unstable.Node, lo, hi int64, what string) (int64, error) {
+	n, err := tomlInt(v)
+	if err == nil && (n < lo || n > hi) {
+		low := strconv.FormatInt(lo, 10)
+		if what != "" {
+			low += " " + what
+		}
+		err = fmt.Errorf("%d: must be between %s and %d", n, low, hi)
+	}
+	return n, err
+}
+
 func tomlFloat(v *unstable.Node) (float64, error) {
 	switch v.Kind {
 	case unstable.Integer:
@@ -367,7 +326,7 @@ func tomlSize(v *unstable.Node) (int64, error) {
 		}
 		return n, err
 	case unstable.String:
-		return parseSize(string(v.Data))
+		return ParseSize(string(v.Data))
 	}
 	return 0, fmt.Errorf("want a size like \"512M\" or a number of bytes, got a TOML %s", kindName(v.Kind))
 }

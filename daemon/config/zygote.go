@@ -1,21 +1,20 @@
-package main
+package config
 
 import (
 	"fmt"
 	"slices"
 
 	"github.com/pelletier/go-toml/v2/unstable"
-	"github.com/urfave/cli/v2"
 
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/zygote"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
-// zygoteConfig is [zygote]: which rootfs get a zygote (a pre-imported
+// ZygoteConfig is [zygote]: which rootfs get a zygote (a pre-imported
 // interpreter whose children serve Python runs and sessions) and what it
 // imports.
-type zygoteConfig struct {
+type ZygoteConfig struct {
 	Enabled     bool
 	Rootfs      []string // nil: the default rootfs and every pool's
 	Modules     []string // nil: zygote.DefaultModules()
@@ -24,24 +23,12 @@ type zygoteConfig struct {
 	HugePages   bool
 }
 
-func defaultZygoteConfig() zygoteConfig {
-	return zygoteConfig{Enabled: true, Children: 64, MemoryBytes: 2 << 30, HugePages: true}
-}
-
-func zygoteFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.BoolFlag{Name: "zygote", Value: true, Usage: "fork Python runs and sessions from a pre-imported zygote on rootfs that have the data-science stack (--zygote=false: start every interpreter cold)", EnvVars: []string{"NSBOX_ZYGOTE"}},
-	}
-}
-
-func (cfg *daemonConfig) mergeZygoteFlags(c *cli.Context) {
-	if c.IsSet("zygote") {
-		cfg.Zygote.Enabled, cfg.lines["zygote.enabled"] = c.Bool("zygote"), 0
-	}
+func defaultZygoteConfig() ZygoteConfig {
+	return ZygoteConfig{Enabled: true, Children: 64, MemoryBytes: 2 << 30, HugePages: true}
 }
 
 // setZygoteKey stores a key of [zygote].
-func (cfg *daemonConfig) setZygoteKey(key string, v *unstable.Node) error {
+func (cfg *Config) setZygoteKey(key string, v *unstable.Node) error {
 	z := &cfg.Zygote
 	switch key {
 	case "enabled", "huge_pages":
@@ -72,12 +59,9 @@ func (cfg *daemonConfig) setZygoteKey(key string, v *unstable.Node) error {
 		}
 		z.Modules = l
 	case "children":
-		n, err := tomlInt(v)
+		n, err := tomlIntIn(v, 1, container.MaxZygoteChildren, "")
 		if err != nil {
 			return err
-		}
-		if n < 1 || n > container.MaxZygoteChildren {
-			return fmt.Errorf("%d: must be between 1 and %d", n, container.MaxZygoteChildren)
 		}
 		z.Children = int(n)
 	case "memory":
@@ -95,10 +79,10 @@ func (cfg *daemonConfig) setZygoteKey(key string, v *unstable.Node) error {
 	return nil
 }
 
-// zygoteProfiles lists the zygotes to run: one per rootfs named in
+// ZygoteProfiles lists the zygotes to run: one per rootfs named in
 // [zygote] rootfs, or else per rootfs the default pool and [pools.NAME]
 // use (the default rootfs at least).
-func (cfg *daemonConfig) zygoteProfiles() []zygote.Profile {
+func (cfg Config) ZygoteProfiles() []zygote.Profile {
 	if !cfg.Zygote.Enabled {
 		return nil
 	}
@@ -124,6 +108,6 @@ func (cfg *daemonConfig) zygoteProfiles() []zygote.Profile {
 }
 
 // String summarises the settings (restart-only on reload).
-func (z zygoteConfig) String() string {
+func (z ZygoteConfig) String() string {
 	return fmt.Sprint(z.Enabled, z.Rootfs, z.Modules, z.Children, z.MemoryBytes, z.HugePages)
 }

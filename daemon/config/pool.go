@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -6,31 +6,33 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nsbox/nsbox/daemon/policy"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/pool"
 	"github.com/nsbox/nsbox/rootfs"
-	"github.com/pelletier/go-toml/v2/unstable"
-	"github.com/urfave/cli/v2"
 )
 
 // defaultPoolName names the pool of the default rootfs and limits.
 const defaultPoolName = "default"
 
-// poolConfig is the warm pool's configuration: [pool] for the default
+// PoolConfig is the warm pool's configuration: [pool] for the default
 // pool (default rootfs, default limits) and [pools.NAME] for more.
-type poolConfig struct {
+type PoolConfig struct {
 	Size    int // default pool's size; -1: max(2, CPUs)
 	Refills int // refills under way at once per pool (default 1)
 	// SpareInits is how many sandbox inits the engine keeps cloned and
 	// placed in their cgroups ahead of time, for any run (default 1).
 	SpareInits int
 	Preimport  []string
-	Extra      []poolProfileConfig
+	Extra      []PoolProfileConfig
 }
 
-// poolProfileConfig is one [pools.NAME] table.
-type poolProfileConfig struct {
+// PoolProfileConfig is one [pools.NAME] table.
+type PoolProfileConfig struct {
 	Name      string
 	Rootfs    string          // default: default_rootfs
 	Size      int             // default 1
@@ -38,37 +40,19 @@ type poolProfileConfig struct {
 	Limits    agentapi.Limits // unset: default_limits; timeout and output are per run
 }
 
-func defaultPoolConfig() poolConfig { return poolConfig{Size: -1, Refills: 1, SpareInits: 1} }
+// limits resolves the pool's limits over the daemon's defaults d: timeout
+// and output are per run, so always d's.
+func (pp PoolProfileConfig) limits(d container.Limits) container.Limits {
+	l := policy.EngineLimits(pp.Limits)
+	l.Timeout, l.OutputBytes = 0, 0
+	return l.Or(d)
+}
+
+func defaultPoolConfig() PoolConfig { return PoolConfig{Size: -1, Refills: 1, SpareInits: 1} }
 
 // defaultPoolSize sizes the default pool for the host: one runner per core,
 // at least two.
 func defaultPoolSize() int { return max(2, runtime.NumCPU()) }
-
-func poolFlags() []cli.Flag {
-	env := func(name string) []string { return []string{"NSBOX_" + name} }
-	return []cli.Flag{
-		&cli.IntFlag{Name: "pool-size", Usage: "warm Python runners kept ready for the default rootfs and limits (default max(2, CPUs); 0: no pool)", EnvVars: env("POOL_SIZE")},
-		&cli.StringFlag{Name: "pool-preimport", Usage: "modules the default pool imports ahead of time, comma-separated (e.g. numpy,pandas,matplotlib)", EnvVars: env("POOL_PREIMPORT")},
-		&cli.IntFlag{Name: "pool-refills", Usage: "pooled runners of one pool started at once (default 1): the pool's CPU budget", EnvVars: env("POOL_REFILLS")},
-		&cli.IntFlag{Name: "spare-inits", Usage: "sandbox inits kept cloned and placed in their cgroups ahead of time, for any run (default 1; 0: none)", EnvVars: env("SPARE_INITS")},
-	}
-}
-
-// mergePoolFlags applies the pool flags over the file's values.
-func (cfg *daemonConfig) mergePoolFlags(c *cli.Context) {
-	if c.IsSet("pool-size") {
-		cfg.Pool.Size, cfg.lines["pool.size"] = c.Int("pool-size"), 0
-	}
-	if c.IsSet("pool-refills") {
-		cfg.Pool.Refills, cfg.lines["pool.refills"] = c.Int("pool-refills"), 0
-	}
-	if c.IsSet("spare-inits") {
-		cfg.Pool.SpareInits, cfg.lines["pool.spare_inits"] = c.Int("spare-inits"), 0
-	}
-	if c.IsSet("pool-preimport") {
-		cfg.Pool.Preimport, cfg.lines["pool.preimport"] = splitList(c.String("pool-preimport")), 0
-	}
-}
 
 func splitList(s string) []string {
 	var out []string
@@ -82,37 +66,31 @@ func splitList(s string) []string {
 
 // extraPool returns the [pools.NAME] entry, adding it if needed. The
 // pointer is valid until the next call.
-func (pc *poolConfig) extraPool(name string) *poolProfileConfig {
+func (pc *PoolConfig) extraPool(name string) *PoolProfileConfig {
 	for i := range pc.Extra {
 		if pc.Extra[i].Name == name {
 			return &pc.Extra[i]
 		}
 	}
-	pc.Extra = append(pc.Extra, poolProfileConfig{Name: name, Size: 1})
+	pc.Extra = append(pc.Extra, PoolProfileConfig{Name: name, Size: 1})
 	return &pc.Extra[len(pc.Extra)-1]
 }
 
 // setPoolKey stores a key of [pool] or [pools.NAME].
-func (cfg *daemonConfig) setPoolKey(key []string, v *unstable.Node) error {
+func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 	switch {
 	case len(key) == 2 && key[0] == "pool":
 		switch key[1] {
 		case "size":
-			n, err := tomlInt(v)
+			n, err := tomlIntIn(v, 0, 1024, "(no pool)")
 			if err != nil {
 				return err
-			}
-			if n < 0 || n > 1024 {
-				return fmt.Errorf("%d: must be between 0 (no pool) and 1024", n)
 			}
 			cfg.Pool.Size = int(n)
 		case "refills":
-			n, err := tomlInt(v)
+			n, err := tomlIntIn(v, 1, 64, "")
 			if err != nil {
 				return err
-			}
-			if n < 1 || n > 64 {
-				return fmt.Errorf("%d: must be between 1 and 64", n)
 			}
 			cfg.Pool.Refills = int(n)
 		case "preimport":
@@ -122,12 +100,9 @@ func (cfg *daemonConfig) setPoolKey(key []string, v *unstable.Node) error {
 			}
 			cfg.Pool.Preimport = l
 		case "spare_inits":
-			n, err := tomlInt(v)
+			n, err := tomlIntIn(v, 0, 64, "")
 			if err != nil {
 				return err
-			}
-			if n < 0 || n > 64 {
-				return fmt.Errorf("%d: must be between 0 and 64", n)
 			}
 			cfg.Pool.SpareInits = int(n)
 		default:
@@ -153,12 +128,9 @@ func (cfg *daemonConfig) setPoolKey(key []string, v *unstable.Node) error {
 			}
 			pp.Rootfs = s
 		case "size":
-			n, err := tomlInt(v)
+			n, err := tomlIntIn(v, 0, 1024, "")
 			if err != nil {
 				return err
-			}
-			if n < 0 || n > 1024 {
-				return fmt.Errorf("%d: must be between 0 and 1024", n)
 			}
 			pp.Size = int(n)
 		case "preimport":
@@ -209,7 +181,7 @@ func tomlModules(v *unstable.Node) ([]string, error) {
 }
 
 // checkPool finds what is wrong with the pool settings.
-func (cfg *daemonConfig) checkPool(bad func(key, format string, args ...any)) {
+func (cfg *Config) checkPool(bad func(key, format string, args ...any)) {
 	if cfg.Pool.Size < -1 {
 		bad("pool.size", "%d: must not be negative (0: no pool)", cfg.Pool.Size)
 	}
@@ -219,10 +191,9 @@ func (cfg *daemonConfig) checkPool(bad func(key, format string, args ...any)) {
 	if cfg.Pool.Refills < 1 {
 		bad("pool.refills", "%d: must be at least 1", cfg.Pool.Refills)
 	}
-	d, m := cfg.limits()
+	d, m := cfg.Limits()
 	for _, pp := range cfg.Pool.Extra {
-		l := poolLimits(pp.Limits, d)
-		for _, f := range limitFields(l, m) {
+		for _, f := range limitFields(pp.limits(d), m) {
 			if f.a > f.b {
 				bad("pools."+pp.Name+"."+f.key, "%s is above the maximum %s (max_limits.%s)", f.show(f.a), f.show(f.b), f.key)
 			}
@@ -230,29 +201,10 @@ func (cfg *daemonConfig) checkPool(bad func(key, format string, args ...any)) {
 	}
 }
 
-// poolLimits resolves a pool's limits over the daemon's defaults.
-func poolLimits(l agentapi.Limits, d container.Limits) container.Limits {
-	out := engineLimits(l)
-	if out.MemoryBytes == 0 {
-		out.MemoryBytes = d.MemoryBytes
-	}
-	if out.Pids == 0 {
-		out.Pids = d.Pids
-	}
-	if out.CPUs == 0 {
-		out.CPUs = d.CPUs
-	}
-	if out.DiskBytes == 0 {
-		out.DiskBytes = d.DiskBytes
-	}
-	out.Timeout, out.OutputBytes = d.Timeout, d.OutputBytes
-	return out
-}
-
-// poolProfiles are the pools to keep: the default one (unless its size is
+// PoolProfiles are the pools to keep: the default one (unless its size is
 // 0) and every [pools.NAME] with a size.
-func (cfg *daemonConfig) poolProfiles() []pool.Profile {
-	d, _ := cfg.limits()
+func (cfg Config) PoolProfiles() []pool.Profile {
+	d, _ := cfg.Limits()
 	var out []pool.Profile
 	size := cfg.Pool.Size
 	if size < 0 {
@@ -269,12 +221,12 @@ func (cfg *daemonConfig) poolProfiles() []pool.Profile {
 		if r == "" {
 			r = cfg.DefaultRootfs
 		}
-		out = append(out, pool.Profile{Name: pp.Name, Rootfs: r, Limits: poolLimits(pp.Limits, d), Preimport: slices.Clone(pp.Preimport), Size: pp.Size})
+		out = append(out, pool.Profile{Name: pp.Name, Rootfs: r, Limits: pp.limits(d), Preimport: slices.Clone(pp.Preimport), Size: pp.Size})
 	}
 	return out
 }
 
-// poolString summarises the pool settings (restart-only on reload).
-func (pc poolConfig) String() string {
+// String summarises the pool settings (restart-only on reload).
+func (pc PoolConfig) String() string {
 	return fmt.Sprintf("%+v", pc.Extra) + fmt.Sprint(pc.Size, pc.Refills, pc.SpareInits, pc.Preimport)
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"reflect"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestZygoteConfig(t *testing.T) {
-	c, err := loadConfig(t, "--config", "testdata/config/zygote.conf")
+	c, err := Load("testdata/zygote.conf", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,30 +17,31 @@ func TestZygoteConfig(t *testing.T) {
 		{Rootfs: "default", Modules: []string{"numpy", "pandas"}, Children: 8, MemoryBytes: 1 << 30},
 		{Rootfs: "other", Modules: []string{"numpy", "pandas"}, Children: 8, MemoryBytes: 1 << 30},
 	}
-	if got := c.zygoteProfiles(); !reflect.DeepEqual(got, want) {
+	if got := c.ZygoteProfiles(); !reflect.DeepEqual(got, want) {
 		t.Errorf("profiles\n got %+v\nwant %+v", got, want)
 	}
 }
 
 func TestZygoteDefaults(t *testing.T) {
 	tests := []struct {
-		name   string
-		args   []string
-		rootfs []string
+		name      string
+		file      string
+		overrides []Override
+		rootfs    []string
 	}{
-		{"on for the default rootfs", nil, []string{"default"}},
-		{"and every pool's", []string{"--config", "testdata/config/pool.conf"}, []string{"default"}},
-		{"off by flag", []string{"--zygote=false"}, nil},
-		{"flag over file", []string{"--config", "testdata/config/zygote.conf", "--zygote=false"}, nil},
+		{"on for the default rootfs", "", nil, []string{"default"}},
+		{"and every pool's", "testdata/pool.conf", nil, []string{"default"}},
+		{"off by flag", "", []Override{{"zygote.enabled", false}}, nil},
+		{"flag over file", "testdata/zygote.conf", []Override{{"zygote.enabled", false}}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := loadConfig(t, tc.args...)
+			c, err := Load(tc.file, tc.overrides)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, p := range c.zygoteProfiles() {
+			for _, p := range c.ZygoteProfiles() {
 				got = append(got, p.Rootfs)
 				if !slices.Equal(p.Modules, zygote.DefaultModules()) || p.Children != 64 || !p.HugePages {
 					t.Errorf("profile %+v lacks the defaults", p)

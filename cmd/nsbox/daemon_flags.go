@@ -1,0 +1,53 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/nsbox/nsbox/daemon/config"
+)
+
+// flagKeys maps each daemon flag that sets a configuration key (and its
+// NSBOX_* environment variable, which the flag takes in) to that key.
+var flagKeys = []struct{ flag, key string }{
+	{"socket", "socket"}, {"state-dir", "state_dir"}, {"run-dir", "run_dir"}, {"rootfs-store", "rootfs_store"},
+	{"default-rootfs", "default_rootfs"}, {"log-format", "log_format"}, {"log-level", "log_level"},
+	{"metrics-listen", "metrics_listen"}, {"cgroup-name", "cgroup_name"},
+	{"max-concurrent", "max_concurrent"}, {"queue", "queue"}, {"shutdown-grace", "shutdown_grace"},
+	{"max-sessions", "sessions.max"}, {"session-idle-timeout", "sessions.idle_timeout"}, {"session-max-lifetime", "sessions.max_lifetime"},
+	{"pool-size", "pool.size"}, {"pool-refills", "pool.refills"}, {"spare-inits", "pool.spare_inits"}, {"pool-preimport", "pool.preimport"},
+	{"zygote", "zygote.enabled"},
+}
+
+// overridesFrom lists the configuration keys the command line and the
+// environment set, for config.Load.
+func overridesFrom(c *cli.Context) []config.Override {
+	var out []config.Override
+	for _, f := range flagKeys {
+		if c.IsSet(f.flag) {
+			out = append(out, config.Override{Key: f.key, Value: c.Value(f.flag)})
+		}
+	}
+	return out
+}
+
+// loadConfig loads the daemon's configuration as --config and the flags
+// say.
+func loadConfig(c *cli.Context) (config.Config, error) {
+	return config.Load(c.String("config"), overridesFrom(c))
+}
+
+func poolFlags() []cli.Flag {
+	env := func(name string) []string { return []string{"NSBOX_" + name} }
+	return []cli.Flag{
+		&cli.IntFlag{Name: "pool-size", Usage: "warm Python runners kept ready for the default rootfs and limits (default max(2, CPUs); 0: no pool)", EnvVars: env("POOL_SIZE")},
+		&cli.StringFlag{Name: "pool-preimport", Usage: "modules the default pool imports ahead of time, comma-separated (e.g. numpy,pandas,matplotlib)", EnvVars: env("POOL_PREIMPORT")},
+		&cli.IntFlag{Name: "pool-refills", Usage: "pooled runners of one pool started at once (default 1): the pool's CPU budget", EnvVars: env("POOL_REFILLS")},
+		&cli.IntFlag{Name: "spare-inits", Usage: "sandbox inits kept cloned and placed in their cgroups ahead of time, for any run (default 1; 0: none)", EnvVars: env("SPARE_INITS")},
+	}
+}
+
+func zygoteFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "zygote", Value: true, Usage: "fork Python runs and sessions from a pre-imported zygote on rootfs that have the data-science stack (--zygote=false: start every interpreter cold)", EnvVars: []string{"NSBOX_ZYGOTE"}},
+	}
+}

@@ -1,0 +1,72 @@
+package config
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nsbox/nsbox/daemon/policy"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// maxSessions bounds sessions.max: each live session is a sandbox with its
+// own interpreter, far more than a host holds long before this.
+const maxSessions = 4096
+
+// Sessions is [sessions]: how many Python sessions may live at once and how
+// long. All three apply live on reload, to sessions created afterwards.
+type Sessions = policy.Sessions
+
+func defaultSessions() Sessions {
+	return Sessions{Max: 16, IdleTimeout: 15 * time.Minute, MaxLifetime: 24 * time.Hour}
+}
+
+// setSessionsKey stores a key of [sessions]; check bounds the values.
+func (cfg *Config) setSessionsKey(key string, v *unstable.Node) error {
+	s := &cfg.Sessions
+	switch key {
+	case "max":
+		n, err := tomlIntIn(v, 1, maxSessions, "")
+		if err != nil {
+			return err
+		}
+		s.Max = int(n)
+	case "idle_timeout", "max_lifetime":
+		d, err := tomlDuration(v)
+		if err != nil {
+			return err
+		}
+		if key == "idle_timeout" {
+			s.IdleTimeout = d
+		} else {
+			s.MaxLifetime = d
+		}
+	default:
+		return fmt.Errorf("unknown key; [sessions] has max, idle_timeout and max_lifetime")
+	}
+	return nil
+}
+
+// checkSessions finds what is wrong with the session settings, wherever
+// they came from.
+func (cfg *Config) checkSessions(bad func(key, format string, args ...any)) {
+	s := cfg.Sessions
+	if s.Max < 1 || s.Max > maxSessions {
+		bad("sessions.max", "%d: must be between 1 and %d", s.Max, maxSessions)
+	}
+	if s.IdleTimeout <= 0 {
+		bad("sessions.idle_timeout", "%v: must be positive", s.IdleTimeout)
+	}
+	if s.MaxLifetime <= 0 {
+		bad("sessions.max_lifetime", "%v: must be positive", s.MaxLifetime)
+	}
+	if s.IdleTimeout > 0 && s.MaxLifetime > 0 && s.IdleTimeout > s.MaxLifetime {
+		// Blame the key that was set over the other: a flag beats the file.
+		key := "sessions.idle_timeout"
+		if line, ok := cfg.lines["sessions.max_lifetime"]; ok && line == 0 || !cfg.isSet(key) {
+			key = "sessions.max_lifetime"
+		}
+		bad(key, "idle timeout %v is above the maximum lifetime %v; lower sessions.idle_timeout or raise sessions.max_lifetime",
+			s.IdleTimeout, s.MaxLifetime)
+	}
+}
