@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,7 +223,7 @@ func TestReloadConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("max_concurrent = 1\n[default_limits]\npids = 40\n")
+	write("max_concurrent = 1\n[default_limits]\npids = 40\n[sessions]\nmax = 1\nidle_timeout = \"1m\"\n")
 	hup()
 	waitFor(t, "the reload to apply", func() bool {
 		info, err = d.client.Info(ctx)
@@ -240,6 +241,18 @@ func TestReloadConfig(t *testing.T) {
 	res, err := d.client.Run(ctx, pythonRun("import os; print(os.cpu_count() > 0)"))
 	if err != nil || res.Status != "ok" {
 		t.Fatalf("run after reload: %+v, %v", res, err)
+	}
+	// [sessions] applies live, to sessions created afterwards.
+	sess, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{})
+	if err != nil || sess.IdleTimeoutMs != 60000 {
+		t.Fatalf("session after reload: %+v, %v; want the reloaded idle timeout 60000 ms", sess, err)
+	}
+	var ae *agentapi.Error
+	if _, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{}); !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests {
+		t.Errorf("second session with [sessions] max = 1 reloaded: %v, want 429", err)
+	}
+	if err := d.client.DeleteSession(ctx, sess.ID); err != nil {
+		t.Error(err)
 	}
 
 	write("[default_limits]\npids = 30\nmemory = \"lots\"\n[nope]\n")
