@@ -43,7 +43,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) (release 
 // message names the field or the offset; an oversize body (r wrapped by
 // http.MaxBytesReader) is returned as *http.MaxBytesError.
 func Decode(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(&utf8Reader{r: r})
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
@@ -63,7 +63,10 @@ func decodeError(err error) error {
 		te  *json.UnmarshalTypeError
 		mbe *http.MaxBytesError
 	)
+	var fe *errdefs.FieldError
 	switch {
+	case errors.As(err, &fe):
+		return fe
 	case errors.As(err, &mbe):
 		return err // translated to 413 by writeError
 	case errors.As(err, &se):

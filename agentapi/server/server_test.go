@@ -253,6 +253,7 @@ func TestErrors(t *testing.T) {
 		{"NUL path", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a\u0000b"}]}`, nil, 400, "invalid_argument", "files[0].path: path contains NUL"},
 		{"empty path", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":""}]}`, nil, 400, "invalid_argument", "files[0].path: empty path"},
 		{"duplicate path", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a"},{"path":"a"}]}`, nil, 400, "invalid_argument", "given twice"},
+		{"invalid UTF-8", "POST", "/v1/runs", "{\"argv\":[\"x\"],\"files\":[{\"path\":\"a\",\"text\":\"\xff\"}]}", nil, 400, "invalid_argument", "not valid UTF-8 at byte 43"},
 		{"bad base64", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a","content_base64":"!!"}]}`, nil, 400, "invalid_argument", "files[0].content_base64"},
 		{"text and base64", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a","content_base64":"AA==","text":"x"}]}`, nil, 400, "invalid_argument", "not both"},
 		{"setuid mode", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a","mode":2541}]}`, nil, 400, "invalid_argument", "files[0].mode"},

@@ -3,6 +3,8 @@ package policy
 import (
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,4 +73,39 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("validated limits %+v out of bounds %+v", l, m)
 		}
 	})
+}
+
+// TestExecSizeLimits: what execve would refuse with E2BIG is a field
+// error naming the limit, not a failed spawn.
+func TestExecSizeLimits(t *testing.T) {
+	pol, err := New(Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", MaxArgBytes+1)
+	for _, tc := range []struct {
+		name  string
+		req   agentapi.RunRequest
+		field string
+	}{
+		{"bash code", agentapi.RunRequest{Language: "bash", Code: big}, "code"},
+		{"argv element", agentapi.RunRequest{Argv: []string{"echo", big}}, "argv[1]"},
+		{"env value", agentapi.RunRequest{Argv: []string{"true"}, Env: map[string]string{"K": big}}, "env.K"},
+		{"argv in all", agentapi.RunRequest{Argv: slices.Repeat([]string{big[:MaxArgBytes]}, 9)}, "argv"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := pol.Validate(&tc.req)
+			var fe *errdefs.FieldError
+			if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(fe.Msg, "limit") && !strings.Contains(fe.Msg, "above") {
+				t.Errorf("err = %v, want a field error on %s naming the limit", err, tc.field)
+			}
+		})
+	}
+	// Python code goes to the runner, not through exec: no such limit.
+	if _, err := pol.Validate(&agentapi.RunRequest{Language: "python", Code: strings.Repeat(big, 10)}); err != nil {
+		t.Errorf("1.3 MB of Python code: %v", err)
+	}
+	if _, err := pol.Validate(&agentapi.RunRequest{Language: "bash", Code: big[:MaxArgBytes]}); err != nil {
+		t.Errorf("bash code of exactly the limit: %v", err)
+	}
 }

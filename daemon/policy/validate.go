@@ -12,6 +12,16 @@ import (
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
+// MaxArgBytes is the longest one argument or environment string execve
+// takes (the kernel's MAX_ARG_STRLEN, 32 pages, less the NUL): longer ones
+// fail the exec with E2BIG, so they are refused here with a field error.
+const MaxArgBytes = 32*4096 - 1
+
+// maxExecBytes bounds the command and environment together: the kernel
+// takes a quarter of the stack limit (8 MiB by default) and nsbox adds its
+// base environment.
+const maxExecBytes = 1 << 20
+
 // Request-shape bounds that do not depend on configuration.
 const (
 	maxFiles         = 1000
@@ -74,6 +84,9 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 			if strings.IndexByte(a, 0) >= 0 {
 				return nil, errdefs.Field(fmt.Sprintf("argv[%d]", i), "contains NUL")
 			}
+			if len(a) > MaxArgBytes {
+				return nil, errdefs.Field(fmt.Sprintf("argv[%d]", i), "%d bytes, above the kernel's limit of %d for one argument; pass large data as a file (files)", len(a), MaxArgBytes)
+			}
 		}
 		if req.Argv[0] == "" {
 			return nil, errdefs.Field("argv[0]", "empty command")
@@ -85,6 +98,9 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 		}
 		if strings.IndexByte(req.Code, 0) >= 0 {
 			return nil, errdefs.Field("code", "contains NUL")
+		}
+		if req.Language == agentapi.LanguageBash && len(req.Code) > MaxArgBytes {
+			return nil, errdefs.Field("code", "%d bytes, above the kernel's limit of %d for the argument of bash -c; put the script in files and run argv [\"bash\", \"script.sh\"]", len(req.Code), MaxArgBytes)
 		}
 		j.Language, j.Code = req.Language, req.Code
 	case req.Code != "":
@@ -144,7 +160,24 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 		if strings.IndexByte(v, 0) >= 0 {
 			return nil, errdefs.Field("env."+k, "value contains NUL")
 		}
+		if len(k)+1+len(v) > MaxArgBytes {
+			return nil, errdefs.Field("env."+k, "%d bytes, above the kernel's limit of %d for one variable; pass large data as a file (files)", len(k)+1+len(v), MaxArgBytes)
+		}
 		j.Env = append(j.Env, k+"="+v)
+	}
+
+	total := 0 // Python code goes to the runner, not through exec
+	if j.Language == agentapi.LanguageBash {
+		total = len(j.Code)
+	}
+	for _, a := range j.Argv {
+		total += len(a) + 1
+	}
+	for _, e := range j.Env {
+		total += len(e) + 1
+	}
+	if total > maxExecBytes {
+		return nil, errdefs.Field("argv", "the command and env take %d bytes together, above the %d an exec takes; pass large data as files", total, maxExecBytes)
 	}
 
 	if len(req.ReturnFiles) > maxReturnGlobs {
