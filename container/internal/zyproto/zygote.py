@@ -1,0 +1,437 @@
+# nsbox zygote: a Python interpreter that has imported a profile's modules
+# and then only forks children on the engine's request. It never runs user
+# code and never receives user data. Each child sandboxes itself with the
+# fixed sequence in _child (fresh namespaces, its own /proc, /tmp, /dev/shm
+# and /workspace, no capabilities, uid 1000, no_new_privs, the seccomp
+# filter) before it runs anything; the engine places it in its cgroup and
+# verifies all of it from the host before it says go and sends the child
+# its command and environment over the child's own socket. A fork request
+# carries only the sandbox's settings, never a run's code or data.
+#
+# fd 3 is the control socket. Frames both ways are a 4-byte big-endian
+# length then JSON. A fork request carries SCM_RIGHTS fds [run socket,
+# stdin, stdout, stderr, workspace mount]. Replies: {"forked": pid} or
+# {"error": why}; asynchronously {"exit": pid, "status": wait status}.
+import os, sys, json, signal, socket, array, ctypes, struct, fcntl, gc, base64, types, importlib, platform, traceback
+import resource, random, select
+
+_CTL = 3
+_libc = ctypes.CDLL(None, use_errno=True)
+_papi = ctypes.PyDLL(None, use_errno=True)  # keeps the GIL across the call
+
+_NR = {
+    'x86_64': dict(clone=56, unshare=272, setgroups=116, setresuid=117, setresgid=119, capset=126,
+                   seccomp=317, close_range=436, move_mount=429),
+    'aarch64': dict(clone=220, unshare=97, setgroups=159, setresuid=147, setresgid=149, capset=91,
+                    seccomp=277, close_range=436, move_mount=429),
+}[platform.machine()]
+
+CLONE_NEWNS = 0x20000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+_CHILD_NS = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+MOVE_MOUNT_F_EMPTY_PATH = 4
+AT_FDCWD = -100
+
+# Child uids in this zygote's user namespace: slot i is ZYGOTE_UID_BASE + i.
+ZYGOTE_UID_BASE = 100000
+
+
+def _check(r, what):
+    if r == -1:
+        e = ctypes.get_errno()
+        raise OSError(e, '%s: %s' % (what, os.strerror(e)))
+    return r
+
+
+def _sys(name, *args):
+    return _check(_libc.syscall(_NR[name], *args), name)
+
+
+def _mount(src, tgt, fstype, flags, data=None):
+    _check(_libc.mount(src.encode() if src else None, tgt.encode(), fstype.encode() if fstype else None,
+                       ctypes.c_ulong(flags), data.encode() if data else None), 'mount ' + tgt)
+
+
+def _prctl(op, a=0):
+    return _check(_libc.prctl(op, ctypes.c_ulong(a), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)),
+                  'prctl %d' % op)
+
+
+def _read_exact(fd, n):
+    b = b''
+    while len(b) < n:
+        c = os.read(fd, n - len(b))
+        if not c:
+            raise EOFError
+        b += c
+    return b
+
+
+def _send(obj):
+    b = json.dumps(obj, separators=(',', ':')).encode()
+    b = len(b).to_bytes(4, 'big') + b
+    while b:
+        b = b[os.write(_CTL, b):]
+
+
+def _recv(ctl):
+    """One request and the fds sent with it."""
+    fds = array.array('i')
+    buf = b''
+    need = 4
+    n = None
+    while len(buf) < need:
+        data, anc, _, _ = ctl.recvmsg(need - len(buf), socket.CMSG_SPACE(16 * fds.itemsize))
+        for level, typ, d in anc:
+            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                fds.frombytes(d[:len(d) - len(d) % fds.itemsize])
+        if not data:
+            raise EOFError
+        buf += data
+        if n is None and len(buf) >= 4:
+            n = int.from_bytes(buf[:4], 'big')
+            need = 4 + n
+    for fd in fds:
+        os.set_inheritable(fd, False)
+    return json.loads(buf[4:]), list(fds)
+
+
+# /proc masks ------------------------------------------------------------
+
+def _mask(p):
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return
+    if os.path.isdir(p) and not os.path.islink(p):
+        _mount('tmpfs', p, 'tmpfs', MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, 'size=0')
+    else:
+        _mount('/dev/null', p, None, MS_BIND)
+
+
+def _read_only(p):
+    if not os.path.lexists(p):
+        return
+    _mount(p, p, None, MS_BIND | MS_REC)
+    _mount(None, p, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def _loopback_up():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        ifr = struct.pack('16sH14s', b'lo', 0, b'')
+        flags = struct.unpack('16sH14s', fcntl.ioctl(s, 0x8913, ifr))[1]  # SIOCGIFFLAGS
+        fcntl.ioctl(s, 0x8914, struct.pack('16sH14s', b'lo', flags | 1, b''))  # SIOCSIFFLAGS, IFF_UP
+    finally:
+        s.close()
+
+
+def _drop_privileges(uid, gid):
+    for c in range(_CAP_LAST + 1):
+        _prctl(PR_CAPBSET_DROP, c)
+    _sys('setgroups', 0, None)
+    _sys('setresgid', gid, gid, gid)
+    _sys('setresuid', uid, uid, uid)
+    hdr = struct.pack('II', 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    _sys('capset', hdr, bytes(24))
+    _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+
+
+class _Fprog(ctypes.Structure):
+    _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_void_p)]
+
+
+def _install_seccomp(prog):
+    if not prog or len(prog) % 8:
+        raise ValueError('seccomp program of %d bytes' % len(prog))
+    buf = ctypes.create_string_buffer(prog, len(prog))
+    fp = _Fprog(len(prog) // 8, ctypes.addressof(buf))
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    _sys('seccomp', 1, 0, ctypes.byref(fp))  # SECCOMP_SET_MODE_FILTER
+
+
+def _reseed():
+    random.seed()  # Python's own fork hook does this too; be explicit
+    np = sys.modules.get('numpy')
+    if np is not None:
+        np.random.seed()
+
+
+def _threads(n):
+    """Let the numeric libraries use n threads (the zygote runs with one)."""
+    if n <= 1 or 'threadpoolctl' not in sys.modules:
+        return
+    try:
+        sys.modules['threadpoolctl'].threadpool_limits(n)
+    except Exception:
+        pass
+
+
+def _fail(run, msg):
+    try:
+        os.write(run, b'E' + msg.encode('utf-8', 'replace'))
+    finally:
+        os._exit(127)
+
+
+def _child(req, run, fds):
+    """The child, before anything it was sent runs. Every step is fixed
+    here; the engine decides the values and verifies the outcome."""
+    step = 'start'
+    try:
+        step = 'signals'
+        signal.set_wakeup_fd(-1)
+        for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+            signal.signal(s, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.setsid()  # a session of its own, no controlling terminal
+        step = 'stdio'
+        for i, fd in enumerate(fds[1:4]):
+            os.dup2(fd, i)
+        os.write(run, b'H')  # the kernel attaches our host pid (the engine has SO_PASSCRED)
+
+        step = 'mounts'
+        _mount(None, '/', None, MS_REC | MS_PRIVATE)
+        _mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        for p in req['masked']:
+            _mask(p)
+        for p in req['read_only']:
+            _read_only(p)
+        size = 'size=%d,mode=1777' % req['tmp_bytes']
+        _mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, size)
+        _mount('tmpfs', '/dev/shm', 'tmpfs', MS_NOSUID | MS_NODEV | MS_NOEXEC, size)
+        _sys('move_mount', fds[4], b'', AT_FDCWD, b'/workspace', MOVE_MOUNT_F_EMPTY_PATH)
+        step = 'uts and net'
+        h = req['hostname'].encode()
+        _check(_libc.sethostname(h, len(h)), 'sethostname')
+        _loopback_up()
+        step = 'rlimits'
+        resource.setrlimit(resource.RLIMIT_NOFILE, (req['nofile'], req['nofile']))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (req['fsize'], req['fsize']))
+
+        step = 'wait for cgroup placement'
+        if _read_exact(run, 1) != b'P':
+            raise OSError('bad placement byte')
+        if req['cgroupns']:
+            step = 'cgroup namespace'
+            _sys('unshare', CLONE_NEWCGROUP)
+        step = 'credentials'
+        _drop_privileges(req['uid'], req['gid'])
+        os.chdir('/workspace')
+        os.umask(0o022)
+        step = 'fds'
+        if run != 3:
+            os.dup2(run, 3)
+            run = 3
+        os.set_inheritable(3, False)
+        _sys('close_range', 4, ctypes.c_uint(0xffffffff), 0)
+        step = 'seccomp'
+        if req.get('test_skip') != 'seccomp':  # the engine's verification tests only
+            _install_seccomp(base64.b64decode(req['seccomp']))
+        step = 'random state'
+        _reseed()
+        _threads(req.get('threads', 1))
+        os.write(run, b'R')
+        # Verified: the engine says go and sends the run itself (argv and
+        # environment) straight to us; the zygote never sees it.
+        step = 'receive the run'
+        if _read_exact(run, 1) != b'G':
+            os._exit(0)
+        spec = json.loads(_read_exact(run, int.from_bytes(_read_exact(run, 4), 'big')))
+        os.environ.clear()
+        for kv in spec['env']:
+            k, _, v = kv.partition('=')
+            os.environ[k] = v
+        if not req['control']:
+            os.close(run)
+    except BaseException as e:
+        _fail(run, '%s: %s' % (step, e))
+    _exec(spec['argv'])
+
+
+def _exec(argv):
+    """Run argv (python3 -I -c CODE ARGS...) in this interpreter, as a fresh
+    python3 would: a new __main__, sys.argv, exit status."""
+    code = 0
+    try:
+        main = types.ModuleType('__main__')
+        sys.modules['__main__'] = main
+        sys.argv[:] = ['-c'] + argv[4:]
+        exec(compile(argv[3], '<string>', 'exec'), main.__dict__)
+    except SystemExit as e:
+        c = e.code
+        if c is None:
+            code = 0
+        elif isinstance(c, int):
+            code = c & 0xff
+        else:
+            print(c, file=sys.stderr)
+            code = 1
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        _flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        code = 130
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    _flush()
+    os._exit(code)
+
+
+def _flush():
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+
+
+def _clone():
+    """fork() into fresh user, mount, net, ipc, uts and pid namespaces in
+    one clone(2), wrapped in Python's own fork hooks. Safe only in a
+    single-threaded process (glibc's atfork handlers do not run)."""
+    _papi.PyOS_BeforeFork()
+    pid = _papi.syscall(_NR['clone'], ctypes.c_ulong(_CHILD_NS | signal.SIGCHLD), 0, 0, 0, 0)
+    if pid == 0:
+        _papi.PyOS_AfterFork_Child()
+    else:
+        _papi.PyOS_AfterFork_Parent()
+    return _check(pid, 'clone')
+
+
+def _write_map(pid, name, slot):
+    with open('/proc/%d/%s' % (pid, name), 'w') as f:
+        f.write('%d %d 1\n' % (_USER_ID, ZYGOTE_UID_BASE + slot))
+
+
+def _fork(ctl, req, fds):
+    if len(fds) != 5:
+        raise ValueError('fork request with %d fds, want 5' % len(fds))
+    threads = len(os.listdir('/proc/self/task'))
+    if threads != 1:
+        raise RuntimeError('the zygote has %d threads; a raw clone needs exactly one' % threads)
+    slot = int(req['slot'])
+    if not 0 <= slot < _SLOTS:
+        raise ValueError('slot %d out of range' % slot)
+    _flush()
+    pid = _clone()
+    if pid == 0:
+        ctl.detach()  # fd 3 is closed below by close_range; the object must not close it later
+        run = fds[0]
+        try:
+            _child(req, run, fds)
+        finally:
+            os._exit(127)
+    # The kernel takes a child's id map only from its own user namespace or
+    # the parent's: here. It bounds it by our own map, so the ids can only
+    # come from the block the engine gave us.
+    try:
+        _write_map(pid, 'uid_map', slot)
+        _write_map(pid, 'gid_map', slot)
+    except OSError:
+        os.kill(pid, signal.SIGKILL)
+        raise
+    return pid
+
+
+def _huge_pages():
+    """Back the heap with transparent huge pages: a fork then copies one
+    page-table entry per 2 MiB instead of 512, and so does the exit."""
+    huge = 2 << 20
+    with open('/proc/self/maps') as f:
+        regions = [l.split() for l in f]
+    for r in regions:
+        if 'w' not in r[1] or (len(r) > 5 and r[5] != '[heap]'):
+            continue
+        a, b = (int(x, 16) for x in r[0].split('-'))
+        a, b = (a + huge - 1) & ~(huge - 1), b & ~(huge - 1)
+        if b - a < huge:
+            continue
+        _libc.madvise(ctypes.c_void_p(a), ctypes.c_size_t(b - a), 14)  # MADV_HUGEPAGE
+        _libc.madvise(ctypes.c_void_p(a), ctypes.c_size_t(b - a), 25)  # MADV_COLLAPSE
+
+
+def _reap():
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _send({'exit': pid, 'status': status})
+
+
+def main():
+    global _CAP_LAST, _SLOTS, _USER_ID
+    cfg = json.loads(sys.argv[1])
+    _SLOTS = int(cfg['slots'])
+    _USER_ID = int(cfg['user_id'])
+    with open('/proc/sys/kernel/cap_last_cap') as f:
+        _CAP_LAST = int(f.read())
+    skipped = []
+    for m in cfg.get('modules') or []:
+        try:
+            importlib.import_module(m)
+        except Exception:
+            skipped.append(m)
+    prelude = cfg.get('prelude')
+    if prelude:  # the operator's, never a run's
+        mod = types.ModuleType('_nsbox_prelude')
+        sys.modules[mod.__name__] = mod
+        exec(compile(prelude, '<nsbox-prelude>', 'exec'), mod.__dict__)
+    gc.collect()
+    gc.freeze()  # children share these pages; keep the collector off them
+    if cfg.get('huge_pages'):
+        _huge_pages()
+
+    ctl = socket.socket(fileno=_CTL)
+    rd, wr = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wr, warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda *a: None)
+    _send({'ready': True, 'skipped': skipped, 'threads': len(os.listdir('/proc/self/task'))})
+    poller = select.poll()
+    poller.register(_CTL, select.POLLIN)
+    poller.register(rd, select.POLLIN)
+    while True:
+        for fd, _ in poller.poll():
+            if fd == rd:
+                try:
+                    os.read(rd, 512)
+                except BlockingIOError:
+                    pass
+                _reap()
+                continue
+            try:
+                req, fds = _recv(ctl)
+            except EOFError:
+                return
+            if 'kill' in req:  # a child that never finished its set-up
+                try:
+                    os.kill(int(req['kill']), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                continue
+            try:
+                _send({'forked': _fork(ctl, req, fds)})
+            except Exception as e:
+                _send({'error': '%s: %s' % (type(e).__name__, e)})
+            finally:
+                for fd in fds:
+                    os.close(fd)
+        _reap()
+
+
+main()
