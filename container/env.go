@@ -2,7 +2,6 @@ package container
 
 import (
 	"fmt"
-	"math"
 	"strings"
 )
 
@@ -13,7 +12,7 @@ const basePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 // the engine's own environment) with the spec's pairs on top. Numeric
 // libraries get as many threads as the CPU limit allows.
 func buildEnv(extra []string, cpus float64) ([]string, error) {
-	threads := fmt.Sprint(max(1, int(math.Ceil(cpus))))
+	n := fmt.Sprint(threads(cpus))
 	env := []string{
 		"PATH=" + basePath,
 		"HOME=/workspace",
@@ -24,10 +23,10 @@ func buildEnv(extra []string, cpus float64) ([]string, error) {
 		"MPLBACKEND=Agg",
 		"PYTHONUNBUFFERED=1",
 		"PYTHONDONTWRITEBYTECODE=1",
-		"OPENBLAS_NUM_THREADS=" + threads,
-		"OMP_NUM_THREADS=" + threads,
-		"MKL_NUM_THREADS=" + threads,
-		"NUMEXPR_NUM_THREADS=" + threads,
+		"OPENBLAS_NUM_THREADS=" + n,
+		"OMP_NUM_THREADS=" + n,
+		"MKL_NUM_THREADS=" + n,
+		"NUMEXPR_NUM_THREADS=" + n,
 	}
 	index := make(map[string]int, len(env))
 	for i, kv := range env {

@@ -96,6 +96,3 @@ func (l Limits) WithDefaults() Limits {
 	}
 	return l
 }
-
-// MaxInlineBytes caps the total inline content of ReturnFiles in a Result.
-const MaxInlineBytes = 8 << 20
