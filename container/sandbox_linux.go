@@ -17,6 +17,8 @@ import (
 
 	"github.com/nsbox/nsbox/cgroup"
 	"github.com/nsbox/nsbox/container/internal/cleanup"
+	"github.com/nsbox/nsbox/container/internal/output"
+	"github.com/nsbox/nsbox/container/internal/runenv"
 	"github.com/nsbox/nsbox/container/workspace"
 )
 
@@ -33,8 +35,8 @@ type Sandbox struct {
 	teardown func()
 
 	started time.Time
-	stdout  *capture
-	stderr  *capture
+	stdout  *output.Capture
+	stderr  *output.Capture
 	readers sync.WaitGroup
 	control *os.File
 	timer   *time.Timer
@@ -67,8 +69,8 @@ func (s *Sandbox) Stats() (cgroup.Stats, error) { return s.cg.Stats() }
 // Output returns what the command has written so far (capped) and the
 // byte counts including what was cut.
 func (s *Sandbox) Output() (stdout, stderr []byte, stdoutTotal, stderrTotal int64) {
-	stdout, stdoutTotal, _ = s.stdout.result()
-	stderr, stderrTotal, _ = s.stderr.result()
+	stdout, stdoutTotal, _ = s.stdout.Result()
+	stderr, stderrTotal, _ = s.stderr.Result()
 	return
 }
 
@@ -127,9 +129,9 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 // and deadline.
 func (e *Engine) start(ctx context.Context, spec Spec, log *slog.Logger, newProcess func(*description) (process, error)) (*Sandbox, error) {
 	lim := spec.Limits.WithDefaults()
-	env, err := buildEnv(spec.Env, lim.CPUs)
+	env, err := runenv.Build(spec.Env, threads(lim.CPUs))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
 	s := &Sandbox{spec: spec, limits: lim, log: log.With("run", spec.ID)}
 	d := e.describe(&spec, lim, env)
@@ -177,8 +179,9 @@ func (e *Engine) start(ctx context.Context, spec Spec, log *slog.Logger, newProc
 // startIO copies the command's output into the captures and feeds its
 // stdin (closing inW at the end of it).
 func (s *Sandbox) startIO(outR, errR, inW *os.File) {
-	s.stdout = &capture{limit: s.limits.OutputBytes, live: s.spec.Stdout, stream: s.spec.StreamOutput, onOverflow: func() { s.Kill(StatusOutputLimit) }}
-	s.stderr = &capture{limit: s.limits.OutputBytes, live: s.spec.Stderr, stream: s.spec.StreamOutput, onOverflow: func() { s.Kill(StatusOutputLimit) }}
+	overflow := func() { s.Kill(StatusOutputLimit) }
+	s.stdout = output.NewCapture(s.limits.OutputBytes, s.spec.Stdout, s.spec.StreamOutput, overflow)
+	s.stderr = output.NewCapture(s.limits.OutputBytes, s.spec.Stderr, s.spec.StreamOutput, overflow)
 	s.readers.Add(2)
 	go func() { defer s.readers.Done(); io.Copy(s.stdout, outR) }()
 	go func() { defer s.readers.Done(); io.Copy(s.stderr, errR) }()
@@ -212,8 +215,8 @@ func (s *Sandbox) wait() (*Result, error) {
 	s.readers.Wait()
 
 	res := &Result{ID: s.spec.ID, WallTime: wall}
-	res.Stdout, res.StdoutBytes, res.StdoutTruncated = s.stdout.result()
-	res.Stderr, res.StderrBytes, res.StderrTruncated = s.stderr.result()
+	res.Stdout, res.StdoutBytes, res.StdoutTruncated = s.stdout.Result()
+	res.Stderr, res.StderrBytes, res.StderrTruncated = s.stderr.Result()
 	st, err := s.cg.Stats()
 	if err != nil {
 		s.log.Warn("cgroup stats", "err", err)

@@ -4,6 +4,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/nsbox/nsbox/container/internal/runenv"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
@@ -96,3 +97,6 @@ func (l Limits) WithDefaults() Limits {
 	}
 	return l
 }
+
+// ValidEnvKey reports whether k is a usable environment variable name.
+func ValidEnvKey(k string) error { return runenv.ValidKey(k) }

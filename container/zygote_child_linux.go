@@ -29,11 +29,7 @@ type zygoteChild struct {
 	hpid   int // host pid
 	pidfd  int
 
-	run    *os.File    // our end of the child's socket (fd 3 of its command)
-	theirs [4]*os.File // run socket, stdin, stdout, stderr: the child's ends
-	inW    *os.File
-	outR   *os.File
-	errR   *os.File
+	files *zyproto.ChildFiles
 
 	exitOnce    sync.Once
 	exited      chan struct{}
@@ -63,27 +59,7 @@ func (z *Zygote) newChild(d *description) (_ process, err error) {
 	if c.cg, err = z.e.cgroups.Create(d.id, d.cgroupLimits()); err != nil {
 		return nil, fmt.Errorf("create cgroup: %w", err)
 	}
-	// Our end is non-blocking (deadlines for the handshake); the child's
-	// is a plain blocking socket.
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("run socket: %w", err)
-	}
-	c.run, c.theirs[0] = os.NewFile(uintptr(fds[0]), "run"), os.NewFile(uintptr(fds[1]), "run-child")
-	if err := unix.SetNonblock(fds[1], false); err != nil {
-		return nil, err
-	}
-	// The kernel attaches the sender's host pid to what the child writes.
-	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
-		return nil, fmt.Errorf("run socket: %w", err)
-	}
-	if c.theirs[1], c.inW, err = os.Pipe(); err != nil {
-		return nil, err
-	}
-	if c.outR, c.theirs[2], err = os.Pipe(); err != nil {
-		return nil, err
-	}
-	if c.errR, c.theirs[3], err = os.Pipe(); err != nil {
+	if c.files, err = zyproto.NewChildFiles(); err != nil {
 		return nil, err
 	}
 	cu.Release()
@@ -102,15 +78,20 @@ func (c *zygoteChild) wait() (syscall.WaitStatus, bool) {
 }
 
 func (c *zygoteChild) stdio() (stdout, stderr, stdin, control *os.File) {
-	stdin, c.inW = c.inW, nil
-	return c.outR, c.errR, stdin, c.run
+	f := c.files
+	stdin, f.Stdin = f.Stdin, nil
+	return f.Stdout, f.Stderr, stdin, f.Run
 }
 
 // launch has the zygote fork the child with d's request, then sets it up
 // and verifies it (setUp) before it gets d's command.
 func (c *zygoteChild) launch(d *description, workspace *os.File) error {
 	c.z.warmMigration()
-	if err := c.z.fork(c, d.zygoteRequest(c.slot, c.z.testSkip), workspace); err != nil {
+	// The child's ends of its socket and pipes are closed here whatever
+	// happens: the zygote has them, or the fork failed.
+	err := c.z.conn.Fork(d.zygoteRequest(c.slot, c.z.testSkip), append(c.files.Theirs(), workspace), c)
+	c.files.CloseTheirs()
+	if err != nil {
 		return err
 	}
 	if err := c.setUp(zyproto.Run{Argv: d.argv, Env: d.env}); err != nil {
@@ -120,16 +101,11 @@ func (c *zygoteChild) launch(d *description, workspace *os.File) error {
 	return nil
 }
 
-func (c *zygoteChild) closeTheirs() {
-	for i, f := range c.theirs {
-		if f != nil {
-			f.Close()
-			c.theirs[i] = nil
-		}
-	}
-}
+// Forked learns the child's pid in the zygote's namespace (zyproto.Child).
+func (c *zygoteChild) Forked(zpid int) { c.zpid = zpid }
 
-func (c *zygoteChild) exit(ws syscall.WaitStatus) {
+// Exited reports the child's exit (zyproto.Child).
+func (c *zygoteChild) Exited(ws syscall.WaitStatus) {
 	c.exitOnce.Do(func() {
 		c.status = ws
 		close(c.exited)
@@ -147,10 +123,10 @@ func (c *zygoteChild) signal(sig syscall.Signal) error {
 // place it in its cgroup, verify what it made of itself, and say go with
 // the run's command and environment.
 func (c *zygoteChild) setUp(run zyproto.Run) error {
-	if err := c.run.SetDeadline(time.Now().Add(zygoteSetupTimeout)); err != nil {
+	if err := c.files.Run.SetDeadline(time.Now().Add(zygoteSetupTimeout)); err != nil {
 		return err
 	}
-	h := &zyproto.Handshake{Sock: c.run, Stderr: c.errR}
+	h := &zyproto.Handshake{Sock: c.files.Run, Stderr: c.files.Stderr}
 	pid, err := h.Hello()
 	if err != nil {
 		return err
@@ -183,7 +159,7 @@ func (c *zygoteChild) setUp(run zyproto.Run) error {
 	if err := h.Go(run); err != nil {
 		return err
 	}
-	return c.run.SetDeadline(time.Time{})
+	return c.files.Run.SetDeadline(time.Time{})
 }
 
 // destroy kills the child (by pidfd, or through the zygote before it has
@@ -196,7 +172,7 @@ func (c *zygoteChild) destroy() {
 		case c.pidfd >= 0:
 			_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
 		case forked:
-			c.z.kill(c.zpid)
+			c.z.conn.Kill(c.zpid)
 		}
 		exited := !forked
 		if forked {
@@ -212,11 +188,8 @@ func (c *zygoteChild) destroy() {
 				c.z.log.Warn("remove zygote child cgroup", "run", c.name, "err", err)
 			}
 		}
-		c.closeTheirs()
-		for _, f := range []*os.File{c.run, c.inW, c.outR, c.errR} {
-			if f != nil {
-				f.Close()
-			}
+		if c.files != nil {
+			c.files.Close()
 		}
 		if c.pidfd >= 0 {
 			unix.Close(c.pidfd)

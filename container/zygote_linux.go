@@ -1,12 +1,9 @@
 package container
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -16,14 +13,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/container/internal/cleanup"
-	"github.com/nsbox/nsbox/container/internal/frame"
 	"github.com/nsbox/nsbox/container/internal/locks"
+	"github.com/nsbox/nsbox/container/internal/output"
 	"github.com/nsbox/nsbox/container/internal/verify"
 	"github.com/nsbox/nsbox/container/internal/zyproto"
 )
@@ -87,15 +83,10 @@ type Zygote struct {
 	ns      map[string]string // the zygote's namespaces ("net:[4026…]")
 	hostNS  map[string]string // the engine's own
 
-	forkMu sync.Mutex // one fork request at a time
+	conn *zyproto.Conn
 
-	mu       sync.Mutex
-	free     []int                // free child slots
-	children map[int]*zygoteChild // by pid in the zygote's pid namespace
-	pending  *zygoteChild         // the fork in flight
-	replies  chan zyproto.Reply   // replies to fork requests
-	dead     chan struct{}        // closed when the zygote is gone
-	deadOnce sync.Once
+	mu   sync.Mutex
+	free []int // free child slots
 
 	forks    atomic.Uint64
 	closing  atomic.Bool
@@ -129,13 +120,12 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 			return nil, fmt.Errorf("%w: zygote module %q is not a module name", ErrInvalidSpec, m)
 		}
 	}
-	zcfg, err := json.Marshal(zyproto.Config{Modules: cfg.Modules, Prelude: cfg.Prelude, HugePages: cfg.HugePages, Slots: cfg.Children, UserID: SandboxUID})
+	argv, err := zyproto.Command(zyproto.Config{Modules: cfg.Modules, Prelude: cfg.Prelude, HugePages: cfg.HugePages, Slots: cfg.Children, UserID: SandboxUID})
 	if err != nil {
 		return nil, err
 	}
 	z := &Zygote{
 		e: e, cfg: cfg, log: e.log.With("zygote", cfg.ID),
-		children: map[int]*zygoteChild{}, replies: make(chan zyproto.Reply, 1), dead: make(chan struct{}),
 	}
 	for i := range cfg.Children {
 		z.free = append(z.free, i)
@@ -148,11 +138,11 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 	// The zygote's numeric libraries stay single-threaded, so that a raw
 	// clone of it is safe; each child sets its own thread count.
 	env := append(slices.Clone(cfg.Env), "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "NUMEXPR_NUM_THREADS=1")
-	out := &logWriter{log: z.log}
+	out := output.NewLog(z.log, "zygote output")
 	spec := Spec{
 		ID:        cfg.ID,
 		RootfsDir: cfg.RootfsDir,
-		Argv:      []string{"python3", "-I", "-c", zyproto.Bootstrap, string(zcfg), zyproto.Source},
+		Argv:      argv,
 		Env:       env,
 		Limits: Limits{
 			Timeout:     math.MaxInt64,
@@ -180,15 +170,8 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 	z.sb, z.ctl = sb, sb.Control()
 	ready := make(chan error, 1)
 	go func() {
-		var r zyproto.Reply
-		err := zyproto.ReadFrame(z.ctl, &r)
-		if err == nil && !r.Ready {
-			err = errors.New("no ready frame")
-		}
-		z.skipped = r.Skipped
-		if err == nil && r.Threads != 1 {
-			err = fmt.Errorf("the zygote has %d threads after its imports; it must have one", r.Threads)
-		}
+		var err error
+		z.skipped, err = zyproto.ReadReady(z.ctl)
 		ready <- err
 	}()
 	timer := time.NewTimer(cfg.StartTimeout)
@@ -209,10 +192,11 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 	if err != nil {
 		cu.Clean()
 		<-ready
-		return nil, fmt.Errorf("zygote: %w%s", err, out.tail())
+		return nil, fmt.Errorf("zygote: %w%s", err, out.Tail())
 	}
 	cu.Release()
-	go z.read()
+	z.conn = zyproto.NewConn(z.ctl)
+	go z.serve()
 	z.log.Info("zygote ready", "pid", sb.Pid(), "modules", strings.Join(cfg.Modules, ","), "skipped", strings.Join(z.skipped, ","))
 	return z, nil
 }
@@ -233,7 +217,7 @@ func (z *Zygote) Skipped() []string { return slices.Clone(z.skipped) }
 func (z *Zygote) Forks() uint64 { return z.forks.Load() }
 
 // Done is closed when the zygote has died or been closed.
-func (z *Zygote) Done() <-chan struct{} { return z.dead }
+func (z *Zygote) Done() <-chan struct{} { return z.conn.Dead() }
 
 // Live counts the zygote's children alive now.
 func (z *Zygote) Live() int {
@@ -253,7 +237,7 @@ func (z *Zygote) Close() error {
 		z.sb.Kill(StatusKilled)
 	}
 	_, err := z.sb.Wait()
-	<-z.dead
+	<-z.conn.Dead()
 	z.block.Release()
 	return err
 }
@@ -267,7 +251,7 @@ func (z *Zygote) Kill() { z.sb.Kill(StatusKilled) }
 var ErrZygoteUnsuitable = errors.New("not a run for this zygote")
 
 // ErrZygoteDead reports a zygote that has died or been closed.
-var ErrZygoteDead = errors.New("the zygote is gone")
+var ErrZygoteDead = zyproto.ErrDead
 
 // Suitable reports whether spec can run on z (else Start fails with
 // ErrZygoteUnsuitable).
@@ -326,142 +310,18 @@ func (z *Zygote) warmMigration() {
 // recently still serves the next move.
 const warmEvery = 5 * time.Millisecond
 
-// fork sends one fork request and waits for the zygote's answer. The
-// child's ends of its socket and pipes are closed here whatever happens.
-func (z *Zygote) fork(c *zygoteChild, req zyproto.Request, workspace *os.File) error {
-	defer c.closeTheirs()
-	msg, err := frame.Append(nil, req)
-	if err != nil {
-		return err
+// serve dispatches the zygote's frames until it ends, then kills it
+// unless it is ending already.
+func (z *Zygote) serve() {
+	if err := z.conn.Serve(); err != nil {
+		z.log.Warn("zygote control socket", "err", err)
 	}
-	rights := unix.UnixRights(int(c.theirs[0].Fd()), int(c.theirs[1].Fd()), int(c.theirs[2].Fd()), int(c.theirs[3].Fd()), int(workspace.Fd()))
-
-	z.forkMu.Lock()
-	defer z.forkMu.Unlock()
-	z.mu.Lock()
-	z.pending = c
-	z.mu.Unlock()
-	defer func() {
-		z.mu.Lock()
-		z.pending = nil
-		z.mu.Unlock()
-	}()
 	select {
-	case <-z.dead:
-		return ErrZygoteDead
+	case <-z.sb.Done():
 	default:
-	}
-	n, err := unix.SendmsgN(int(z.ctl.Fd()), msg, rights, nil, 0)
-	for err == nil && n < len(msg) {
-		var m int
-		m, err = z.ctl.Write(msg[n:])
-		n += m
-	}
-	if err != nil {
-		return fmt.Errorf("fork request: %w", err)
-	}
-	select {
-	case r := <-z.replies:
-		if r.Error != "" {
-			return fmt.Errorf("zygote: %s", r.Error)
+		if !z.closing.Load() {
+			z.log.Warn("zygote control socket closed; killing the zygote")
 		}
-		if r.Forked == nil {
-			return fmt.Errorf("zygote: unexpected reply %+v", r)
-		}
-		return nil
-	case <-z.dead:
-		return ErrZygoteDead
+		z.sb.Kill(StatusError)
 	}
-}
-
-// read dispatches the zygote's frames until it ends.
-func (z *Zygote) read() {
-	defer z.died()
-	for {
-		var r zyproto.Reply
-		if err := zyproto.ReadFrame(z.ctl, &r); err != nil {
-			if !errors.Is(err, io.EOF) {
-				z.log.Warn("zygote control socket", "err", err)
-			}
-			return
-		}
-		switch {
-		case r.Exit != nil:
-			z.mu.Lock()
-			c := z.children[*r.Exit]
-			delete(z.children, *r.Exit)
-			z.mu.Unlock()
-			if c != nil {
-				c.exit(syscall.WaitStatus(r.Status))
-			}
-		case r.Forked != nil:
-			z.mu.Lock()
-			if c := z.pending; c != nil {
-				c.zpid = *r.Forked
-				z.children[c.zpid] = c
-			}
-			z.mu.Unlock()
-			z.replies <- r
-		default:
-			z.replies <- r
-		}
-	}
-}
-
-// died marks the zygote gone: its children died with it.
-func (z *Zygote) died() {
-	z.deadOnce.Do(func() {
-		close(z.dead)
-		z.mu.Lock()
-		children := z.children
-		z.children = map[int]*zygoteChild{}
-		z.mu.Unlock()
-		for _, c := range children {
-			c.exit(syscall.WaitStatus(unix.SIGKILL))
-		}
-		select {
-		case <-z.sb.Done():
-		default:
-			if !z.closing.Load() {
-				z.log.Warn("zygote control socket closed; killing the zygote")
-			}
-			z.sb.Kill(StatusError)
-		}
-	})
-}
-
-// logWriter logs a zygote's own output (it should have none: warnings of
-// its imports at most), keeping the last of it for error messages.
-type logWriter struct {
-	log  *slog.Logger
-	mu   sync.Mutex
-	last []byte
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.last = append(w.last, p...)
-	if len(w.last) > 4096 {
-		w.last = w.last[len(w.last)-4096:]
-	}
-	w.log.Warn("zygote output", "text", strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-func (w *logWriter) tail() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.last) == 0 {
-		return ""
-	}
-	return "; output: " + string(bytes.TrimSpace(w.last))
-}
-
-// kill asks the zygote to SIGKILL a child of its own that never got far
-// enough for the engine to hold it by pidfd or cgroup.
-func (z *Zygote) kill(zpid int) {
-	z.forkMu.Lock()
-	defer z.forkMu.Unlock()
-	_ = frame.Write(z.ctl, map[string]int{"kill": zpid})
 }

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,14 +19,39 @@ import (
 	"github.com/nsbox/nsbox/container/internal/frame"
 )
 
-// Source is the zygote, run by Bootstrap.
+// Source is the zygote (Command runs it).
 //
 //go:embed zygote.py
 var Source string
 
-// Bootstrap runs zygote.py (argv[2]) in a module of its own; argv[1] is its
+// bootstrap runs zygote.py (argv[2]) in a module of its own; argv[1] is its
 // JSON Config.
-const Bootstrap = "import sys; exec(compile(sys.argv[2], '<nsbox-zygote>', 'exec'), {'__name__': '_nsbox_zygote'})"
+const bootstrap = "import sys; exec(compile(sys.argv[2], '<nsbox-zygote>', 'exec'), {'__name__': '_nsbox_zygote'})"
+
+// Command is the zygote's command line for cfg.
+func Command(cfg Config) ([]string, error) {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"python3", "-I", "-c", bootstrap, string(b), Source}, nil
+}
+
+// ReadReady reads the zygote's first frame, sent once it has imported its
+// modules, and returns the modules it skipped.
+func ReadReady(r io.Reader) (skipped []string, err error) {
+	var rep Reply
+	if err := ReadFrame(r, &rep); err != nil {
+		return nil, err
+	}
+	if !rep.Ready {
+		return rep.Skipped, errors.New("no ready frame")
+	}
+	if rep.Threads != 1 {
+		return rep.Skipped, fmt.Errorf("the zygote has %d threads after its imports; it must have one", rep.Threads)
+	}
+	return rep.Skipped, nil
+}
 
 // MaxFrame bounds a frame from the zygote.
 const MaxFrame = 1 << 20

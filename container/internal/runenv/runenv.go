@@ -1,20 +1,23 @@
-package container
+// Package runenv builds the environment of a run: a fixed base, nothing of
+// the engine's own, with the caller's pairs on top.
+package runenv
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
-// basePath is the sandbox's PATH unless the spec sets its own.
-const basePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+// BasePath is the sandbox's PATH unless the spec sets its own.
+const BasePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// buildEnv returns the clean environment of a run: a fixed base (nothing of
-// the engine's own environment) with the spec's pairs on top. Numeric
-// libraries get as many threads as the CPU limit allows.
-func buildEnv(extra []string, cpus float64) ([]string, error) {
-	n := fmt.Sprint(threads(cpus))
+// Build returns the clean environment of a run: a fixed base (nothing of
+// the engine's own environment) with extra's KEY=VALUE pairs on top.
+// Numeric libraries get threads threads.
+func Build(extra []string, threads int) ([]string, error) {
+	n := strconv.Itoa(threads)
 	env := []string{
-		"PATH=" + basePath,
+		"PATH=" + BasePath,
 		"HOME=/workspace",
 		"USER=sandbox",
 		"LOGNAME=sandbox",
@@ -34,11 +37,11 @@ func buildEnv(extra []string, cpus float64) ([]string, error) {
 	}
 	for _, kv := range extra {
 		k, _, ok := strings.Cut(kv, "=")
-		if err := ValidEnvKey(k); !ok || err != nil {
-			return nil, fmt.Errorf("%w: env %q: want KEY=VALUE with KEY of letters, digits and _", ErrInvalidSpec, kv)
+		if err := ValidKey(k); !ok || err != nil {
+			return nil, fmt.Errorf("env %q: want KEY=VALUE with KEY of letters, digits and _", kv)
 		}
 		if strings.IndexByte(kv, 0) >= 0 {
-			return nil, fmt.Errorf("%w: env %s contains a NUL byte", ErrInvalidSpec, k)
+			return nil, fmt.Errorf("env %s contains a NUL byte", k)
 		}
 		if i, dup := index[k]; dup {
 			env[i] = kv
@@ -50,8 +53,8 @@ func buildEnv(extra []string, cpus float64) ([]string, error) {
 	return env, nil
 }
 
-// ValidEnvKey reports whether k is a usable environment variable name.
-func ValidEnvKey(k string) error {
+// ValidKey reports whether k is a usable environment variable name.
+func ValidKey(k string) error {
 	if k == "" {
 		return fmt.Errorf("empty environment variable name")
 	}
