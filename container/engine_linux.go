@@ -1,8 +1,6 @@
 package container
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -175,15 +173,6 @@ func (e *Engine) Recover() (int, error) {
 // staleLockAge is how old a free liveness lock must be before Recover
 // deletes it: a new one may be between its creation and its flock.
 const staleLockAge = time.Minute
-
-// NewID returns a fresh run id.
-func NewID() string {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b[:])
-}
 
 func validID(id string) error {
 	if id == "" || len(id) > 64 {
