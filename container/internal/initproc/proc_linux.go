@@ -18,6 +18,7 @@ import (
 
 	"github.com/nsbox/nsbox/cgroup"
 	"github.com/nsbox/nsbox/container/internal/cleanup"
+	"github.com/nsbox/nsbox/container/internal/frame"
 	"github.com/nsbox/nsbox/container/internal/locks"
 	"github.com/nsbox/nsbox/container/sandboxinit"
 )
@@ -200,14 +201,7 @@ func (p *Proc) Place() error {
 
 // Send hands init its config and the workspace mount.
 func (p *Proc) Send(cfg []byte, workspace *os.File) error {
-	rights := unix.UnixRights(int(workspace.Fd()))
-	n, err := unix.SendmsgN(int(p.cfg.Fd()), cfg, rights, nil, 0)
-	for err == nil && n < len(cfg) {
-		var m int
-		m, err = p.cfg.Write(cfg[n:])
-		n += m
-	}
-	if err != nil {
+	if err := frame.SendFiles(p.cfg, cfg, workspace); err != nil {
 		return fmt.Errorf("send init config: %w", err)
 	}
 	return unix.Shutdown(int(p.cfg.Fd()), unix.SHUT_WR)

@@ -55,11 +55,6 @@ func (c *Conn) Fork(req Request, files []*os.File, child Child) error {
 	if err != nil {
 		return err
 	}
-	fds := make([]int, len(files))
-	for i, f := range files {
-		fds[i] = int(f.Fd())
-	}
-	rights := unix.UnixRights(fds...)
 
 	c.forkMu.Lock()
 	defer c.forkMu.Unlock()
@@ -70,13 +65,7 @@ func (c *Conn) Fork(req Request, files []*os.File, child Child) error {
 		return ErrDead
 	default:
 	}
-	n, err := unix.SendmsgN(int(c.sock.Fd()), msg, rights, nil, 0)
-	for err == nil && n < len(msg) {
-		var m int
-		m, err = c.sock.Write(msg[n:])
-		n += m
-	}
-	if err != nil {
+	if err := frame.SendFiles(c.sock, msg, files...); err != nil {
 		return fmt.Errorf("fork request: %w", err)
 	}
 	select {
