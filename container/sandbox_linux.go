@@ -155,7 +155,7 @@ func (e *Engine) start(ctx context.Context, spec Spec, log *slog.Logger, newProc
 	s.ws = &Workspace{ws}
 	for _, f := range spec.Files {
 		if err := s.ws.WriteFile(f.Path, f.Data, f.Mode); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 		}
 	}
 
