@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsbox/nsbox/container/internal/runenv"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 )
 
@@ -19,7 +20,7 @@ func bwrapCmd(root string, argv ...string) *exec.Cmd {
 		"--unshare-all", "--die-with-parent", "--new-session",
 		"--ro-bind", root, "/", "--proc", "/proc", "--dev", "/dev",
 		"--tmpfs", "/tmp", "--tmpfs", "/workspace", "--chdir", "/workspace",
-		"--clearenv", "--setenv", "PATH", basePath, "--setenv", "HOME", "/workspace",
+		"--clearenv", "--setenv", "PATH", runenv.BasePath, "--setenv", "HOME", "/workspace",
 		"--uid", "1000", "--gid", "1000", "--",
 	}
 	return exec.Command("bwrap", append(args, argv...)...)

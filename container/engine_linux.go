@@ -1,8 +1,6 @@
 package container
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,11 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/opencontainers/runc/libcontainer/exeseal"
 	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/cgroup"
-	"github.com/nsbox/nsbox/container/sandboxinit"
+	"github.com/nsbox/nsbox/container/internal/cleanup"
+	"github.com/nsbox/nsbox/container/internal/initproc"
+	"github.com/nsbox/nsbox/container/internal/locks"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
@@ -43,24 +42,24 @@ type Config struct {
 
 // LockDir holds the uid-slot and liveness locks of every engine on the host,
 // whatever its RunDir, so that engines never hand out the same host uid.
-const LockDir = "/run/nsbox/locks"
+const LockDir = locks.Dir
 
 // Engine spawns sandboxes. It is safe for concurrent use.
 type Engine struct {
 	cfg     Config
 	log     *slog.Logger
 	cgroups *cgroup.Manager
-	uids    *uidAllocator
-	self    *os.File // sealed copy of this binary, re-executed as init
+	uids    *locks.Allocator
+	self    *os.File // sealed copy of the init binary, exec'd as init
 	masked  []string
 	ro      []string
-	spares  *spares
+	spares  *initproc.Spares
 }
 
 // New prepares an engine: it checks it runs as root, compiles the default
 // seccomp program, seals a copy of its own binary for init, and prepares the
 // cgroup parent and lock directory.
-func New(cfg Config) (*Engine, error) {
+func New(cfg Config) (_ *Engine, err error) {
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
 	}
@@ -92,64 +91,37 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}
-	// CVE-2019-5736: the sandbox must never be able to reach (and rewrite)
-	// the binary that runs as init; exec a sealed copy instead.
-	self, initPath, err := sealInit(cfg.InitBinary, cfg.RunDir)
+	cu := cleanup.Make(func() { closeCgroups(cg, log) })
+	defer cu.Clean()
+	self, initPath, err := initproc.Seal(cfg.InitBinary, cfg.RunDir)
 	if err != nil {
 		return nil, err
 	}
 	log.Debug("sandbox init", "binary", initPath)
-	// Without overlayfs exeseal falls back to a sealed memfd copy, created
-	// 0700 by root: init runs as a mapped uid and must be able to exec it.
-	// (The overlayfs variant is an O_PATH fd: fchmod fails, harmlessly.)
-	_ = unix.Fchmod(int(self.Fd()), 0o555)
 	e := &Engine{
 		cfg:     cfg,
 		log:     log,
 		cgroups: cg,
-		uids:    &uidAllocator{dir: LockDir},
+		uids:    &locks.Allocator{Dir: LockDir},
 		self:    self,
 		masked:  maskedPaths(),
 		ro:      readOnlyPaths(),
 	}
 	if cfg.Spares > 0 {
-		e.spares = e.startSpares(cfg.Spares)
+		def := DefaultLimits()
+		lim := cgroup.Limits{MemoryBytes: def.MemoryBytes, Pids: def.Pids, CPUs: def.CPUs}
+		e.spares = initproc.NewSpares(cfg.Spares, func() (*initproc.Proc, error) { return e.newInit("sp-"+NewID(), lim, nil) }, log)
 	}
+	cu.Release()
 	return e, nil
 }
 
-// sealInit returns a sealed copy of the init binary to exec and the path it
-// was copied from ("" for this executable).
-func sealInit(path, tmpDir string) (*os.File, string, error) {
-	if path == "" {
-		if exe, err := os.Executable(); err == nil {
-			cand := filepath.Join(filepath.Dir(exe), sandboxinit.Arg0)
-			if st, err := os.Stat(cand); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-				path = cand
-			}
-		}
+// closeCgroups removes the cgroup parent unless another engine with the
+// same CgroupName still has sandboxes in it.
+func closeCgroups(cg *cgroup.Manager, log *slog.Logger) {
+	if err := cg.Close(); err != nil && !errors.Is(err, unix.EBUSY) {
+		log.Debug("remove cgroup parent", "err", err)
 	}
-	if path == "" {
-		self, err := exeseal.CloneSelfExe(tmpDir)
-		if err != nil {
-			return nil, "", fmt.Errorf("seal a copy of the nsbox binary: %w", err)
-		}
-		return self, "", nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("sandbox init binary: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, "", fmt.Errorf("sandbox init binary: %w", err)
-	}
-	sealed, err := exeseal.CloneBinary(f, st.Size(), path, tmpDir)
-	if err != nil {
-		return nil, "", fmt.Errorf("seal a copy of %s: %w", path, err)
-	}
-	return sealed, path, nil
 }
 
 // CgroupMode reports the cgroup layout the engine enforces limits with.
@@ -160,11 +132,9 @@ func (e *Engine) CgroupMode() cgroup.Mode { return e.cgroups.Mode() }
 // may still be using it; then it stays). Call it after the last Run.
 func (e *Engine) Close() error {
 	if e.spares != nil {
-		e.spares.close()
+		e.spares.Close()
 	}
-	if err := e.cgroups.Close(); err != nil && !errors.Is(err, unix.EBUSY) {
-		e.log.Debug("remove cgroup parent", "err", err)
-	}
+	closeCgroups(e.cgroups, e.log)
 	return e.self.Close()
 }
 
@@ -179,7 +149,7 @@ func (e *Engine) Recover() (int, error) {
 	n := 0
 	var errs []error
 	for _, id := range ids {
-		lock, err := lockFile(livenessLock(id))
+		lock, err := locks.File(locks.LivePath(id))
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			continue // alive, owned by another engine
 		}
@@ -196,43 +166,13 @@ func (e *Engine) Recover() (int, error) {
 		os.Remove(lock.Name())
 		lock.Close()
 	}
-	removeStaleLocks(staleLockAge)
+	locks.RemoveStale(staleLockAge)
 	return n, errors.Join(errs...)
 }
 
 // staleLockAge is how old a free liveness lock must be before Recover
 // deletes it: a new one may be between its creation and its flock.
 const staleLockAge = time.Minute
-
-// removeStaleLocks deletes liveness lock files that nobody holds and that
-// are older than age, whichever engine made them: their sandboxes are gone
-// (a killed engine whose cgroups were removed by other means leaves them).
-func removeStaleLocks(age time.Duration) {
-	paths, _ := filepath.Glob(filepath.Join(LockDir, "sandbox-*.lock"))
-	for _, p := range paths {
-		st, err := os.Lstat(p)
-		if err != nil || !st.Mode().IsRegular() || time.Since(st.ModTime()) < age {
-			continue
-		}
-		lock, err := lockFile(p)
-		if err != nil {
-			continue // held: alive
-		}
-		os.Remove(p)
-		lock.Close()
-	}
-}
-
-func livenessLock(id string) string { return filepath.Join(LockDir, "sandbox-"+id+".lock") }
-
-// NewID returns a fresh run id.
-func NewID() string {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b[:])
-}
 
 func validID(id string) error {
 	if id == "" || len(id) > 64 {

@@ -38,12 +38,3 @@ type Result struct {
 
 	Files []FileInfo `json:"files,omitempty"`
 }
-
-// FileInfo describes a file in /workspace created or changed by the run.
-type FileInfo struct {
-	Path    string `json:"path"`
-	Size    int64  `json:"size"`
-	SHA256  string `json:"sha256"`
-	Mode    uint32 `json:"mode"`
-	Content []byte `json:"content,omitempty"` // inline when it matched ReturnFiles
-}

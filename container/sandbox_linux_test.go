@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nsbox/nsbox/container/internal/locks"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 )
 
@@ -114,7 +116,7 @@ func TestRecoverRemovesStaleLocks(t *testing.T) {
 	e := newTestEngine(t)
 	old := time.Now().Add(-2 * staleLockAge)
 	mk := func(id string, mtime time.Time) string {
-		p := livenessLock(id)
+		p := locks.LivePath(id)
 		if err := os.WriteFile(p, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +129,7 @@ func TestRecoverRemovesStaleLocks(t *testing.T) {
 	stale := mk("test-stale-"+NewID(), old)
 	fresh := mk("test-fresh-"+NewID(), time.Now())
 	held := mk("test-held-"+NewID(), old)
-	f, err := lockFile(held)
+	f, err := locks.File(held)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,4 +145,16 @@ func TestRecoverRemovesStaleLocks(t *testing.T) {
 			t.Errorf("%s removed: %v", p, err)
 		}
 	}
+}
+
+// An engine that cannot be made leaves nothing behind: a bad init binary
+// fails New after the cgroup parent was created, which must go again.
+func TestNewFailureRemovesTheCgroupParent(t *testing.T) {
+	testenv.RequireRoot(t)
+	name := testenv.CgroupName()
+	_, err := New(Config{RunDir: t.TempDir(), CgroupName: name, InitBinary: filepath.Join(t.TempDir(), "no-such-init")})
+	if err == nil || !strings.Contains(err.Error(), "sandbox init binary") {
+		t.Fatalf("New with a missing init binary: err = %v", err)
+	}
+	assertNoCgroupParent(t, name)
 }

@@ -14,12 +14,12 @@ func TestInitRunsFromASealedCopy(t *testing.T) {
 	testSpares = 1
 	defer func() { testSpares = 0 }()
 	e := newTestEngine(t)
-	p := e.spares.take()
+	p := e.spares.Take()
 	if p == nil {
 		t.Fatal("no spare init ready")
 	}
-	defer p.destroy()
-	exe := fmt.Sprintf("/proc/%d/exe", p.cmd.Process.Pid)
+	defer p.Destroy()
+	exe := fmt.Sprintf("/proc/%d/exe", p.Cmd.Process.Pid)
 	if f, err := os.OpenFile(exe, os.O_WRONLY, 0); err == nil {
 		f.Close()
 		t.Fatalf("%s opened for writing", exe)

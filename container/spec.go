@@ -4,6 +4,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/nsbox/nsbox/container/internal/runenv"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
@@ -100,5 +101,5 @@ func (l Limits) Or(base Limits) Limits {
 	return l
 }
 
-// MaxInlineBytes caps the total inline content of ReturnFiles in a Result.
-const MaxInlineBytes = 8 << 20
+// ValidEnvKey reports whether k is a usable environment variable name.
+func ValidEnvKey(k string) error { return runenv.ValidKey(k) }

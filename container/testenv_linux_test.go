@@ -39,39 +39,46 @@ func newTestEngine(t testing.TB) *Engine {
 	}
 	if e.spares != nil {
 		// Let the first run find a spare ready.
-		for i := 0; i < 3000 && len(e.spares.ready) < cap(e.spares.ready); i++ {
+		for i := 0; i < 3000 && !e.spares.Full(); i++ {
 			time.Sleep(time.Millisecond)
 		}
 	}
 	t.Cleanup(func() {
 		if e.spares != nil {
-			if e.spares.taken.Load() == 0 && !t.Skipped() {
+			if e.spares.Taken() == 0 && !t.Skipped() {
 				t.Error("no run took a spare init")
 			}
-			e.spares.close() // spares are the engine's, not leftovers
+			e.spares.Close() // spares are the engine's, not leftovers
 		}
 		if left, err := e.cgroups.Leftovers(); err != nil || len(left) > 0 {
 			t.Errorf("cgroups left behind: %v (err %v)", left, err)
 		}
 		e.Close()
-		layout, err := cgroup.LocateSelf()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dirs := map[string]string{"unified": layout.Unified}
-		for ctrl, dir := range layout.V1 {
-			dirs[ctrl] = dir
-		}
-		for ctrl, dir := range dirs {
-			if dir == "" {
-				continue
-			}
-			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-				t.Errorf("cgroup parent %s left in %s", name, ctrl)
-			}
-		}
+		assertNoCgroupParent(t, name)
 	})
 	return e
+}
+
+// assertNoCgroupParent fails t when a cgroup parent called name exists in
+// any hierarchy.
+func assertNoCgroupParent(t testing.TB, name string) {
+	t.Helper()
+	layout, err := cgroup.LocateSelf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]string{"unified": layout.Unified}
+	for ctrl, dir := range layout.V1 {
+		dirs[ctrl] = dir
+	}
+	for ctrl, dir := range dirs {
+		if dir == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("cgroup parent %s left in %s", name, ctrl)
+		}
+	}
 }
 
 // runPy runs python3 -c code with optional spec tweaks.

@@ -1,36 +1,28 @@
 package container
 
 import (
-	"bytes"
 	"context"
-	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nsbox/nsbox/cgroup"
-	"github.com/nsbox/nsbox/container/internal/frame"
+	"github.com/nsbox/nsbox/container/internal/cleanup"
+	"github.com/nsbox/nsbox/container/internal/locks"
+	"github.com/nsbox/nsbox/container/internal/output"
+	"github.com/nsbox/nsbox/container/internal/verify"
+	"github.com/nsbox/nsbox/container/internal/zyproto"
 )
-
-//go:embed zygote.py
-var zygoteSource string
-
-// zygoteBootstrap runs zygote.py (argv[2]) in a module of its own; argv[1]
-// is its JSON config.
-const zygoteBootstrap = "import sys; exec(compile(sys.argv[2], '<nsbox-zygote>', 'exec'), {'__name__': '_nsbox_zygote'})"
 
 // Bounds on a zygote's exchanges with the engine.
 const (
@@ -38,7 +30,6 @@ const (
 	zygoteSetupTimeout = 10 * time.Second
 	// zygoteExitWait bounds the wait for a killed child's exit report.
 	zygoteExitWait = 5 * time.Second
-	maxZygoteFrame = 1 << 20
 )
 
 // ZygoteConfig describes a zygote: a Python interpreter in a sandbox of its
@@ -86,21 +77,16 @@ type Zygote struct {
 	cfg     ZygoteConfig
 	log     *slog.Logger
 	sb      *Sandbox
-	block   *zygoteBlock
+	block   *locks.Block
 	ctl     *os.File
 	skipped []string
 	ns      map[string]string // the zygote's namespaces ("net:[4026…]")
 	hostNS  map[string]string // the engine's own
 
-	forkMu sync.Mutex // one fork request at a time
+	conn *zyproto.Conn
 
-	mu       sync.Mutex
-	free     []int                // free child slots
-	children map[int]*zygoteChild // by pid in the zygote's pid namespace
-	pending  *zygoteChild         // the fork in flight
-	replies  chan zygoteReply     // replies to fork requests
-	dead     chan struct{}        // closed when the zygote is gone
-	deadOnce sync.Once
+	mu   sync.Mutex
+	free []int // free child slots
 
 	forks    atomic.Uint64
 	closing  atomic.Bool
@@ -109,44 +95,6 @@ type Zygote struct {
 	// testSkip names a step children are told to skip (tests of the
 	// verification only).
 	testSkip string
-}
-
-// zygoteRun is what the verified child runs, sent to it directly.
-type zygoteRun struct {
-	Argv []string `json:"argv"`
-	Env  []string `json:"env"`
-}
-
-// zygoteReply is a frame from the zygote.
-type zygoteReply struct {
-	Ready   bool     `json:"ready"`
-	Skipped []string `json:"skipped"`
-	Threads int      `json:"threads"`
-	Forked  *int     `json:"forked"`
-	Error   string   `json:"error"`
-	Exit    *int     `json:"exit"`
-	Status  int      `json:"status"`
-}
-
-// zygoteRequest is a fork request: everything the child applies to
-// itself, decided here.
-// It carries no run's code or data: those go to the child (zygoteRun)
-// once it is verified.
-type zygoteRequest struct {
-	Slot     int      `json:"slot"`
-	Hostname string   `json:"hostname"`
-	TmpBytes int64    `json:"tmp_bytes"`
-	NoFile   uint64   `json:"nofile"`
-	FSize    uint64   `json:"fsize"`
-	UID      int      `json:"uid"`
-	GID      int      `json:"gid"`
-	Masked   []string `json:"masked"`
-	ReadOnly []string `json:"read_only"`
-	Seccomp  []byte   `json:"seccomp"` // base64 in JSON
-	CgroupNS bool     `json:"cgroupns"`
-	Threads  int      `json:"threads"`
-	Control  bool     `json:"control"`
-	TestSkip string   `json:"test_skip,omitempty"`
 }
 
 // StartZygote starts a zygote and returns once it has imported its modules
@@ -172,33 +120,29 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 			return nil, fmt.Errorf("%w: zygote module %q is not a module name", ErrInvalidSpec, m)
 		}
 	}
-	zcfg, err := json.Marshal(map[string]any{"modules": cfg.Modules, "prelude": cfg.Prelude, "huge_pages": cfg.HugePages, "slots": cfg.Children, "user_id": SandboxUID})
+	argv, err := zyproto.Command(zyproto.Config{Modules: cfg.Modules, Prelude: cfg.Prelude, HugePages: cfg.HugePages, Slots: cfg.Children, UserID: SandboxUID})
 	if err != nil {
 		return nil, err
 	}
 	z := &Zygote{
 		e: e, cfg: cfg, log: e.log.With("zygote", cfg.ID),
-		children: map[int]*zygoteChild{}, replies: make(chan zygoteReply, 1), dead: make(chan struct{}),
 	}
 	for i := range cfg.Children {
 		z.free = append(z.free, i)
 	}
-	if z.block, err = e.uids.acquireZygoteBlock(); err != nil {
+	if z.block, err = e.uids.AcquireBlock(); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			z.block.release()
-		}
-	}()
+	cu := cleanup.Make(z.block.Release)
+	defer cu.Clean()
 	// The zygote's numeric libraries stay single-threaded, so that a raw
 	// clone of it is safe; each child sets its own thread count.
 	env := append(slices.Clone(cfg.Env), "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "NUMEXPR_NUM_THREADS=1")
-	out := &logWriter{log: z.log}
+	out := output.NewLog(z.log, "zygote output")
 	spec := Spec{
 		ID:        cfg.ID,
 		RootfsDir: cfg.RootfsDir,
-		Argv:      []string{"python3", "-I", "-c", zygoteBootstrap, string(zcfg), zygoteSource},
+		Argv:      argv,
 		Env:       env,
 		Limits: Limits{
 			Timeout:     math.MaxInt64,
@@ -212,22 +156,22 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 		Stdout:       out,
 		Stderr:       out,
 	}
-	sb, err := e.start(context.WithoutCancel(ctx), spec, z.block)
+	if err := e.validate(&spec); err != nil {
+		return nil, fmt.Errorf("zygote: %w", err)
+	}
+	sb, err := e.start(context.WithoutCancel(ctx), spec, z.log, e.initProcesses(z.block))
 	if err != nil {
 		return nil, fmt.Errorf("zygote: %w", err)
 	}
+	cu.Add(func() {
+		sb.Kill(StatusError)
+		sb.Wait()
+	})
 	z.sb, z.ctl = sb, sb.Control()
 	ready := make(chan error, 1)
 	go func() {
-		var r zygoteReply
-		err := readZygoteFrame(z.ctl, &r)
-		if err == nil && !r.Ready {
-			err = errors.New("no ready frame")
-		}
-		z.skipped = r.Skipped
-		if err == nil && r.Threads != 1 {
-			err = fmt.Errorf("the zygote has %d threads after its imports; it must have one", r.Threads)
-		}
+		var err error
+		z.skipped, err = zyproto.ReadReady(z.ctl)
 		ready <- err
 	}()
 	timer := time.NewTimer(cfg.StartTimeout)
@@ -240,18 +184,19 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 		err = ctx.Err()
 	}
 	if err == nil {
-		z.ns, err = readNamespaces(fmt.Sprint(sb.Pid()))
+		z.ns, err = verify.Namespaces(strconv.Itoa(sb.Pid()))
 	}
 	if err == nil {
-		z.hostNS, err = readNamespaces("self")
+		z.hostNS, err = verify.Namespaces("self")
 	}
 	if err != nil {
-		sb.Kill(StatusError)
-		sb.Wait()
+		cu.Clean()
 		<-ready
-		return nil, fmt.Errorf("zygote: %w%s", err, out.tail())
+		return nil, fmt.Errorf("zygote: %w%s", err, out.Tail())
 	}
-	go z.read()
+	cu.Release()
+	z.conn = zyproto.NewConn(z.ctl)
+	go z.serve()
 	z.log.Info("zygote ready", "pid", sb.Pid(), "modules", strings.Join(cfg.Modules, ","), "skipped", strings.Join(z.skipped, ","))
 	return z, nil
 }
@@ -272,7 +217,7 @@ func (z *Zygote) Skipped() []string { return slices.Clone(z.skipped) }
 func (z *Zygote) Forks() uint64 { return z.forks.Load() }
 
 // Done is closed when the zygote has died or been closed.
-func (z *Zygote) Done() <-chan struct{} { return z.dead }
+func (z *Zygote) Done() <-chan struct{} { return z.conn.Dead() }
 
 // Live counts the zygote's children alive now.
 func (z *Zygote) Live() int {
@@ -292,8 +237,8 @@ func (z *Zygote) Close() error {
 		z.sb.Kill(StatusKilled)
 	}
 	_, err := z.sb.Wait()
-	<-z.dead
-	z.block.release()
+	<-z.conn.Dead()
+	z.block.Release()
 	return err
 }
 
@@ -306,7 +251,7 @@ func (z *Zygote) Kill() { z.sb.Kill(StatusKilled) }
 var ErrZygoteUnsuitable = errors.New("not a run for this zygote")
 
 // ErrZygoteDead reports a zygote that has died or been closed.
-var ErrZygoteDead = errors.New("the zygote is gone")
+var ErrZygoteDead = zyproto.ErrDead
 
 // Suitable reports whether spec can run on z (else Start fails with
 // ErrZygoteUnsuitable).
@@ -324,73 +269,14 @@ func (z *Zygote) Suitable(spec *Spec) error {
 // Start forks a child of the zygote for spec, sandboxes and verifies it,
 // and returns once it runs spec's code. The Sandbox behaves as one from
 // Engine.Start (Wait must be called).
-func (z *Zygote) Start(ctx context.Context, spec Spec) (_ *Sandbox, err error) {
+func (z *Zygote) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if err := z.e.validate(&spec); err != nil {
 		return nil, err
 	}
 	if err := z.Suitable(&spec); err != nil {
 		return nil, err
 	}
-	s := &Sandbox{spec: spec, limits: spec.Limits.WithDefaults(), log: z.log.With("run", spec.ID)}
-	defer func() {
-		if err != nil {
-			s.teardown()
-		}
-	}()
-	env, err := buildEnv(spec.Env, s.limits.CPUs)
-	if err != nil {
-		return nil, err
-	}
-	c, err := z.newChild(spec.ID, cgroup.Limits{MemoryBytes: s.limits.MemoryBytes, Pids: s.limits.Pids, CPUs: s.limits.CPUs})
-	if err != nil {
-		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
-	}
-	s.cleanup = append(s.cleanup, func() {
-		// Wait killed the cgroup already, unless we never got that far.
-		s.killOnce.Do(func() { c.cg.Kill() })
-		c.destroy()
-	})
-	s.zc, s.cg, s.done = c, c.cg, c.exited
-	s.started = time.Now()
-
-	ws, err := newWorkspace(s.limits.DiskBytes, c.hostID, c.hostID)
-	if err != nil {
-		return nil, err
-	}
-	s.ws = ws
-	s.cleanup = append(s.cleanup, func() { ws.close() })
-	for _, f := range spec.Files {
-		if err := ws.WriteFile(f.Path, f.Data, f.Mode); err != nil {
-			return nil, err
-		}
-	}
-	prog := spec.Seccomp
-	if prog == nil {
-		prog = z.e.cfg.Seccomp
-	}
-	req := zygoteRequest{
-		Slot: c.slot, Hostname: "sandbox",
-		TmpBytes: s.limits.DiskBytes, NoFile: 1024, FSize: uint64(s.limits.DiskBytes),
-		UID: SandboxUID, GID: SandboxGID, Masked: z.e.masked, ReadOnly: z.e.ro, Seccomp: prog,
-		CgroupNS: true, Threads: max(1, int(math.Ceil(s.limits.CPUs))), Control: spec.Control,
-		TestSkip: z.testSkip,
-	}
-	z.warmMigration()
-	if err := z.fork(c, req, ws.mnt); err != nil {
-		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
-	}
-	if err := c.setUp(z, zygoteRun{Argv: spec.Argv, Env: env}); err != nil {
-		return nil, fmt.Errorf("sandbox %s: zygote child: %w", spec.ID, err)
-	}
-	z.forks.Add(1)
-	if spec.Control {
-		s.control, c.run = c.run, nil
-	}
-	inW := c.inW
-	c.inW = nil
-	s.startIO(c.outR, c.errR, inW)
-	s.arm(ctx)
-	return s, nil
+	return z.e.start(ctx, spec, z.log, z.newChild)
 }
 
 // Run is Start and Wait.
@@ -424,496 +310,18 @@ func (z *Zygote) warmMigration() {
 // recently still serves the next move.
 const warmEvery = 5 * time.Millisecond
 
-// fork sends one fork request and waits for the zygote's answer. The
-// child's ends of its socket and pipes are closed here whatever happens.
-func (z *Zygote) fork(c *zygoteChild, req zygoteRequest, workspace *os.File) error {
-	defer c.closeTheirs()
-	msg, err := frame.Append(nil, req)
-	if err != nil {
-		return err
+// serve dispatches the zygote's frames until it ends, then kills it
+// unless it is ending already.
+func (z *Zygote) serve() {
+	if err := z.conn.Serve(); err != nil {
+		z.log.Warn("zygote control socket", "err", err)
 	}
-	rights := unix.UnixRights(int(c.theirs[0].Fd()), int(c.theirs[1].Fd()), int(c.theirs[2].Fd()), int(c.theirs[3].Fd()), int(workspace.Fd()))
-
-	z.forkMu.Lock()
-	defer z.forkMu.Unlock()
-	z.mu.Lock()
-	z.pending = c
-	z.mu.Unlock()
-	defer func() {
-		z.mu.Lock()
-		z.pending = nil
-		z.mu.Unlock()
-	}()
 	select {
-	case <-z.dead:
-		return ErrZygoteDead
+	case <-z.sb.Done():
 	default:
-	}
-	n, err := unix.SendmsgN(int(z.ctl.Fd()), msg, rights, nil, 0)
-	for err == nil && n < len(msg) {
-		var m int
-		m, err = z.ctl.Write(msg[n:])
-		n += m
-	}
-	if err != nil {
-		return fmt.Errorf("fork request: %w", err)
-	}
-	select {
-	case r := <-z.replies:
-		if r.Error != "" {
-			return fmt.Errorf("zygote: %s", r.Error)
+		if !z.closing.Load() {
+			z.log.Warn("zygote control socket closed; killing the zygote")
 		}
-		if r.Forked == nil {
-			return fmt.Errorf("zygote: unexpected reply %+v", r)
-		}
-		return nil
-	case <-z.dead:
-		return ErrZygoteDead
+		z.sb.Kill(StatusError)
 	}
-}
-
-// read dispatches the zygote's frames until it ends.
-func (z *Zygote) read() {
-	defer z.died()
-	for {
-		var r zygoteReply
-		if err := readZygoteFrame(z.ctl, &r); err != nil {
-			if !errors.Is(err, io.EOF) {
-				z.log.Warn("zygote control socket", "err", err)
-			}
-			return
-		}
-		switch {
-		case r.Exit != nil:
-			z.mu.Lock()
-			c := z.children[*r.Exit]
-			delete(z.children, *r.Exit)
-			z.mu.Unlock()
-			if c != nil {
-				c.exit(syscall.WaitStatus(r.Status))
-			}
-		case r.Forked != nil:
-			z.mu.Lock()
-			if c := z.pending; c != nil {
-				c.zpid = *r.Forked
-				z.children[c.zpid] = c
-			}
-			z.mu.Unlock()
-			z.replies <- r
-		default:
-			z.replies <- r
-		}
-	}
-}
-
-// died marks the zygote gone: its children died with it.
-func (z *Zygote) died() {
-	z.deadOnce.Do(func() {
-		close(z.dead)
-		z.mu.Lock()
-		children := z.children
-		z.children = map[int]*zygoteChild{}
-		z.mu.Unlock()
-		for _, c := range children {
-			c.exit(syscall.WaitStatus(unix.SIGKILL))
-		}
-		select {
-		case <-z.sb.Done():
-		default:
-			if !z.closing.Load() {
-				z.log.Warn("zygote control socket closed; killing the zygote")
-			}
-			z.sb.Kill(StatusError)
-		}
-	})
-}
-
-// zygoteChild is one child of a zygote, from slot to teardown.
-type zygoteChild struct {
-	z      *Zygote
-	name   string
-	slot   int
-	hostID int
-	live   *os.File
-	cg     *cgroup.Cgroup
-	zpid   int // pid in the zygote's namespace
-	pid    int // host pid
-	pidfd  int
-
-	run    *os.File    // our end of the child's socket (fd 3 of its command)
-	theirs [4]*os.File // run socket, stdin, stdout, stderr: the child's ends
-	inW    *os.File
-	outR   *os.File
-	errR   *os.File
-	buf    []byte // bytes read past the handshake's
-
-	exitOnce    sync.Once
-	exited      chan struct{}
-	status      syscall.WaitStatus
-	destroyOnce sync.Once
-}
-
-func (z *Zygote) newChild(name string, l cgroup.Limits) (_ *zygoteChild, err error) {
-	c := &zygoteChild{z: z, name: name, slot: -1, pidfd: -1, exited: make(chan struct{})}
-	defer func() {
-		if err != nil {
-			c.destroy()
-		}
-	}()
-	z.mu.Lock()
-	if len(z.free) > 0 {
-		c.slot = z.free[len(z.free)-1]
-		z.free = z.free[:len(z.free)-1]
-	}
-	z.mu.Unlock()
-	if c.slot < 0 {
-		return nil, fmt.Errorf("%w: the zygote has %d children alive, its most", ErrNoUIDs, z.cfg.Children)
-	}
-	c.hostID = z.block.childID(c.slot)
-	if c.live, err = lockFile(livenessLock(name)); err != nil {
-		return nil, fmt.Errorf("liveness lock: %w", err)
-	}
-	if c.cg, err = z.e.cgroups.Create(name, l); err != nil {
-		return nil, fmt.Errorf("create cgroup: %w", err)
-	}
-	// Our end is non-blocking (deadlines for the handshake); the child's
-	// is a plain blocking socket.
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("run socket: %w", err)
-	}
-	c.run, c.theirs[0] = os.NewFile(uintptr(fds[0]), "run"), os.NewFile(uintptr(fds[1]), "run-child")
-	if err := unix.SetNonblock(fds[1], false); err != nil {
-		return nil, err
-	}
-	// The kernel attaches the sender's host pid to what the child writes.
-	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
-		return nil, fmt.Errorf("run socket: %w", err)
-	}
-	if c.theirs[1], c.inW, err = os.Pipe(); err != nil {
-		return nil, err
-	}
-	if c.outR, c.theirs[2], err = os.Pipe(); err != nil {
-		return nil, err
-	}
-	if c.errR, c.theirs[3], err = os.Pipe(); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-func (c *zygoteChild) closeTheirs() {
-	for i, f := range c.theirs {
-		if f != nil {
-			f.Close()
-			c.theirs[i] = nil
-		}
-	}
-}
-
-func (c *zygoteChild) exit(ws syscall.WaitStatus) {
-	c.exitOnce.Do(func() {
-		c.status = ws
-		close(c.exited)
-	})
-}
-
-// waitStatus is the child's wait status once exited is closed.
-func (c *zygoteChild) waitStatus() syscall.WaitStatus { return c.status }
-
-func (c *zygoteChild) signal(sig syscall.Signal) error {
-	if c.pidfd < 0 {
-		return unix.ESRCH
-	}
-	return unix.PidfdSendSignal(c.pidfd, sig, nil, 0)
-}
-
-// setUp is the engine's half of the child's set-up: learn its host pid,
-// place it in its cgroup, verify what it made of itself, and say go with
-// the run's command and environment.
-func (c *zygoteChild) setUp(z *Zygote, run zygoteRun) error {
-	if err := c.run.SetDeadline(time.Now().Add(zygoteSetupTimeout)); err != nil {
-		return err
-	}
-	pid, err := c.hello()
-	if err != nil {
-		return err
-	}
-	// The pid is the kernel's; make sure it names our child, then hold it
-	// by a pidfd so that a recycled pid can never be signalled.
-	if c.pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
-		return fmt.Errorf("pidfd of %d: %w", pid, err)
-	}
-	c.pid = pid
-	st, err := readStatus(pid)
-	if err != nil {
-		return err
-	}
-	if want := fmt.Sprintf("%d %d 1", pid, c.zpid); strings.Join(strings.Fields(st["NSpid"]), " ") != want {
-		return fmt.Errorf("host pid %d is not the zygote's child %d: NSpid %q", pid, c.zpid, st["NSpid"])
-	}
-	if err := c.cg.Add(pid); err != nil {
-		return err
-	}
-	if _, err := c.run.Write([]byte{'P'}); err != nil {
-		return fmt.Errorf("placed: %w", err)
-	}
-	if err := c.expect('R'); err != nil {
-		return err
-	}
-	if err := c.verify(z); err != nil {
-		return fmt.Errorf("verification failed, the child never got its code: %w", err)
-	}
-	msg, err := frame.Append([]byte{'G'}, run)
-	if err != nil {
-		return err
-	}
-	if _, err := c.run.Write(msg); err != nil {
-		return fmt.Errorf("go: %w", err)
-	}
-	return c.run.SetDeadline(time.Time{})
-}
-
-// hello reads the child's first byte and the host pid the kernel attached.
-func (c *zygoteChild) hello() (int, error) {
-	rc, err := c.run.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
-	var n, oobn int
-	var rerr error
-	if err := rc.Read(func(fd uintptr) bool {
-		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, 0)
-		return rerr != unix.EAGAIN
-	}); err != nil {
-		return 0, fmt.Errorf("wait for the child: %w", err)
-	}
-	if rerr != nil {
-		return 0, fmt.Errorf("wait for the child: %w", rerr)
-	}
-	c.buf = append(c.buf, buf[:n]...)
-	if err := c.expect('H'); err != nil {
-		return 0, err
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) == 0 {
-		return 0, fmt.Errorf("the child's hello carried no credentials (%v)", err)
-	}
-	cred, err := unix.ParseUnixCredentials(&msgs[0])
-	if err != nil {
-		return 0, fmt.Errorf("the child's credentials: %w", err)
-	}
-	return int(cred.Pid), nil
-}
-
-// expect reads one byte and wants b; 'E' is followed by the child's own
-// error message, up to EOF.
-func (c *zygoteChild) expect(b byte) error {
-	if len(c.buf) == 0 {
-		var one [1]byte
-		n, err := c.run.Read(one[:])
-		if n == 0 {
-			return fmt.Errorf("the child ended during its set-up (%v)%s", err, c.errTail())
-		}
-		c.buf = append(c.buf, one[0])
-	}
-	got := c.buf[0]
-	c.buf = c.buf[1:]
-	switch got {
-	case b:
-		return nil
-	case 'E':
-		rest, _ := io.ReadAll(io.LimitReader(c.run, 4096))
-		return fmt.Errorf("%s", bytes.TrimSpace(append(c.buf, rest...)))
-	}
-	return fmt.Errorf("the child said %q, want %q", got, b)
-}
-
-// errTail is what a dead child left on its stderr, for error messages.
-func (c *zygoteChild) errTail() string {
-	_ = c.errR.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-	b, _ := io.ReadAll(io.LimitReader(c.errR, 4096))
-	_ = c.errR.SetReadDeadline(time.Time{})
-	if len(b) == 0 {
-		return ""
-	}
-	return "; stderr: " + string(bytes.TrimSpace(b))
-}
-
-// verify checks, from the host, what the child made of itself: its
-// credentials, capabilities, no_new_privs, seccomp, id map, cgroup and
-// that none of its namespaces is the zygote's or the engine's.
-func (c *zygoteChild) verify(z *Zygote) error {
-	st, err := readStatus(c.pid)
-	if err != nil {
-		return err
-	}
-	id := fmt.Sprint(c.hostID)
-	ids := id + " " + id + " " + id + " " + id
-	const none = "0000000000000000"
-	for _, w := range [...][2]string{
-		{"Uid", ids}, {"Gid", ids}, {"Groups", ""},
-		{"CapInh", none}, {"CapPrm", none}, {"CapEff", none}, {"CapBnd", none}, {"CapAmb", none},
-		{"Seccomp", "2"}, {"NoNewPrivs", "1"}, {"Threads", "1"},
-	} {
-		if got := strings.Join(strings.Fields(st[w[0]]), " "); got != w[1] {
-			return fmt.Errorf("%s is %q, want %q", w[0], got, w[1])
-		}
-	}
-	for _, f := range []string{"uid_map", "gid_map"} {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", c.pid, f))
-		if err != nil {
-			return err
-		}
-		if got, want := strings.Join(strings.Fields(string(b)), " "), fmt.Sprintf("%d %d 1", SandboxUID, c.hostID); got != want {
-			return fmt.Errorf("%s is %q, want %q", f, got, want)
-		}
-	}
-	ns, err := readNamespaces(fmt.Sprint(c.pid))
-	if err != nil {
-		return err
-	}
-	for _, k := range namespaceKinds {
-		if ns[k] == z.ns[k] || ns[k] == z.hostNS[k] {
-			return fmt.Errorf("the child shares its %s namespace (%s) with the zygote or the host", k, ns[k])
-		}
-	}
-	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", c.pid))
-	if err != nil {
-		return err
-	}
-	if !bytes.Contains(cg, []byte("/"+c.name+"\n")) {
-		return fmt.Errorf("the child is not in its cgroup %s: %s", c.name, bytes.TrimSpace(cg))
-	}
-	return nil
-}
-
-// destroy kills the child (by pidfd, or through the zygote before it has
-// one; the caller has killed its cgroup), waits for its exit, removes its
-// cgroup and frees its slot. Safe on a half-built child and more than once.
-func (c *zygoteChild) destroy() {
-	c.destroyOnce.Do(func() {
-		forked := c.zpid > 0
-		switch {
-		case c.pidfd >= 0:
-			_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
-		case forked:
-			c.z.kill(c.zpid)
-		}
-		exited := !forked
-		if forked {
-			select {
-			case <-c.exited:
-				exited = true
-			case <-time.After(zygoteExitWait):
-				c.z.log.Warn("zygote child did not exit; its slot stays taken", "run", c.name, "pid", c.pid)
-			}
-		}
-		if c.cg != nil {
-			if err := c.cg.Delete(); err != nil {
-				c.z.log.Warn("remove zygote child cgroup", "run", c.name, "err", err)
-			}
-		}
-		c.closeTheirs()
-		for _, f := range []*os.File{c.run, c.inW, c.outR, c.errR} {
-			if f != nil {
-				f.Close()
-			}
-		}
-		if c.pidfd >= 0 {
-			unix.Close(c.pidfd)
-		}
-		if c.live != nil {
-			os.Remove(c.live.Name())
-			c.live.Close()
-		}
-		if c.slot >= 0 && exited {
-			c.z.mu.Lock()
-			c.z.free = append(c.z.free, c.slot)
-			c.z.mu.Unlock()
-		}
-	})
-}
-
-// namespaceKinds are the namespaces every child must have of its own.
-var namespaceKinds = [...]string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"}
-
-// readNamespaces reads /proc/<pid>/ns/* links ("self" for this process).
-func readNamespaces(pid string) (map[string]string, error) {
-	ns := make(map[string]string, len(namespaceKinds))
-	for _, k := range namespaceKinds {
-		l, err := os.Readlink("/proc/" + pid + "/ns/" + k)
-		if err != nil {
-			return nil, err
-		}
-		ns[k] = l
-	}
-	return ns, nil
-}
-
-// readStatus parses /proc/<pid>/status into its fields.
-func readStatus(pid int) (map[string]string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return nil, err
-	}
-	return parseStatus(b), nil
-}
-
-func parseStatus(b []byte) map[string]string {
-	st := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok {
-			st[k] = strings.TrimSpace(v)
-		}
-	}
-	return st
-}
-
-// readZygoteFrame reads one frame of the zygote's into v.
-func readZygoteFrame(r io.Reader, v any) error {
-	b, err := frame.Read(r, maxZygoteFrame)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
-}
-
-// logWriter logs a zygote's own output (it should have none: warnings of
-// its imports at most), keeping the last of it for error messages.
-type logWriter struct {
-	log  *slog.Logger
-	mu   sync.Mutex
-	last []byte
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.last = append(w.last, p...)
-	if len(w.last) > 4096 {
-		w.last = w.last[len(w.last)-4096:]
-	}
-	w.log.Warn("zygote output", "text", strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-func (w *logWriter) tail() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.last) == 0 {
-		return ""
-	}
-	return "; output: " + string(bytes.TrimSpace(w.last))
-}
-
-// kill asks the zygote to SIGKILL a child of its own that never got far
-// enough for the engine to hold it by pidfd or cgroup.
-func (z *Zygote) kill(zpid int) {
-	z.forkMu.Lock()
-	defer z.forkMu.Unlock()
-	_ = frame.Write(z.ctl, map[string]int{"kill": zpid})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container/internal/testenv"
+	"github.com/nsbox/nsbox/container/internal/verify"
 )
 
 // newTestZygote starts a zygote on the test rootfs (or dir) and closes it
@@ -104,22 +105,22 @@ print("setns", err(libc.setns(0, 0)))
 	a, aIn := start()
 	b, bIn := start()
 	// Both alive: compare them from the host.
-	nsA, err := readNamespaces(fmt.Sprint(a.Pid()))
+	nsA, err := verify.Namespaces(fmt.Sprint(a.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nsB, err := readNamespaces(fmt.Sprint(b.Pid()))
+	nsB, err := verify.Namespaces(fmt.Sprint(b.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range namespaceKinds {
+	for _, k := range verify.NamespaceKinds {
 		if nsA[k] == nsB[k] || nsA[k] == z.ns[k] || nsB[k] == z.ns[k] {
 			t.Errorf("%s namespace shared: a %s b %s zygote %s", k, nsA[k], nsB[k], z.ns[k])
 		}
 	}
-	stA, _ := readStatus(a.Pid())
-	stB, _ := readStatus(b.Pid())
-	stZ, _ := readStatus(z.Pid())
+	stA, _ := verify.Status(a.Pid())
+	stB, _ := verify.Status(b.Pid())
+	stZ, _ := verify.Status(z.Pid())
 	if stA["Uid"] == stB["Uid"] || stA["Uid"] == stZ["Uid"] || stB["Uid"] == stZ["Uid"] {
 		t.Errorf("host uids not distinct: a %q b %q zygote %q", stA["Uid"], stB["Uid"], stZ["Uid"])
 	}

@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrTooLarge reports a frame whose length is above the reader's maximum.
@@ -52,4 +55,20 @@ func Read(r io.Reader, max int) ([]byte, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// SendFiles writes all of msg to the Unix socket sock, with the fds of
+// files attached (SCM_RIGHTS) to its first bytes.
+func SendFiles(sock *os.File, msg []byte, files ...*os.File) error {
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	n, err := unix.SendmsgN(int(sock.Fd()), msg, unix.UnixRights(fds...), nil, 0)
+	for err == nil && n < len(msg) {
+		var m int
+		m, err = sock.Write(msg[n:])
+		n += m
+	}
+	return err
 }

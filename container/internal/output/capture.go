@@ -1,14 +1,18 @@
-package container
+// Package output holds the writers a sandbox's output goes into: Capture
+// keeps a capped copy of a command's stream (and forwards it live), Log
+// logs a zygote's own output and keeps its tail for error messages.
+package output
 
 import (
 	"io"
 	"sync"
 )
 
-// capture keeps the first limit bytes of a stream, counts the rest, and
+// Capture keeps the first limit bytes of a stream, counts the rest, and
 // forwards what it keeps to an optional live writer. Past the limit it calls
-// onOverflow once (the engine kills the sandbox then).
-type capture struct {
+// onOverflow once (the engine kills the sandbox then). With stream set it
+// only forwards: it keeps nothing and has no limit.
+type Capture struct {
 	mu         sync.Mutex
 	buf        []byte
 	limit      int64
@@ -16,10 +20,15 @@ type capture struct {
 	live       io.Writer
 	onOverflow func()
 	overflowed bool
-	stream     bool // forward only: keep nothing, no limit
+	stream     bool
 }
 
-func (c *capture) Write(p []byte) (int, error) {
+// NewCapture returns a Capture (see the type).
+func NewCapture(limit int64, live io.Writer, stream bool, onOverflow func()) *Capture {
+	return &Capture{limit: limit, live: live, stream: stream, onOverflow: onOverflow}
+}
+
+func (c *Capture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := len(p)
@@ -49,7 +58,8 @@ func (c *capture) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func (c *capture) result() (data []byte, total int64, truncated bool) {
+// Result is what was kept, the total written and whether some was cut.
+func (c *Capture) Result() (data []byte, total int64, truncated bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.buf, c.total, c.total > int64(len(c.buf))

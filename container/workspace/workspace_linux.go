@@ -1,4 +1,4 @@
-package container
+package workspace
 
 import (
 	"crypto/sha256"
@@ -19,14 +19,14 @@ import (
 // so a crash cannot leave it mounted, and the engine reaches its files only
 // through the mount's fd, beneath it, without following symlinks.
 type Workspace struct {
-	mnt *os.File // owns fd; handed to init as ExtraFiles
+	mnt *os.File // owns fd; handed to the sandbox (Mount)
 	fd  int      // O_PATH fd of the detached mount's root
 	uid int      // host uid/gid owning new files (the sandbox user)
 	gid int
 }
 
-// newWorkspace creates the tmpfs with the given size, owned by uid/gid.
-func newWorkspace(sizeBytes int64, uid, gid int) (*Workspace, error) {
+// New creates the tmpfs with the given size, owned by uid/gid.
+func New(sizeBytes int64, uid, gid int) (*Workspace, error) {
 	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("fsopen tmpfs: %w", err)
@@ -54,9 +54,13 @@ func newWorkspace(sizeBytes int64, uid, gid int) (*Workspace, error) {
 	return &Workspace{mnt: os.NewFile(uintptr(mfd), "workspace"), fd: mfd, uid: uid, gid: gid}, nil
 }
 
-// close drops the engine's reference; the tmpfs is freed once the sandbox's
-// mount namespace is gone too.
-func (w *Workspace) close() error {
+// Mount is the detached mount, for handing to the sandbox's init (as an
+// SCM_RIGHTS fd). It stays the Workspace's.
+func (w *Workspace) Mount() *os.File { return w.mnt }
+
+// Close drops the engine's reference; the tmpfs is freed once the
+// sandbox's mount namespace is gone too.
+func (w *Workspace) Close() error {
 	if w.mnt == nil {
 		return nil
 	}
@@ -98,7 +102,7 @@ func (w *Workspace) WriteFile(p string, data []byte, perm uint32) error {
 	}
 	if _, err := f.Write(data); err != nil {
 		if errors.Is(err, unix.ENOSPC) {
-			return fmt.Errorf("%w: input files exceed the workspace size", ErrInvalidSpec)
+			return fmt.Errorf("write %s: %w", p, ErrFull)
 		}
 		return fmt.Errorf("write %s: %w", p, err)
 	}
@@ -145,10 +149,10 @@ func splitPath(p string) []string {
 // maxListedFiles bounds the file list of one result.
 const maxListedFiles = 10000
 
-// collect lists the regular files of the workspace that differ from the
+// Collect lists the regular files of the workspace that differ from the
 // inputs (by sha256), reading inline content for paths matching patterns up
 // to MaxInlineBytes. Symlinks and special files are never opened.
-func (w *Workspace) collect(inputs map[string]string, patterns []string) ([]FileInfo, error) {
+func (w *Workspace) Collect(inputs map[string]string, patterns []string) ([]FileInfo, error) {
 	var files []FileInfo
 	inline := int64(0)
 	var walk func(dir string) error

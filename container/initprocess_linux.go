@@ -1,0 +1,127 @@
+package container
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/container/internal/initproc"
+	"github.com/nsbox/nsbox/container/internal/locks"
+)
+
+// initProcess is a sandbox whose main process an init the engine cloned
+// became (package initproc).
+type initProcess struct {
+	*initproc.Proc
+	exited chan struct{}
+}
+
+// initProcesses makes the process of an engine's sandbox: a spare init
+// when one is ready, else one cloned now (cold); with zb, a zygote's init
+// (never a spare).
+func (e *Engine) initProcesses(zb *locks.Block) func(*description) (process, error) {
+	return func(d *description) (process, error) {
+		lim := d.cgroupLimits()
+		if e.spares != nil && zb == nil {
+			if p := e.spares.Take(); p != nil {
+				if p.Limits == lim {
+					return newInitProcess(p), nil
+				}
+				if err := p.Cg.SetLimits(lim); err == nil {
+					p.Limits = lim
+					return newInitProcess(p), nil
+				}
+				p.Destroy()
+			}
+		}
+		p, err := e.newInit(d.id, lim, zb)
+		if err != nil {
+			return nil, err
+		}
+		return newInitProcess(p), nil
+	}
+}
+
+func (e *Engine) newInit(name string, l cgroup.Limits, zb *locks.Block) (*initproc.Proc, error) {
+	return initproc.Start(initproc.Options{Name: name, Limits: l, Cgroups: e.cgroups, Self: e.self, UIDs: e.uids, Block: zb})
+}
+
+func newInitProcess(p *initproc.Proc) *initProcess {
+	return &initProcess{Proc: p, exited: make(chan struct{})}
+}
+
+// errCommandNotFound is an init's report that the command does not exist:
+// like a shell, the run still happens, with the message on its stderr.
+type errCommandNotFound struct{ msg string }
+
+func (e *errCommandNotFound) Error() string { return e.msg }
+
+func (p *initProcess) owner() int             { return p.Owner }
+func (p *initProcess) cgroup() *cgroup.Cgroup { return p.Cg }
+func (p *initProcess) pid() int               { return p.Cmd.Process.Pid }
+func (p *initProcess) done() <-chan struct{}  { return p.exited }
+func (p *initProcess) destroy()               { p.Destroy() }
+
+func (p *initProcess) signal(sig syscall.Signal) error { return p.Cmd.Process.Signal(sig) }
+
+// launch gives init its config and workspace, makes sure it sits in its
+// cgroup, and returns once the user's command has been exec'd.
+func (p *initProcess) launch(d *description, workspace *os.File) error {
+	// A cold init builds its mounts while we place it in its cgroup.
+	cfg, err := json.Marshal(d.initConfig(p.Zygote, p.Cg.CloneFD() < 0))
+	if err != nil {
+		return err
+	}
+	if err := p.Send(cfg, workspace); err != nil {
+		return p.Failed(err)
+	}
+	if err := p.Place(); err != nil {
+		return err
+	}
+	if err := p.Go(); err != nil {
+		return p.Failed(err)
+	}
+	// EOF on the error pipe without a message means the exec happened.
+	msg := p.SetupError()
+	if msg != "" && !strings.Contains(msg, "command not found") {
+		p.Cg.Kill()
+		p.Cmd.Wait()
+		return fmt.Errorf("sandbox init: %s", msg)
+	}
+	go func() {
+		// Wait on the process without reaping it, so done fires even
+		// before anyone waits.
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, p.Cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if !errors.Is(err, unix.EINTR) {
+				break
+			}
+		}
+		close(p.exited)
+	}()
+	if msg != "" {
+		return &errCommandNotFound{msg}
+	}
+	return nil
+}
+
+func (p *initProcess) stdio() (stdout, stderr, stdin, control *os.File) {
+	stdin, p.Stdin = p.Stdin, nil
+	return p.Stdout, p.Stderr, stdin, p.Control
+}
+
+func (p *initProcess) wait() (syscall.WaitStatus, bool) {
+	p.Cmd.Wait()
+	if ps := p.Cmd.ProcessState; ps != nil {
+		ws, ok := ps.Sys().(syscall.WaitStatus)
+		return ws, ok
+	}
+	return 0, false
+}

@@ -1,0 +1,190 @@
+// Package locks hands out what engines on one host must never share: host
+// uid slots for sandboxes, id blocks for zygotes, and a liveness lock per
+// sandbox. Each is an exclusive flock on a file under Dir, held for the
+// sandbox's whole life, so it spans engines and processes and a crashed
+// holder's locks free themselves.
+package locks
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dir holds the uid-slot and liveness locks of every engine on the host,
+// whatever its RunDir, so that engines never hand out the same host uid.
+const Dir = "/run/nsbox/locks"
+
+// ErrNoUIDs reports that every slot (or block) is held.
+var ErrNoUIDs = errors.New("no free host uid slot")
+
+// Host ids of sandboxes come from a dedicated range. Slot s owns two host
+// ids: UIDBase+2s (in-sandbox root, used only by init) and UIDBase+2s+1 (the
+// sandbox user, uid/gid 1000 inside). A slot is held by an exclusive flock on
+// <Dir>/uid-<s>.lock for the sandbox's whole life, so two live sandboxes
+// never share a host uid.
+const (
+	UIDBase     = 0x50000000 // 1342177280
+	UIDSlots    = 1 << 15
+	SandboxUID  = 1000
+	SandboxGID  = 1000
+	uidsPerSlot = 2
+)
+
+// Slot is a held uid slot.
+type Slot struct {
+	n    int
+	lock *os.File
+}
+
+// RootID is the host id of the slot's in-sandbox root.
+func (s *Slot) RootID() int { return UIDBase + uidsPerSlot*s.n }
+
+// UserID is the host id of the slot's sandbox user.
+func (s *Slot) UserID() int { return UIDBase + uidsPerSlot*s.n + 1 }
+
+// Release frees the slot.
+func (s *Slot) Release() {
+	if s.lock != nil {
+		s.lock.Close() // drops the flock
+		s.lock = nil
+	}
+}
+
+// Allocator hands out slots and blocks from the lock files in Dir.
+type Allocator struct {
+	Dir  string
+	next atomic.Uint32
+}
+
+// Acquire takes a free uid slot.
+func (a *Allocator) Acquire() (*Slot, error) {
+	start := int(a.next.Add(1))
+	for i := range UIDSlots {
+		n := (start + i) % UIDSlots
+		f, err := File(filepath.Join(a.Dir, fmt.Sprintf("uid-%d.lock", n)))
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		a.next.Store(uint32(n))
+		return &Slot{n: n, lock: f}, nil
+	}
+	return nil, ErrNoUIDs
+}
+
+// File opens (creating) path and takes an exclusive, non-blocking flock
+// (EWOULDBLOCK when another holds it).
+func File(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Zygotes take their ids from a range of their own, a block of
+// BlockIDs per zygote: the block's first id is the zygote's root and
+// the rest are its children's sandbox users, one per live child. A block is
+// held by an exclusive flock on <Dir>/zygote-uid-<b>.lock.
+const (
+	ZygoteUIDBase = 0x60000000 // 1610612736
+	ZygoteBlocks  = 1 << 12
+	BlockIDs      = 1024
+	// MaxZygoteChildren is the most children one zygote can have alive.
+	MaxZygoteChildren = BlockIDs - 1
+	// ZygoteChildIDs is where the children's ids start inside the
+	// zygote's user namespace (zygote.py's ZYGOTE_UID_BASE).
+	ZygoteChildIDs = 100000
+)
+
+// Block is a held zygote id block.
+type Block struct {
+	n    int
+	lock *os.File
+}
+
+// RootID is the host id of the zygote's root.
+func (b *Block) RootID() int { return ZygoteUIDBase + BlockIDs*b.n }
+
+// ChildID is the host id of the sandbox user of the child in slot i.
+func (b *Block) ChildID(i int) int { return b.RootID() + 1 + i }
+
+// Release frees the block.
+func (b *Block) Release() {
+	if b.lock != nil {
+		b.lock.Close()
+		b.lock = nil
+	}
+}
+
+// AcquireBlock takes a free zygote id block.
+func (a *Allocator) AcquireBlock() (*Block, error) {
+	for n := range ZygoteBlocks {
+		f, err := File(filepath.Join(a.Dir, fmt.Sprintf("zygote-uid-%d.lock", n)))
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &Block{n: n, lock: f}, nil
+	}
+	return nil, ErrNoUIDs
+}
+
+// Live is a sandbox's liveness lock: held while the sandbox lives, so that
+// a successor engine's Recover leaves it alone.
+type Live struct{ f *os.File }
+
+// LivePath is the liveness lock file of sandbox id.
+func LivePath(id string) string { return filepath.Join(Dir, "sandbox-"+id+".lock") }
+
+// AcquireLive takes sandbox id's liveness lock.
+func AcquireLive(id string) (*Live, error) {
+	f, err := File(LivePath(id))
+	if err != nil {
+		return nil, fmt.Errorf("liveness lock: %w", err)
+	}
+	return &Live{f: f}, nil
+}
+
+// Release removes the lock file and drops the lock. Safe on nil.
+func (l *Live) Release() {
+	if l != nil && l.f != nil {
+		os.Remove(l.f.Name())
+		l.f.Close()
+		l.f = nil
+	}
+}
+
+// RemoveStale deletes liveness lock files that nobody holds and that are
+// older than age, whichever engine made them: their sandboxes are gone (a
+// killed engine whose cgroups were removed by other means leaves them). A
+// new one may be between its creation and its flock: age spares it.
+func RemoveStale(age time.Duration) {
+	paths, _ := filepath.Glob(filepath.Join(Dir, "sandbox-*.lock"))
+	for _, p := range paths {
+		st, err := os.Lstat(p)
+		if err != nil || !st.Mode().IsRegular() || time.Since(st.ModTime()) < age {
+			continue
+		}
+		lock, err := File(p)
+		if err != nil {
+			continue // held: alive
+		}
+		os.Remove(p)
+		lock.Close()
+	}
+}

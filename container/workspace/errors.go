@@ -1,0 +1,12 @@
+package workspace
+
+import "errors"
+
+// Sentinel errors, wrapped with the operation and path.
+var (
+	ErrInvalidPath = errors.New("invalid workspace path")
+	ErrNotExist    = errors.New("no such file in the workspace")
+	ErrNotRegular  = errors.New("not a regular file")
+	ErrTooLarge    = errors.New("file too large")
+	ErrFull        = errors.New("the workspace is full")
+)

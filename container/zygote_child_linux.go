@@ -1,0 +1,204 @@
+package container
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/container/internal/cleanup"
+	"github.com/nsbox/nsbox/container/internal/locks"
+	"github.com/nsbox/nsbox/container/internal/verify"
+	"github.com/nsbox/nsbox/container/internal/zyproto"
+)
+
+// zygoteChild is a sandbox whose main process is a child of a zygote, from
+// slot to teardown.
+type zygoteChild struct {
+	z      *Zygote
+	name   string
+	slot   int
+	hostID int
+	live   *locks.Live
+	cg     *cgroup.Cgroup
+	zpid   int // pid in the zygote's namespace
+	hpid   int // host pid
+	pidfd  int
+
+	files *zyproto.ChildFiles
+
+	exitOnce    sync.Once
+	exited      chan struct{}
+	status      syscall.WaitStatus
+	destroyOnce sync.Once
+}
+
+// newChild takes a slot of the zygote's for d's sandbox, with its liveness
+// lock, cgroup, run socket and pipes; launch has the zygote fork it.
+func (z *Zygote) newChild(d *description) (_ process, err error) {
+	c := &zygoteChild{z: z, name: d.id, slot: -1, pidfd: -1, exited: make(chan struct{})}
+	cu := cleanup.Make(c.destroy)
+	defer cu.Clean()
+	z.mu.Lock()
+	if len(z.free) > 0 {
+		c.slot = z.free[len(z.free)-1]
+		z.free = z.free[:len(z.free)-1]
+	}
+	z.mu.Unlock()
+	if c.slot < 0 {
+		return nil, fmt.Errorf("%w: the zygote has %d children alive, its most", ErrNoUIDs, z.cfg.Children)
+	}
+	c.hostID = z.block.ChildID(c.slot)
+	if c.live, err = locks.AcquireLive(d.id); err != nil {
+		return nil, err
+	}
+	if c.cg, err = z.e.cgroups.Create(d.id, d.cgroupLimits()); err != nil {
+		return nil, fmt.Errorf("create cgroup: %w", err)
+	}
+	if c.files, err = zyproto.NewChildFiles(); err != nil {
+		return nil, err
+	}
+	cu.Release()
+	return c, nil
+}
+
+func (c *zygoteChild) owner() int             { return c.hostID }
+func (c *zygoteChild) cgroup() *cgroup.Cgroup { return c.cg }
+func (c *zygoteChild) pid() int               { return c.hpid }
+func (c *zygoteChild) done() <-chan struct{}  { return c.exited }
+
+// wait waits for the zygote's report of the child's exit.
+func (c *zygoteChild) wait() (syscall.WaitStatus, bool) {
+	<-c.exited
+	return c.status, true
+}
+
+func (c *zygoteChild) stdio() (stdout, stderr, stdin, control *os.File) {
+	f := c.files
+	stdin, f.Stdin = f.Stdin, nil
+	return f.Stdout, f.Stderr, stdin, f.Run
+}
+
+// launch has the zygote fork the child with d's request, then sets it up
+// and verifies it (setUp) before it gets d's command.
+func (c *zygoteChild) launch(d *description, workspace *os.File) error {
+	c.z.warmMigration()
+	// The child's ends of its socket and pipes are closed here whatever
+	// happens: the zygote has them, or the fork failed.
+	err := c.z.conn.Fork(d.zygoteRequest(c.slot, c.z.testSkip), append(c.files.Theirs(), workspace), c)
+	c.files.CloseTheirs()
+	if err != nil {
+		return err
+	}
+	if err := c.setUp(zyproto.Run{Argv: d.argv, Env: d.env}); err != nil {
+		return fmt.Errorf("zygote child: %w", err)
+	}
+	c.z.forks.Add(1)
+	return nil
+}
+
+// Forked learns the child's pid in the zygote's namespace (zyproto.Child).
+func (c *zygoteChild) Forked(zpid int) { c.zpid = zpid }
+
+// Exited reports the child's exit (zyproto.Child).
+func (c *zygoteChild) Exited(ws syscall.WaitStatus) {
+	c.exitOnce.Do(func() {
+		c.status = ws
+		close(c.exited)
+	})
+}
+
+func (c *zygoteChild) signal(sig syscall.Signal) error {
+	if c.pidfd < 0 {
+		return unix.ESRCH
+	}
+	return unix.PidfdSendSignal(c.pidfd, sig, nil, 0)
+}
+
+// setUp is the engine's half of the child's set-up: learn its host pid,
+// place it in its cgroup, verify what it made of itself, and say go with
+// the run's command and environment.
+func (c *zygoteChild) setUp(run zyproto.Run) error {
+	if err := c.files.Run.SetDeadline(time.Now().Add(zygoteSetupTimeout)); err != nil {
+		return err
+	}
+	h := &zyproto.Handshake{Sock: c.files.Run, Stderr: c.files.Stderr}
+	pid, err := h.Hello()
+	if err != nil {
+		return err
+	}
+	// The pid is the kernel's; make sure it names our child, then hold it
+	// by a pidfd so that a recycled pid can never be signalled.
+	if c.pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
+		return fmt.Errorf("pidfd of %d: %w", pid, err)
+	}
+	c.hpid = pid
+	if err := verify.Child(pid, c.zpid); err != nil {
+		return err
+	}
+	if err := c.cg.Add(pid); err != nil {
+		return err
+	}
+	if err := h.Placed(); err != nil {
+		return err
+	}
+	if err := h.Expect('R'); err != nil {
+		return err
+	}
+	// From the host: its credentials, capabilities, no_new_privs, seccomp,
+	// id map, cgroup, and that none of its namespaces is the zygote's or
+	// the engine's.
+	want := verify.Want{HostID: c.hostID, SandboxUID: SandboxUID, Cgroup: c.name, Foreign: []map[string]string{c.z.ns, c.z.hostNS}}
+	if err := verify.Sandboxed(pid, want); err != nil {
+		return fmt.Errorf("verification failed, the child never got its code: %w", err)
+	}
+	if err := h.Go(run); err != nil {
+		return err
+	}
+	return c.files.Run.SetDeadline(time.Time{})
+}
+
+// destroy kills the child (by pidfd, or through the zygote before it has
+// one; the sandbox has killed its cgroup), waits for its exit, removes its
+// cgroup and frees its slot. Safe on a half-built child and more than once.
+func (c *zygoteChild) destroy() {
+	c.destroyOnce.Do(func() {
+		forked := c.zpid > 0
+		switch {
+		case c.pidfd >= 0:
+			_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
+		case forked:
+			c.z.conn.Kill(c.zpid)
+		}
+		exited := !forked
+		if forked {
+			select {
+			case <-c.exited:
+				exited = true
+			case <-time.After(zygoteExitWait):
+				c.z.log.Warn("zygote child did not exit; its slot stays taken", "run", c.name, "pid", c.hpid)
+			}
+		}
+		if c.cg != nil {
+			if err := c.cg.Delete(); err != nil {
+				c.z.log.Warn("remove zygote child cgroup", "run", c.name, "err", err)
+			}
+		}
+		if c.files != nil {
+			c.files.Close()
+		}
+		if c.pidfd >= 0 {
+			unix.Close(c.pidfd)
+		}
+		c.live.Release()
+		if c.slot >= 0 && exited {
+			c.z.mu.Lock()
+			c.z.free = append(c.z.free, c.slot)
+			c.z.mu.Unlock()
+		}
+	})
+}
