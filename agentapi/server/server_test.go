@@ -250,7 +250,7 @@ func TestErrors(t *testing.T) {
 		{"NUL in argv", "POST", "/v1/runs", `{"argv":["a","b\u0000"]}`, nil, 400, "invalid_argument", "argv[1]: contains NUL"},
 		{"dotdot path", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"../etc/passwd","text":"x"}]}`, nil, 400, "invalid_argument", "files[0].path"},
 		{"absolute path", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a","text":""},{"path":"/etc/passwd"}]}`, nil, 400, "invalid_argument", "files[1].path"},
-		{"NUL path", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a\u0000b"}]}`, nil, 400, "invalid_argument", "files[0].path: path contains NUL"},
+		{"NUL path", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a\u0000b"}]}`, nil, 400, "invalid_argument", "files[0].path: path \"a\\x00b\" contains a NUL byte"},
 		{"empty path", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":""}]}`, nil, 400, "invalid_argument", "files[0].path: empty path"},
 		{"duplicate path", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a"},{"path":"a"}]}`, nil, 400, "invalid_argument", "given twice"},
 		{"invalid UTF-8", "POST", "/v1/runs", "{\"argv\":[\"x\"],\"files\":[{\"path\":\"a\",\"text\":\"\xff\"}]}", nil, 400, "invalid_argument", "not valid UTF-8 at byte 43"},
