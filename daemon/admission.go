@@ -2,15 +2,21 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"time"
 )
 
 // admission bounds concurrency: slots runs at once, queue more waiting.
-// A request that finds both full is refused at once (ErrBusy); nothing
-// grows without bound.
+// A request that finds both full is refused at once (ErrBusy, with a retry
+// hint from how long slots are held); nothing grows without bound.
 type admission struct {
 	slots chan struct{}
 	queue chan struct{}
+
+	mu   sync.Mutex
+	held time.Duration // moving average of how long a slot is held
 }
 
 func newAdmission(slots, queue int) *admission {
@@ -22,24 +28,53 @@ func newAdmission(slots, queue int) *admission {
 func (a *admission) acquire(ctx context.Context) (release func(), err error) {
 	select {
 	case a.slots <- struct{}{}:
-		return a.release, nil
+		return a.releaser(), nil
 	default:
 	}
 	select {
 	case a.queue <- struct{}{}:
 	default:
-		return nil, ErrBusy
+		return nil, &BusyError{RetryAfter: a.retryAfter()}
 	}
 	defer func() { <-a.queue }()
 	select {
 	case a.slots <- struct{}{}:
-		return a.release, nil
+		return a.releaser(), nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for a run slot: %w", context.Cause(ctx))
 	}
 }
 
-func (a *admission) release() { <-a.slots }
+// releaser gives the slot back once and learns how long it was held.
+func (a *admission) releaser() func() {
+	start := time.Now()
+	return sync.OnceFunc(func() {
+		d := time.Since(start)
+		a.mu.Lock()
+		a.held += (d - a.held) / 8
+		a.mu.Unlock()
+		<-a.slots
+	})
+}
+
+// retryAfter estimates when a place frees up: everything admitted and
+// queued drains through the slots at the mean holding time, plus the one
+// asking. A client told this waits its turn instead of hammering.
+func (a *admission) retryAfter() time.Duration {
+	a.mu.Lock()
+	held := a.held
+	a.mu.Unlock()
+	d := held * time.Duration(len(a.queue)+1) / time.Duration(cap(a.slots))
+	return min(max(d, time.Second), time.Minute).Round(time.Second)
+}
 
 func (a *admission) inFlight() int { return len(a.slots) }
 func (a *admission) queued() int   { return len(a.queue) }
+
+// BusyError is ErrBusy with a hint of when to retry.
+type BusyError struct{ RetryAfter time.Duration }
+
+func (e *BusyError) Error() string { return ErrBusy.Error() }
+func (e *BusyError) Is(target error) bool {
+	return target == ErrBusy || errors.Is(ErrBusy, target)
+}

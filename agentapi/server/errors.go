@@ -10,6 +10,7 @@ import (
 	"github.com/nsbox/nsbox/daemon/errdefs"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon"
 )
 
 // Errors of the HTTP layer itself; the core's are classed in package daemon.
@@ -24,7 +25,8 @@ var (
 	ErrMediaType = errors.New("the request body must be application/json")
 )
 
-// retryAfterSeconds is the Retry-After hint sent with 429 and 503.
+// retryAfterSeconds is the Retry-After hint sent with 429 and 503 when the
+// core gives none (a full run queue gives its own, see daemon.BusyError).
 const retryAfterSeconds = 1
 
 // httpErrors is the one table from an error class to its HTTP status and
@@ -67,7 +69,11 @@ func ToHTTP(err error) (int, *agentapi.Error) {
 func writeError(w http.ResponseWriter, err error) {
 	status, ae := ToHTTP(err)
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+		retry := retryAfterSeconds
+		if be := (*daemon.BusyError)(nil); errors.As(err, &be) {
+			retry = max(1, int(be.RetryAfter.Seconds()))
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(retry))
 	}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Connection", "close")
