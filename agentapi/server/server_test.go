@@ -75,8 +75,13 @@ func TestRunHappyPath(t *testing.T) {
 	if !strings.Contains(ts.logs.String(), `"run":"`+res.ID+`"`) {
 		t.Errorf("logs do not carry the run id:\n%s", ts.logs)
 	}
-	if !strings.Contains(ts.logs.String(), fmt.Sprintf(`"uid":%d`, os.Getuid())) {
-		t.Errorf("logs do not carry the peer uid:\n%s", ts.logs)
+	// The request line is logged once the handler returns, which may be
+	// after the client has its answer.
+	uid := fmt.Sprintf(`"uid":%d`, os.Getuid())
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(ts.logs.String(), uid); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("logs do not carry the peer uid:\n%s", ts.logs)
+		}
 	}
 }
 
