@@ -106,17 +106,3 @@ func (e *eventWriter) done() {
 	defer e.mu.Unlock()
 	_ = e.rc.SetWriteDeadline(time.Time{})
 }
-
-// stream returns the io.Writer the engine feeds one stream's output to.
-func (e *eventWriter) stream(typ string) *streamWriter { return &streamWriter{e: e, typ: typ} }
-
-type streamWriter struct {
-	e   *eventWriter
-	typ string
-}
-
-// Write never fails: a gone client cancels the run instead.
-func (w *streamWriter) Write(p []byte) (int, error) {
-	w.e.chunk(w.typ, p)
-	return len(p), nil
-}
