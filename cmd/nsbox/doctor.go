@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container/doctor"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -27,8 +28,8 @@ func doctorCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print a machine-readable report"},
 		},
 		Action: func(c *cli.Context) error {
-			checks := diagnose(gatherFacts(c.String("store"), c.String("socket")))
-			ok := runnable(checks)
+			checks := doctor.Diagnose(doctor.Gather(c.String("store"), c.String("socket")))
+			ok := doctor.Runnable(checks)
 			var err error
 			if c.Bool("json") {
 				err = writeDoctorJSON(c.App.Writer, checks, ok)
@@ -48,17 +49,17 @@ func doctorCommand() *cli.Command {
 
 // doctorReport is the --json output.
 type doctorReport struct {
-	OK     bool    `json:"ok"`
-	Checks []check `json:"checks"`
+	OK     bool           `json:"ok"`
+	Checks []doctor.Check `json:"checks"`
 }
 
-func writeDoctorJSON(w io.Writer, checks []check, ok bool) error {
+func writeDoctorJSON(w io.Writer, checks []doctor.Check, ok bool) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doctorReport{OK: ok, Checks: checks})
 }
 
-func writeDoctorTable(w io.Writer, checks []check, ok bool) error {
+func writeDoctorTable(w io.Writer, checks []doctor.Check, ok bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL\tFIX")
 	for _, c := range checks {

@@ -3,189 +3,18 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
-	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/container/doctor"
 )
 
-// cgroupFixtures are shared with the cgroup package's parser tests; a
-// proc-* directory there is a /proc with pid 1's mountinfo and cgroup.
-const cgroupFixtures = "../../cgroup/testdata"
-
-// goodHost returns the facts of a healthy host with the given cgroup layout.
-func goodHost(t *testing.T, proc string) hostFacts {
-	t.Helper()
-	mounts, self, err := cgroup.ReadProc(filepath.Join(cgroupFixtures, proc), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(cgroupFixtures, "v2-controllers"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hostFacts{
-		EUID:           0,
-		MaxUserNS:      "96365\n",
-		SeccompActions: "kill_process kill_thread trap errno user_notif trace log allow\n",
-		Mounts:         mounts,
-		ProcCgroup:     self,
-		V2Controllers:  strings.Fields(string(b)),
-		Filesystems:    "nodev\tsysfs\nnodev\tcgroup2\nnodev\toverlay\n\text4\n",
-		Store:          "/var/lib/nsbox/rootfs",
-		Rootfs:         []string{"default (datasci, python 3.11.2)"},
-		Socket:         "/run/nsbox/nsbox.sock",
-		InitBinary:     "/usr/local/bin/nsbox-init",
-	}
-}
-
-func byName(checks []check) map[string]check {
-	m := make(map[string]check)
-	for _, c := range checks {
-		m[c.Name] = c
-	}
-	return m
-}
-
-func TestDiagnose(t *testing.T) {
-	tests := []struct {
-		name     string
-		host     func(t *testing.T) hostFacts
-		runnable bool
-		want     map[string]checkStatus // checks whose status is asserted
-		detail   map[string]string      // substrings the detail must hold
-	}{
-		{
-			name:     "hybrid host (this machine)",
-			host:     func(t *testing.T) hostFacts { return goodHost(t, "proc-hybrid") },
-			runnable: true,
-			want: map[string]checkStatus{"root": statusOK, "cgroup mode": statusOK, "cgroup memory": statusOK,
-				"cgroup pids": statusOK, "cgroup cpu": statusOK, "CLONE_INTO_CGROUP": statusOK, "daemon socket": statusOK, "sandbox init": statusOK},
-			detail: map[string]string{
-				"cgroup mode":       "hybrid: v1 controllers at /sys/fs/cgroup/<ctrl>, empty cgroup2 at /sys/fs/cgroup/unified",
-				"cgroup memory":     "/sys/fs/cgroup/memory/process_api/216498d4bd190430ae9b4ca3b085aa35",
-				"CLONE_INTO_CGROUP": "n/a (v1: pids are moved with cgroup.procs)",
-				"seccomp":           "kill_process kill_thread trap errno user_notif trace log allow",
-			},
-		},
-		{
-			name:     "pure v2 host",
-			host:     func(t *testing.T) hostFacts { return goodHost(t, "proc-v2") },
-			runnable: true,
-			want:     map[string]checkStatus{"cgroup mode": statusOK, "cgroup memory": statusOK, "cgroup pids": statusOK, "cgroup cpu": statusOK, "CLONE_INTO_CGROUP": statusOK},
-			detail: map[string]string{
-				"cgroup mode":       "v2: cgroup2 at /sys/fs/cgroup, own cgroup /sys/fs/cgroup/system.slice/nsbox.service",
-				"cgroup pids":       "/sys/fs/cgroup/system.slice/nsbox.service",
-				"CLONE_INTO_CGROUP": "works",
-			},
-		},
-		{
-			name: "v2 without delegated memory, old kernel",
-			host: func(t *testing.T) hostFacts {
-				f := goodHost(t, "proc-v2")
-				f.V2Controllers = []string{"cpu", "pids"}
-				f.CloneIntoErr = syscall.EINVAL
-				return f
-			},
-			want:   map[string]checkStatus{"cgroup memory": statusFail, "cgroup cpu": statusOK, "CLONE_INTO_CGROUP": statusWarn},
-			detail: map[string]string{"cgroup memory": "memory not in /sys/fs/cgroup/system.slice/nsbox.service/cgroup.controllers"},
-		},
-		{
-			name: "not root, no user namespaces",
-			host: func(t *testing.T) hostFacts {
-				f := goodHost(t, "proc-hybrid")
-				f.EUID = 1000
-				f.MaxUserNS = "0\n"
-				return f
-			},
-			want: map[string]checkStatus{"root": statusFail, "user namespaces": statusFail},
-		},
-		{
-			name: "userns sysctl fine but clone refused",
-			host: func(t *testing.T) hostFacts {
-				f := goodHost(t, "proc-hybrid")
-				f.UserNSErr = syscall.EPERM
-				return f
-			},
-			want:   map[string]checkStatus{"user namespaces": statusFail},
-			detail: map[string]string{"user namespaces": "clone(CLONE_NEWUSER) failed"},
-		},
-		{
-			name: "no seccomp, no cgroups",
-			host: func(t *testing.T) hostFacts {
-				f := goodHost(t, "proc-hybrid")
-				f.SeccompActionsErr = os.ErrNotExist
-				f.SeccompActions = ""
-				f.Mounts = nil
-				return f
-			},
-			want: map[string]checkStatus{"seccomp": statusFail, "cgroup mode": statusFail},
-		},
-		{
-			name: "warnings only: no daemon, no store, no overlay, no pidfd",
-			host: func(t *testing.T) hostFacts {
-				f := goodHost(t, "proc-hybrid")
-				f.SocketErr = syscall.ENOENT
-				f.StoreErr = os.ErrNotExist
-				f.Rootfs = nil
-				f.Filesystems = "nodev\tsysfs\n"
-				f.PidfdErr = syscall.ENOSYS
-				f.InitBinary = ""
-				return f
-			},
-			runnable: true,
-			want: map[string]checkStatus{"daemon socket": statusWarn, "rootfs store": statusWarn,
-				"overlayfs": statusWarn, "pidfd": statusWarn, "sandbox init": statusWarn},
-		},
-		{
-			name: "empty store",
-			host: func(t *testing.T) hostFacts {
-				f := goodHost(t, "proc-hybrid")
-				f.Rootfs = nil
-				return f
-			},
-			runnable: true,
-			want:     map[string]checkStatus{"rootfs store": statusWarn},
-			detail:   map[string]string{"rootfs store": "no rootfs"},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			checks := diagnose(tc.host(t))
-			if got := runnable(checks); got != tc.runnable {
-				t.Errorf("runnable = %v, want %v; checks: %+v", got, tc.runnable, checks)
-			}
-			got := byName(checks)
-			for name, st := range tc.want {
-				c, ok := got[name]
-				if !ok {
-					t.Errorf("no %q check", name)
-					continue
-				}
-				if c.Status != st {
-					t.Errorf("%s: status %s (%s), want %s", name, c.Status, c.Detail, st)
-				}
-			}
-			for name, sub := range tc.detail {
-				if !strings.Contains(got[name].Detail, sub) {
-					t.Errorf("%s: detail %q, want it to contain %q", name, got[name].Detail, sub)
-				}
-			}
-			for _, c := range checks {
-				if c.Status == statusFail && c.Fix == "" {
-					t.Errorf("%s fails without a FIX", c.Name)
-				}
-			}
-		})
-	}
-}
-
 func TestDoctorOutput(t *testing.T) {
-	checks := diagnose(goodHost(t, "proc-hybrid"))
+	checks := []doctor.Check{
+		{Name: "root", Status: doctor.StatusOK, Detail: "running as root"},
+		{Name: "cgroup mode", Status: doctor.StatusOK, Detail: "hybrid: v1 controllers at /sys/fs/cgroup/<ctrl>,\nempty cgroup2 at /sys/fs/cgroup/unified (v1 is used)"},
+		{Name: "daemon socket", Status: doctor.StatusWarn, Detail: "/run/nsbox/nsbox.sock: no such file or directory", Fix: "start the daemon: nsbox daemon (or systemctl start nsbox)"},
+	}
 	var table bytes.Buffer
 	if err := writeDoctorTable(&table, checks, true); err != nil {
 		t.Fatal(err)
@@ -195,6 +24,9 @@ func TestDoctorOutput(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Count(out, "\n") != len(checks)+3 {
+		t.Errorf("table has a check over more than one line:\n%s", out)
 	}
 	var js bytes.Buffer
 	if err := writeDoctorJSON(&js, checks, true); err != nil {
@@ -206,22 +38,5 @@ func TestDoctorOutput(t *testing.T) {
 	}
 	if !rep.OK || len(rep.Checks) != len(checks) || rep.Checks[0].Name != "root" {
 		t.Errorf("JSON report = %+v", rep)
-	}
-}
-
-func TestGatherFactsLive(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("requires root: probes user namespaces and cgroups as the daemon would")
-	}
-	f := gatherFacts(t.TempDir(), filepath.Join(t.TempDir(), "none.sock"))
-	if f.CgroupErr != nil || f.UserNSErr != nil || f.PidfdErr != nil {
-		t.Fatalf("facts: cgroup %v userns %v pidfd %v", f.CgroupErr, f.UserNSErr, f.PidfdErr)
-	}
-	if !errors.Is(f.SocketErr, syscall.ENOENT) {
-		t.Errorf("SocketErr = %v, want ENOENT", f.SocketErr)
-	}
-	checks := byName(diagnose(f))
-	if checks["root"].Status != statusOK || checks["cgroup mode"].Status != statusOK {
-		t.Errorf("checks: %+v", checks)
 	}
 }

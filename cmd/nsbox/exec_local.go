@@ -36,7 +36,7 @@ func execInProcess(c *cli.Context, x *execRun) error {
 		Rootfs:        daemon.Store{Store: rootfs.Store{Root: c.String("store")}},
 		MaxConcurrent: 1,
 		NoQueue:       true,
-		Policy: policy.Policy{DefaultRootfs: c.String("rootfs"), MaxLimits: maxLimits(x.limits.WithDefaults(), policy.DefaultMaxLimits())},
+		Policy:        policy.Policy{DefaultRootfs: c.String("rootfs"), MaxLimits: maxLimits(x.limits.WithDefaults(), policy.DefaultMaxLimits())},
 	})
 	if err != nil {
 		return fmt.Errorf("exec: %w", err)

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"errors"
@@ -16,9 +16,11 @@ import (
 	"github.com/nsbox/nsbox/rootfs"
 )
 
-// gatherFacts looks at this host for the doctor.
-func gatherFacts(store, socket string) hostFacts {
-	f := hostFacts{EUID: os.Geteuid(), Store: store, Socket: socket}
+// Gather looks at this host: it reads /proc, forks /bin/true into a new
+// user namespace (and on cgroup v2 into its own cgroup), lists the rootfs
+// store and dials the daemon socket. It changes nothing.
+func Gather(store, socket string) Facts {
+	f := Facts{EUID: os.Geteuid(), Store: store, Socket: socket}
 
 	var b []byte
 	b, f.MaxUserNSErr = os.ReadFile("/proc/sys/user/max_user_namespaces")

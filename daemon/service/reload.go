@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -7,15 +7,13 @@ import (
 	"os"
 	"strings"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/nsbox/nsbox/daemon/config"
 )
 
 // reloader applies the configuration again on SIGHUP (systemctl reload).
 type reloader struct {
-	c       *cli.Context
-	started config.Config // what the daemon started with: restart-only settings stay as here
+	load    func() (config.Config, error) // Options.Reload
+	started config.Config                 // what the daemon started with: restart-only settings stay as here
 	// apply makes the live part of a checked configuration (its Policy)
 	// take effect; on error nothing has changed.
 	apply  func(config.Config) error
@@ -44,7 +42,7 @@ func (r *reloader) loop(ctx context.Context, hup <-chan os.Signal) {
 func (r *reloader) reload() {
 	sdNotify(r.log, "RELOADING=1\nSTATUS=reloading the configuration")
 	defer sdNotify(r.log, "READY=1\nSTATUS="+r.status)
-	next, err := loadConfig(r.c)
+	next, err := r.load()
 	if err != nil {
 		var ce *config.Errors
 		if errors.As(err, &ce) {
@@ -59,7 +57,9 @@ func (r *reloader) reload() {
 		r.log.Error("reload: configuration rejected; keeping the running configuration", "err", err)
 		return
 	}
-	r.level.Set(next.Level())
+	if r.level != nil {
+		r.level.Set(next.Level())
+	}
 	names := make([]string, 0, len(next.Profiles))
 	for _, p := range next.Profiles {
 		names = append(names, p.Name)
