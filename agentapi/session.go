@@ -41,6 +41,9 @@ type Session struct {
 	Limits        Limits    `json:"limits"`
 	// Pooled: the session took a runner from the warm pool.
 	Pooled bool `json:"pooled,omitempty"`
+	// OwnerUID is the uid that created the session (from the socket's peer
+	// credentials); only it, root and the daemon's admin group see it.
+	OwnerUID *uint32 `json:"owner_uid,omitempty"`
 }
 
 // SessionList is the response of GET /v1/sessions.

@@ -318,7 +318,7 @@ func TestSessionsNeedAStarter(t *testing.T) {
 	if _, err := d.Exec(context.Background(), "x", &agentapi.ExecRequest{Code: "1"}, RunOptions{}); !errors.Is(err, ErrNoSessions) {
 		t.Errorf("Exec without a Starter: %v", err)
 	}
-	if got := d.Sessions(); got == nil || len(got) != 0 {
+	if got := d.Sessions(context.Background()); got == nil || len(got) != 0 {
 		t.Errorf("Sessions() = %#v, want an empty list", got)
 	}
 }

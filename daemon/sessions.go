@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/nsbox/nsbox/daemon/errdefs"
@@ -36,7 +37,7 @@ func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest
 	}
 	sess, err := d.sessions.Create(ctx, session.Options{
 		Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
-		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: j.Env, Files: j.Files,
+		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: j.Env, Files: j.Files, Owner: owner(ctx),
 	})
 	if err != nil {
 		return nil, classify(err)
@@ -45,20 +46,23 @@ func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest
 	return &out, nil
 }
 
-// Sessions lists the sessions.
-func (d *Daemon) Sessions() []agentapi.Session {
+// Sessions lists the sessions the caller may see: its own, or all for an
+// admin.
+func (d *Daemon) Sessions(ctx context.Context) []agentapi.Session {
 	out := []agentapi.Session{}
 	if d.sessions != nil {
 		for _, in := range d.sessions.List() {
-			out = append(out, wireSession(in))
+			if d.mayUse(ctx, in.Owner) {
+				out = append(out, wireSession(in))
+			}
 		}
 	}
 	return out
 }
 
 // Session describes one session.
-func (d *Daemon) Session(id string) (*agentapi.Session, error) {
-	sess, err := d.session(id)
+func (d *Daemon) Session(ctx context.Context, id string) (*agentapi.Session, error) {
+	sess, err := d.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -67,9 +71,9 @@ func (d *Daemon) Session(id string) (*agentapi.Session, error) {
 }
 
 // DeleteSession ends a session and removes it.
-func (d *Daemon) DeleteSession(id string) error {
-	if d.sessions == nil {
-		return ErrNoSessions
+func (d *Daemon) DeleteSession(ctx context.Context, id string) error {
+	if _, err := d.session(ctx, id); err != nil {
+		return err
 	}
 	return classify(d.sessions.Delete(id))
 }
@@ -77,7 +81,7 @@ func (d *Daemon) DeleteSession(id string) error {
 // Exec runs a cell in a session; opts.OnStdout/OnStderr stream its output
 // and opts.OnResult is called with the result, as for Run.
 func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts RunOptions) (*agentapi.RunResult, error) {
-	sess, err := d.session(id)
+	sess, err := d.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +116,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 
 // ListFiles lists a session's workspace.
 func (d *Daemon) ListFiles(ctx context.Context, id string) (*agentapi.FileList, error) {
-	sess, err := d.session(id)
+	sess, err := d.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +141,7 @@ func (d *Daemon) ListFiles(ctx context.Context, id string) (*agentapi.FileList, 
 
 // WriteFile writes a file into a session's workspace (mode 0644).
 func (d *Daemon) WriteFile(ctx context.Context, id, path string, data []byte) error {
-	sess, err := d.sessionFile(id, path)
+	sess, err := d.sessionFile(ctx, id, path)
 	if err != nil {
 		return err
 	}
@@ -146,7 +150,7 @@ func (d *Daemon) WriteFile(ctx context.Context, id, path string, data []byte) er
 
 // ReadFile reads a file of a session's workspace, of at most max bytes.
 func (d *Daemon) ReadFile(ctx context.Context, id, path string, max int64) ([]byte, error) {
-	sess, err := d.sessionFile(id, path)
+	sess, err := d.sessionFile(ctx, id, path)
 	if err != nil {
 		return nil, err
 	}
@@ -157,24 +161,29 @@ func (d *Daemon) ReadFile(ctx context.Context, id, path string, max int64) ([]by
 // RemoveFile removes a file (or an empty directory) of a session's
 // workspace.
 func (d *Daemon) RemoveFile(ctx context.Context, id, path string) error {
-	sess, err := d.sessionFile(id, path)
+	sess, err := d.sessionFile(ctx, id, path)
 	if err != nil {
 		return err
 	}
 	return classify(sess.Remove(ctx, path))
 }
 
-func (d *Daemon) session(id string) (*session.Session, error) {
+// session resolves a session the caller may use; another uid's session is
+// not found, exactly as one that does not exist.
+func (d *Daemon) session(ctx context.Context, id string) (*session.Session, error) {
 	if d.sessions == nil {
 		return nil, ErrNoSessions
 	}
 	sess, err := d.sessions.Get(id)
+	if err == nil && !d.mayUse(ctx, sess.Info().Owner) {
+		err = fmt.Errorf("session %q: %w", id, session.ErrNotFound)
+	}
 	return sess, classify(err)
 }
 
 // sessionFile resolves the session and checks a file path in it.
-func (d *Daemon) sessionFile(id, path string) (*session.Session, error) {
-	sess, err := d.session(id)
+func (d *Daemon) sessionFile(ctx context.Context, id, path string) (*session.Session, error) {
+	sess, err := d.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -185,9 +194,14 @@ func (d *Daemon) sessionFile(id, path string) (*session.Session, error) {
 }
 
 func wireSession(in session.Info) agentapi.Session {
-	return agentapi.Session{
+	out := agentapi.Session{
 		ID: in.ID, Rootfs: in.Rootfs, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
 		CreatedAt: in.Created.UTC(), LastUsedAt: in.LastUsed.UTC(), ExecCount: in.ExecCount,
 		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: policy.WireLimits(in.Limits), Pooled: in.Pooled,
 	}
+	if in.Owner >= 0 {
+		uid := uint32(in.Owner)
+		out.OwnerUID = &uid
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 type PeerCred struct {
 	UID, GID uint32
 	PID      int32
+	Groups   []uint32 // supplementary groups (SO_PEERGROUPS)
 }
 
 type peerCredKey struct{}

@@ -55,6 +55,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		case s.draining.Load():
 			writeError(rec, daemon.ErrShuttingDown)
 		default:
+			if pc, ok := PeerCredFrom(r.Context()); ok {
+				r = r.WithContext(daemon.WithCaller(r.Context(), daemon.Caller{UID: pc.UID, Groups: append([]uint32{pc.GID}, pc.Groups...)}))
+			}
 			next.ServeHTTP(rec, r)
 		}
 		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start)}

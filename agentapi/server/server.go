@@ -24,9 +24,9 @@ import (
 type Core interface {
 	Run(ctx context.Context, req *agentapi.RunRequest, opts daemon.RunOptions) (*agentapi.RunResult, error)
 	CreateSession(ctx context.Context, req *agentapi.SessionRequest) (*agentapi.Session, error)
-	Sessions() []agentapi.Session
-	Session(id string) (*agentapi.Session, error)
-	DeleteSession(id string) error
+	Sessions(ctx context.Context) []agentapi.Session
+	Session(ctx context.Context, id string) (*agentapi.Session, error)
+	DeleteSession(ctx context.Context, id string) error
 	Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts daemon.RunOptions) (*agentapi.RunResult, error)
 	ListFiles(ctx context.Context, id string) (*agentapi.FileList, error)
 	WriteFile(ctx context.Context, id, path string, data []byte) error

@@ -43,11 +43,11 @@ func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSessionList(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, agentapi.SessionList{Sessions: s.core.Sessions()})
+	writeJSON(w, http.StatusOK, agentapi.SessionList{Sessions: s.core.Sessions(r.Context())})
 }
 
 func (s *Server) handleSessionGet(w http.ResponseWriter, r *http.Request) {
-	sess, err := s.core.Session(r.PathValue("id"))
+	sess, err := s.core.Session(r.Context(), r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -56,7 +56,7 @@ func (s *Server) handleSessionGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSessionDelete(w http.ResponseWriter, r *http.Request) {
-	if err := s.core.DeleteSession(r.PathValue("id")); err != nil {
+	if err := s.core.DeleteSession(r.Context(), r.PathValue("id")); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -37,6 +37,8 @@ type Options struct {
 	IdleTimeout time.Duration
 	Env         []string
 	Files       []container.File
+	// Owner is the uid of the session's creator, for Info; -1: none.
+	Owner int64
 }
 
 // Info describes a session.
@@ -53,6 +55,7 @@ type Info struct {
 	Limits      container.Limits
 	// Pooled: the session took a runner from the warm pool.
 	Pooled bool
+	Owner  int64 // Options.Owner
 }
 
 // Session is one live (or dead, not yet removed) session.
@@ -89,7 +92,7 @@ func (s *Session) Info() Info {
 	return Info{
 		ID: s.id, Rootfs: s.opts.Rootfs, State: s.state, DeadReason: s.deadWhy, DeadStatus: s.deadSt,
 		Created: s.created, LastUsed: s.lastUsed, ExecCount: s.execs,
-		IdleTimeout: s.opts.IdleTimeout, Limits: s.opts.Limits, Pooled: s.pooled,
+		IdleTimeout: s.opts.IdleTimeout, Limits: s.opts.Limits, Pooled: s.pooled, Owner: s.opts.Owner,
 	}
 }
 

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"os/user"
+	"strconv"
 	"time"
 
 	"github.com/nsbox/nsbox/daemon/policy"
@@ -41,8 +43,23 @@ func (cfg *Config) setSessionsKey(key string, v *unstable.Node) error {
 		} else {
 			s.MaxLifetime = d
 		}
+	case "admin_group":
+		name, err := tomlString(v)
+		if err != nil {
+			return err
+		}
+		g, err := user.LookupGroup(name)
+		if err != nil {
+			return fmt.Errorf("group %q: %v; create it (groupadd %s) or name an existing group", name, err, name)
+		}
+		gid, err := strconv.ParseUint(g.Gid, 10, 32)
+		if err != nil {
+			return fmt.Errorf("group %q has gid %q: %v", name, g.Gid, err)
+		}
+		id := uint32(gid)
+		s.AdminGID = &id
 	default:
-		return fmt.Errorf("unknown key; [sessions] has max, idle_timeout and max_lifetime")
+		return fmt.Errorf("unknown key; [sessions] has max, idle_timeout, max_lifetime and admin_group")
 	}
 	return nil
 }

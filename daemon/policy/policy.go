@@ -32,6 +32,9 @@ type Sessions struct {
 	Max         int           // live sessions at most (default 16)
 	IdleTimeout time.Duration // default idle timeout (15m)
 	MaxLifetime time.Duration // a session's longest life, idle or not (24h)
+	// AdminGID, when set, is a group whose members see and manage every
+	// session, as root does; others only their own.
+	AdminGID *uint32
 }
 
 // DefaultMaxLimits are the maxima a request may ask for unless configured.
