@@ -370,9 +370,10 @@ func (r *Runner) died() {
 }
 
 // LimitOutput caps the output of the runner's whole life from now on, per
-// stream, in cells and between them (a background process's): past n
-// bytes the sandbox is killed (Dead says StatusOutputLimit). 0 removes the
-// cap. The engine does not cap a runner's output: it streams it all here.
+// stream: what cells pass on (up to their caps) and everything written
+// between cells (a background process's). Past n bytes the sandbox is
+// killed (Dead says StatusOutputLimit); 0 removes the cap. The engine does
+// not cap a runner's output: it streams it all here.
 func (r *Runner) LimitOutput(n int64) {
 	past := func() {
 		r.setDead(StatusOutputLimit, fmt.Sprintf("the runner's output passed its lifetime cap of %d bytes per stream; the sandbox was killed", n))

@@ -9,8 +9,9 @@ import (
 // whole life. While a cell runs it forwards the cell's bytes, up to the
 // cell's cap, to the cell's callback and keeps a copy of them; it cuts the
 // stream at the cell's marker, which it never passes on. Between cells
-// output is dropped. Every byte, in a cell or not, counts towards the
-// runner's lifetime cap.
+// output is dropped. What a cell passes on and everything written between
+// cells count towards the runner's lifetime cap (bytes past a cell's own cap
+// do not: that cell is being stopped anyway).
 type sink struct {
 	mu      sync.Mutex
 	active  bool
@@ -64,13 +65,8 @@ func (s *sink) limitLife(n int64, onPast func()) {
 func (s *sink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.life += int64(len(p))
-	if s.lifeLimit > 0 && s.life > s.lifeLimit && s.onLife != nil {
-		f := s.onLife
-		s.onLife = nil
-		f()
-	}
 	if !s.active {
+		s.grow(len(p))
 		return len(p), nil
 	}
 	data := p
@@ -103,11 +99,22 @@ func (s *sink) emitLocked(b []byte) {
 	wasOver := s.total > s.limit
 	s.total += int64(len(b))
 	s.buf = append(s.buf, keep...)
+	s.grow(len(keep))
 	if s.on != nil && len(keep) > 0 {
 		s.on(keep)
 	}
 	if !wasOver && s.total > s.limit {
 		close(s.over)
+	}
+}
+
+// grow counts n bytes towards the lifetime cap.
+func (s *sink) grow(n int) {
+	s.life += int64(n)
+	if s.lifeLimit > 0 && s.life > s.lifeLimit && s.onLife != nil {
+		f := s.onLife
+		s.onLife = nil
+		f()
 	}
 }
 

@@ -80,8 +80,12 @@ func TestSinkLifetimeCap(t *testing.T) {
 	if calls != 0 {
 		t.Fatalf("called at 8 of 10 bytes")
 	}
-	s.begin([]byte("#"), 100, nil)
-	s.Write([]byte("abc#"))
+	// Bytes past a cell's own cap do not count.
+	s.begin([]byte("#"), 1, nil)
+	s.Write([]byte("abcdefgh#"))
+	if calls != 0 {
+		t.Fatalf("called for bytes past the cell's cap")
+	}
 	s.Write([]byte("more"))
 	if calls != 1 {
 		t.Fatalf("called %d times past the lifetime cap, want 1", calls)

@@ -22,9 +22,10 @@ type Config struct {
 	MaxLifetime time.Duration
 	// DefaultIdleTimeout applies when Options.IdleTimeout is 0 (default 15m).
 	DefaultIdleTimeout time.Duration
-	// OutputBytes caps all output of a session's life, per stream, in
-	// execs and between them (runner.LimitOutput); past it the session is
-	// killed, dead with output_limit (default 64 MiB).
+	// OutputBytes caps the output of a session's life, per stream: what
+	// its execs return and all that is written between execs
+	// (runner.LimitOutput). Past it the session is killed, dead with
+	// output_limit (default 64 MiB).
 	OutputBytes int64
 	// OnEnd, when set, is called once for every session that ends, with
 	// the reason's status (metrics).
