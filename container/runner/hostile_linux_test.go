@@ -36,6 +36,7 @@ func floodExec(t *testing.T, r *Runner, code string, kill bool) (*Result, int64)
 		t.Fatalf("flood: status %q truncated %v wall %s, want output_limit well within the timeout (stdout %d bytes)",
 			res.Status, res.StdoutTruncated, res.Wall, res.StdoutBytes)
 	}
+	t.Logf("flood stopped after %s: %d bytes produced, %d streamed", res.Wall, res.StdoutBytes, streamed)
 	if streamed > floodCap+floodChunk || int64(len(res.Stdout)) != floodCap {
 		t.Fatalf("flood: %d bytes streamed and %d kept, want at most %d streamed and %d kept", streamed, len(res.Stdout), floodCap+floodChunk, floodCap)
 	}

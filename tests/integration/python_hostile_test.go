@@ -38,6 +38,7 @@ func floodRun(t *testing.T, d *daemon, rootfs string) *agentapi.RunResult {
 		t.Fatalf("flood: status %s truncated %v, %d bytes kept of %d, wall %d ms; want output_limit at %d bytes well within the 20 s timeout",
 			res.Status, res.StdoutTruncated, len(res.Stdout), res.StdoutBytes, res.WallMs, pyFloodCap)
 	}
+	t.Logf("flood on %s: wall_ms %d, %d bytes produced, %d streamed, pooled %v", rootfs, res.WallMs, res.StdoutBytes, streamed, res.Pooled)
 	if streamed > pyFloodCap+pyFloodChunk {
 		t.Fatalf("flood: %d bytes streamed, want at most %d", streamed, pyFloodCap+pyFloodChunk)
 	}
