@@ -74,8 +74,9 @@ type oneShot interface {
 func (d *Daemon) runOn(ctx context.Context, tk oneShot, spec container.Spec, code string, opts RunOptions, cpuBefore time.Duration) (_ *agentapi.RunResult, closeLate func(), _ error) {
 	ws := tk.Sandbox().Workspace()
 	before, serr := ws.Snapshot()
+	// A flood past the cap kills the sandbox at once: the run is over.
 	req := runner.ExecRequest{Code: code, Timeout: spec.Limits.Timeout, OutputBytes: spec.Limits.OutputBytes,
-		OnStdout: opts.OnStdout, OnStderr: opts.OnStderr}
+		KillOnOverflow: true, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr}
 	res, err := tk.Exec(ctx, req)
 	if err != nil {
 		tk.Kill(container.StatusKilled)

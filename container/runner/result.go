@@ -8,14 +8,15 @@ type Status string
 // Cell statuses. StatusOOM, StatusCrashed and a Result with Killed set mean
 // the runner is dead: later Execs fail with ErrDead.
 const (
-	StatusOK        Status = "ok"        // the cell ran to its end
-	StatusException Status = "exception" // the cell raised
-	StatusTimeout   Status = "timeout"   // the cell passed its timeout and was interrupted (or killed)
-	StatusCancelled Status = "cancelled" // the caller's context ended; interrupted (or killed)
-	StatusOOM       Status = "oom"       // the sandbox ran out of memory; the runner is gone
-	StatusCrashed   Status = "crashed"   // the interpreter exited or died; the runner is gone
-	StatusClosed    Status = "closed"    // Close was called (only from Dead)
-	StatusKilled    Status = "killed"    // Kill was called (only from Dead)
+	StatusOK          Status = "ok"           // the cell ran to its end
+	StatusException   Status = "exception"    // the cell raised
+	StatusTimeout     Status = "timeout"      // the cell passed its timeout and was interrupted (or killed)
+	StatusCancelled   Status = "cancelled"    // the caller's context ended; interrupted (or killed)
+	StatusOOM         Status = "oom"          // the sandbox ran out of memory; the runner is gone
+	StatusCrashed     Status = "crashed"      // the interpreter exited or died; the runner is gone
+	StatusOutputLimit Status = "output_limit" // stdout or stderr passed its cap; interrupted (or killed)
+	StatusClosed      Status = "closed"       // Close was called (only from Dead)
+	StatusKilled      Status = "killed"       // Kill was called (only from Dead)
 )
 
 // Result is the outcome of one cell.
@@ -35,8 +36,9 @@ type Result struct {
 	StdoutTruncated, StderrTruncated bool
 
 	Wall time.Duration
-	// Killed: the cell did not stop after its interrupt and the sandbox was
-	// killed; the runner is dead.
+	// Killed: the sandbox was killed while the cell ran (it did not stop
+	// after its interrupt, or its output passed the cap of a KillOnOverflow
+	// exec or the runner's lifetime cap); the runner is dead.
 	Killed bool
 	// Error says why the runner died, when it did.
 	Error string

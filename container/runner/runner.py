@@ -7,6 +7,21 @@ _REPR_CAP = 65536
 _ns = sys.modules['__main__'].__dict__
 sys.argv[:] = ['']
 _shown = []
+# The runner's own pid: a process forked by a cell (os.fork, multiprocessing,
+# joblib) that comes back into the runner's code is not the runner and must
+# never speak its protocol nor run its loop.
+_PID = os.getpid()
+
+
+def _forget_ctl():
+    # After a fork, in the child: the control socket is the runner's alone.
+    try:
+        os.close(_CTL)
+    except OSError:
+        pass
+
+
+os.register_at_fork(after_in_child=_forget_ctl)
 
 
 def _read(n):
@@ -87,9 +102,11 @@ def _user_tb(tb):
 
 
 def _exception(e):
-    tb = _user_tb(e.__traceback__)
-    lines = traceback.format_exception(type(e), e, tb)
-    return {'name': type(e).__name__, 'value': str(e), 'traceback': ''.join(lines)}
+    te = traceback.TracebackException(type(e), e, _user_tb(e.__traceback__))
+    # A KeyboardInterrupt ends in the runner's own handler (_interrupt).
+    while te.stack and te.stack[-1].filename == '<nsbox-runner>':
+        te.stack.pop()
+    return {'name': type(e).__name__, 'value': str(e), 'traceback': ''.join(te.format())}
 
 
 def _run(count, code):
@@ -144,6 +161,28 @@ def _flush():
             pass
 
 
+# The host sends one SIGINT to interrupt a cell (its timeout, its output
+# cap). It may land as the cell ends; past the cell it must not raise.
+_in_cell = False
+
+
+def _interrupt(signum, frame):
+    if _in_cell:
+        raise KeyboardInterrupt
+
+
+def _child_exit(rep):
+    """A child forked by the cell finished the cell's code: it ends there,
+    as a forked script would, and leaves the answer to the runner."""
+    exc = rep.get('exception')
+    try:
+        if exc:
+            sys.stderr.write(exc['traceback'])
+    finally:
+        _flush()
+        os._exit(1 if exc else 0)
+
+
 def main():
     count = 0
     _send({'ready': True})
@@ -157,8 +196,10 @@ def main():
         if not setup:
             count += 1
         rep = {'count': count}
+        global _in_cell
         try:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            _in_cell = True
+            signal.signal(signal.SIGINT, _interrupt)
             try:
                 if setup:
                     rep['skipped'] = _setup(req.get('preimport') or [])
@@ -175,8 +216,12 @@ def main():
             _shown.clear()
             if figs:
                 rep['figures'] = figs
+            _in_cell = False
         except KeyboardInterrupt as e:
+            _in_cell = False
             rep['exception'] = _exception(e)
+        if os.getpid() != _PID:
+            _child_exit(rep)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _flush()
         m = req['marker'].encode()

@@ -42,6 +42,12 @@ func Argv() []string { return []string{"python3", "-I", "-c", bootstrap, runnerS
 // KeyboardInterrupt before the whole sandbox is killed.
 const InterruptGrace = 2 * time.Second
 
+// OverflowGrace is how long a cell has to stop after the KeyboardInterrupt
+// that its output passing the cap brought, before the whole sandbox is
+// killed. It is shorter than InterruptGrace: what the cell writes from then
+// on is thrown away, so a cell still writing gains nothing and holds a CPU.
+const OverflowGrace = 500 * time.Millisecond
+
 // markerWait bounds the wait for a cell's end markers on stdout and stderr
 // after its reply came (the pipes may lag behind the control socket).
 const markerWait = 2 * time.Second
@@ -177,9 +183,15 @@ type ExecRequest struct {
 	// cell gets a KeyboardInterrupt, and InterruptGrace later the sandbox
 	// is killed.
 	Timeout time.Duration
-	// OutputBytes caps the output kept in the Result, per stream (0: 1 MiB).
-	// Callbacks see all of it.
+	// OutputBytes caps the cell's output, per stream (0: 1 MiB): the
+	// Result and the callbacks get that much, and a cell whose stdout or
+	// stderr passes it is interrupted like a timeout (StatusOutputLimit),
+	// and killed OverflowGrace later if it goes on.
 	OutputBytes int64
+	// KillOnOverflow kills the sandbox at once when the output passes
+	// OutputBytes, instead of interrupting the cell: for a runner that
+	// serves one run and is thrown away after.
+	KillOnOverflow bool
 	// OnStdout and OnStderr receive output as it is produced; they must
 	// not keep the slice.
 	OnStdout, OnStderr func([]byte)
@@ -232,15 +244,12 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 	_, _ = rand.Read(m[:])
 	marker := "\x1b]nsbox-end-" + hex.EncodeToString(m[:]) + "\x07"
 	start := time.Now()
-	outSeen := r.stdout.begin([]byte(marker), req.OutputBytes, req.OnStdout)
-	errSeen := r.stderr.begin([]byte(marker), req.OutputBytes, req.OnStderr)
+	outSeen, outOver := r.stdout.begin([]byte(marker), req.OutputBytes, req.OnStdout)
+	errSeen, errOver := r.stderr.begin([]byte(marker), req.OutputBytes, req.OnStderr)
 
 	res := &Result{}
 	if err := writeFrame(r.ctl, request{Code: req.Code, Marker: marker, Setup: setup, Preimport: preimport}); err != nil {
-		r.died()
-		r.finish(res, start)
-		res.Status, res.Error = r.Dead()
-		return res, nil, nil
+		return r.gone(res, start), nil, nil
 	}
 
 	var timeout <-chan time.Time
@@ -251,20 +260,27 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 	}
 	var grace <-chan time.Time
 	done := ctx.Done()
-	interrupt := func(st Status) {
+	interrupt := func(st Status, d time.Duration) {
 		res.Status = st
 		_ = r.sb.Signal(syscall.SIGINT)
-		grace = time.After(InterruptGrace)
-		timeout, done = nil, nil
+		grace = time.After(d)
+		timeout, done, outOver, errOver = nil, nil, nil, nil
+	}
+	overflow := func() {
+		if req.KillOnOverflow {
+			res.Status = StatusOutputLimit
+			r.setDead(StatusOutputLimit, "the cell's output passed its cap; the sandbox was killed")
+			r.sb.Kill(container.StatusOutputLimit)
+			timeout, done, outOver, errOver = nil, nil, nil, nil // the sandbox's end answers below
+			return
+		}
+		interrupt(StatusOutputLimit, OverflowGrace)
 	}
 	for {
 		select {
 		case rep, ok := <-r.replies:
 			if !ok {
-				r.died()
-				r.finish(res, start)
-				res.Status, res.Error = r.Dead()
-				return res, nil, nil
+				return r.gone(res, start), nil, nil
 			}
 			if !rep.Unmarked {
 				r.waitMarkers(outSeen, errSeen)
@@ -276,7 +292,9 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 				res.Value = *rep.Value
 			}
 			switch {
-			case res.Status != "": // timeout or cancelled, interrupted in time
+			case res.Status != "": // timeout, cancelled or output_limit, interrupted in time
+			case res.StdoutTruncated || res.StderrTruncated: // ended before its overflow was seen
+				res.Status = StatusOutputLimit
 			case rep.Exception != nil:
 				res.Status = StatusException
 			default:
@@ -284,18 +302,23 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 			}
 			return res, skipped, nil
 		case <-r.sb.Done():
-			r.died()
-			r.finish(res, start)
-			res.Status, res.Error = r.Dead()
-			return res, nil, nil
+			return r.gone(res, start), nil, nil
 		case <-timeout:
-			interrupt(StatusTimeout)
+			interrupt(StatusTimeout, InterruptGrace)
 		case <-done:
-			interrupt(StatusCancelled)
+			interrupt(StatusCancelled, InterruptGrace)
+		case <-outOver:
+			overflow()
+		case <-errOver:
+			overflow()
 		case <-grace:
-			why := fmt.Sprintf("the cell did not stop within %s of its KeyboardInterrupt; the sandbox was killed", InterruptGrace)
+			why := "the cell did not stop after its KeyboardInterrupt; the sandbox was killed"
 			r.setDead(res.Status, why)
-			r.sb.Kill(container.StatusTimeout)
+			verdict := container.StatusTimeout
+			if res.Status == StatusOutputLimit {
+				verdict = container.StatusOutputLimit
+			}
+			r.sb.Kill(verdict)
 			<-r.sb.Done()
 			r.finish(res, start)
 			res.Killed = true
@@ -319,6 +342,16 @@ func (r *Runner) waitMarkers(out, err <-chan struct{}) {
 	}
 }
 
+// gone completes res for a cell whose interpreter is gone: the reason is
+// the runner's (an OOM, a crash, an output cap that killed the sandbox).
+func (r *Runner) gone(res *Result, start time.Time) *Result {
+	r.died()
+	r.finish(res, start)
+	res.Status, res.Error = r.Dead()
+	res.Killed = res.Status == StatusOutputLimit
+	return res
+}
+
 func (r *Runner) finish(res *Result, start time.Time) {
 	res.Stdout, res.StdoutBytes, res.StdoutTruncated = r.stdout.end()
 	res.Stderr, res.StderrBytes, res.StderrTruncated = r.stderr.end()
@@ -334,6 +367,20 @@ func (r *Runner) died() {
 	default:
 		r.setDead(StatusCrashed, "the interpreter exited or crashed")
 	}
+}
+
+// LimitOutput caps the output of the runner's whole life from now on, per
+// stream: what cells pass on (up to their caps) and everything written
+// between cells (a background process's). Past n bytes the sandbox is
+// killed (Dead says StatusOutputLimit); 0 removes the cap. The engine does
+// not cap a runner's output: it streams it all here.
+func (r *Runner) LimitOutput(n int64) {
+	past := func() {
+		r.setDead(StatusOutputLimit, fmt.Sprintf("the runner's output passed its lifetime cap of %d bytes per stream; the sandbox was killed", n))
+		r.sb.Kill(container.StatusOutputLimit)
+	}
+	r.stdout.limitLife(n, past)
+	r.stderr.limitLife(n, past)
 }
 
 // Close ends the interpreter (EOF on its control socket, then a kill if it

@@ -6,9 +6,12 @@ import (
 )
 
 // sink is the io.Writer the sandbox's stdout (or stderr) is fed to for its
-// whole life. While a cell runs it forwards the cell's bytes to the cell's
-// callback and keeps a capped copy; it cuts the stream at the cell's marker,
-// which it never passes on. Between cells output is dropped.
+// whole life. While a cell runs it forwards the cell's bytes, up to the
+// cell's cap, to the cell's callback and keeps a copy of them; it cuts the
+// stream at the cell's marker, which it never passes on. Between cells
+// output is dropped. What a cell passes on and everything written between
+// cells count towards the runner's lifetime cap (bytes past a cell's own cap
+// do not: that cell is being stopped anyway).
 type sink struct {
 	mu      sync.Mutex
 	active  bool
@@ -19,17 +22,22 @@ type sink struct {
 	limit   int64
 	total   int64
 	seen    chan struct{} // closed when the marker went by
+	over    chan struct{} // closed when the cell's output passed limit
+
+	life, lifeLimit int64  // bytes over the runner's life; its cap (0: none)
+	onLife          func() // called once, when life passes lifeLimit
 }
 
-// begin starts a cell: output up to marker goes to on (may be nil) and to
-// a copy capped at limit bytes.
-func (s *sink) begin(marker []byte, limit int64, on func([]byte)) <-chan struct{} {
+// begin starts a cell: output up to marker goes, up to limit bytes, to on
+// (may be nil) and to a copy. The first channel is closed when the marker
+// went by, the second when the cell's output passed limit.
+func (s *sink) begin(marker []byte, limit int64, on func([]byte)) (seen, over <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.active, s.marker, s.pending, s.on = true, marker, nil, on
 	s.buf, s.limit, s.total = nil, limit, 0
-	s.seen = make(chan struct{})
-	return s.seen
+	s.seen, s.over = make(chan struct{}), make(chan struct{})
+	return s.seen, s.over
 }
 
 // end stops the cell and returns its captured output, the count of bytes
@@ -46,10 +54,19 @@ func (s *sink) end() (data []byte, total int64, truncated bool) {
 	return s.buf, s.total, s.total > int64(len(s.buf))
 }
 
+// limitLife caps the bytes written over the sink's life, from now on:
+// past n, onPast is called once.
+func (s *sink) limitLife(n int64, onPast func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.life, s.lifeLimit, s.onLife = 0, n, onPast
+}
+
 func (s *sink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.active {
+		s.grow(len(p))
 		return len(p), nil
 	}
 	data := p
@@ -71,16 +88,33 @@ func (s *sink) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// emitLocked passes b on, as far as the cell's cap leaves room: nothing
+// past the cap reaches the callback (a flood must not reach the client).
 func (s *sink) emitLocked(b []byte) {
 	if len(b) == 0 {
 		return
 	}
+	room := max(s.limit-int64(len(s.buf)), 0)
+	keep := b[:min(int64(len(b)), room)]
+	wasOver := s.total > s.limit
 	s.total += int64(len(b))
-	if room := s.limit - int64(len(s.buf)); room > 0 {
-		s.buf = append(s.buf, b[:min(int64(len(b)), room)]...)
+	s.buf = append(s.buf, keep...)
+	s.grow(len(keep))
+	if s.on != nil && len(keep) > 0 {
+		s.on(keep)
 	}
-	if s.on != nil {
-		s.on(b)
+	if !wasOver && s.total > s.limit {
+		close(s.over)
+	}
+}
+
+// grow counts n bytes towards the lifetime cap.
+func (s *sink) grow(n int) {
+	s.life += int64(n)
+	if s.lifeLimit > 0 && s.life > s.lifeLimit && s.onLife != nil {
+		f := s.onLife
+		s.onLife = nil
+		f()
 	}
 }
 

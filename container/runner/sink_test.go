@@ -25,7 +25,7 @@ func TestSink(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var s sink
 			var streamed bytes.Buffer
-			seen := s.begin(marker, 1<<20, func(b []byte) { streamed.Write(b) })
+			seen, _ := s.begin(marker, 1<<20, func(b []byte) { streamed.Write(b) })
 			for _, w := range tc.writes {
 				s.Write([]byte(w))
 			}
@@ -45,11 +45,23 @@ func TestSink(t *testing.T) {
 
 func TestSinkCap(t *testing.T) {
 	var s sink
-	s.begin([]byte("#"), 3, nil)
-	s.Write([]byte("abcdef#"))
+	var streamed bytes.Buffer
+	_, over := s.begin([]byte("#"), 3, func(b []byte) { streamed.Write(b) })
+	s.Write([]byte("ab"))
+	select {
+	case <-over:
+		t.Fatal("over closed below the cap")
+	default:
+	}
+	s.Write([]byte("cdef#"))
 	data, total, trunc := s.end()
-	if string(data) != "abc" || total != 6 || !trunc {
-		t.Fatalf("%q %d %v", data, total, trunc)
+	if string(data) != "abc" || total != 6 || !trunc || streamed.String() != "abc" {
+		t.Fatalf("%q %d %v, streamed %q", data, total, trunc, streamed.String())
+	}
+	select {
+	case <-over:
+	default:
+		t.Fatal("over not closed past the cap")
 	}
 	// Between cells output is dropped.
 	s.Write([]byte("stray"))
@@ -57,5 +69,25 @@ func TestSinkCap(t *testing.T) {
 	s.Write([]byte("ok#"))
 	if data, _, _ := s.end(); string(data) != "ok" {
 		t.Fatalf("%q", data)
+	}
+}
+
+func TestSinkLifetimeCap(t *testing.T) {
+	var s sink
+	calls := 0
+	s.limitLife(10, func() { calls++ })
+	s.Write([]byte("between cells"[:8])) // 8: below the cap
+	if calls != 0 {
+		t.Fatalf("called at 8 of 10 bytes")
+	}
+	// Bytes past a cell's own cap do not count.
+	s.begin([]byte("#"), 1, nil)
+	s.Write([]byte("abcdefgh#"))
+	if calls != 0 {
+		t.Fatalf("called for bytes past the cell's cap")
+	}
+	s.Write([]byte("more"))
+	if calls != 1 {
+		t.Fatalf("called %d times past the lifetime cap, want 1", calls)
 	}
 }

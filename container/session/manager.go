@@ -22,9 +22,10 @@ type Config struct {
 	MaxLifetime time.Duration
 	// DefaultIdleTimeout applies when Options.IdleTimeout is 0 (default 15m).
 	DefaultIdleTimeout time.Duration
-	// OutputBytes caps all output of a session's life, per stream; past it
-	// the engine kills the session (default 64 MiB). The daemon keeps that
-	// much in memory at most per session and stream.
+	// OutputBytes caps the output of a session's life, per stream: what
+	// its execs return and all that is written between execs
+	// (runner.LimitOutput). Past it the session is killed, dead with
+	// output_limit (default 64 MiB).
 	OutputBytes int64
 	// OnEnd, when set, is called once for every session that ends, with
 	// the reason's status (metrics).
@@ -131,6 +132,7 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
+	r.LimitOutput(limits.OutputBytes)
 	now := time.Now()
 	s := &Session{
 		m: m, id: id, opts: opts, r: r, log: m.log.With("session", id), pooled: pooled,

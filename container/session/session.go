@@ -29,8 +29,8 @@ type Options struct {
 	// Release, when set, is called once the session's sandbox is gone.
 	Release func()
 	// Limits hold for the session's whole life, except Timeout, the default
-	// timeout of one exec, and OutputBytes, the output kept per exec and
-	// stream.
+	// timeout of one exec, and OutputBytes, the cap of one exec's output
+	// per stream (past it the exec is interrupted: output_limit).
 	Limits container.Limits
 	// IdleTimeout ends the session after that long without an exec or a
 	// file operation (0: the Manager's default).
