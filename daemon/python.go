@@ -10,9 +10,6 @@ import (
 	"github.com/nsbox/nsbox/container/runner"
 )
 
-// markerSlack is room in a run's output cap for the runner's end markers.
-const markerSlack = 4096
-
 // runPython runs a one-shot Python snippet through the runner, so that it
 // gets the same rich result as a session exec: on a pooled runner when one
 // matches, else on one started for it (by the Starter: a zygote's child or
@@ -42,7 +39,6 @@ func (d *Daemon) runPython(ctx context.Context, spec container.Spec, rootfs, cod
 	}
 	started := time.Now()
 	spec.Limits.Timeout += runner.InterruptGrace + time.Second
-	spec.Limits.OutputBytes += markerSlack
 	rn, err := runner.Start(ctx, d.cfg.Starter, spec) // writes spec.Files
 	if err != nil {
 		return nil, nil, err
