@@ -15,6 +15,7 @@ import (
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/session"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/policy"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -348,5 +349,37 @@ func TestRetryAfterFollowsTheQueue(t *testing.T) {
 	var be *BusyError
 	if !errors.As(err, &be) || be.RetryAfter != time.Minute || !errors.Is(err, ErrBusy) || !errors.Is(err, errdefs.ErrExhausted) {
 		t.Errorf("acquire with slots and queue full: %v, want a BusyError with the hint, of class exhausted", err)
+	}
+}
+
+func TestMayUse(t *testing.T) {
+	d, _ := newTestDaemon(t, nil, nil)
+	as := func(uid uint32, groups ...uint32) context.Context {
+		return WithCaller(context.Background(), Caller{UID: uid, Groups: groups})
+	}
+	staff := uint32(50)
+	for _, tc := range []struct {
+		name  string
+		ctx   context.Context
+		owner int64
+		admin *uint32
+		want  bool
+	}{
+		{"own session", as(1000, 1000), 1000, nil, true},
+		{"another uid's", as(1001, 1001), 1000, nil, false},
+		{"root", as(0, 0), 1000, nil, true},
+		{"admin group member", as(1001, 1001, staff), 1000, &staff, true},
+		{"admin group not configured", as(1001, 1001, staff), 1000, nil, false},
+		{"in-process caller", context.Background(), 1000, nil, true},
+		{"unowned session", as(1001), -1, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := d.Reconfigure(policy.Policy{Sessions: policy.Sessions{AdminGID: tc.admin}}); err != nil {
+				t.Fatal(err)
+			}
+			if got := d.mayUse(tc.ctx, tc.owner); got != tc.want {
+				t.Errorf("mayUse = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -178,9 +180,16 @@ func sessionList(c *cli.Context) error {
 		return json.NewEncoder(c.App.Writer).Encode(ss)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tROOTFS\tSTATE\tEXECS\tIDLE\tCREATED\tREASON")
+	fmt.Fprintln(tw, "ID\tOWNER\tROOTFS\tSTATE\tEXECS\tIDLE\tCREATED\tREASON")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.ID, s.Rootfs, s.State, s.ExecCount,
+		owner := "-"
+		if s.OwnerUID != nil {
+			owner = strconv.FormatUint(uint64(*s.OwnerUID), 10)
+			if u, err := user.LookupId(owner); err == nil {
+				owner = u.Username
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.ID, owner, s.Rootfs, s.State, s.ExecCount,
 			time.Since(s.LastUsedAt).Round(time.Second), s.CreatedAt.Local().Format(time.DateTime), s.DeadReason)
 	}
 	return tw.Flush()
