@@ -115,26 +115,38 @@ func (d *Daemon) runOn(ctx context.Context, tk oneShot, spec container.Spec, cod
 }
 
 // runStatus decides a one-shot Python run's status from the cell's and
-// the sandbox's.
+// the sandbox's. The exit code and signal are those `python3 -c CODE` would
+// have had as an argv run (cellExit); a crash reports the sandbox's own.
 func runStatus(res *runner.Result, cres *container.Result) (status string, code int, signal string) {
 	switch {
 	case cres.Status == container.StatusOutputLimit || res.StdoutTruncated || res.StderrTruncated:
-		return agentapi.StatusOutputLimit, cres.ExitCode, cres.Signal
-	case res.Status == runner.StatusOK:
-		return agentapi.StatusOK, 0, ""
-	case res.Status == runner.StatusException:
-		return agentapi.StatusException, 1, ""
-	case res.Status == runner.StatusTimeout:
-		return agentapi.StatusTimeout, cres.ExitCode, cres.Signal
-	case res.Status == runner.StatusOOM:
-		return agentapi.StatusOOM, cres.ExitCode, cres.Signal
-	case res.Status == runner.StatusCancelled:
-		return agentapi.StatusKilled, cres.ExitCode, cres.Signal
-	case cres.Signal != "":
+		status = agentapi.StatusOutputLimit
+	case res.Status == runner.StatusOK, res.Status == runner.StatusException, res.Status == runner.StatusTimeout,
+		res.Status == runner.StatusOOM:
+		status = string(res.Status)
+	case res.Status == runner.StatusCancelled, cres.Signal != "":
 		return agentapi.StatusKilled, cres.ExitCode, cres.Signal
 	case cres.ExitCode != 0:
 		return agentapi.StatusExitNonzero, cres.ExitCode, ""
 	default:
 		return agentapi.StatusCrashed, cres.ExitCode, cres.Signal
 	}
+	code, signal = cellExit(status)
+	return status, code, signal
+}
+
+// cellExit gives a cell's outcome the exit code and signal the same code
+// would have had as `python3 -c CODE`: 0 when it ran to its end, 1 when it
+// raised, 137 and SIGKILL when a limit (time, memory, output) ended it, as
+// the engine kills an argv run's cgroup. Runs and session execs use it alike.
+func cellExit(status string) (code int, signal string) {
+	switch status {
+	case agentapi.StatusOK:
+		return 0, ""
+	case agentapi.StatusException:
+		return 1, ""
+	case agentapi.StatusTimeout, agentapi.StatusOOM, agentapi.StatusOutputLimit:
+		return 137, "SIGKILL"
+	}
+	return 0, ""
 }

@@ -102,6 +102,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 	out := &agentapi.RunResult{ID: id, WallMs: res.Wall.Milliseconds(), Files: wireFiles(res.Files)}
 	richFields(out, res.Result)
 	out.Status = string(res.Status)
+	out.ExitCode, out.Signal = cellExit(out.Status)
 	out.Error = res.Error
 	if info := sess.Info(); info.State == session.StateDead {
 		out.SessionDead = true

@@ -286,3 +286,43 @@ func TestSessionDataScience(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonExitCodesMatchArgv: a Python run and a session exec report the
+// exit code and signal the same code gives as an argv run.
+func TestPythonExitCodesMatchArgv(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	sess, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, code string
+		timeoutMs  int64
+	}{
+		{"raises", "1/0", 0},
+		{"ends", "print(1)", 0},
+		{"times out", "while True: pass", 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim := &agentapi.Limits{TimeoutMs: tc.timeoutMs}
+			argv, err := d.client.Run(ctx, &agentapi.RunRequest{Argv: []string{"python3", "-c", tc.code}, Limits: lim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			py, err := d.client.Run(ctx, &agentapi.RunRequest{Language: "python", Code: tc.code, Limits: lim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex, err := d.client.Exec(ctx, sess.ID, &agentapi.ExecRequest{Code: tc.code, TimeoutMs: tc.timeoutMs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, got := range []*agentapi.RunResult{py, ex} {
+				if got.ExitCode != argv.ExitCode || got.Signal != argv.Signal {
+					t.Errorf("%s: exit %d %q, argv run: exit %d %q", got.Status, got.ExitCode, got.Signal, argv.ExitCode, argv.Signal)
+				}
+			}
+		})
+	}
+}
