@@ -40,3 +40,11 @@ func (d *Daemon) mayUse(ctx context.Context, owner int64) bool {
 	admin := d.pol.Load().Sessions.AdminGID
 	return admin != nil && slices.Contains(c.Groups, *admin)
 }
+
+// callerAttrs are log attributes naming ctx's caller, if any.
+func callerAttrs(ctx context.Context) []any {
+	if c, ok := ctx.Value(callerKey{}).(Caller); ok {
+		return []any{"uid", c.UID}
+	}
+	return nil
+}

@@ -112,6 +112,7 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d.pol.Store(pol)
 	d.metrics.gauges(d.adm)
+	d.metrics.buildInfo(cfg.Version)
 	if cfg.Pool != nil {
 		d.metrics.reg.MustRegister(newPoolCollector(cfg.Pool))
 	}

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"runtime"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -61,6 +63,14 @@ func (m *metrics) gauges(adm *admission) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nsbox_run_queue_depth", Help: "Runs waiting for a slot."},
 			func() float64 { return float64(adm.queued()) }),
 	)
+}
+
+// buildInfo registers nsbox_build_info, 1 with the version as labels.
+func (m *metrics) buildInfo(version string) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nsbox_build_info", Help: "1, labelled with the daemon's version and Go version."},
+		[]string{"version", "go_version"})
+	g.WithLabelValues(version, runtime.Version()).Set(1)
+	m.reg.MustRegister(g)
 }
 
 // registerSessions adds the session counters and the live-sessions gauge.

@@ -85,7 +85,7 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	if opts.OnStart != nil {
 		opts.OnStart(id)
 	}
-	log.Info("run started", "argv0", spec.Argv[0], "rootfs", j.Rootfs, "queue_wait", time.Since(queued))
+	log.Info("run started", append(callerAttrs(ctx), "argv0", spec.Argv[0], "rootfs", j.Rootfs, "queue_wait", time.Since(queued))...)
 	started := time.Now()
 
 	var (

@@ -68,6 +68,9 @@ func ToHTTP(err error) (int, *agentapi.Error) {
 // writeError writes err as a JSON error body with its status.
 func writeError(w http.ResponseWriter, err error) {
 	status, ae := ToHTTP(err)
+	if rec, ok := w.(*statusRecorder); ok {
+		rec.err = ae
+	}
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		retry := retryAfterSeconds
 		if be := (*daemon.BusyError)(nil); errors.As(err, &be) {

@@ -67,6 +67,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		if id := rec.Header().Get(agentapi.HeaderRunID); id != "" {
 			attrs = append(attrs, "run", id)
 		}
+		if rec.err != nil {
+			attrs = append(attrs, "code", rec.err.Code, "error", rec.err.Message)
+		}
 		level := slog.LevelInfo
 		if r.URL.Path == "/metrics" || strings.HasSuffix(r.URL.Path, "/health") {
 			level = slog.LevelDebug
@@ -81,6 +84,7 @@ type statusRecorder struct {
 	http.ResponseWriter
 	status      int
 	wroteHeader bool
+	err         *agentapi.Error // what writeError answered, for the log line
 }
 
 func (r *statusRecorder) WriteHeader(code int) {

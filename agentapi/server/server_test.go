@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -280,6 +281,12 @@ func TestErrors(t *testing.T) {
 		{"old version", "POST", "/v0/runs", "{}", nil, 404, "not_found", "no such endpoint"},
 		{"method", "GET", "/v1/runs", "", nil, 405, "method_not_allowed", "use POST"},
 	}
+	t.Cleanup(func() {
+		// Operators see why a request was refused, not only its status.
+		if !strings.Contains(ts.logs.String(), `"status":400,`) || !strings.Contains(ts.logs.String(), `"code":"invalid_argument","error":"argv: required`) {
+			t.Errorf("the log lines of refused requests lack their code and reason:\n%s", ts.logs)
+		}
+	})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			status, ae, _ := ts.raw(t, tc.method, tc.path, tc.body, tc.hdr)
@@ -315,7 +322,8 @@ func TestHealthInfoMetrics(t *testing.T) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	for _, want := range []string{`nsbox_runs_total{status="ok"} 1`, "nsbox_run_queue_wait_seconds_count 1",
-		"nsbox_run_duration_seconds_count 1", "nsbox_runs_in_flight 0", "nsbox_run_queue_depth 0", "nsbox_spawn_failures_total 0"} {
+		"nsbox_run_duration_seconds_count 1", "nsbox_runs_in_flight 0", "nsbox_run_queue_depth 0", "nsbox_spawn_failures_total 0",
+		`nsbox_build_info{go_version="` + runtime.Version() + `",version="test"} 1`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q", want)
 		}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -64,8 +65,9 @@ func (r *reloader) reload() {
 	for _, p := range next.Profiles {
 		names = append(names, p.Name)
 	}
+	d, m := next.Limits() // the effective values, not the file's zeros
 	r.log.Info("reload: configuration applied", "config", next.File, "log_level", next.LogLevel, "default_rootfs", next.DefaultRootfs,
-		"default_limits", next.DefaultLimits, "max_limits", next.MaxLimits, "profiles", strings.Join(names, ","),
+		"default_limits", fmt.Sprintf("%+v", d), "max_limits", fmt.Sprintf("%+v", m), "profiles", strings.Join(names, ","),
 		"max_sessions", next.Sessions.Max, "session_idle_timeout", next.Sessions.IdleTimeout, "session_max_lifetime", next.Sessions.MaxLifetime)
 	for _, w := range next.Warnings() {
 		r.log.Warn("config: " + w.Format(next.File))
