@@ -141,7 +141,7 @@ func (c *Client) get(ctx context.Context, p string, v any) error {
 func (c *Client) do(hr *http.Request) (*http.Response, error) {
 	resp, err := c.httpClient().Do(hr)
 	if err != nil {
-		return nil, fmt.Errorf("nsbox daemon at %s: %w (is `nsbox daemon` running?)", c.socketName(), err)
+		return nil, fmt.Errorf("nsbox daemon at %s: %w%s", c.socketName(), err, dialHint(err))
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil

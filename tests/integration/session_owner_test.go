@@ -27,6 +27,26 @@ func asNobody(t *testing.T, bin string, d *daemon, args ...string) (string, erro
 	return string(out), err
 }
 
+// nsboxCopy is a copy of the test's nsbox binary that uid 65534 may run.
+func nsboxCopy(t *testing.T) string {
+	t.Helper()
+	binDir := t.TempDir()
+	bin := filepath.Join(binDir, "nsbox")
+	data, err := os.ReadFile(nsboxBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for dir := binDir; dir != "/" && dir != os.TempDir(); dir = filepath.Dir(dir) {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
 // TestSessionsBelongToTheirCaller: a second local user who can reach the
 // socket can neither see, use nor end another user's session; root sees
 // every session with its owner, and so does a member of [sessions]
@@ -45,23 +65,15 @@ func TestSessionsBelongToTheirCaller(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Before the socket is opened to it, nobody is told why it cannot
+	// connect and what to do.
+	if out, err := asNobody(t, nsboxCopy(t), d, "session", "ls"); err == nil || !strings.Contains(out, "permission denied") || !strings.Contains(out, "usermod -aG nsbox") {
+		t.Errorf("session ls as nobody on a 0660 root socket: %v\n%s\nwant a permission error naming the fix", err, out)
+	}
 	if err := os.Chmod(d.sock, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	binDir := t.TempDir()
-	bin := filepath.Join(binDir, "nsbox")
-	data, err := os.ReadFile(nsboxBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for dir := binDir; dir != "/" && dir != os.TempDir(); dir = filepath.Dir(dir) {
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bin := nsboxCopy(t)
 
 	mine, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{})
 	if err != nil {
