@@ -1,6 +1,7 @@
 package container
 
 import (
+	"cmp"
 	"io"
 	"time"
 
@@ -80,24 +81,12 @@ func (l Limits) WithDefaults() Limits { return l.Or(DefaultLimits()) }
 // Or returns l with its zero fields taken from base: the one place that
 // fills absent limits (defaults, profiles, pools).
 func (l Limits) Or(base Limits) Limits {
-	if l.Timeout == 0 {
-		l.Timeout = base.Timeout
-	}
-	if l.MemoryBytes == 0 {
-		l.MemoryBytes = base.MemoryBytes
-	}
-	if l.Pids == 0 {
-		l.Pids = base.Pids
-	}
-	if l.CPUs == 0 {
-		l.CPUs = base.CPUs
-	}
-	if l.DiskBytes == 0 {
-		l.DiskBytes = base.DiskBytes
-	}
-	if l.OutputBytes == 0 {
-		l.OutputBytes = base.OutputBytes
-	}
+	l.Timeout = cmp.Or(l.Timeout, base.Timeout)
+	l.MemoryBytes = cmp.Or(l.MemoryBytes, base.MemoryBytes)
+	l.Pids = cmp.Or(l.Pids, base.Pids)
+	l.CPUs = cmp.Or(l.CPUs, base.CPUs)
+	l.DiskBytes = cmp.Or(l.DiskBytes, base.DiskBytes)
+	l.OutputBytes = cmp.Or(l.OutputBytes, base.OutputBytes)
 	return l
 }
 
