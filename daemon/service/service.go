@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -45,6 +46,10 @@ type Options struct {
 	Reload func() (config.Config, error)
 }
 
+// softMemoryLimit is the Go runtime's soft memory limit for the daemon:
+// the body budget (2 x 64 MiB) with room for their decoded copies.
+const softMemoryLimit = 384 << 20
+
 // Run serves the nsbox API as cfg says until ctx ends or the process gets
 // SIGTERM or SIGINT, then drains the runs in flight (cfg.ShutdownGrace)
 // and closes everything it started. SIGHUP applies opts.Reload's
@@ -59,6 +64,13 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	}
 	for _, w := range cfg.Warnings() {
 		log.Warn("config: " + w.Format(cfg.File))
+	}
+	// The daemon's own heap is small; what grows it is request bodies
+	// (bounded by the server's body budget) and their decoded copies. A
+	// soft limit makes the collector work harder before the heap passes
+	// it, instead of letting it double; GOMEMLIMIT overrides it.
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(softMemoryLimit)
 	}
 
 	ln, lock, activated, err := daemonListener(cfg.Socket)
