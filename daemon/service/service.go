@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -81,6 +82,15 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		defer lock.Close()
 	}
 	defer ln.Close()
+	if dir := filepath.Dir(cfg.Socket); dir == filepath.Clean(cfg.RunDir) {
+		// A root `nsbox exec` before the daemon's first start may have made
+		// the run dir 0700; the socket's users must be able to reach it.
+		if changed, err := searchable(dir); err != nil {
+			return fmt.Errorf("socket directory: %w", err)
+		} else if changed {
+			log.Info("made the socket's directory searchable for the socket's group and others", "dir", dir)
+		}
+	}
 
 	eng, err := container.New(container.Config{RunDir: cfg.RunDir, CgroupName: cfg.CgroupName, Spares: cfg.Pool.SpareInits, Logger: log.With("component", "engine")})
 	if err != nil {

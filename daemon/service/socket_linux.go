@@ -85,3 +85,19 @@ func lockSocket(path string) (*socketLock, error) {
 	}
 	return &socketLock{f: f}, nil
 }
+
+// searchable adds search (x) permission for group and others to dir, so
+// that the socket inside it is reached by whoever its own mode lets in
+// (root and the nsbox group); listing stays as it was. It reports whether
+// it changed the mode.
+func searchable(dir string) (bool, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return false, err
+	}
+	mode := fi.Mode().Perm()
+	if mode&0o011 == 0o011 {
+		return false, nil
+	}
+	return true, os.Chmod(dir, mode|0o011)
+}

@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -82,6 +83,13 @@ type daemon struct {
 // until it answers and stops it (SIGKILL) at cleanup if still running.
 func startDaemon(t *testing.T, extra ...string) *daemon {
 	t.Helper()
+	return startDaemonAt(t, "", "", extra...)
+}
+
+// startDaemonAt is startDaemon with the socket and run directory given
+// ("" for the test's own).
+func startDaemonAt(t *testing.T, sock, runDir string, extra ...string) *daemon {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("requires root: the daemon runs sandboxes")
 	}
@@ -91,8 +99,8 @@ func startDaemon(t *testing.T, extra ...string) *daemon {
 	store, name := testRootfs(t)
 	tmp := t.TempDir()
 	d := &daemon{
-		sock:       filepath.Join(tmp, "s.sock"),
-		runDir:     filepath.Join(tmp, "run"),
+		sock:       cmp.Or(sock, filepath.Join(tmp, "s.sock")),
+		runDir:     cmp.Or(runDir, filepath.Join(tmp, "run")),
 		cgroupName: randomName("nsbox-it-"),
 	}
 	d.args = append([]string{"daemon", "--socket", d.sock, "--state-dir", filepath.Join(tmp, "state"), "--run-dir", d.runDir,

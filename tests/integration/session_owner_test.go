@@ -148,3 +148,32 @@ func TestSessionsBelongToTheirCaller(t *testing.T) {
 	}
 	waitFor(t, "the reload to apply", func() bool { return len(listAs(t)) == 2 })
 }
+
+// TestSocketReachableAfterRootExec: a root `nsbox exec` before the
+// daemon's first start leaves the run dir 0700; the daemon started then
+// must still be reachable by the users its socket lets in.
+func TestSocketReachableAfterRootExec(t *testing.T) {
+	top := t.TempDir()
+	if err := os.Chmod(top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for dir := filepath.Dir(top); dir != "/" && dir != os.TempDir(); dir = filepath.Dir(dir) {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runDir := filepath.Join(top, "run")
+	if err := os.Mkdir(runDir, 0o700); err != nil { // as the engine of a root exec made it
+		t.Fatal(err)
+	}
+	d := startDaemonAt(t, filepath.Join(runDir, "nsbox.sock"), runDir)
+	if err := os.Chmod(d.sock, 0o666); err != nil { // as if nobody were in the socket's group
+		t.Fatal(err)
+	}
+	if out, err := asNobody(t, nsboxCopy(t), d, "session", "ls"); err != nil {
+		t.Errorf("a user the socket lets in cannot reach it in a run dir a root exec made: %v\n%s", err, out)
+	}
+	if fi, err := os.Stat(runDir); err != nil || fi.Mode().Perm()&0o044 != 0 {
+		t.Errorf("run dir mode %v (%v): it may be searched, not listed, by others", fi.Mode(), err)
+	}
+}
