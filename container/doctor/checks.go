@@ -1,10 +1,12 @@
 package doctor
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/nsbox/nsbox/cgroup"
 )
@@ -131,7 +133,7 @@ func Diagnose(f Facts) []Check {
 	if f.SocketErr == nil {
 		add("daemon socket", StatusOK, f.Socket+" answers", "")
 	} else {
-		add("daemon socket", StatusWarn, f.Socket+": "+f.SocketErr.Error(), "start the daemon: nsbox daemon (or systemctl start nsbox)")
+		add("daemon socket", StatusWarn, f.Socket+": "+f.SocketErr.Error(), socketFix(f.SocketErr))
 	}
 	return out
 }
@@ -249,4 +251,15 @@ func Runnable(checks []Check) bool {
 		}
 	}
 	return true
+}
+
+// socketFix names what to do about a socket that does not answer, by why.
+func socketFix(err error) string {
+	switch {
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return "the socket (or its directory) does not let you in: join its group (sudo usermod -aG nsbox $USER, then log in again), or restart the daemon so it fixes its directory's mode"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "a stale socket: nothing listens on it; start the daemon: nsbox daemon (or systemctl start nsbox)"
+	}
+	return "start the daemon: nsbox daemon (or systemctl start nsbox)"
 }

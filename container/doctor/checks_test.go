@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,5 +197,26 @@ func TestGatherFactsLive(t *testing.T) {
 	checks := byName(Diagnose(f))
 	if checks["root"].Status != StatusOK || checks["cgroup mode"].Status != StatusOK {
 		t.Errorf("checks: %+v", checks)
+	}
+}
+
+// TestSocketFixNamesTheCause: a socket that refuses the user is not
+// reported as a daemon to start.
+func TestSocketFixNamesTheCause(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.EACCES)}, "usermod -aG nsbox"},
+		{syscall.ECONNREFUSED, "stale socket"},
+		{syscall.ENOENT, "start the daemon"},
+	} {
+		f := goodHost(t, "proc-hybrid")
+		f.SocketErr = tc.err
+		for _, c := range Diagnose(f) {
+			if c.Name == "daemon socket" && !strings.Contains(c.Fix, tc.want) {
+				t.Errorf("%v: fix %q, want it to say %q", tc.err, c.Fix, tc.want)
+			}
+		}
 	}
 }
