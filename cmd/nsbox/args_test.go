@@ -18,6 +18,7 @@ func TestReorderArgs(t *testing.T) {
 		{"force after paths", "rootfs import NAME PATH --force", "rootfs import --force NAME PATH"},
 		{"store value after paths", "rootfs import NAME PATH --store /s", "rootfs import --store /s NAME PATH"},
 		{"stdin dash stays", "session exec ID - --json", "session exec --json ID -"},
+		{"negative number is code", "session exec ID -1 --json", "session exec --json ID -1"},
 		{"double dash stops", "session exec ID --json -- --not-a-flag", "session exec --json ID -- --not-a-flag"},
 		{"unknown flag is a flag", "session rm ID --sockt S", "session rm --sockt ID S"},
 		{"exec command line untouched", "exec --timeout 5s -- python3 -c x --json", "exec --timeout 5s -- python3 -c x --json"},

@@ -2,6 +2,7 @@ package cmdline
 
 import (
 	"strings"
+	"unicode"
 
 	"github.com/urfave/cli/v2"
 )
@@ -14,7 +15,7 @@ import (
 // that runs a command line (exec: `nsbox exec python3 -v` passes -v to
 // python3). A token that starts with "-" counts as a flag, known or not, so
 // that a mistyped flag is reported rather than taken as an argument; "-"
-// alone is an argument (stdin).
+// alone (stdin), a negative number or Python code is an argument.
 func ReorderArgs(app *cli.App, args []string) []string {
 	if len(args) < 2 || args[len(args)-1] == "--generate-bash-completion" {
 		return args // urfave/cli looks for the completion flag last
@@ -69,7 +70,15 @@ func ReorderArgs(app *cli.App, args []string) []string {
 	return append(out, pos...)
 }
 
-func isFlagToken(s string) bool { return len(s) > 1 && s[0] == '-' }
+// isFlagToken reports whether s is shaped like a flag: -x, --name or
+// --name=value. "-", "-1" and "-x + 1" (Python code) are arguments.
+func isFlagToken(s string) bool {
+	name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(s, "-"), "-"), "=")
+	if len(s) < 2 || s[0] != '-' || name == "" || !unicode.IsLetter(rune(name[0])) {
+		return false
+	}
+	return strings.IndexFunc(name, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' }) < 0
+}
 
 // flagTokens is how many tokens the flag at args[0] takes: 2 when it is a
 // flag of flags that takes a value given as the next token, else 1.
