@@ -108,3 +108,35 @@ func TestReplOnTerminal(t *testing.T) {
 		t.Errorf("sessions after the REPL quit: %+v, %v", ss, err)
 	}
 }
+
+// TestSessionCLI: session create takes exec's limit flags, flags may
+// follow the arguments, and session exec exits as exec does (issue 22).
+func TestSessionCLI(t *testing.T) {
+	d := startDaemon(t)
+	out, errOut, code := runCLI(t, "", "session", "create", "--memory", "128M", "--timeout", "1s", "--env", "WHO=cli", "--socket", d.sock)
+	id := strings.TrimSpace(out)
+	if code != 0 || id == "" {
+		t.Fatalf("session create: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for _, tc := range []struct {
+		name, code string
+		wantOut    string
+		wantCode   int
+	}{
+		{"value", "import os; x = os.environ['WHO']; x", "'cli'\n", 0},
+		{"state kept", "x * 2", "'clicli'\n", 0},
+		{"exception", "1/0", "", 1},
+		{"timeout", "while True: pass", "", 124},
+		{"after the timeout", "x", "'cli'\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "", "session", "exec", id, tc.code, "--socket", d.sock)
+			if code != tc.wantCode || out != tc.wantOut {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q", code, out, errOut, tc.wantCode, tc.wantOut)
+			}
+		})
+	}
+	if _, errOut, code := runCLI(t, "", "session", "rm", id, "--socket", d.sock); code != 0 {
+		t.Errorf("session rm: exit %d: %s", code, errOut)
+	}
+}
