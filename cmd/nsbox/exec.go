@@ -10,10 +10,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
-
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/nsbox/nsbox/seccomp"

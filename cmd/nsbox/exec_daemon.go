@@ -15,10 +15,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
-
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 )
 
 // maxDaemonStdin bounds what exec reads from a piped stdin to send along.

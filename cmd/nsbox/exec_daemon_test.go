@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 	"io"
 	"net/http"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 )
 
 func okStream(w http.ResponseWriter, out string) {

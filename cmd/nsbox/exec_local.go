@@ -7,14 +7,12 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nsbox/nsbox/daemon/policy"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
-
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon"
+	"github.com/nsbox/nsbox/daemon/policy"
 	"github.com/nsbox/nsbox/rootfs"
 )
 

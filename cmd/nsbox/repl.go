@@ -6,9 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
-
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 	"github.com/nsbox/nsbox/cmd/nsbox/internal/repl"
 )
 
