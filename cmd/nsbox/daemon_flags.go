@@ -39,10 +39,10 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 func poolFlags() []cli.Flag {
 	env := func(name string) []string { return []string{"NSBOX_" + name} }
 	return []cli.Flag{
-		&cli.IntFlag{Name: "pool-size", Usage: "warm Python runners kept ready for the default rootfs and limits (default max(2, CPUs); 0: no pool)", EnvVars: env("POOL_SIZE")},
+		&cli.IntFlag{Name: "pool-size", Usage: "warm Python runners kept ready for the default rootfs and limits (0: no pool)", DefaultText: "max(2, CPUs)", EnvVars: env("POOL_SIZE")},
 		&cli.StringFlag{Name: "pool-preimport", Usage: "modules the default pool imports ahead of time, comma-separated (e.g. numpy,pandas,matplotlib)", EnvVars: env("POOL_PREIMPORT")},
-		&cli.IntFlag{Name: "pool-refills", Usage: "pooled runners of one pool started at once (default 1): the pool's CPU budget", EnvVars: env("POOL_REFILLS")},
-		&cli.IntFlag{Name: "spare-inits", Usage: "sandbox inits kept cloned and placed in their cgroups ahead of time, for any run (default 1; 0: none)", EnvVars: env("SPARE_INITS")},
+		&cli.IntFlag{Name: "pool-refills", Usage: "pooled runners of one pool started at once: the pool's CPU budget", DefaultText: "1", EnvVars: env("POOL_REFILLS")},
+		&cli.IntFlag{Name: "spare-inits", Usage: "sandbox inits kept cloned and placed in their cgroups ahead of time, for any run (0: none)", DefaultText: "1", EnvVars: env("SPARE_INITS")},
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -40,7 +39,7 @@ func doctorCommand() *cli.Command {
 				return err
 			}
 			if !ok {
-				return &exitError{code: 1, err: errors.New("doctor: this host cannot run nsbox; see the FIX column")}
+				return &exitError{code: 1, err: errors.New("doctor: this host cannot run nsbox; see the fix lines")}
 			}
 			return nil
 		},
@@ -59,21 +58,65 @@ func writeDoctorJSON(w io.Writer, checks []doctor.Check, ok bool) error {
 	return enc.Encode(doctorReport{OK: ok, Checks: checks})
 }
 
+// doctorWidth is the widest the table gets: details and fixes wrap
+// under the DETAIL column.
+const doctorWidth = 100
+
+// writeDoctorTable prints one row per check (CHECK, STATUS, DETAIL), the
+// detail wrapped to fit doctorWidth columns and the fix, when there is
+// one, on lines of its own under it.
 func writeDoctorTable(w io.Writer, checks []doctor.Check, ok bool) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL\tFIX")
+	nameW := len("CHECK")
 	for _, c := range checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, c.Status, oneLine(c.Detail), oneLine(c.Fix))
+		nameW = max(nameW, len(c.Name))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	const statusW = len("STATUS")
+	indent := nameW + 2 + statusW + 2
+	textW := max(doctorWidth-indent, 30)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-*s  %-*s  %s\n", nameW, "CHECK", statusW, "STATUS", "DETAIL")
+	for _, c := range checks {
+		lines := wrapText(oneLine(c.Detail), textW)
+		if c.Fix != "" {
+			lines = append(lines, wrapText("fix: "+oneLine(c.Fix), textW)...)
+		}
+		if len(lines) == 0 {
+			lines = []string{""}
+		}
+		fmt.Fprintf(&b, "%-*s  %-*s  %s\n", nameW, c.Name, statusW, c.Status, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(&b, "%*s%s\n", indent, "", l)
+		}
 	}
 	verdict := "nsbox can run here"
 	if !ok {
 		verdict = "nsbox cannot run here"
 	}
-	_, err := fmt.Fprintln(w, "\n"+verdict)
+	fmt.Fprintf(&b, "\n%s\n", verdict)
+	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// wrapText breaks s into lines of at most width bytes at spaces; a word
+// longer than width (a path) gets a line of its own.
+func wrapText(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = word
+		case len(line)+1+len(word) <= width:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}

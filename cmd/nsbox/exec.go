@@ -2,66 +2,54 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
 func execCommand() *cli.Command {
-	d := container.DefaultLimits()
 	return &cli.Command{
 		Name:      "exec",
 		Usage:     "run one command in a fresh sandbox",
 		ArgsUsage: "[flags] -- CMD [ARGS...]",
 		Description: `Runs CMD in fresh user, pid, net, mount, ipc, uts and cgroup namespaces on a
 read-only rootfs, as uid 1000 with no capabilities and a seccomp allowlist.
-stdout and stderr stream live; stdin is passed through; the exit code is the
-command's. A limit verdict is named on stderr and exits 124 (timeout) or 137
-(out of memory, output limit, killed).
+stdout and stderr stream live; a piped or redirected stdin is passed through
+(a terminal is not: for an interactive Python prompt use nsbox repl); the
+exit code is the command's. A limit verdict is named on stderr and exits 124
+(timeout) or 137 (out of memory, output limit, killed). When the daemon is
+full, exec waits and retries as it says (up to 2 minutes; --no-wait: not at
+all) and exits 75 if it stays full. Flags go before CMD: what follows CMD
+is CMD's.
 
    echo 'print(1)' | nsbox exec -- python3 -
    nsbox exec --memory 256M --timeout 5s --file data.csv -- python3 -c 'print(open("data.csv").read())'`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "rootfs", Value: rootfs.DefaultName, Usage: "rootfs `NAME` from the store", EnvVars: []string{"NSBOX_ROOTFS"}},
 			&cli.StringFlag{Name: "store", Value: rootfs.DefaultStoreRoot, Usage: "rootfs store `DIR`", EnvVars: []string{"NSBOX_ROOTFS_STORE"}},
-			&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit; the whole sandbox is killed at the deadline" + dflt(d.Timeout.String())},
-			&cli.StringFlag{Name: "memory", Usage: "memory limit (swap is off)" + dflt(humanSize(d.MemoryBytes))},
-			&cli.Int64Flag{Name: "pids", Usage: "maximum number of processes and threads" + dflt(fmt.Sprint(d.Pids))},
-			&cli.Float64Flag{Name: "cpus", Usage: "CPU quota in cores" + dflt(fmt.Sprint(d.CPUs))},
-			&cli.StringFlag{Name: "disk", Usage: "size of /workspace (and of /tmp, /dev/shm each)" + dflt(humanSize(d.DiskBytes))},
-			&cli.StringFlag{Name: "output", Usage: "cap per output stream; passing it kills the run" + dflt(humanSize(d.OutputBytes))},
-			&cli.StringSliceFlag{Name: "file", Usage: "copy `LOCAL[:PATH]` into /workspace before the run (repeatable)"},
-			&cli.StringSliceFlag{Name: "env", Usage: "set `K=V` in the sandbox (repeatable); nothing else of your environment goes in"},
+		}, append(cmdline.LimitFlags(false, true),
 			&cli.StringFlag{Name: "seccomp-profile", Usage: "Docker-format seccomp profile `FILE` instead of nsbox's default"},
 			&cli.BoolFlag{Name: "json", Usage: "print the whole result as one JSON object instead of streaming"},
 			&cli.StringFlag{Name: "socket", Value: agentapi.DefaultSocket, Usage: "daemon `SOCKET`; the run goes through the daemon when it answers", EnvVars: []string{"NSBOX_SOCKET"}},
 			&cli.BoolFlag{Name: "no-daemon", Usage: "run in-process even when a daemon answers (needs root)"},
+			&cli.BoolFlag{Name: "above-max", Usage: "in-process: allow limits above a default daemon's maxima (10m, 8 GiB, 4096 pids, the host's CPUs)"},
+			&cli.BoolFlag{Name: "no-wait", Usage: "fail at once (exit 75) when the daemon is full instead of waiting for a slot"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "say on stderr whether the run goes through the daemon or in-process"},
-		},
+		)...),
 		Action: runExec,
 	}
 }
-
-func humanSize(n int64) string { return fmt.Sprintf("%dM", n>>20) }
-
-// dflt names a limit's default: the daemon's own through a daemon, the
-// engine's in-process.
-func dflt(v string) string { return " (default: the daemon's; " + v + " in-process)" }
 
 // execRun is what `nsbox exec` runs: the API request (only the limits the
 // flags set: the daemon's defaults apply to the rest), all the limits the
@@ -76,64 +64,26 @@ type execRun struct {
 func execRequest(c *cli.Context) (*execRun, error) {
 	x := &execRun{req: &agentapi.RunRequest{Argv: c.Args().Slice()}}
 	if len(x.req.Argv) == 0 {
-		return nil, errors.New("exec: no command given; usage: nsbox exec [flags] -- CMD [ARGS...]")
+		return nil, cmdline.UsageError(c, "no command given; usage: nsbox exec [flags] -- CMD [ARGS...]")
+	}
+	if err := checkTerminalStdin(x.req.Argv); err != nil {
+		return nil, err
 	}
 	if c.IsSet("rootfs") {
 		x.req.Rootfs = c.String("rootfs")
 	}
 	// Only the limits the flags set go into the request: the daemon's
 	// defaults (or, in-process, the engine's) apply to the rest.
-	l := container.Limits{Timeout: c.Duration("timeout"), Pids: c.Int64("pids"), CPUs: c.Float64("cpus")}
-	for _, s := range []struct {
-		flag string
-		dst  *int64
-	}{{"memory", &l.MemoryBytes}, {"disk", &l.DiskBytes}, {"output", &l.OutputBytes}} {
-		if !c.IsSet(s.flag) {
-			continue
-		}
-		n, err := parseSize(c.String(s.flag))
-		if err != nil {
-			return nil, fmt.Errorf("--%s: %w", s.flag, err)
-		}
-		*s.dst = n
+	var err error
+	if x.limits, err = cmdline.ReadLimits(c); err != nil {
+		return nil, err
 	}
-	for flag, v := range map[string]float64{"timeout": float64(l.Timeout), "memory": float64(l.MemoryBytes), "pids": float64(l.Pids),
-		"cpus": l.CPUs, "disk": float64(l.DiskBytes), "output": float64(l.OutputBytes)} {
-		if c.IsSet(flag) && v <= 0 {
-			return nil, fmt.Errorf("exec: --%s must be positive", flag)
-		}
+	x.req.Limits = cmdline.WireLimits(x.limits)
+	if x.req.Env, err = cmdline.ReadEnv(c); err != nil {
+		return nil, err
 	}
-	x.limits = l
-	if l != (container.Limits{}) {
-		wire := policy.WireLimits(l)
-		x.req.Limits = &wire
-	}
-	for _, kv := range c.StringSlice("env") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return nil, fmt.Errorf("--env %q: want K=V", kv)
-		}
-		if err := container.ValidEnvKey(k); err != nil {
-			return nil, fmt.Errorf("--env: %w", err)
-		}
-		if x.req.Env == nil {
-			x.req.Env = map[string]string{}
-		}
-		x.req.Env[k] = v
-	}
-	for _, arg := range c.StringSlice("file") {
-		local, dst, ok := strings.Cut(arg, ":")
-		if !ok {
-			dst = filepath.Base(local)
-		}
-		if err := container.ValidPath(dst); err != nil {
-			return nil, fmt.Errorf("--file %s: %w", arg, err)
-		}
-		data, err := os.ReadFile(local)
-		if err != nil {
-			return nil, fmt.Errorf("--file: %w", err)
-		}
-		x.req.Files = append(x.req.Files, agentapi.File{Path: dst, ContentBase64: base64.StdEncoding.EncodeToString(data)})
+	if x.req.Files, err = cmdline.ReadFiles(c); err != nil {
+		return nil, err
 	}
 	if p := c.String("seccomp-profile"); p != "" {
 		f, err := os.Open(p)
@@ -187,27 +137,43 @@ func printResult(res *agentapi.RunResult) error {
 }
 
 // verdict turns a result into the process exit: the command's own code, or
-// a one-line explanation and 124/137 when a limit ended the run.
+// a one-line explanation and 124/137 when a limit ended the run. Session
+// execs go through it too: an exception exits 1 (its traceback is printed
+// already), an interrupted cell 130. A zero limit in l is one the daemon
+// chose, and goes unnamed.
 func verdict(status string, code int, signal, errMsg string, l container.Limits) error {
 	var msg string
-	switch container.Status(status) {
-	case container.StatusOK:
+	switch status {
+	case agentapi.StatusOK:
 		return nil
-	case container.StatusExitNonzero:
+	case agentapi.StatusExitNonzero:
 		return &exitError{code: code, err: errSilent}
-	case container.StatusTimeout:
-		msg, code = fmt.Sprintf("timeout after %s", l.Timeout), 124
-	case container.StatusOOM:
-		msg, code = fmt.Sprintf("out of memory (limit %s)", humanBytes(l.MemoryBytes)), 137
-	case container.StatusOutputLimit:
-		msg, code = fmt.Sprintf("output limit of %s per stream reached; the run was killed", humanBytes(l.OutputBytes)), 137
-	case container.StatusKilled:
-		msg, code = "killed", 137
+	case agentapi.StatusException:
+		return &exitError{code: 1, err: errSilent}
+	case agentapi.StatusCancelled:
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted")}
+	case agentapi.StatusTimeout:
+		msg, code = "timeout", exitTimeout
+		if l.Timeout > 0 {
+			msg += " after " + cmdline.ShortDuration(l.Timeout)
+		}
+	case agentapi.StatusOOM:
+		msg, code = "out of memory", exitKilled
+		if l.MemoryBytes > 0 {
+			msg += fmt.Sprintf(" (limit %s)", humanBytes(l.MemoryBytes))
+		}
+	case agentapi.StatusOutputLimit:
+		msg, code = "output limit reached; the run was killed", exitKilled
+		if l.OutputBytes > 0 {
+			msg = fmt.Sprintf("output limit of %s per stream reached; the run was killed", humanBytes(l.OutputBytes))
+		}
+	case agentapi.StatusKilled:
+		msg, code = "killed", exitKilled
 		if signal != "" {
 			msg = "killed by " + signal
 		}
 	default:
-		msg = fmt.Sprintf("run ended with status %s: %s", status, errMsg)
+		msg, code = fmt.Sprintf("run ended with status %s: %s", status, errMsg), 1
 	}
 	return &exitError{code: code, err: errors.New(msg)}
 }

@@ -1,19 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 )
 
 // maxDaemonStdin bounds what exec reads from a piped stdin to send along.
@@ -26,8 +30,8 @@ func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 		return errors.New("exec: --seccomp-profile applies to in-process runs only; add --no-daemon")
 	}
 	req := x.req
-	if !isTerminal(os.Stdin) {
-		in, err := io.ReadAll(io.LimitReader(os.Stdin, maxDaemonStdin+1))
+	if stdin := execStdin(); stdin != nil {
+		in, err := io.ReadAll(io.LimitReader(stdin, maxDaemonStdin+1))
 		if err != nil {
 			return fmt.Errorf("exec: read stdin: %w", err)
 		}
@@ -63,9 +67,9 @@ func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 			}
 		}
 	}
-	res, err := cl.RunStream(ctx, req, onEvent)
+	res, err := runWaiting(ctx, c.Bool("no-wait"), func() (*agentapi.RunResult, error) { return cl.RunStream(ctx, req, onEvent) })
 	if err != nil {
-		return fmt.Errorf("exec: %w", err)
+		return fmt.Errorf("exec: %w", cmdline.FlagError(c, err))
 	}
 	if asJSON {
 		if err := printResult(res); err != nil {
@@ -92,4 +96,46 @@ func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 		}
 	}
 	return verdict(res.Status, res.ExitCode, res.Signal, res.Error, lim)
+}
+
+// maxBusyWait bounds how long exec waits for a full daemon.
+var maxBusyWait = 2 * time.Minute
+
+// runWaiting calls run, and again while the daemon answers that it is full
+// (429), after the pause its Retry-After asks for, for up to maxBusyWait
+// in all; then, or at once with noWait, it gives up with exit status
+// exitBusy. A 429 comes before the run starts: nothing was printed yet.
+func runWaiting(ctx context.Context, noWait bool, run func() (*agentapi.RunResult, error)) (*agentapi.RunResult, error) {
+	deadline := time.Now().Add(maxBusyWait)
+	said := false
+	for {
+		res, err := run()
+		var ae *agentapi.Error
+		if err == nil || !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests {
+			return res, err
+		}
+		if noWait {
+			return nil, &exitError{code: exitBusy, err: fmt.Errorf("the daemon is full (%s); try again later", ae.Message)}
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, &exitError{code: exitBusy, err: fmt.Errorf("the daemon stayed full for %s (%s); giving up", maxBusyWait, ae.Message)}
+		}
+		wait := ae.RetryAfter
+		if wait <= 0 {
+			wait = time.Second
+		}
+		wait = min(wait, 30*time.Second, left)
+		if !said {
+			fmt.Fprintf(os.Stderr, "nsbox: the daemon is full; waiting for a slot (up to %s; --no-wait fails at once)\n", maxBusyWait)
+			said = true
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
 }

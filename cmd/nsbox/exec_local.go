@@ -7,20 +7,27 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nsbox/nsbox/daemon/policy"
-
 	"github.com/urfave/cli/v2"
 
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon"
+	"github.com/nsbox/nsbox/daemon/policy"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
 // execInProcess runs x on an engine of its own, through the same core the
 // daemon uses: the same validation, the same result (--json prints the
-// API's RunResult either way). stdin streams in; stdout and stderr stream
-// out unless --json.
+// API's RunResult either way). A piped stdin streams in; stdout and stderr
+// stream out unless --json. It takes the limits a default daemon would,
+// unless --above-max.
 func execInProcess(c *cli.Context, x *execRun) error {
+	mx := policy.DefaultMaxLimits()
+	if c.Bool("above-max") {
+		mx = maxLimits(x.limits.WithDefaults(), mx)
+	} else if err := cmdline.CheckMaxima(c, x.limits); err != nil {
+		return err
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("exec: running a sandbox in-process needs root (run as root, or start `nsbox daemon` and use its socket)")
 	}
@@ -29,21 +36,19 @@ func execInProcess(c *cli.Context, x *execRun) error {
 		return fmt.Errorf("exec: %w", err)
 	}
 	defer eng.Close()
-	// The flags are the limits here: the operator at a root shell may ask
-	// for more than a daemon's default maxima.
 	core, err := daemon.New(daemon.Config{
 		Runner:        eng,
 		Rootfs:        daemon.Store{Store: rootfs.Store{Root: c.String("store")}},
 		MaxConcurrent: 1,
 		NoQueue:       true,
-		Policy:        policy.Policy{DefaultRootfs: c.String("rootfs"), MaxLimits: maxLimits(x.limits.WithDefaults(), policy.DefaultMaxLimits())},
+		Policy:        policy.Policy{DefaultRootfs: c.String("rootfs"), MaxLimits: mx},
 	})
 	if err != nil {
 		return fmt.Errorf("exec: %w", err)
 	}
 	defer core.Close()
 
-	opts := daemon.RunOptions{Stdin: os.Stdin, Seccomp: x.seccomp}
+	opts := daemon.RunOptions{Stdin: execStdin(), Seccomp: x.seccomp}
 	asJSON := c.Bool("json")
 	if !asJSON {
 		opts.OnStdout = func(b []byte) { os.Stdout.Write(b) }
@@ -53,7 +58,7 @@ func execInProcess(c *cli.Context, x *execRun) error {
 	defer stop()
 	res, err := core.Run(ctx, x.req, opts)
 	if err != nil {
-		return fmt.Errorf("exec: %w", err)
+		return fmt.Errorf("exec: %w", cmdline.FlagError(c, err))
 	}
 	if asJSON {
 		if err := printResult(res); err != nil {

@@ -12,7 +12,7 @@ func main() {
 	// The re-exec'd sandbox init runs before anything else; it never returns.
 	container.MaybeInit()
 
-	if err := newApp().Run(os.Args); err != nil {
+	if err := run(os.Args); err != nil {
 		if msg := err.Error(); msg != "" {
 			fmt.Fprintf(os.Stderr, "nsbox: %s\n", msg)
 		}

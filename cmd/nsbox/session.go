@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +16,9 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/repl"
+	"github.com/nsbox/nsbox/container"
 )
 
 func socketFlag() cli.Flag {
@@ -36,14 +36,11 @@ func sessionCommand() *cli.Command {
 				Name:      "create",
 				Usage:     "start a session and print its id",
 				ArgsUsage: " ",
-				Flags: []cli.Flag{
+				Flags: append([]cli.Flag{
 					socketFlag(),
-					&cli.StringFlag{Name: "rootfs", Usage: "rootfs `NAME` (default: the daemon's)"},
-					&cli.DurationFlag{Name: "idle-timeout", Usage: "end the session after this long unused (default: the daemon's)"},
-					&cli.DurationFlag{Name: "timeout", Usage: "default timeout of each exec"},
-					&cli.StringFlag{Name: "memory", Usage: "memory limit for the session's life"},
-					&cli.StringSliceFlag{Name: "env", Usage: "set `K=V` in the session (repeatable)"},
-				},
+					&cli.StringFlag{Name: "rootfs", Usage: "rootfs `NAME`", DefaultText: "the daemon's"},
+					&cli.DurationFlag{Name: "idle-timeout", Usage: "end the session after this long unused", DefaultText: "the daemon's"},
+				}, cmdline.LimitFlags(true, false)...),
 				Action: sessionCreate,
 			},
 			{
@@ -52,7 +49,7 @@ func sessionCommand() *cli.Command {
 				ArgsUsage: "ID [CODE|-]",
 				Flags: []cli.Flag{
 					socketFlag(),
-					&cli.DurationFlag{Name: "timeout", Usage: "timeout of this exec (default: the session's)"},
+					&cli.DurationFlag{Name: "timeout", Usage: "timeout of this exec", DefaultText: "the session's"},
 					&cli.BoolFlag{Name: "json", Usage: "print the whole result as JSON"},
 				},
 				Action: sessionExec,
@@ -71,41 +68,36 @@ func sessionCommand() *cli.Command {
 }
 
 func sessionCreate(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return cmdline.UsageError(c, "session create takes no arguments (got %q)", c.Args().First())
+	}
 	req := &agentapi.SessionRequest{Rootfs: c.String("rootfs"), IdleTimeoutMs: c.Duration("idle-timeout").Milliseconds()}
-	var lim agentapi.Limits
-	lim.TimeoutMs = c.Duration("timeout").Milliseconds()
-	if m := c.String("memory"); m != "" {
-		n, err := parseSize(m)
-		if err != nil {
-			return fmt.Errorf("--memory: %w", err)
-		}
-		lim.MemoryBytes = n
+	lim, err := cmdline.ReadLimits(c)
+	if err != nil {
+		return err
 	}
-	if lim != (agentapi.Limits{}) {
-		req.Limits = &lim
+	req.Limits = cmdline.WireLimits(lim)
+	if req.Env, err = cmdline.ReadEnv(c); err != nil {
+		return err
 	}
-	for _, kv := range c.StringSlice("env") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return fmt.Errorf("--env %q: want K=V", kv)
-		}
-		if req.Env == nil {
-			req.Env = map[string]string{}
-		}
-		req.Env[k] = v
+	if req.Files, err = cmdline.ReadFiles(c); err != nil {
+		return err
 	}
 	s, err := sessionClient(c).CreateSession(c.Context, req)
 	if err != nil {
-		return err
+		return cmdline.FlagError(c, err)
 	}
 	fmt.Fprintln(c.App.Writer, s.ID)
 	return nil
 }
 
+// sessionExec is `nsbox session exec`: its exit status follows the
+// result as exec's does (1 for an exception, 124 for a timeout, 137 when
+// a limit killed the session).
 func sessionExec(c *cli.Context) error {
 	id, code := c.Args().Get(0), c.Args().Get(1)
 	if id == "" || c.NArg() > 2 {
-		return errors.New("usage: nsbox session exec ID [CODE|-]")
+		return cmdline.UsageError(c, "usage: nsbox session exec [flags] ID [CODE|-]")
 	}
 	if code == "" || code == "-" {
 		b, err := io.ReadAll(os.Stdin)
@@ -116,59 +108,27 @@ func sessionExec(c *cli.Context) error {
 	}
 	req := &agentapi.ExecRequest{Code: code, TimeoutMs: c.Duration("timeout").Milliseconds()}
 	cl := sessionClient(c)
+	var (
+		res *agentapi.RunResult
+		err error
+	)
 	if c.Bool("json") {
-		res, err := cl.Exec(c.Context, id, req)
-		if err != nil {
-			return err
+		res, err = cl.Exec(c.Context, id, req)
+		if err == nil {
+			enc := json.NewEncoder(c.App.Writer)
+			enc.SetIndent("", "  ")
+			err = enc.Encode(res)
 		}
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+	} else {
+		res, err = cl.ExecStream(c.Context, id, req, func(ev agentapi.Event) { repl.PrintChunk(os.Stdout, os.Stderr, ev) })
+		if err == nil {
+			repl.PrintResult(c.App.Writer, os.Stderr, res, nil)
+		}
 	}
-	res, err := cl.ExecStream(c.Context, id, req, printChunk)
 	if err != nil {
-		return err
+		return cmdline.FlagError(c, err)
 	}
-	printRich(c.App.Writer, os.Stderr, res)
-	if res.Status != agentapi.StatusOK {
-		return &exitError{code: 1, err: fmt.Errorf("exec: %s", res.Status)}
-	}
-	return nil
-}
-
-// printChunk writes streamed output to the terminal.
-func printChunk(ev agentapi.Event) {
-	switch ev.Type {
-	case agentapi.EventStdout:
-		os.Stdout.WriteString(ev.Data)
-	case agentapi.EventStderr:
-		os.Stderr.WriteString(ev.Data)
-	}
-}
-
-// printRich prints what a cell returned besides its output.
-func printRich(out, errw io.Writer, res *agentapi.RunResult) {
-	if res.Value != "" {
-		fmt.Fprintln(out, res.Value)
-	}
-	if e := res.Exception; e != nil {
-		fmt.Fprint(errw, e.Traceback)
-	}
-	for i, f := range res.Figures {
-		fmt.Fprintf(errw, "[figure %d: %s, %d bytes base64; use --json to get it]\n", i+1, f.Mime, len(f.DataBase64))
-	}
-	for _, f := range res.Files {
-		fmt.Fprintf(errw, "[file %s: %d bytes]\n", f.Path, f.Size)
-	}
-	switch res.Status {
-	case agentapi.StatusTimeout:
-		fmt.Fprintln(errw, "[timeout: the cell was interrupted]")
-	case agentapi.StatusOOM, agentapi.StatusCrashed:
-		fmt.Fprintf(errw, "[%s: %s]\n", res.Status, res.Error)
-	}
-	if res.SessionDead {
-		fmt.Fprintln(errw, "[the session is dead]")
-	}
+	return verdict(res.Status, res.ExitCode, res.Signal, res.Error, container.Limits{Timeout: c.Duration("timeout")})
 }
 
 func sessionList(c *cli.Context) error {
@@ -246,103 +206,4 @@ func sessionCopy(c *cli.Context) error {
 		return err
 	}
 	return os.WriteFile(dst, data, 0o644)
-}
-
-func replCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "repl",
-		Usage: "an interactive Python prompt in a fresh session (ended on exit)",
-		Flags: []cli.Flag{
-			socketFlag(),
-			&cli.StringFlag{Name: "rootfs", Usage: "rootfs `NAME` (default: the daemon's)"},
-		},
-		Action: repl,
-	}
-}
-
-func repl(c *cli.Context) error {
-	cl := sessionClient(c)
-	s, err := cl.CreateSession(c.Context, &agentapi.SessionRequest{Rootfs: c.String("rootfs")})
-	if err != nil {
-		return err
-	}
-	defer cl.DeleteSession(context.WithoutCancel(c.Context), s.ID)
-	fmt.Fprintf(os.Stderr, "nsbox session %s on rootfs %s; Ctrl-D to quit\n", s.ID, s.Rootfs)
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 64<<20)
-	for {
-		code, ok := readCell(in, os.Stderr)
-		if !ok {
-			fmt.Fprintln(os.Stderr)
-			return nil
-		}
-		if strings.TrimSpace(code) == "" {
-			continue
-		}
-		res, err := cl.ExecStream(c.Context, s.ID, &agentapi.ExecRequest{Code: code}, printChunk)
-		if err != nil {
-			return err
-		}
-		printRich(os.Stdout, os.Stderr, res)
-		if res.SessionDead {
-			return &exitError{code: 1, err: errors.New("the session died")}
-		}
-	}
-}
-
-// readCell reads one cell like Python's prompt: a line, plus continuation
-// lines while it opens a block (ends with ':' or '\'), or brackets or a
-// triple-quoted string are open; a block ends on an empty line.
-func readCell(in *bufio.Scanner, prompt io.Writer) (string, bool) {
-	var buf bytes.Buffer
-	fmt.Fprint(prompt, ">>> ")
-	block := false
-	for in.Scan() {
-		line := in.Text()
-		buf.WriteString(line + "\n")
-		trimmed := strings.TrimRight(line, " \t")
-		if strings.HasSuffix(trimmed, ":") || strings.HasSuffix(trimmed, "\\") {
-			block = true
-		}
-		if needsMore(buf.String()) || (block && trimmed != "") {
-			fmt.Fprint(prompt, "... ")
-			continue
-		}
-		return buf.String(), true
-	}
-	return buf.String(), buf.Len() > 0
-}
-
-// needsMore reports whether code has open brackets or an open triple
-// quote (a rough scan that skips string literals and comments).
-func needsMore(code string) bool {
-	depth := 0
-	for i := 0; i < len(code); i++ {
-		switch ch := code[i]; ch {
-		case '#':
-			for i < len(code) && code[i] != '\n' {
-				i++
-			}
-		case '"', '\'':
-			q := string(ch)
-			if strings.HasPrefix(code[i:], q+q+q) {
-				end := strings.Index(code[i+3:], q+q+q)
-				if end < 0 {
-					return true
-				}
-				i += 3 + end + 2
-				continue
-			}
-			for i++; i < len(code) && code[i] != ch && code[i] != '\n'; i++ {
-				if code[i] == '\\' {
-					i++
-				}
-			}
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		}
-	}
-	return depth > 0 || strings.HasSuffix(strings.TrimRight(code, "\n"), "\\")
 }

@@ -45,6 +45,7 @@ func TestExecThroughDaemon(t *testing.T) {
 		{"timeout", "", []string{"--timeout", "500ms", "--", "sh", "-c", "echo started; sleep 30"}, "started\n", "nsbox: timeout after 500ms", 124},
 		{"oom", "", []string{"--memory", "48M", "--", "python3", "-c", "b = bytearray(200 << 20)"}, "", "nsbox: out of memory (limit 48 MiB)", 137},
 		{"output limit", "", []string{"--output", "1K", "--", "python3", "-c", "print('x' * 100000)"}, "", "nsbox: output limit of 1 KiB", 137},
+		{"above the maximum", "", []string{"--timeout", "1h", "--", "true"}, "", "nsbox: exec: --timeout 1h: above the daemon's maximum 10m", 1},
 		{"env and file", "", []string{"--env", "WHO=agent", "--file", "/etc/hostname:in/host.txt", "--", "sh", "-c", "echo $WHO; test -s in/host.txt && echo file"}, "agent\nfile\n", "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,142 @@
+package integration
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// replTerm is `nsbox repl` on a pseudo-terminal: keys go in, the screen
+// collects what it prints.
+type replTerm struct {
+	t      *testing.T
+	pty    io.Writer
+	screen *lockedBuffer
+}
+
+// waitFor waits until the screen shows want n times in all.
+func (r *replTerm) waitFor(want string, n int) {
+	r.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Count(r.screen.String(), want) < n {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the REPL did not show %q %d times; screen:\n%s", want, n, r.screen)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (r *replTerm) keys(s string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.pty, s); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// TestReplOnTerminal drives `nsbox repl` as a user at a terminal would
+// (issue 22): Ctrl-C interrupts a running cell and the next cell sees the
+// state from before; arrow keys edit and recall lines; Ctrl-C at a
+// continuation prompt drops an unclosed bracket; Ctrl-D quits and ends the
+// session.
+func TestReplOnTerminal(t *testing.T) {
+	d := startDaemon(t)
+	cmd := execNsbox("repl", "--socket", d.sock)
+	ptmx, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 40, Cols: 120}); err != nil {
+		t.Fatal(err)
+	}
+	r := &replTerm{t: t, pty: ptmx, screen: &lockedBuffer{}}
+	go io.Copy(r.screen, ptmx)
+	defer func() {
+		if t.Failed() {
+			_ = cmd.Process.Kill()
+		}
+	}()
+
+	r.waitFor(">>> ", 1)
+	r.keys("x = 41\r")
+	r.waitFor(">>> ", 2)
+
+	// Ctrl-C interrupts the cell; the session and x live on.
+	r.keys("while True: pass\r")
+	time.Sleep(time.Second) // the cell runs, the terminal is out of raw mode
+	start := time.Now()
+	r.keys("\x03")
+	r.waitFor("KeyboardInterrupt", 1)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Ctrl-C took %s to interrupt the cell", took)
+	}
+	r.keys("x + 1\r")
+	r.waitFor("\n42\r\n", 1)
+
+	// Left moves the cursor to insert; Up recalls the line.
+	r.keys("prnt(6*9)" + strings.Repeat("\x1b[D", 7) + "i\r")
+	r.waitFor("\n54\r\n", 1)
+	r.keys("\x1b[A\r")
+	r.waitFor("\n54\r\n", 2)
+
+	// An unclosed bracket: Ctrl-C at "... " drops it.
+	r.keys("print((1)\r")
+	r.waitFor("... ", 1)
+	r.keys("\x03")
+	r.waitFor("KeyboardInterrupt", 2)
+	r.keys("5 * 11\r")
+	r.waitFor("\n55\r\n", 1)
+
+	// Ctrl-D quits; the session is gone.
+	r.keys("\x04")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("repl: %v; screen:\n%s", err, r.screen)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("repl did not exit on Ctrl-D; screen:\n%s", r.screen)
+	}
+	ss, err := d.client.Sessions(context.Background())
+	if err != nil || len(ss) != 0 {
+		t.Errorf("sessions after the REPL quit: %+v, %v", ss, err)
+	}
+}
+
+// TestSessionCLI: session create takes exec's limit flags, flags may
+// follow the arguments, and session exec exits as exec does (issue 22).
+func TestSessionCLI(t *testing.T) {
+	d := startDaemon(t)
+	out, errOut, code := runCLI(t, "", "session", "create", "--memory", "128M", "--timeout", "1s", "--env", "WHO=cli", "--socket", d.sock)
+	id := strings.TrimSpace(out)
+	if code != 0 || id == "" {
+		t.Fatalf("session create: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for _, tc := range []struct {
+		name, code string
+		wantOut    string
+		wantCode   int
+	}{
+		{"value", "import os; x = os.environ['WHO']; x", "'cli'\n", 0},
+		{"state kept", "x * 2", "'clicli'\n", 0},
+		{"exception", "1/0", "", 1},
+		{"timeout", "while True: pass", "", 124},
+		{"after the timeout", "x", "'cli'\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "", "session", "exec", id, tc.code, "--socket", d.sock)
+			if code != tc.wantCode || out != tc.wantOut {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q", code, out, errOut, tc.wantCode, tc.wantOut)
+			}
+		})
+	}
+	if _, errOut, code := runCLI(t, "", "session", "rm", id, "--socket", d.sock); code != 0 {
+		t.Errorf("session rm: exit %d: %s", code, errOut)
+	}
+}
