@@ -120,10 +120,15 @@ func runExec(c *cli.Context) error {
 			return execViaDaemon(c, cl, x)
 		case c.IsSet("socket"):
 			return fmt.Errorf("exec: the daemon at %s does not answer: %v (use --no-daemon to run in-process)", c.String("socket"), herr)
+		case os.Geteuid() != 0:
+			// In-process needs root: say why the daemon was no way in.
+			return fmt.Errorf("exec: %v; without a daemon, a sandbox needs root", herr)
 		}
-	}
-	if c.Bool("verbose") {
-		fmt.Fprintln(os.Stderr, "nsbox: running in-process (no daemon answered)")
+		if c.Bool("verbose") {
+			fmt.Fprintf(os.Stderr, "nsbox: running in-process (no daemon answered: %v)\n", herr)
+		}
+	} else if c.Bool("verbose") {
+		fmt.Fprintln(os.Stderr, "nsbox: running in-process (--no-daemon)")
 	}
 	return execInProcess(c, x)
 }

@@ -67,8 +67,11 @@ func TestSessionsBelongToTheirCaller(t *testing.T) {
 	}
 	// Before the socket is opened to it, nobody is told why it cannot
 	// connect and what to do.
-	if out, err := asNobody(t, nsboxCopy(t), d, "session", "ls"); err == nil || !strings.Contains(out, "permission denied") || !strings.Contains(out, "usermod -aG nsbox") {
-		t.Errorf("session ls as nobody on a 0660 root socket: %v\n%s\nwant a permission error naming the fix", err, out)
+	for _, args := range [][]string{{"session", "ls"}, {"exec", "--", "true"}} {
+		out, err := asNobody(t, nsboxCopy(t), d, args...)
+		if err == nil || !strings.Contains(out, "permission denied") || !strings.Contains(out, "usermod -aG nsbox") {
+			t.Errorf("nsbox %s as nobody on a 0660 root socket: %v\n%s\nwant a permission error naming the fix", strings.Join(args, " "), err, out)
+		}
 	}
 	if err := os.Chmod(d.sock, 0o666); err != nil {
 		t.Fatal(err)
