@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -77,18 +75,8 @@ func TestPythonOutputStreams(t *testing.T) {
 // interpreters a zygote forks (whose stdout the zygote set up).
 func TestPythonOutputStreamsZygote(t *testing.T) {
 	name := dataSciRootfs(t)
-	conf := filepath.Join(t.TempDir(), "nsbox.conf")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, "[zygote]\nrootfs = [%q]\n", name), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d := startDaemon(t, "--config", conf)
+	d := startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[zygote]\nrootfs = [%q]\n", name)))
 	d.waitZygote(t, 0)
 	checkStreamedEverywhere(t, d, name)
-	info, err := d.client.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if z := info.Zygotes[0]; z.Forks < 2 || z.Fallbacks != 0 {
-		t.Errorf("the run and the session were not both zygote children: %+v", z)
-	}
+	d.checkForked(t, 2) // the run and the session
 }
