@@ -43,11 +43,12 @@ type MCPTool struct {
 	InputSchema json.RawMessage `json:"inputSchema"`
 }
 
-// Definitions returns the tools `nsbox mcp` serves (per-connection mode) in
-// format, ready to marshal: []OpenAITool, []AnthropicTool or []MCPTool. The
-// input schemas are the very ones the MCP server validates calls against.
+// Definitions returns the tools `nsbox mcp` serves (per-connection mode,
+// described without asking a daemon) in format, ready to marshal:
+// []OpenAITool, []AnthropicTool or []MCPTool. The input schemas are the
+// very ones the MCP server validates calls against.
 func Definitions(format string) (any, error) {
-	tools := definitions(false)
+	tools := definitions(newFacts(Config{}))
 	switch format {
 	case FormatOpenAI:
 		out := make([]OpenAITool, 0, len(tools))

@@ -17,25 +17,26 @@ func (s *Server) perCall() bool { return s.cfg.SessionMode == SessionPerCall }
 
 func (s *Server) runPython(ctx context.Context, req *mcpsdk.CallToolRequest, in RunPythonInput) (*mcpsdk.CallToolResult, any, error) {
 	timeoutMs := int64(in.TimeoutS) * 1000
-	if s.perCall() && in.SessionID == "" {
+	if s.perCall() {
 		res, err := s.client.Run(ctx, &agentapi.RunRequest{
 			Language: agentapi.LanguagePython, Code: in.Code, Rootfs: s.cfg.Rootfs, Limits: s.callLimits(timeoutMs),
 		})
 		if err != nil {
 			return nil, nil, err
 		}
-		return pythonResult(res, nil), res, nil
+		return pythonResult(res, nil, s.facts), res, nil
 	}
 	res, notes, err := s.exec(ctx, req.Session, in.SessionID, in.Code, timeoutMs)
 	if err != nil {
 		return nil, nil, err
 	}
-	return pythonResult(res, notes), res, nil
+	return pythonResult(res, notes, s.facts), res, nil
 }
 
 // ShellResult is the structured result of run_shell.
 type ShellResult struct {
-	// Status is ok, exit_nonzero, timeout, oom, crashed, cancelled or error.
+	// Status is ok, exit_nonzero, timeout, oom, output_limit, crashed,
+	// cancelled or error.
 	Status          string `json:"status"`
 	ExitCode        int    `json:"exit_code"`
 	Stdout          string `json:"stdout"`
@@ -48,7 +49,7 @@ type ShellResult struct {
 
 func (s *Server) runShell(ctx context.Context, req *mcpsdk.CallToolRequest, in RunShellInput) (*mcpsdk.CallToolResult, any, error) {
 	timeoutMs := int64(in.TimeoutS) * 1000
-	if s.perCall() && in.SessionID == "" {
+	if s.perCall() {
 		res, err := s.client.Run(ctx, &agentapi.RunRequest{
 			Language: agentapi.LanguageBash, Code: in.Command, Rootfs: s.cfg.Rootfs, Limits: s.callLimits(timeoutMs),
 		})
@@ -60,6 +61,7 @@ func (s *Server) runShell(ctx context.Context, req *mcpsdk.CallToolRequest, in R
 		if res.Signal != "" {
 			out.Error = strings.TrimSpace(out.Error + " killed by " + res.Signal)
 		}
+		s.facts.explainShell(out)
 		return shellResult(out, nil), out, nil
 	}
 	res, notes, err := s.exec(ctx, req.Session, in.SessionID, shellCode(in.Command), timeoutMs)
@@ -67,6 +69,7 @@ func (s *Server) runShell(ctx context.Context, req *mcpsdk.CallToolRequest, in R
 		return nil, nil, err
 	}
 	out := shellFromExec(res)
+	s.facts.explainShell(out)
 	return shellResult(out, notes), out, nil
 }
 
@@ -98,9 +101,6 @@ func shellFromExec(res *agentapi.RunResult) *ShellResult {
 		if code < 0 {
 			out.Error = fmt.Sprintf("killed by signal %d", -code)
 		}
-	case agentapi.StatusTimeout:
-		out.ExitCode = -1
-		out.Error = "the command ran past its timeout and was killed"
 	default:
 		out.ExitCode = -1
 		if res.Exception != nil && out.Error == "" {

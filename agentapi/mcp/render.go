@@ -38,8 +38,9 @@ func truncationNotes(b *strings.Builder, stdoutCut bool, stdoutBytes int64, stdo
 	}
 }
 
-// pythonText renders a Python result as the text a model reads.
-func pythonText(res *agentapi.RunResult, notes []string) string {
+// pythonText renders a Python result as the text a model reads; f names
+// the limits a result may have run into.
+func pythonText(res *agentapi.RunResult, notes []string, f facts) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "status: %s", res.Status)
 	if res.ExecutionCount > 0 {
@@ -56,7 +57,9 @@ func pythonText(res *agentapi.RunResult, notes []string) string {
 	case agentapi.StatusTimeout:
 		b.WriteString("the code ran past its timeout and was interrupted; make it faster, work on less data, or pass a larger timeout_s\n")
 	case agentapi.StatusOOM:
-		b.WriteString("the sandbox ran out of memory; use less data or process it in chunks\n")
+		fmt.Fprintf(&b, "the sandbox ran out of memory%s; use less data or process it in chunks\n", f.memoryText())
+	case agentapi.StatusOutputLimit:
+		fmt.Fprintf(&b, "the output passed the cap of %s per stream and the code was stopped; write large output to a file, or print a summary\n", sizeText(f.output))
 	}
 	section(&b, "stdout", res.Stdout)
 	section(&b, "stderr", res.Stderr)
@@ -90,9 +93,9 @@ func pythonText(res *agentapi.RunResult, notes []string) string {
 
 // pythonResult is the tool result of run_python: the text, one image per
 // figure, isError unless the code ran to its end.
-func pythonResult(res *agentapi.RunResult, notes []string) *mcpsdk.CallToolResult {
+func pythonResult(res *agentapi.RunResult, notes []string, f facts) *mcpsdk.CallToolResult {
 	out := &mcpsdk.CallToolResult{
-		Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: pythonText(res, notes)}},
+		Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: pythonText(res, notes, f)}},
 		IsError: res.Status != agentapi.StatusOK,
 	}
 	for _, f := range res.Figures {

@@ -38,7 +38,10 @@ func TestPythonResult(t *testing.T) {
 		{"truncated", &agentapi.RunResult{Status: agentapi.StatusOK, Stdout: "abc", StdoutTruncated: true, StdoutBytes: 1000}, false,
 			[]string{"[stdout truncated: 1000 bytes produced, the first 3 shown"}, 0},
 		{"oom", &agentapi.RunResult{Status: agentapi.StatusOOM, Error: "out of memory", SessionDead: true}, true,
-			[]string{"error: out of memory", "ran out of memory"}, 0},
+			[]string{"error: out of memory", "ran out of memory (512 MiB)"}, 0},
+		{"output limit", &agentapi.RunResult{Status: agentapi.StatusOutputLimit, Stdout: "xx", StdoutTruncated: true, StdoutBytes: 1 << 20,
+			Exception: &agentapi.Exception{Name: "KeyboardInterrupt"}}, true,
+			[]string{"the output passed the cap of 128 KiB per stream and the code was stopped"}, 0},
 		{"figures", &agentapi.RunResult{Status: agentapi.StatusOK, Figures: []agentapi.Figure{
 			{Mime: "image/png", DataBase64: base64.StdEncoding.EncodeToString(img)},
 			{Mime: "image/png", DataBase64: base64.StdEncoding.EncodeToString(img)},
@@ -49,7 +52,7 @@ func TestPythonResult(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := pythonResult(tc.res, []string{"a note"})
+			r := pythonResult(tc.res, []string{"a note"}, facts{memory: 512 << 20, output: 128 << 10})
 			if r.IsError != tc.isError {
 				t.Errorf("isError %v, want %v", r.IsError, tc.isError)
 			}
@@ -140,6 +143,35 @@ func TestShellCode(t *testing.T) {
 		if out.Status != tc.status || out.ExitCode != tc.exitCode {
 			t.Errorf("%+v: got %s %d, want %s %d", tc.res, out.Status, out.ExitCode, tc.status, tc.exitCode)
 		}
+	}
+}
+
+// TestExplainShell checks that a shell command stopped by a limit reports
+// the limit, whichever way it ran (a session's cell or a per-call run).
+func TestExplainShell(t *testing.T) {
+	f := facts{memory: 256 << 20, output: 64 << 10}
+	interrupted := &agentapi.Exception{Name: "KeyboardInterrupt"}
+	tests := []struct {
+		name     string
+		out      *ShellResult
+		exitCode int
+		want     string
+	}{
+		{"session output limit", shellFromExec(&agentapi.RunResult{Status: agentapi.StatusOutputLimit, Exception: interrupted}), -1,
+			"the command's output passed the cap of 64 KiB per stream"},
+		{"per-call output limit", &ShellResult{Status: agentapi.StatusOutputLimit, ExitCode: 137}, 137, "cap of 64 KiB"},
+		{"session oom", shellFromExec(&agentapi.RunResult{Status: agentapi.StatusOOM}), -1, "ran out of memory (256 MiB)"},
+		{"per-call oom", &ShellResult{Status: agentapi.StatusOOM, ExitCode: 137}, 137, "ran out of memory (256 MiB)"},
+		{"timeout", shellFromExec(&agentapi.RunResult{Status: agentapi.StatusTimeout, Exception: interrupted}), -1, "past its timeout"},
+		{"exit code", &ShellResult{Status: agentapi.StatusExitNonzero, ExitCode: 3}, 3, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f.explainShell(tc.out)
+			if tc.out.ExitCode != tc.exitCode || !strings.Contains(tc.out.Error, tc.want) || strings.Contains(tc.out.Error, "KeyboardInterrupt") {
+				t.Errorf("exit code %d, error %q; want %d, %q", tc.out.ExitCode, tc.out.Error, tc.exitCode, tc.want)
+			}
+		})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nsbox/nsbox/agentapi"
@@ -43,14 +44,21 @@ type Config struct {
 	Version string
 	// Logger logs sessions created and deleted; nil discards.
 	Logger *slog.Logger
+	// Info is the daemon's GET /v1/info at start-up: the tool descriptions
+	// then name the rootfs, its data-science modules and the limits a call
+	// gets. nil: they speak of them in general.
+	Info *agentapi.Info
 }
 
 // Server is an MCP server whose tools run in nsbox sandboxes.
 type Server struct {
 	cfg    Config
+	facts  facts
 	client *client.Client
-	log    *slog.Logger
-	sdk    *mcpsdk.Server
+	// schemas are the tools' input schemas, by name, for checkBounds.
+	schemas map[string]*jsonschema.Schema
+	log     *slog.Logger
+	sdk     *mcpsdk.Server
 
 	mu    sync.Mutex
 	conns map[*mcpsdk.ServerSession]*connState
@@ -75,10 +83,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.Limits.OutputBytes = defaultOutputSize
 	}
 	s := &Server{
-		cfg:    cfg,
-		client: cfg.Client,
-		log:    cfg.Logger,
-		conns:  map[*mcpsdk.ServerSession]*connState{},
+		cfg:     cfg,
+		facts:   newFacts(cfg),
+		client:  cfg.Client,
+		log:     cfg.Logger,
+		conns:   map[*mcpsdk.ServerSession]*connState{},
+		schemas: map[string]*jsonschema.Schema{},
 	}
 	if s.client == nil {
 		s.client = &client.Client{}
@@ -90,13 +100,19 @@ func New(cfg Config) (*Server, error) {
 	if version == "" {
 		version = "dev"
 	}
+	instructions := "Tools that run Python and shell commands in an isolated Linux sandbox (no network, no host files). " +
+		"Use run_python for computation, data analysis and plots; write_file/read_file/list_files to move files in and out of /workspace."
+	if s.facts.perCall {
+		instructions = "Tools that run Python and shell commands, each call in a fresh isolated Linux sandbox (no network, no host files). " +
+			"Use run_python for computation, data analysis and plots."
+	}
 	s.sdk = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "nsbox", Title: "nsbox sandbox", Version: version}, &mcpsdk.ServerOptions{
-		Instructions: "Tools that run Python and shell commands in an isolated Linux sandbox (no network, no host files). " +
-			"Use run_python for computation, data analysis and plots; write_file/read_file/list_files to move files in and out of /workspace.",
+		Instructions: instructions,
 		Capabilities: &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{}},
 	})
-	perCall := cfg.SessionMode == SessionPerCall
-	for _, t := range definitions(perCall) {
+	s.sdk.AddReceivingMiddleware(s.checkBounds)
+	for _, t := range definitions(s.facts) {
+		s.schemas[t.Name] = t.InputSchema.(*jsonschema.Schema)
 		switch t.Name {
 		case ToolRunPython:
 			mcpsdk.AddTool(s.sdk, t, s.runPython)

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -10,14 +11,23 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
 )
 
-// connect serves a Server over an in-memory transport and returns a client
-// session of the SDK's own client. The daemon socket does not exist.
+// connect serves a Server in mode over an in-memory transport and returns
+// a client session of the SDK's own client. The daemon socket does not
+// exist.
 func connect(t *testing.T, mode string) *mcpsdk.ClientSession {
 	t.Helper()
-	srv, err := New(Config{Client: &client.Client{Socket: filepath.Join(t.TempDir(), "none.sock")}, SessionMode: mode})
+	return connectConfig(t, Config{SessionMode: mode})
+}
+
+// connectConfig is connect for a Server of cfg (its Client is set).
+func connectConfig(t *testing.T, cfg Config) *mcpsdk.ClientSession {
+	t.Helper()
+	cfg.Client = &client.Client{Socket: filepath.Join(t.TempDir(), "none.sock")}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +97,8 @@ func TestToolErrors(t *testing.T) {
 	}{
 		{ToolRunPython, map[string]any{"code": "1"}, "is `nsbox daemon` running?"},
 		{ToolRunPython, map[string]any{"code": ""}, "minLength"},
-		{ToolRunPython, map[string]any{"code": "1", "timeout_s": 601}, "maximum"},
+		{ToolRunPython, map[string]any{"code": "1", "timeout_s": 601}, "timeout_s is 601, above its maximum of 600 s: pass at most 600"},
+		{ToolRunShell, map[string]any{"command": "ls", "timeout_s": 0}, "timeout_s is 0, below its minimum of 1 s"},
 		{ToolRunPython, map[string]any{"code": "1", "extra": true}, "extra"},
 		{ToolRunShell, map[string]any{"command": "ls"}, "is `nsbox daemon` running?"},
 		{ToolReadFile, map[string]any{"path": "/etc/passwd"}, "not reachable"},
@@ -115,5 +126,102 @@ func TestToolErrors(t *testing.T) {
 	res, err := cs.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: ToolResetSession, Arguments: map[string]any{}})
 	if err != nil || res.IsError {
 		t.Fatalf("reset_session without a session: %+v %v", res, err)
+	}
+}
+
+// dataSciInfo is a daemon's /v1/info with a data-science zygote on
+// "default" and none of the stack on "minimal".
+func dataSciInfo() *agentapi.Info {
+	return &agentapi.Info{
+		DefaultRootfs: "default",
+		DefaultLimits: agentapi.Limits{TimeoutMs: 30_000, MemoryBytes: 1 << 30},
+		MaxLimits:     agentapi.Limits{TimeoutMs: 120_000, MemoryBytes: 4 << 30},
+		Zygotes: []agentapi.ZygoteInfo{
+			{Rootfs: "default", State: "ready", Modules: []string{"numpy", "pandas", "matplotlib", "matplotlib.pyplot", "scipy", "sklearn"}, Skipped: []string{"sklearn"}},
+			{Rootfs: "minimal", State: "unused", Modules: []string{"numpy"}},
+		},
+	}
+}
+
+// TestToolDescriptions checks that the tools describe the sandbox the
+// daemon gives (rootfs, its modules, limits) and the session mode.
+func TestToolDescriptions(t *testing.T) {
+	type want struct {
+		tool       string
+		has        []string // in the description
+		hasNot     []string // in the description or the input schema
+		maxTimeout float64
+		sessionID  bool // offered
+	}
+	tests := []struct {
+		name string
+		cfg  Config
+		want []want
+	}{
+		{"data-science rootfs", Config{Info: dataSciInfo()}, []want{
+			{ToolRunPython, []string{"rootfs (default)", ": numpy, pandas, matplotlib, scipy.", "stopped after 30 s", "at most 120 s", "1 GiB of memory", "128 KiB of stdout"},
+				[]string{"when the server uses", "sklearn"}, 120, true},
+			{ToolRunShell, []string{"write_file", "stopped after 30 s"}, nil, 120, true},
+		}},
+		{"minimal rootfs, own limits", Config{Info: dataSciInfo(), Rootfs: "minimal", Limits: agentapi.Limits{TimeoutMs: 10_000, MemoryBytes: 256 << 20, OutputBytes: 1 << 20}}, []want{
+			{ToolRunPython, []string{"(minimal) has the Python standard library only", "stopped after 10 s", "256 MiB of memory", "1 MiB of stdout"}, []string{"pre-imported"}, 120, true},
+		}},
+		{"no daemon", Config{}, []want{
+			{ToolRunPython, []string{"depends on the rootfs", "try an import", "timeout_s may be up to 600 s"}, []string{"memory"}, 600, true},
+		}},
+		{"per-call", Config{Info: dataSciInfo(), SessionMode: SessionPerCall}, []want{
+			{ToolRunPython, []string{"fresh sandbox", "numpy"}, []string{"write_file", "read_file", "session", "files persist"}, 120, false},
+			{ToolRunShell, []string{"fresh sandbox"}, []string{"write_file", "read_file", "same sandbox"}, 120, false},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := connectConfig(t, tc.cfg).ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tools := map[string]*mcpsdk.Tool{}
+			for _, tool := range res.Tools {
+				tools[tool.Name] = tool
+			}
+			for _, w := range tc.want {
+				tool := tools[w.tool]
+				for _, s := range w.has {
+					if !strings.Contains(tool.Description, s) {
+						t.Errorf("%s: description lacks %q: %s", w.tool, s, tool.Description)
+					}
+				}
+				schema, err := json.Marshal(tool.InputSchema)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range w.hasNot {
+					if strings.Contains(tool.Description+string(schema), s) {
+						t.Errorf("%s: description or schema has %q: %s %s", w.tool, s, tool.Description, schema)
+					}
+				}
+				props := tool.InputSchema.(map[string]any)["properties"].(map[string]any)
+				timeout := props["timeout_s"].(map[string]any)
+				if timeout["maximum"] != w.maxTimeout || timeout["minimum"] != 1.0 || !strings.HasPrefix(timeout["description"].(string), "Whole seconds, 1 to ") {
+					t.Errorf("%s: timeout_s %v, want maximum %v", w.tool, timeout, w.maxTimeout)
+				}
+				if _, ok := props["session_id"]; ok != w.sessionID {
+					t.Errorf("%s: session_id offered %v, want %v", w.tool, ok, w.sessionID)
+				}
+			}
+		})
+	}
+}
+
+// TestPerCallRefusesSessionID checks that per-call mode, which offers no
+// session_id, refuses one.
+func TestPerCallRefusesSessionID(t *testing.T) {
+	cs := connect(t, SessionPerCall)
+	res, err := cs.CallTool(context.Background(), &mcpsdk.CallToolParams{Name: ToolRunPython, Arguments: map[string]any{"code": "1", "session_id": "abc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*mcpsdk.TextContent).Text; !res.IsError || !strings.Contains(text, "session_id") {
+		t.Fatalf("isError %v: %s", res.IsError, text)
 	}
 }

@@ -19,7 +19,7 @@ const (
 
 // Bounds of the tools' inputs.
 const (
-	MaxTimeoutS       = 600
+	MaxTimeoutS       = 600 // timeout_s's bound when the daemon's maximum is unknown
 	MaxCodeBytes      = 1 << 20
 	MaxContentBytes   = 16 << 20 // write_file content as sent (base64 included)
 	MaxPathBytes      = 4096
@@ -34,16 +34,16 @@ const (
 
 // RunPythonInput is the input of run_python.
 type RunPythonInput struct {
-	Code      string `json:"code" jsonschema:"Python 3 source to execute, like a notebook cell. Variables, imports and files persist between calls in the same session. The repr of the last expression is returned; matplotlib figures (open at the end or passed to plt.show()) come back as PNG images."`
+	Code      string `json:"code" jsonschema:"Python 3 source to execute, like a notebook cell. The repr of the last expression is returned; matplotlib figures (open at the end or passed to plt.show()) come back as PNG images."`
 	SessionID string `json:"session_id,omitempty" jsonschema:"Run in this existing nsbox session instead of this conversation's own one (leave empty normally)."`
-	TimeoutS  int    `json:"timeout_s,omitempty" jsonschema:"Seconds before the cell is interrupted with KeyboardInterrupt (default: the server's per-call timeout)."`
+	TimeoutS  int    `json:"timeout_s,omitempty" jsonschema:"Whole seconds before the cell is interrupted with KeyboardInterrupt."`
 }
 
 // RunShellInput is the input of run_shell.
 type RunShellInput struct {
-	Command   string `json:"command" jsonschema:"Shell command line, run with bash -c (sh when bash is absent) in /workspace of the same sandbox run_python uses. No network access; the root filesystem is read-only, /workspace and /tmp are writable."`
+	Command   string `json:"command" jsonschema:"Shell command line, run with bash -c (sh when bash is absent) in /workspace. No network access; the root filesystem is read-only, /workspace and /tmp are writable."`
 	SessionID string `json:"session_id,omitempty" jsonschema:"Run in this existing nsbox session instead of this conversation's own one (leave empty normally)."`
-	TimeoutS  int    `json:"timeout_s,omitempty" jsonschema:"Seconds before the command is killed (default: the server's per-call timeout)."`
+	TimeoutS  int    `json:"timeout_s,omitempty" jsonschema:"Whole seconds before the command is killed."`
 }
 
 // WriteFileInput is the input of write_file.
@@ -98,25 +98,37 @@ func boundString(s *jsonschema.Schema, name string, minLen, maxLen int) {
 	p.MaxLength = ptr(maxLen)
 }
 
-func boundTimeout(s *jsonschema.Schema) {
+// boundTimeout bounds timeout_s in whole seconds and says so (the
+// description holds the default, which the schema has no keyword for).
+func boundTimeout(s *jsonschema.Schema, f facts, what string) {
 	p := s.Properties["timeout_s"]
-	p.Minimum, p.Maximum = ptr(1.0), ptr(float64(MaxTimeoutS))
+	p.Minimum, p.Maximum = ptr(1.0), ptr(float64(f.maxTimeout))
+	p.Description = f.timeoutText(what)
 }
 
-func boundSessionID(s *jsonschema.Schema) {
+// boundSessionID bounds session_id, or drops it in per-call mode, which
+// has no sessions to name.
+func boundSessionID(s *jsonschema.Schema, f facts) {
+	if f.perCall {
+		delete(s.Properties, "session_id")
+		return
+	}
 	p := s.Properties["session_id"]
 	p.MaxLength = ptr(64)
 	p.Pattern = "^[a-zA-Z0-9_-]*$"
 }
 
-// definitions returns the tools, in the order they are listed. perCall
-// drops the tools that need a persistent workspace.
-func definitions(perCall bool) []*mcpsdk.Tool {
+// definitions returns the tools, in the order they are listed, described
+// with f. Per-call mode drops the tools that need a persistent workspace.
+func definitions(f facts) []*mcpsdk.Tool {
 	persistence := "State persists across calls like a Jupyter notebook: define a variable or import a module in one call and use it in the next. "
 	files := "Files live in /workspace (the working directory); use write_file to provide data and read_file to fetch results. "
-	if perCall {
+	shell := "Run a shell command (bash -c) in the same sandbox and /workspace as run_python, e.g. to list files, inspect data with head/wc, " +
+		"or run a script written with write_file. "
+	if f.perCall {
 		persistence = "Every call runs in a fresh sandbox: nothing persists between calls, so each call must be self-contained. "
 		files = "The working directory is /workspace. "
+		shell = "Run a shell command (bash -c) in a fresh sandbox like run_python's (nothing persists between calls), e.g. to check the Python version or the installed packages. "
 	}
 	tools := []*mcpsdk.Tool{
 		{
@@ -124,27 +136,30 @@ func definitions(perCall bool) []*mcpsdk.Tool {
 			Title: "Run Python",
 			Description: "Execute Python 3 code in an isolated Linux sandbox (no network, no access to the host's files) and return stdout, stderr, " +
 				"the value of the last expression, the exception with its traceback if the code raised, and every matplotlib figure as a PNG image. " +
-				persistence +
-				"numpy, pandas, matplotlib, scipy and scikit-learn are available when the server uses the data-science rootfs. " +
-				files +
+				persistence + f.environment() + files + f.limits() +
 				"If the result has isError, read the traceback, fix the code and call again.",
 			InputSchema: schemaFor[RunPythonInput](func(s *jsonschema.Schema) {
 				boundString(s, "code", 1, MaxCodeBytes)
-				boundTimeout(s)
-				boundSessionID(s)
+				if !f.perCall {
+					s.Properties["code"].Description += " Variables, imports and files persist between calls in the same session."
+				}
+				boundTimeout(s, f, "the cell is interrupted with KeyboardInterrupt")
+				boundSessionID(s, f)
 			}),
 			Annotations: &mcpsdk.ToolAnnotations{OpenWorldHint: ptr(false)},
 		},
 		{
 			Name:  ToolRunShell,
 			Title: "Run shell command",
-			Description: "Run a shell command (bash -c) in the same sandbox and /workspace as run_python, e.g. to list files, inspect data with head/wc, " +
-				"or run a script written with write_file. Returns stdout, stderr and the exit code; a non-zero exit code is reported as an error. " +
+			Description: shell + "Returns stdout, stderr and the exit code; a non-zero exit code is reported as an error. " + f.limits() +
 				"There is no network access and no sudo; the root filesystem is read-only.",
 			InputSchema: schemaFor[RunShellInput](func(s *jsonschema.Schema) {
 				boundString(s, "command", 1, MaxCodeBytes)
-				boundTimeout(s)
-				boundSessionID(s)
+				if !f.perCall {
+					s.Properties["command"].Description += " It runs in the same sandbox as run_python."
+				}
+				boundTimeout(s, f, "the command is killed")
+				boundSessionID(s, f)
 			}),
 			Annotations: &mcpsdk.ToolAnnotations{OpenWorldHint: ptr(false)},
 		},
@@ -158,7 +173,7 @@ func definitions(perCall bool) []*mcpsdk.Tool {
 				boundString(s, "content", 0, MaxContentBytes)
 				s.Properties["encoding"].Enum = []any{encodingUTF8, encodingBase64}
 				s.Properties["encoding"].Default = []byte(`"utf-8"`)
-				boundSessionID(s)
+				boundSessionID(s, f)
 			}),
 			Annotations: &mcpsdk.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		},
@@ -169,7 +184,7 @@ func definitions(perCall bool) []*mcpsdk.Tool {
 				"Images come back as image content, UTF-8 text as text (long files are cut, with a note), other binary files as base64.",
 			InputSchema: schemaFor[ReadFileInput](func(s *jsonschema.Schema) {
 				boundString(s, "path", 1, MaxPathBytes)
-				boundSessionID(s)
+				boundSessionID(s, f)
 			}),
 			Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		},
@@ -179,7 +194,7 @@ func definitions(perCall bool) []*mcpsdk.Tool {
 			Description: "List the files and directories in the sandbox's /workspace (or below path) with their sizes and types.",
 			InputSchema: schemaFor[ListFilesInput](func(s *jsonschema.Schema) {
 				boundString(s, "path", 0, MaxPathBytes)
-				boundSessionID(s)
+				boundSessionID(s, f)
 			}),
 			Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		},
@@ -192,7 +207,7 @@ func definitions(perCall bool) []*mcpsdk.Tool {
 			Annotations: &mcpsdk.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		},
 	}
-	if perCall {
+	if f.perCall {
 		return tools[:2]
 	}
 	return tools

@@ -75,6 +75,19 @@ func mcpServe(c *cli.Context) error {
 		return err
 	}
 	cl := &client.Client{Socket: c.String("socket")}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The tool descriptions tell the model its rootfs and limits as the
+	// daemon reports them now.
+	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	info, err := cl.Info(hctx)
+	cancel()
+	if err != nil {
+		// Serve anyway: tool calls report the problem to the model, and
+		// work as soon as the daemon is up.
+		log.Warn("the nsbox daemon does not answer; tool calls fail until it does", "err", err)
+		info = nil
+	}
 	srv, err := mcp.New(mcp.Config{
 		Client:      cl,
 		Rootfs:      c.String("rootfs"),
@@ -83,19 +96,11 @@ func mcpServe(c *cli.Context) error {
 		SessionMode: c.String("session-mode"),
 		Version:     version,
 		Logger:      log,
+		Info:        info,
 	})
 	if err != nil {
 		return fmt.Errorf("--session-mode: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	if _, err := cl.Health(hctx); err != nil {
-		// Serve anyway: tool calls report the problem to the model, and
-		// work as soon as the daemon is up.
-		log.Warn("the nsbox daemon does not answer; tool calls fail until it does", "err", err)
-	}
-	cancel()
 	log.Info("serving MCP on stdio", "socket", c.String("socket"), "session_mode", c.String("session-mode"))
 	return srv.Run(ctx, &mcpsdk.StdioTransport{})
 }

@@ -23,6 +23,14 @@ def _forget_ctl():
 
 os.register_at_fork(after_in_child=_forget_ctl)
 
+# The sandbox's stdout is a pipe, which Python fills in 8 KiB blocks, and -I
+# ignores the PYTHONUNBUFFERED the sandbox sets: a cell's prints would reach
+# the host only as it ends. Line buffering, a terminal's, passes each line
+# on as it is printed with one write; python3 -u's unbuffered streams take
+# two per print() and were slower still on floods of short lines.
+for _f in (sys.stdout, sys.stderr):
+    _f.reconfigure(line_buffering=True)
+
 
 def _read(n):
     b = b''

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -97,6 +98,42 @@ func TestMCPPerCall(t *testing.T) {
 	}
 	if ss, _ := d.client.Sessions(context.Background()); len(ss) != 0 {
 		t.Fatalf("per-call mode made sessions: %+v", ss)
+	}
+}
+
+// TestMCPDescribesDaemon checks that `nsbox mcp` describes the sandbox
+// the daemon gives (its rootfs, the call's limits), that a bound is
+// explained in its unit, and that a shell flood names the output cap.
+func TestMCPDescribesDaemon(t *testing.T) {
+	d := startDaemon(t)
+	_, rootfs := testRootfs(t)
+	info, err := d.client.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxS := info.MaxLimits.TimeoutMs / 1000
+	cs := mcpConnect(t, d, "--memory", "256M", "--timeout", "20s", "--output", "64K")
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		if tool.Name != "run_python" {
+			continue
+		}
+		for _, want := range []string{rootfs + ")", "stopped after 20 s", fmt.Sprintf("at most %d s", maxS), "256 MiB of memory", "64 KiB of stdout"} {
+			if !strings.Contains(tool.Description, want) {
+				t.Errorf("run_python's description lacks %q: %s", want, tool.Description)
+			}
+		}
+	}
+	res, text := callText(t, cs, "run_python", map[string]any{"code": "1", "timeout_s": maxS * 10})
+	if want := fmt.Sprintf("timeout_s is %d, above its maximum of %d s", maxS*10, maxS); !res.IsError || !strings.Contains(text, want) {
+		t.Errorf("timeout past the maximum: %s", text)
+	}
+	res, text = callText(t, cs, "run_shell", map[string]any{"command": "yes"})
+	if !res.IsError || !strings.Contains(text, "status: output_limit") || !strings.Contains(text, "cap of 64 KiB per stream") || strings.Contains(text, "KeyboardInterrupt") {
+		t.Errorf("shell flood: %s", text)
 	}
 }
 

@@ -35,5 +35,8 @@ func TestPythonClient(t *testing.T) {
 	if strings.Contains(string(out), "skipped 'set NSBOX_SOCKET") {
 		t.Fatalf("the client tests did not see the daemon:\n%s", out)
 	}
+	if _, ok := dataSciAvailable(t); ok && strings.Contains(string(out), "skipped 'set NSBOX_DATASCI_ROOTFS") {
+		t.Fatalf("the figure test was skipped although the data-science rootfs is there:\n%s", out)
+	}
 	t.Logf("%s", out)
 }

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/nsbox/nsbox/agentapi"
@@ -102,19 +100,9 @@ func TestPythonFloodPooled(t *testing.T) {
 // flood and fork fixes hold there too.
 func TestPythonFloodAndForkOnZygote(t *testing.T) {
 	name := dataSciRootfs(t)
-	conf := filepath.Join(t.TempDir(), "nsbox.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[zygote]\nrootfs = [%q]\n", name)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d := startDaemon(t, "--config", conf)
+	d := startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[zygote]\nrootfs = [%q]\n", name)))
 	d.waitZygote(t, 0)
 	floodRun(t, d, name)
 	forkChecks(t, d, name)
-	info, err := d.client.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if z := info.Zygotes[0]; z.Forks < 3 || z.Fallbacks != 0 {
-		t.Fatalf("the runs and the session were not all zygote children: %+v", z)
-	}
+	d.checkForked(t, 3) // the runs and the session
 }

@@ -33,6 +33,29 @@ func (d *daemon) waitInfo(t *testing.T, what string, ok func(*agentapi.Info) boo
 	}
 }
 
+// writeConf writes a daemon configuration file and returns its path.
+func writeConf(t *testing.T, toml string) string {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "nsbox.conf")
+	if err := os.WriteFile(conf, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return conf
+}
+
+// checkForked fails t unless the first zygote served at least n runs and
+// sessions and none fell back to a cold start.
+func (d *daemon) checkForked(t *testing.T, n uint64) {
+	t.Helper()
+	info, err := d.client.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z := info.Zygotes[0]; z.Forks < n || z.Fallbacks != 0 {
+		t.Errorf("want at least %d zygote children and no fallback: %+v", n, z)
+	}
+}
+
 // waitZygote polls /v1/info until the first zygote is ready and is not
 // the process old (0: any).
 func (d *daemon) waitZygote(t *testing.T, old int) agentapi.ZygoteInfo {
@@ -67,11 +90,7 @@ func (d *daemon) waitPoolForked(t *testing.T) agentapi.PoolInfo {
 // SIGTERM leaves nothing behind.
 func TestZygoteThroughDaemon(t *testing.T) {
 	name := dataSciRootfs(t)
-	conf := filepath.Join(t.TempDir(), "nsbox.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[zygote]\nrootfs = [%q]\nchildren = 16\n", name)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d := startDaemon(t, "--config", conf)
+	d := startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[zygote]\nrootfs = [%q]\nchildren = 16\n", name)))
 	ctx := context.Background()
 	z := d.waitZygote(t, 0)
 	if len(z.Skipped) != 0 || !strings.Contains(strings.Join(z.Modules, ","), "pandas") {
@@ -153,11 +172,7 @@ func TestZygoteThroughDaemon(t *testing.T) {
 // ready. So does a new zygote after the first one died.
 func TestFirstSessionHasZygoteImports(t *testing.T) {
 	name := dataSciRootfs(t)
-	conf := filepath.Join(t.TempDir(), "nsbox.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[zygote]\nrootfs = [%q]\nchildren = 16\n\n[pools.ds]\nrootfs = %q\nsize = 2\n", name, name)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d := startDaemon(t, "--config", conf)
+	d := startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[zygote]\nrootfs = [%q]\nchildren = 16\n\n[pools.ds]\nrootfs = %q\nsize = 2\n", name, name)))
 	ctx := context.Background()
 	firstSession := func() {
 		t.Helper()
@@ -192,11 +207,7 @@ func TestFirstSessionHasZygoteImports(t *testing.T) {
 // daemon removes their cgroups and starts a new zygote.
 func TestZygoteDaemonSIGKILL(t *testing.T) {
 	name := dataSciRootfs(t)
-	conf := filepath.Join(t.TempDir(), "nsbox.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[zygote]\nrootfs = [%q]\n", name)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d := startDaemon(t, "--config", conf)
+	d := startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[zygote]\nrootfs = [%q]\n", name)))
 	z := d.waitZygote(t, 0)
 	id := newSession(t, d, &agentapi.SessionRequest{Rootfs: name})
 	if r := execOK(t, d, id, "import sys\n'pandas' in sys.modules"); r.Value != "True" {

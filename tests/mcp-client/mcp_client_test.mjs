@@ -86,6 +86,7 @@ try {
   // Invalid arguments (schema violation) are a tool error as well.
   res = await call("run_python", { code: "1", timeout_s: 100000 });
   assert.equal(res.isError, true);
+  assert.match(text(res), /timeout_s is 100000, above its maximum of 600 s/);
 
   // An unknown tool is protocol misuse: a JSON-RPC error.
   await assert.rejects(client.callTool({ name: "no_such_tool", arguments: {} }));
