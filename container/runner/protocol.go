@@ -21,6 +21,8 @@ type request struct {
 	// name and is not counted.
 	Setup     bool     `json:"setup,omitempty"`
 	Preimport []string `json:"preimport,omitempty"`
+	// Stream runs the cell line-buffered: a caller watches its output live.
+	Stream bool `json:"stream,omitempty"`
 }
 
 // reply is the runner's answer to one cell (or its first "ready" frame).

@@ -248,7 +248,8 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 	errSeen, errOver := r.stderr.begin([]byte(marker), req.OutputBytes, req.OnStderr)
 
 	res := &Result{}
-	if err := writeFrame(r.ctl, request{Code: req.Code, Marker: marker, Setup: setup, Preimport: preimport}); err != nil {
+	if err := writeFrame(r.ctl, request{Code: req.Code, Marker: marker, Setup: setup, Preimport: preimport,
+		Stream: req.OnStdout != nil || req.OnStderr != nil}); err != nil {
 		return r.gone(res, start), nil, nil
 	}
 
