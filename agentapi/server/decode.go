@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/nsbox/nsbox/daemon/errdefs"
@@ -43,10 +44,18 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) (release 
 // message names the field or the offset; an oversize body (r wrapped by
 // http.MaxBytesReader) is returned as *http.MaxBytesError.
 func Decode(r io.Reader, v any) error {
-	dec := json.NewDecoder(&utf8Reader{r: r})
+	var body capture
+	dec := json.NewDecoder(io.TeeReader(&utf8Reader{r: r}, &body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return decodeError(err)
+		err = decodeError(err)
+		// encoding/json names an unknown field without its path: find it.
+		if fe, ok := err.(*errdefs.FieldError); ok && fe.Msg == "unknown field" && body.complete() {
+			if p := unknownPath(body.Bytes(), reflect.TypeOf(v)); p != "" {
+				fe.Field = p
+			}
+		}
+		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		if err != nil {
