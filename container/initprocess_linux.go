@@ -117,6 +117,14 @@ func (p *initProcess) stdio() (stdout, stderr, stdin, control *os.File) {
 	return p.Stdout, p.Stderr, stdin, p.Control
 }
 
+func (p *initProcess) hasExited() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, p.Cmd.Process.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	// ECHILD: already reaped. With WNOHANG the kernel leaves si_signo 0
+	// while the child runs.
+	return errors.Is(err, unix.ECHILD) || err == nil && info.Signo == int32(unix.SIGCHLD)
+}
+
 func (p *initProcess) wait() (syscall.WaitStatus, bool) {
 	p.Cmd.Wait()
 	if ps := p.Cmd.ProcessState; ps != nil {

@@ -33,6 +33,9 @@ type process interface {
 	signal(sig syscall.Signal) error
 	// done is closed when the process has exited, before it is reaped.
 	done() <-chan struct{}
+	// hasExited asks the kernel, without blocking, whether the process has
+	// exited: done may not have fired yet when the engine was held up.
+	hasExited() bool
 	// wait waits for the exit; exited is false when the status is unknown.
 	wait() (ws syscall.WaitStatus, exited bool)
 	// destroy kills what is left of the process, removes its cgroup and

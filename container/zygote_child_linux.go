@@ -77,6 +77,22 @@ func (c *zygoteChild) wait() (syscall.WaitStatus, bool) {
 	return c.status, true
 }
 
+// hasExited is the zygote's report, or else the child's pidfd: it turns
+// readable at the exit, before the zygote has reaped and reported it.
+func (c *zygoteChild) hasExited() bool {
+	select {
+	case <-c.done():
+		return true
+	default:
+	}
+	if c.pidfd < 0 {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
+}
+
 func (c *zygoteChild) stdio() (stdout, stderr, stdin, control *os.File) {
 	f := c.files
 	stdin, f.Stdin = f.Stdin, nil
