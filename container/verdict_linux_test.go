@@ -17,16 +17,6 @@ import (
 func TestLateCollectionKeepsTheVerdict(t *testing.T) {
 	e := newTestEngine(t)
 	rootfs := testenv.Rootfs(t)
-	kinds := []struct {
-		name  string
-		start func(context.Context, Spec) (*Sandbox, error)
-	}{
-		{"engine", e.Start},
-		{"zygote", func(ctx context.Context, s Spec) (*Sandbox, error) {
-			s.Argv = append([]string{"python3", "-I"}, s.Argv[1:]...)
-			return zygoteFor(t, e, rootfs).Start(ctx, s)
-		}},
-	}
 	cases := []struct {
 		name string
 		code string
@@ -37,7 +27,7 @@ func TestLateCollectionKeepsTheVerdict(t *testing.T) {
 		{"runs past its deadline", "import time; print('done', flush=True); time.sleep(60)", StatusTimeout},
 	}
 	const deadline = time.Second
-	for _, k := range kinds {
+	for _, k := range sandboxKinds(t, e) {
 		for _, tc := range cases {
 			t.Run(k.name+"/"+tc.name, func(t *testing.T) {
 				spec := Spec{RootfsDir: rootfs, Argv: []string{"python3", "-c", tc.code}, Limits: Limits{Timeout: deadline}}

@@ -34,7 +34,7 @@ func New(sizeBytes int64, uid, gid int) (*Workspace, error) {
 	defer unix.Close(fsfd)
 	opts := [][2]string{
 		{"size", strconv.FormatInt(sizeBytes, 10)},
-		{"nr_inodes", strconv.FormatInt(max(8192, sizeBytes/4096), 10)},
+		{"nr_inodes", strconv.FormatInt(Inodes(sizeBytes), 10)},
 		{"mode", "0755"},
 		{"uid", strconv.Itoa(uid)},
 		{"gid", strconv.Itoa(gid)},
