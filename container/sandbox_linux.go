@@ -260,11 +260,10 @@ func (s *Sandbox) wait() (*Result, error) {
 		sum := sha256.Sum256(f.Data)
 		inputs[f.Path] = hex.EncodeToString(sum[:])
 	}
-	files, err := s.ws.Collect(inputs, s.spec.ReturnFiles)
+	res.Files, res.FilesTruncated, err = s.ws.Collect(inputs, s.spec.ReturnFiles)
 	if err != nil {
 		s.log.Warn("list workspace files", "err", err)
 	}
-	res.Files = files
 	s.log.Debug("run finished", "status", res.Status, "exit", res.ExitCode, "wall", wall)
 	return res, nil
 }

@@ -9,6 +9,10 @@ type FileInfo struct {
 	Content []byte `json:"content,omitempty"` // inline when it matched ReturnFiles
 }
 
+// MaxListed bounds a listing of the workspace (List, Changed, Collect):
+// past it the list is cut, and says so.
+const MaxListed = 10000
+
 // MaxInlineBytes caps the total inline content of ReturnFiles in a Result.
 const MaxInlineBytes = 8 << 20
 
