@@ -49,7 +49,7 @@ func (e *Engine) initProcesses(zb *locks.Block) func(*description) (process, err
 }
 
 func (e *Engine) newInit(name string, l cgroup.Limits, zb *locks.Block) (*initproc.Proc, error) {
-	return initproc.Start(initproc.Options{Name: name, Limits: l, Cgroups: e.cgroups, Self: e.self, UIDs: e.uids, Block: zb})
+	return initproc.Start(initproc.Options{Name: name, Limits: l, Cgroups: e.cgroups, Self: e.self, UIDs: e.uids, LiveDir: e.liveDir, Block: zb})
 }
 
 func newInitProcess(p *initproc.Proc) *initProcess {

@@ -116,7 +116,7 @@ func TestRecoverRemovesStaleLocks(t *testing.T) {
 	e := newTestEngine(t)
 	old := time.Now().Add(-2 * staleLockAge)
 	mk := func(id string, mtime time.Time) string {
-		p := locks.LivePath(id)
+		p := locks.LivePath(e.liveDir, id)
 		if err := os.WriteFile(p, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
