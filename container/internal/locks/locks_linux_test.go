@@ -146,3 +146,15 @@ func TestLinkedLocksAreExclusive(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkSlot is what a run pays for its uid slot: take and release.
+func BenchmarkSlot(b *testing.B) {
+	a := &Allocator{Dir: b.TempDir()}
+	for b.Loop() {
+		s, err := a.Acquire()
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Release()
+	}
+}
