@@ -88,7 +88,8 @@ func TestRecoverKeepsToItsRunDir(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer e.Close()
+		// Not Close: that would remove the cgroup parent a still checks.
+		defer e.self.Close()
 		n, err := e.Recover()
 		if err != nil {
 			t.Fatal(err)
