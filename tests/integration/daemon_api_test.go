@@ -287,14 +287,16 @@ func TestDaemonSIGKILLRecovery(t *testing.T) {
 // A stopped daemon judges a run by what its sandbox did: a run that ended
 // before its deadline while the daemon was SIGSTOPped past it keeps its
 // verdict and output; one still running at its deadline is a timeout.
+// Several runs at once: at SIGCONT each run's deadline timer races its
+// wait, and before the fix some timers won.
 func TestDaemonSIGSTOPKeepsTheVerdict(t *testing.T) {
-	d := startDaemon(t)
-	cases := []struct {
-		name, script, want string
-	}{
-		{"ends in time", "sleep 1; echo done", agentapi.StatusOK},
-		{"ends in time, nonzero", "sleep 1; echo done; exit 3", agentapi.StatusExitNonzero},
-		{"runs past its deadline", "echo done; sleep 60", agentapi.StatusTimeout},
+	d := startDaemon(t, "--max-concurrent", "10")
+	type run struct{ name, script, want string }
+	cases := []run{{"runs past its deadline", "echo done; sleep 60", agentapi.StatusTimeout}}
+	for range 4 {
+		cases = append(cases,
+			run{"ends in time", "sleep 1; echo done", agentapi.StatusOK},
+			run{"ends in time, nonzero", "sleep 1; echo done; exit 3", agentapi.StatusExitNonzero})
 	}
 	results := make([]*agentapi.RunResult, len(cases))
 	var wg sync.WaitGroup
