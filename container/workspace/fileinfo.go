@@ -18,10 +18,10 @@ const MaxInlineBytes = 8 << 20
 
 // BytesPerInode sizes a sandbox tmpfs's inode count from its byte size
 // (/workspace, /tmp and /dev/shm alike). An empty file, a directory or a
-// symlink takes no bytes of a tmpfs, only an inode, whose kernel memory
-// (about 1 KiB with its dentry) is charged to the sandbox's memory cgroup;
-// so inodes are about as plentiful as bytes: 262,144 for the default
-// 256 MiB. At 4 KiB the default ran out at 65,535 files with bytes free.
+// symlink takes no bytes of a tmpfs, only an inode and a dentry: about
+// 0.95 KiB of kernel memory, charged to the sandbox's memory cgroup, so the
+// memory limit bounds them too. 262,144 for the default 256 MiB; at 4 KiB
+// the default ran out at 65,535 files with bytes free.
 const BytesPerInode = 1 << 10
 
 // minInodes is the floor of a small tmpfs.
