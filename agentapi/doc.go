@@ -20,3 +20,7 @@ const (
 
 // HeaderRunID carries the run id on every /v1/runs response that got one.
 const HeaderRunID = "X-Nsbox-Run-Id"
+
+// HeaderTruncated is "true" on a session's file list that stops at its cap
+// (FileList.FilesTruncated).
+const HeaderTruncated = "X-Nsbox-Truncated"

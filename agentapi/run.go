@@ -99,6 +99,9 @@ type RunResult struct {
 	MemoryPeakBytes int64 `json:"memory_peak_bytes"`
 
 	Files []FileResult `json:"files,omitempty"`
+	// FilesTruncated says Files stops at its cap (10,000 files): the
+	// workspace held more, and changed files may be missing.
+	FilesTruncated bool `json:"files_truncated,omitempty"`
 
 	// Rich results of Python code (runs with language "python" and session
 	// execs). Value is the repr of the last expression, when the code ends

@@ -74,4 +74,7 @@ type WorkspaceFile struct {
 // FileList is the response of GET /v1/sessions/{id}/files.
 type FileList struct {
 	Files []WorkspaceFile `json:"files"`
+	// FilesTruncated says Files stops at its cap (10,000 entries); the
+	// response also carries the header X-Nsbox-Truncated: true.
+	FilesTruncated bool `json:"files_truncated,omitempty"`
 }

@@ -40,8 +40,9 @@ type Config struct {
 	Spares int
 }
 
-// LockDir holds the uid-slot and liveness locks of every engine on the host,
-// whatever its RunDir, so that engines never hand out the same host uid.
+// LockDir holds the uid-slot and zygote-block locks of every engine on the
+// host, whatever its RunDir, so that engines never hand out the same host
+// uid. An engine's liveness locks are in its own <RunDir>/locks.
 const LockDir = locks.Dir
 
 // Engine spawns sandboxes. It is safe for concurrent use.
@@ -50,6 +51,7 @@ type Engine struct {
 	log     *slog.Logger
 	cgroups *cgroup.Manager
 	uids    *locks.Allocator
+	liveDir string   // <RunDir>/locks: the liveness locks of this engine's sandboxes
 	self    *os.File // sealed copy of the init binary, exec'd as init
 	masked  []string
 	ro      []string
@@ -82,7 +84,8 @@ func New(cfg Config) (_ *Engine, err error) {
 			return nil, fmt.Errorf("compile default seccomp profile: %w", err)
 		}
 	}
-	for _, d := range []string{cfg.RunDir, LockDir} {
+	liveDir := filepath.Join(cfg.RunDir, "locks")
+	for _, d := range []string{cfg.RunDir, LockDir, liveDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
@@ -103,6 +106,7 @@ func New(cfg Config) (_ *Engine, err error) {
 		log:     log,
 		cgroups: cg,
 		uids:    &locks.Allocator{Dir: LockDir},
+		liveDir: liveDir,
 		self:    self,
 		masked:  maskedPaths(),
 		ro:      readOnlyPaths(),
@@ -139,8 +143,11 @@ func (e *Engine) Close() error {
 }
 
 // Recover removes whatever sandboxes of a dead predecessor (with the same
-// CgroupName) left behind, and reports how many it removed. A sandbox whose
-// liveness lock is still held belongs to a live engine and is left alone.
+// CgroupName and RunDir) left behind, and reports how many it removed. A
+// sandbox whose liveness lock is still held belongs to a live engine and is
+// left alone, and so is one with no liveness lock in this RunDir: another
+// engine's, with a run dir of its own, in a cgroup parent that happens to
+// have the same name.
 func (e *Engine) Recover() (int, error) {
 	ids, err := e.cgroups.Leftovers()
 	if err != nil {
@@ -149,9 +156,9 @@ func (e *Engine) Recover() (int, error) {
 	n := 0
 	var errs []error
 	for _, id := range ids {
-		lock, err := locks.File(locks.LivePath(id))
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			continue // alive, owned by another engine
+		lock, err := locks.Existing(locks.LivePath(e.liveDir, id))
+		if errors.Is(err, unix.EWOULDBLOCK) || errors.Is(err, os.ErrNotExist) {
+			continue // alive, or not this run dir's
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -166,7 +173,7 @@ func (e *Engine) Recover() (int, error) {
 		os.Remove(lock.Name())
 		lock.Close()
 	}
-	locks.RemoveStale(staleLockAge)
+	locks.RemoveStale(LockDir, e.liveDir, staleLockAge)
 	return n, errors.Join(errs...)
 }
 

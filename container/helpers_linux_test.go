@@ -1,9 +1,12 @@
 package container
 
 import (
+	"context"
 	"io"
 	"testing"
 	"time"
+
+	"github.com/nsbox/nsbox/container/internal/testenv"
 )
 
 func ioPipe(t *testing.T) (*io.PipeReader, *io.PipeWriter) {
@@ -22,4 +25,38 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("condition not reached in 30s")
+}
+
+// sandboxKind starts a sandbox one way: on the engine, or forked by a
+// zygote (for python3 -c CODE commands, run there as python3 -I -c CODE).
+type sandboxKind struct {
+	name  string
+	start func(context.Context, Spec) (*Sandbox, error)
+}
+
+// sandboxKinds are both ways, for tests of what each kind of process must
+// do alike.
+func sandboxKinds(t *testing.T, e *Engine) []sandboxKind {
+	t.Helper()
+	return []sandboxKind{
+		{"engine", e.Start},
+		{"zygote", func(ctx context.Context, s Spec) (*Sandbox, error) {
+			s.Argv = append([]string{"python3", "-I"}, s.Argv[1:]...)
+			return zygoteFor(t, e, testenv.Rootfs(t)).Start(ctx, s)
+		}},
+	}
+}
+
+// runKind runs python3 -c code on kind k and waits for its result.
+func runKind(t *testing.T, k sandboxKind, code string, lim Limits) *Result {
+	t.Helper()
+	sb, err := k.start(context.Background(), Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"python3", "-c", code}, Limits: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sb.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -49,7 +49,7 @@ func (e *Engine) initProcesses(zb *locks.Block) func(*description) (process, err
 }
 
 func (e *Engine) newInit(name string, l cgroup.Limits, zb *locks.Block) (*initproc.Proc, error) {
-	return initproc.Start(initproc.Options{Name: name, Limits: l, Cgroups: e.cgroups, Self: e.self, UIDs: e.uids, Block: zb})
+	return initproc.Start(initproc.Options{Name: name, Limits: l, Cgroups: e.cgroups, Self: e.self, UIDs: e.uids, LiveDir: e.liveDir, Block: zb})
 }
 
 func newInitProcess(p *initproc.Proc) *initProcess {
@@ -115,6 +115,14 @@ func (p *initProcess) launch(d *description, workspace *os.File) error {
 func (p *initProcess) stdio() (stdout, stderr, stdin, control *os.File) {
 	stdin, p.Stdin = p.Stdin, nil
 	return p.Stdout, p.Stderr, stdin, p.Control
+}
+
+func (p *initProcess) hasExited() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, p.Cmd.Process.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	// ECHILD: already reaped. With WNOHANG the kernel leaves si_signo 0
+	// while the child runs.
+	return errors.Is(err, unix.ECHILD) || err == nil && info.Signo == int32(unix.SIGCHLD)
 }
 
 func (p *initProcess) wait() (syscall.WaitStatus, bool) {

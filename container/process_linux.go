@@ -10,6 +10,7 @@ import (
 	"github.com/nsbox/nsbox/cgroup"
 	"github.com/nsbox/nsbox/container/internal/zyproto"
 	"github.com/nsbox/nsbox/container/sandboxinit"
+	"github.com/nsbox/nsbox/container/workspace"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
@@ -33,6 +34,9 @@ type process interface {
 	signal(sig syscall.Signal) error
 	// done is closed when the process has exited, before it is reaped.
 	done() <-chan struct{}
+	// hasExited asks the kernel, without blocking, whether the process has
+	// exited: done may not have fired yet when the engine was held up.
+	hasExited() bool
 	// wait waits for the exit; exited is false when the status is unknown.
 	wait() (ws syscall.WaitStatus, exited bool)
 	// destroy kills what is left of the process, removes its cgroup and
@@ -97,6 +101,7 @@ func (d *description) initConfig(zygote, cgroupNS bool) sandboxinit.Config {
 		Env:        d.env,
 		Hostname:   sandboxHostname,
 		TmpBytes:   d.limits.DiskBytes,
+		TmpInodes:  workspace.Inodes(d.limits.DiskBytes),
 		NoFile:     sandboxNoFile,
 		FSizeBytes: uint64(d.limits.DiskBytes),
 		UID:        SandboxUID,
@@ -120,7 +125,7 @@ func (d *description) initConfig(zygote, cgroupNS bool) sandboxinit.Config {
 func (d *description) zygoteRequest(slot int, testSkip string) zyproto.Request {
 	return zyproto.Request{
 		Slot: slot, Hostname: sandboxHostname,
-		TmpBytes: d.limits.DiskBytes, NoFile: sandboxNoFile, FSize: uint64(d.limits.DiskBytes),
+		TmpBytes: d.limits.DiskBytes, TmpInodes: workspace.Inodes(d.limits.DiskBytes), NoFile: sandboxNoFile, FSize: uint64(d.limits.DiskBytes),
 		UID: SandboxUID, GID: SandboxGID, Masked: d.masked, ReadOnly: d.readOnly, Seccomp: d.seccomp,
 		CgroupNS: true, Threads: threads(d.limits.CPUs), Control: d.control,
 		TestSkip: testSkip,

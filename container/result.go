@@ -37,4 +37,6 @@ type Result struct {
 	MemoryPeakBytes int64         `json:"memory_peak_bytes"`
 
 	Files []FileInfo `json:"files,omitempty"`
+	// FilesTruncated says Files stops at workspace.MaxListed.
+	FilesTruncated bool `json:"files_truncated,omitempty"`
 }

@@ -189,8 +189,17 @@ func (s *Sandbox) startIO(outR, errR, inW *os.File) {
 }
 
 // arm starts the run's deadline and ties it to ctx.
+//
+// The verdict is what the sandbox did, not when the engine looked: a timer
+// that fires late (the daemon was stopped or starved) finds a main process
+// that has already exited and leaves its verdict alone. The check is one
+// waitid (or poll of the pidfd), and only when the deadline fires.
 func (s *Sandbox) arm(ctx context.Context) {
-	s.timer = time.AfterFunc(s.limits.Timeout, func() { s.Kill(StatusTimeout) })
+	s.timer = time.AfterFunc(s.limits.Timeout, func() {
+		if !s.proc.hasExited() {
+			s.Kill(StatusTimeout)
+		}
+	})
 	s.stopCtx = context.AfterFunc(ctx, func() { s.Kill(StatusKilled) })
 }
 
@@ -251,11 +260,10 @@ func (s *Sandbox) wait() (*Result, error) {
 		sum := sha256.Sum256(f.Data)
 		inputs[f.Path] = hex.EncodeToString(sum[:])
 	}
-	files, err := s.ws.Collect(inputs, s.spec.ReturnFiles)
+	res.Files, res.FilesTruncated, err = s.ws.Collect(inputs, s.spec.ReturnFiles)
 	if err != nil {
 		s.log.Warn("list workspace files", "err", err)
 	}
-	res.Files = files
 	s.log.Debug("run finished", "status", res.Status, "exit", res.ExitCode, "wall", wall)
 	return res, nil
 }

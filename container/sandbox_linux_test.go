@@ -84,13 +84,13 @@ print(open("uploaded.txt").read())
 	if err := ws.WriteFile("uploaded.txt", []byte("from host"), 0); err != nil {
 		t.Fatal(err)
 	}
-	changed, err := ws.Changed(before, nil)
-	if err != nil || len(changed) != 1 || changed[0].Path != "uploaded.txt" {
-		t.Errorf("changed = %+v, %v", changed, err)
+	changed, cut, err := ws.Changed(before, nil)
+	if err != nil || cut || len(changed) != 1 || changed[0].Path != "uploaded.txt" {
+		t.Errorf("changed = %+v, truncated %v, %v", changed, cut, err)
 	}
-	list, err := ws.List("")
-	if err != nil {
-		t.Fatal(err)
+	list, cut, err := ws.List("")
+	if err != nil || cut {
+		t.Fatal(err, cut)
 	}
 	var paths []string
 	for _, e := range list {
@@ -116,7 +116,7 @@ func TestRecoverRemovesStaleLocks(t *testing.T) {
 	e := newTestEngine(t)
 	old := time.Now().Add(-2 * staleLockAge)
 	mk := func(id string, mtime time.Time) string {
-		p := locks.LivePath(id)
+		p := locks.LivePath(e.liveDir, id)
 		if err := os.WriteFile(p, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}

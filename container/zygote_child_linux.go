@@ -53,7 +53,7 @@ func (z *Zygote) newChild(d *description) (_ process, err error) {
 		return nil, fmt.Errorf("%w: the zygote has %d children alive, its most", ErrNoUIDs, z.cfg.Children)
 	}
 	c.hostID = z.block.ChildID(c.slot)
-	if c.live, err = locks.AcquireLive(d.id); err != nil {
+	if c.live, err = locks.AcquireLive(z.e.liveDir, d.id); err != nil {
 		return nil, err
 	}
 	if c.cg, err = z.e.cgroups.Create(d.id, d.cgroupLimits()); err != nil {
@@ -75,6 +75,22 @@ func (c *zygoteChild) done() <-chan struct{}  { return c.exited }
 func (c *zygoteChild) wait() (syscall.WaitStatus, bool) {
 	<-c.exited
 	return c.status, true
+}
+
+// hasExited is the zygote's report, or else the child's pidfd: it turns
+// readable at the exit, before the zygote has reaped and reported it.
+func (c *zygoteChild) hasExited() bool {
+	select {
+	case <-c.done():
+		return true
+	default:
+	}
+	if c.pidfd < 0 {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
 }
 
 func (c *zygoteChild) stdio() (stdout, stderr, stdin, control *os.File) {
@@ -183,9 +199,11 @@ func (c *zygoteChild) destroy() {
 				c.z.log.Warn("zygote child did not exit; its slot stays taken", "run", c.name, "pid", c.hpid)
 			}
 		}
+		kept := false
 		if c.cg != nil {
 			if err := c.cg.Delete(); err != nil {
 				c.z.log.Warn("remove zygote child cgroup", "run", c.name, "err", err)
+				kept = true
 			}
 		}
 		if c.files != nil {
@@ -194,7 +212,11 @@ func (c *zygoteChild) destroy() {
 		if c.pidfd >= 0 {
 			unix.Close(c.pidfd)
 		}
-		c.live.Release()
+		if kept {
+			c.live.Drop() // the next engine's Recover removes the cgroup
+		} else {
+			c.live.Release()
+		}
 		if c.slot >= 0 && exited {
 			c.z.mu.Lock()
 			c.z.free = append(c.z.free, c.slot)

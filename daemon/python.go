@@ -79,8 +79,9 @@ func (d *Daemon) runOn(ctx context.Context, tk oneShot, spec container.Spec, cod
 		return nil, nil, err
 	}
 	var files []container.FileInfo
+	var filesCut bool
 	if serr == nil {
-		files, serr = ws.Changed(before, spec.ReturnFiles)
+		files, filesCut, serr = ws.Changed(before, spec.ReturnFiles)
 	}
 	if serr != nil {
 		d.log.Warn("workspace changes", "run", spec.ID, "err", serr)
@@ -110,7 +111,7 @@ func (d *Daemon) runOn(ctx context.Context, tk oneShot, spec container.Spec, cod
 	}
 	out.WallMs = res.Wall.Milliseconds()
 	out.CPUMs = max(0, cres.CPUTime-cpuBefore).Milliseconds()
-	out.Files = wireFiles(files)
+	out.Files, out.FilesTruncated = wireFiles(files), filesCut
 	return out, closeLate, nil
 }
 

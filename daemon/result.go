@@ -30,6 +30,7 @@ func wireResult(r *container.Result, id string) *agentapi.RunResult {
 		WallMs:          r.WallTime.Milliseconds(),
 		CPUMs:           r.CPUTime.Milliseconds(),
 		MemoryPeakBytes: r.MemoryPeakBytes,
+		FilesTruncated:  r.FilesTruncated,
 	}
 	out.Stdout, out.StdoutBase64 = textAndBase64(r.Stdout)
 	out.Stderr, out.StderrBase64 = textAndBase64(r.Stderr)

@@ -99,7 +99,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 	if err != nil {
 		return nil, classify(err)
 	}
-	out := &agentapi.RunResult{ID: id, WallMs: res.Wall.Milliseconds(), Files: wireFiles(res.Files)}
+	out := &agentapi.RunResult{ID: id, WallMs: res.Wall.Milliseconds(), Files: wireFiles(res.Files), FilesTruncated: res.FilesTruncated}
 	richFields(out, res.Result)
 	out.Status = string(res.Status)
 	out.ExitCode, out.Signal = cellExit(out.Status)
@@ -122,7 +122,7 @@ func (d *Daemon) ListFiles(ctx context.Context, id string) (*agentapi.FileList, 
 	if err != nil {
 		return nil, err
 	}
-	entries, files, err := sess.List(ctx, "")
+	entries, files, truncated, err := sess.List(ctx, "")
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -130,7 +130,7 @@ func (d *Daemon) ListFiles(ctx context.Context, id string) (*agentapi.FileList, 
 	for _, f := range files {
 		sums[f.Path] = f.SHA256
 	}
-	out := &agentapi.FileList{Files: []agentapi.WorkspaceFile{}}
+	out := &agentapi.FileList{Files: []agentapi.WorkspaceFile{}, FilesTruncated: truncated}
 	for _, e := range entries {
 		wf := agentapi.WorkspaceFile{Path: e.Path, Size: e.Size, Mode: e.Mode, ModTime: e.ModTime.UTC(), Dir: e.Dir, Symlink: e.Symlink, SHA256: sums[e.Path]}
 		if !e.Dir && !e.Symlink {

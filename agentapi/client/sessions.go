@@ -161,13 +161,24 @@ func (c *Client) DeleteFile(ctx context.Context, id, path string) error {
 	return nil
 }
 
-// ListFiles lists a session's /workspace.
+// ListFiles lists a session's /workspace (FileList says whether the list
+// was cut at its cap).
 func (c *Client) ListFiles(ctx context.Context, id string) ([]agentapi.WorkspaceFile, error) {
+	l, err := c.FileList(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return l.Files, nil
+}
+
+// FileList lists a session's /workspace, with FilesTruncated set when the
+// list stops at its cap.
+func (c *Client) FileList(ctx context.Context, id string) (*agentapi.FileList, error) {
 	var l agentapi.FileList
 	if err := c.get(ctx, "/sessions/"+url.PathEscape(id)+"/files", &l); err != nil {
 		return nil, err
 	}
-	return l.Files, nil
+	return &l, nil
 }
 
 // doJSON sends body (nil: none) as JSON and decodes the answer into out

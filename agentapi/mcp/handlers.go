@@ -276,17 +276,18 @@ func (s *Server) listFiles(ctx context.Context, req *mcpsdk.CallToolRequest, in 
 	if err != nil {
 		return nil, nil, err
 	}
-	var all []agentapi.WorkspaceFile
+	var all *agentapi.FileList
 	err = s.withSession(ctx, req.Session, in.SessionID, func(id string) error {
 		var err error
-		all, err = s.client.ListFiles(ctx, id)
+		all, err = s.client.FileList(ctx, id)
 		return err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	out := &ListFilesResult{Files: []agentapi.WorkspaceFile{}}
-	for _, f := range all {
+	// The daemon's list stops at 10,000 entries; this one at fewer.
+	out := &ListFilesResult{Files: []agentapi.WorkspaceFile{}, Truncated: all.FilesTruncated}
+	for _, f := range all.Files {
 		if p != "" && f.Path != p && !strings.HasPrefix(f.Path, p+"/") {
 			continue
 		}

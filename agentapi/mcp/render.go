@@ -194,8 +194,11 @@ func fileListing(l *ListFilesResult) string {
 			fmt.Fprintf(&b, "%s\t%d bytes\t%s\n", f.Path, f.Size, f.Mime)
 		}
 	}
-	if l.Truncated {
+	switch {
+	case l.Truncated && len(l.Files) == maxListedFiles:
 		fmt.Fprintf(&b, "[listing cut at %d entries; pass a path to list less]\n", maxListedFiles)
+	case l.Truncated:
+		b.WriteString("[the workspace has more than 10,000 entries and the daemon lists only those; some are missing here]\n")
 	}
 	return b.String()
 }

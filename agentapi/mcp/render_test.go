@@ -190,3 +190,25 @@ func TestWorkspacePath(t *testing.T) {
 		}
 	}
 }
+
+// A listing says when it was cut, here or by the daemon, and a whole one
+// says nothing.
+func TestFileListingSaysWhenCut(t *testing.T) {
+	few := []agentapi.WorkspaceFile{{Path: "a"}}
+	full := make([]agentapi.WorkspaceFile, maxListedFiles)
+	tests := []struct {
+		name string
+		l    ListFilesResult
+		want string
+	}{
+		{"whole", ListFilesResult{Files: few}, ""},
+		{"cut here", ListFilesResult{Files: full, Truncated: true}, "listing cut at 1000 entries"},
+		{"cut by the daemon", ListFilesResult{Files: few, Truncated: true}, "the daemon lists only those"},
+	}
+	for _, tc := range tests {
+		got := fileListing(&tc.l)
+		if tc.want == "" && strings.Contains(got, "[") || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

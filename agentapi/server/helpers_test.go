@@ -114,6 +114,8 @@ type testConfig struct {
 	MaxBodyBytesInFlight int64
 	BodyTimeout          time.Duration
 	ShutdownGrace        time.Duration
+	// WrapCore, when set, puts a core of the test's in front of the real one.
+	WrapCore func(Core) Core
 }
 
 // startServer serves a Server over a real core with a fake runner on a
@@ -141,7 +143,11 @@ func startServer(t *testing.T, runner *fakeRunner, mod func(*testConfig)) *testS
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Core: core, Logger: log, MaxBodyBytes: cfg.MaxBodyBytes,
+	var served Core = core
+	if cfg.WrapCore != nil {
+		served = cfg.WrapCore(core)
+	}
+	srv, err := New(Config{Core: served, Logger: log, MaxBodyBytes: cfg.MaxBodyBytes,
 		MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight, BodyTimeout: cfg.BodyTimeout, ShutdownGrace: cfg.ShutdownGrace})
 	if err != nil {
 		t.Fatal(err)

@@ -76,6 +76,9 @@ func (s *Server) handleFileList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if out.FilesTruncated {
+		w.Header().Set(agentapi.HeaderTruncated, "true")
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

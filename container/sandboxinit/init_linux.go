@@ -47,6 +47,7 @@ type Config struct {
 	Env        []string `json:"env"`
 	Hostname   string   `json:"hostname"`
 	TmpBytes   int64    `json:"tmp_bytes"`
+	TmpInodes  int64    `json:"tmp_inodes"` // of /tmp and /dev/shm each (workspace.Inodes)
 	NoFile     uint64   `json:"nofile"`
 	FSizeBytes uint64   `json:"fsize_bytes"`
 	UID        int      `json:"uid"`
@@ -216,10 +217,10 @@ func setupMounts(cfg *Config, workspace int) error {
 	if err := unix.Mount("proc", at("proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
-	if err := setupDev(at("dev"), cfg.TmpBytes); err != nil {
+	tmpOpts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777", cfg.TmpBytes, cfg.TmpInodes)
+	if err := setupDev(at("dev"), tmpOpts); err != nil {
 		return err
 	}
-	tmpOpts := fmt.Sprintf("size=%d,mode=1777", cfg.TmpBytes)
 	if err := unix.Mount("tmpfs", at("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
 		return fmt.Errorf("mount /tmp: %w", err)
 	}
@@ -259,7 +260,7 @@ func setupMounts(cfg *Config, workspace int) error {
 // host's nodes (a user namespace cannot mknod).
 var devNodes = [...]string{"null", "zero", "full", "random", "urandom"}
 
-func setupDev(dev string, shmBytes int64) error {
+func setupDev(dev, shmOpts string) error {
 	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,mode=755"); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
@@ -287,8 +288,7 @@ func setupDev(dev string, shmBytes int64) error {
 	if err := os.Mkdir(shm, 0o1777); err != nil {
 		return fmt.Errorf("mkdir /dev/shm: %w", err)
 	}
-	opts := fmt.Sprintf("size=%d,mode=1777", shmBytes)
-	if err := unix.Mount("tmpfs", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
+	if err := unix.Mount("tmpfs", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, shmOpts); err != nil {
 		return fmt.Errorf("mount /dev/shm: %w", err)
 	}
 	return unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "")

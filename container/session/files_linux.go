@@ -35,21 +35,21 @@ func (s *Session) Remove(ctx context.Context, p string) error {
 }
 
 // List lists /workspace (or dir beneath it) and the sha256 of each regular
-// file.
-func (s *Session) List(ctx context.Context, dir string) ([]container.Entry, []container.FileInfo, error) {
+// file; truncated says the list stops at workspace.MaxListed entries.
+func (s *Session) List(ctx context.Context, dir string) (_ []container.Entry, _ []container.FileInfo, truncated bool, _ error) {
 	if err := s.acquire(ctx); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	defer s.release()
 	ws := s.r.Sandbox().Workspace()
-	entries, err := ws.List(dir)
+	entries, truncated, err := ws.List(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	// Changed against an empty snapshot hashes every regular file.
-	files, err := ws.Changed(container.Snapshot{}, nil)
+	files, _, err := ws.Changed(container.Snapshot{}, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	return entries, files, nil
+	return entries, files, truncated, nil
 }

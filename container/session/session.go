@@ -101,6 +101,9 @@ func (s *Session) Info() Info {
 type ExecResult struct {
 	*runner.Result
 	Files []container.FileInfo
+	// FilesTruncated says the workspace had more entries than a listing
+	// holds (workspace.MaxListed): changed files may be missing.
+	FilesTruncated bool
 }
 
 // acquire takes the session for one operation; it fails when the session
@@ -160,7 +163,7 @@ func (s *Session) Exec(ctx context.Context, req runner.ExecRequest) (*ExecResult
 	}
 	out := &ExecResult{Result: res}
 	if before != nil {
-		if out.Files, err = ws.Changed(before, nil); err != nil {
+		if out.Files, out.FilesTruncated, err = ws.Changed(before, nil); err != nil {
 			s.log.Warn("workspace changes", "err", err)
 		}
 	}

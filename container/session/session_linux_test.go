@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/container/workspace"
 )
 
 func TestStatePersists(t *testing.T) {
@@ -63,9 +65,9 @@ mean`)
 	if err != nil || string(got) != "3 rows, mean 19.0\n" {
 		t.Fatalf("summary %q %v", got, err)
 	}
-	entries, files, err := s.List(ctx, "")
-	if err != nil || len(entries) != 5 || len(files) != 3 {
-		t.Fatalf("list %+v %+v %v", entries, files, err)
+	entries, files, cut, err := s.List(ctx, "")
+	if err != nil || cut || len(entries) != 5 || len(files) != 3 {
+		t.Fatalf("list %+v %+v truncated %v, %v", entries, files, cut, err)
 	}
 	if err := s.Remove(ctx, "data.csv"); err != nil {
 		t.Fatal(err)
@@ -175,5 +177,26 @@ func TestMaxSessionsAndClose(t *testing.T) {
 	}
 	if _, err := m.Create(context.Background(), Options{RootfsDir: testenv.Rootfs(t)}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Create after Close: %v", err)
+	}
+}
+
+// A session's listings stop at workspace.MaxListed entries and say so: an
+// exec's changed files and the file list.
+func TestListingsSayWhenCut(t *testing.T) {
+	m, _ := newManager(t, Config{})
+	s := create(t, m, Options{})
+	res := run(t, s, fmt.Sprintf("for i in range(%d): open('f%%05d' %% i, 'w').close()", workspace.MaxListed+1))
+	if res.Status != runner.StatusOK || !res.FilesTruncated || len(res.Files) != workspace.MaxListed {
+		t.Errorf("exec: %s, %d files, truncated %v", res.Status, len(res.Files), res.FilesTruncated)
+	}
+	entries, files, cut, err := s.List(context.Background(), "")
+	if err != nil || !cut || len(entries) != workspace.MaxListed || len(files) != workspace.MaxListed {
+		t.Errorf("list: %d entries, %d files, truncated %v, %v", len(entries), len(files), cut, err)
+	}
+	if err := s.Remove(context.Background(), "f00000"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, cut, err := s.List(context.Background(), ""); err != nil || cut {
+		t.Errorf("list of %d: truncated %v, %v", workspace.MaxListed, cut, err)
 	}
 }

@@ -97,13 +97,13 @@ func (w *Workspace) Remove(p string) error {
 }
 
 // List returns every entry under dir ("" or "." for the whole workspace),
-// depth first, sorted by path, at most maxListedFiles. Symlinks are listed,
-// never followed.
-func (w *Workspace) List(dir string) ([]Entry, error) {
+// depth first, sorted by path, at most MaxListed; truncated says there
+// were more. Symlinks are listed, never followed.
+func (w *Workspace) List(dir string) (_ []Entry, truncated bool, _ error) {
 	if dir == "" {
 		dir = "."
 	} else if err := ValidPath(dir); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidPath, err)
+		return nil, false, fmt.Errorf("%w: %v", ErrInvalidPath, err)
 	}
 	var out []Entry
 	var walk func(d string) error
@@ -120,7 +120,8 @@ func (w *Workspace) List(dir string) ([]Entry, error) {
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			if len(out) >= maxListedFiles {
+			if len(out) >= MaxListed {
+				truncated = true
 				break
 			}
 			var st unix.Stat_t
@@ -152,38 +153,42 @@ func (w *Workspace) List(dir string) ([]Entry, error) {
 		return nil
 	}
 	if err := walk(dir); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return out, nil
+	return out, truncated, nil
 }
 
 // Snapshot records the workspace's regular files (size, mtime, inode) so
 // that Changed can tell what a later step created or modified.
 type Snapshot map[string]Entry
 
-// Snapshot takes a Snapshot of the whole workspace.
+// Snapshot takes a Snapshot of the whole workspace (of its first MaxListed
+// entries).
 func (w *Workspace) Snapshot() (Snapshot, error) {
-	entries, err := w.List("")
-	if err != nil {
-		return nil, err
-	}
+	entries, _, err := w.List("")
+	return snapshotOf(entries), err
+}
+
+func snapshotOf(entries []Entry) Snapshot {
 	s := make(Snapshot, len(entries))
 	for _, e := range entries {
 		if !e.Dir && !e.Symlink {
 			s[e.Path] = e
 		}
 	}
-	return s, nil
+	return s
 }
 
 // Changed lists regular files that are new or differ (size, mtime or inode)
 // from before, with sha256, inlining those matching patterns up to
-// MaxInlineBytes in all.
-func (w *Workspace) Changed(before Snapshot, patterns []string) ([]FileInfo, error) {
-	now, err := w.Snapshot()
+// MaxInlineBytes in all. Truncated says the workspace had more than
+// MaxListed entries, so changed files may be missing.
+func (w *Workspace) Changed(before Snapshot, patterns []string) (_ []FileInfo, truncated bool, _ error) {
+	entries, truncated, err := w.List("")
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	now := snapshotOf(entries)
 	var out []FileInfo
 	inline := int64(0)
 	for _, p := range sortedKeys(now) {
@@ -199,7 +204,7 @@ func (w *Workspace) Changed(before Snapshot, patterns []string) ([]FileInfo, err
 		fi.Content = data
 		out = append(out, fi)
 	}
-	return out, nil
+	return out, truncated, nil
 }
 
 func sortedKeys(s Snapshot) []string {

@@ -34,7 +34,7 @@ func New(sizeBytes int64, uid, gid int) (*Workspace, error) {
 	defer unix.Close(fsfd)
 	opts := [][2]string{
 		{"size", strconv.FormatInt(sizeBytes, 10)},
-		{"nr_inodes", strconv.FormatInt(max(8192, sizeBytes/4096), 10)},
+		{"nr_inodes", strconv.FormatInt(Inodes(sizeBytes), 10)},
 		{"mode", "0755"},
 		{"uid", strconv.Itoa(uid)},
 		{"gid", strconv.Itoa(gid)},
@@ -146,13 +146,11 @@ func splitPath(p string) []string {
 	return out
 }
 
-// maxListedFiles bounds the file list of one result.
-const maxListedFiles = 10000
-
 // Collect lists the regular files of the workspace that differ from the
-// inputs (by sha256), reading inline content for paths matching patterns up
-// to MaxInlineBytes. Symlinks and special files are never opened.
-func (w *Workspace) Collect(inputs map[string]string, patterns []string) ([]FileInfo, error) {
+// inputs (by sha256), at most MaxListed (truncated says there were more),
+// reading inline content for paths matching patterns up to MaxInlineBytes.
+// Symlinks and special files are never opened.
+func (w *Workspace) Collect(inputs map[string]string, patterns []string) (_ []FileInfo, truncated bool, _ error) {
 	var files []FileInfo
 	inline := int64(0)
 	var walk func(dir string) error
@@ -168,7 +166,7 @@ func (w *Workspace) Collect(inputs map[string]string, patterns []string) ([]File
 			return fmt.Errorf("read %s: %w", dir, err)
 		}
 		for _, e := range entries {
-			if len(files) >= maxListedFiles {
+			if truncated {
 				return nil
 			}
 			p := path.Join(dir, e.Name())
@@ -185,6 +183,10 @@ func (w *Workspace) Collect(inputs map[string]string, patterns []string) ([]File
 				if inputs[fi.Path] == fi.SHA256 {
 					continue
 				}
+				if len(files) == MaxListed {
+					truncated = true
+					return nil
+				}
 				inline += int64(len(data))
 				fi.Content = data
 				files = append(files, fi)
@@ -193,10 +195,10 @@ func (w *Workspace) Collect(inputs map[string]string, patterns []string) ([]File
 		return nil
 	}
 	if err := walk("."); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
-	return files, nil
+	return files, truncated, nil
 }
 
 func wantInline(p string, patterns []string) bool {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
 )
@@ -280,6 +281,49 @@ func TestDaemonSIGKILLRecovery(t *testing.T) {
 	res, err := d.client.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"true"}})
 	if err != nil || res.Status != agentapi.StatusOK {
 		t.Errorf("run after recovery: %+v, %v", res, err)
+	}
+}
+
+// A stopped daemon judges a run by what its sandbox did: a run that ended
+// before its deadline while the daemon was SIGSTOPped past it keeps its
+// verdict and output; one still running at its deadline is a timeout.
+// Several runs at once: at SIGCONT each run's deadline timer races its
+// wait, and before the fix some timers won.
+func TestDaemonSIGSTOPKeepsTheVerdict(t *testing.T) {
+	d := startDaemon(t, "--max-concurrent", "10")
+	type run struct{ name, script, want string }
+	cases := []run{{"runs past its deadline", "echo done; sleep 60", agentapi.StatusTimeout}}
+	for range 4 {
+		cases = append(cases,
+			run{"ends in time", "sleep 1; echo done", agentapi.StatusOK},
+			run{"ends in time, nonzero", "sleep 1; echo done; exit 3", agentapi.StatusExitNonzero})
+	}
+	results := make([]*agentapi.RunResult, len(cases))
+	var wg sync.WaitGroup
+	for i, tc := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := d.client.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"sh", "-c", tc.script}, Limits: &agentapi.Limits{TimeoutMs: 2500}})
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			results[i] = res
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the runs have started
+	if err := d.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second) // past every deadline
+	if err := d.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, tc := range cases {
+		if res := results[i]; res != nil && (res.Status != tc.want || strings.TrimSpace(res.Stdout) != "done") {
+			t.Errorf("%s: status %s, stdout %q; want %s with its output", tc.name, res.Status, res.Stdout, tc.want)
+		}
 	}
 }
 

@@ -301,7 +301,7 @@ func (d *daemon) removeCgroups(t *testing.T) {
 			ents, _ := os.ReadDir(parent)
 			for _, e := range ents {
 				if e.IsDir() && syscall.Rmdir(filepath.Join(parent, e.Name())) == nil {
-					removeFreeLock("/run/nsbox/locks/sandbox-" + e.Name() + ".lock")
+					removeFreeLock(filepath.Join(d.runDir, "locks", "sandbox-"+e.Name()+".lock"))
 				}
 			}
 			err := syscall.Rmdir(parent)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"image/png"
 	"net/http"
@@ -324,5 +325,35 @@ func TestPythonExitCodesMatchArgv(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Listings past 10,000 entries say they were cut: a run's and an exec's
+// changed files (files_truncated) and the session's file list (the field
+// and the X-Nsbox-Truncated header).
+func TestListingsSayWhenCut(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	touch := "for i in range(10001): open('f%05d' % i, 'w').close()"
+	run, err := d.client.Run(ctx, &agentapi.RunRequest{Language: "python", Code: touch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != agentapi.StatusOK || !run.FilesTruncated || len(run.Files) != 10000 {
+		t.Errorf("run: %s, files_truncated %v with %d files", run.Status, run.FilesTruncated, len(run.Files))
+	}
+	id := newSession(t, d, &agentapi.SessionRequest{})
+	if res := execOK(t, d, id, touch); !res.FilesTruncated {
+		t.Errorf("exec: files_truncated not set with %d files", len(res.Files))
+	}
+	resp, err := d.http.Get("http://nsbox/v1/sessions/" + id + "/files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list agentapi.FileList
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil || !list.FilesTruncated || len(list.Files) != 10000 || resp.Header.Get(agentapi.HeaderTruncated) != "true" {
+		t.Errorf("file list: %v; files_truncated %v, %d files, header %q", err, list.FilesTruncated, len(list.Files), resp.Header.Get(agentapi.HeaderTruncated))
 	}
 }

@@ -34,6 +34,8 @@ type Options struct {
 	// the zygote's child ids (locks.ZygoteChildIDs...) to the rest of it.
 	UIDs  *locks.Allocator
 	Block *locks.Block
+	// LiveDir holds the engine's liveness locks.
+	LiveDir string
 }
 
 // Proc is a sandbox init: cloned into fresh namespaces, with its uid slot,
@@ -87,7 +89,7 @@ func Start(o Options) (_ *Proc, err error) {
 			{ContainerID: locks.SandboxUID, HostID: p.slot.UserID(), Size: 1},
 		}
 	}
-	if p.live, err = locks.AcquireLive(o.Name); err != nil {
+	if p.live, err = locks.AcquireLive(o.LiveDir, o.Name); err != nil {
 		return nil, err
 	}
 	if p.Cg, err = o.Cgroups.Create(o.Name, o.Limits); err != nil {
@@ -241,15 +243,17 @@ func (p *Proc) Destroy() {
 		if p.Cmd != nil && p.Cmd.ProcessState == nil {
 			p.Cmd.Wait()
 		}
-		if p.Cg != nil {
-			p.Cg.Delete()
-		}
+		kept := p.Cg != nil && p.Cg.Delete() != nil
 		for _, f := range []*os.File{p.cfg, p.syncW, p.errR, p.Stdout, p.Stderr, p.Stdin, p.Control} {
 			if f != nil {
 				f.Close()
 			}
 		}
-		p.live.Release()
+		if kept {
+			p.live.Drop() // the next engine's Recover removes the cgroup
+		} else {
+			p.live.Release()
+		}
 		if p.slot != nil {
 			p.slot.Release()
 		}

@@ -1,8 +1,9 @@
 // Package locks hands out what engines on one host must never share: host
-// uid slots for sandboxes, id blocks for zygotes, and a liveness lock per
-// sandbox. Each is an exclusive flock on a file under Dir, held for the
-// sandbox's whole life, so it spans engines and processes and a crashed
-// holder's locks free themselves.
+// uid slots for sandboxes and id blocks for zygotes, and a liveness lock per
+// sandbox. Each is an exclusive flock on a file, held for the sandbox's
+// whole life, so it spans engines and processes and a crashed holder's
+// locks free themselves. Slots and blocks live in Dir, one directory for
+// the whole host; liveness locks live in each engine's own directory.
 package locks
 
 import (
@@ -16,8 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Dir holds the uid-slot and liveness locks of every engine on the host,
-// whatever its RunDir, so that engines never hand out the same host uid.
+// Dir holds the uid-slot and zygote-block locks of every engine on the
+// host, whatever its RunDir, so that engines never hand out the same host
+// uid.
 const Dir = "/run/nsbox/locks"
 
 // ErrNoUIDs reports that every slot (or block) is held.
@@ -48,12 +50,10 @@ func (s *Slot) RootID() int { return UIDBase + uidsPerSlot*s.n }
 // UserID is the host id of the slot's sandbox user.
 func (s *Slot) UserID() int { return UIDBase + uidsPerSlot*s.n + 1 }
 
-// Release frees the slot.
+// Release frees the slot and removes its lock file.
 func (s *Slot) Release() {
-	if s.lock != nil {
-		s.lock.Close() // drops the flock
-		s.lock = nil
-	}
+	unlock(s.lock)
+	s.lock = nil
 }
 
 // Allocator hands out slots and blocks from the lock files in Dir.
@@ -67,7 +67,7 @@ func (a *Allocator) Acquire() (*Slot, error) {
 	start := int(a.next.Add(1))
 	for i := range UIDSlots {
 		n := (start + i) % UIDSlots
-		f, err := File(filepath.Join(a.Dir, fmt.Sprintf("uid-%d.lock", n)))
+		f, err := Linked(filepath.Join(a.Dir, fmt.Sprintf("uid-%d.lock", n)))
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			continue
 		}
@@ -82,8 +82,10 @@ func (a *Allocator) Acquire() (*Slot, error) {
 
 // File opens (creating) path and takes an exclusive, non-blocking flock
 // (EWOULDBLOCK when another holds it).
-func File(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+func File(path string) (*os.File, error) { return lock(path, os.O_CREATE) }
+
+func lock(path string, flags int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW|flags, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
 	}
@@ -92,6 +94,40 @@ func File(path string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// Linked is File for a lock whose file its holder removes on release
+// (unlock): the flock counts only while path still names the file locked.
+// A contender that opened the file just before it was removed, and locked
+// it just after, holds a lock on a file nobody else can reach, while a
+// third creates a new one at path; so it checks, and takes that as held
+// (EWOULDBLOCK). The check is one fstat and one stat.
+func Linked(path string) (*os.File, error) { return linked(lock(path, os.O_CREATE)) }
+
+// Existing is Linked for a file that must already be there (else an error
+// that is os.ErrNotExist).
+func Existing(path string) (*os.File, error) { return linked(lock(path, 0)) }
+
+func linked(f *os.File, err error) (*os.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	path := f.Name()
+	var held, named unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Lstat(path, &named) != nil || held.Ino != named.Ino || held.Dev != named.Dev {
+		f.Close()
+		return nil, unix.EWOULDBLOCK
+	}
+	return f, nil
+}
+
+// unlock removes a Linked lock's file while still holding it, then drops
+// the lock: the file goes with the slot, so none pile up. Safe on nil.
+func unlock(f *os.File) {
+	if f != nil {
+		os.Remove(f.Name())
+		f.Close()
+	}
 }
 
 // Zygotes take their ids from a range of their own, a block of
@@ -121,18 +157,16 @@ func (b *Block) RootID() int { return ZygoteUIDBase + BlockIDs*b.n }
 // ChildID is the host id of the sandbox user of the child in slot i.
 func (b *Block) ChildID(i int) int { return b.RootID() + 1 + i }
 
-// Release frees the block.
+// Release frees the block and removes its lock file.
 func (b *Block) Release() {
-	if b.lock != nil {
-		b.lock.Close()
-		b.lock = nil
-	}
+	unlock(b.lock)
+	b.lock = nil
 }
 
 // AcquireBlock takes a free zygote id block.
 func (a *Allocator) AcquireBlock() (*Block, error) {
 	for n := range ZygoteBlocks {
-		f, err := File(filepath.Join(a.Dir, fmt.Sprintf("zygote-uid-%d.lock", n)))
+		f, err := Linked(filepath.Join(a.Dir, fmt.Sprintf("zygote-uid-%d.lock", n)))
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			continue
 		}
@@ -145,15 +179,16 @@ func (a *Allocator) AcquireBlock() (*Block, error) {
 }
 
 // Live is a sandbox's liveness lock: held while the sandbox lives, so that
-// a successor engine's Recover leaves it alone.
+// a successor engine's Recover leaves it alone. It lives in its engine's
+// own directory (<RunDir>/locks): Recover looks there, and only there.
 type Live struct{ f *os.File }
 
-// LivePath is the liveness lock file of sandbox id.
-func LivePath(id string) string { return filepath.Join(Dir, "sandbox-"+id+".lock") }
+// LivePath is the liveness lock file of sandbox id in dir.
+func LivePath(dir, id string) string { return filepath.Join(dir, "sandbox-"+id+".lock") }
 
-// AcquireLive takes sandbox id's liveness lock.
-func AcquireLive(id string) (*Live, error) {
-	f, err := File(LivePath(id))
+// AcquireLive takes sandbox id's liveness lock in dir.
+func AcquireLive(dir, id string) (*Live, error) {
+	f, err := File(LivePath(dir, id))
 	if err != nil {
 		return nil, fmt.Errorf("liveness lock: %w", err)
 	}
@@ -163,28 +198,38 @@ func AcquireLive(id string) (*Live, error) {
 // Release removes the lock file and drops the lock. Safe on nil.
 func (l *Live) Release() {
 	if l != nil && l.f != nil {
-		os.Remove(l.f.Name())
+		unlock(l.f)
+		l.f = nil
+	}
+}
+
+// Drop drops the lock but keeps its file, for a sandbox whose cgroup could
+// not be removed: the next engine's Recover finds the file free and
+// removes the cgroup. Safe on nil.
+func (l *Live) Drop() {
+	if l != nil && l.f != nil {
 		l.f.Close()
 		l.f = nil
 	}
 }
 
-// RemoveStale deletes liveness lock files that nobody holds and that are
-// older than age, whichever engine made them: their sandboxes are gone (a
-// killed engine whose cgroups were removed by other means leaves them). A
-// new one may be between its creation and its flock: age spares it.
-func RemoveStale(age time.Duration) {
-	paths, _ := filepath.Glob(filepath.Join(Dir, "sandbox-*.lock"))
-	for _, p := range paths {
-		st, err := os.Lstat(p)
-		if err != nil || !st.Mode().IsRegular() || time.Since(st.ModTime()) < age {
-			continue
+// RemoveStale deletes, in the host-wide dir, slot and block lock files that
+// nobody holds (crashed holders leave theirs), and in an engine's liveDir,
+// liveness lock files that nobody holds and that are older than age: their
+// sandboxes are gone. A new liveness lock may be between its creation and
+// its flock: age spares it. A slot's file needs no age: its taker checks
+// (Linked) that the file it locked is still there.
+func RemoveStale(dir, liveDir string, age time.Duration) {
+	for _, pat := range []string{filepath.Join(dir, "uid-*.lock"), filepath.Join(dir, "zygote-uid-*.lock"), filepath.Join(liveDir, "sandbox-*.lock")} {
+		paths, _ := filepath.Glob(pat)
+		for _, p := range paths {
+			st, err := os.Lstat(p)
+			if err != nil || !st.Mode().IsRegular() || filepath.Dir(p) == liveDir && time.Since(st.ModTime()) < age {
+				continue
+			}
+			if lock, err := Existing(p); err == nil {
+				unlock(lock) // free: its holder is gone
+			}
 		}
-		lock, err := File(p)
-		if err != nil {
-			continue // held: alive
-		}
-		os.Remove(p)
-		lock.Close()
 	}
 }

@@ -206,7 +206,7 @@ def _child(req, run, fds):
             _mask(p)
         for p in req['read_only']:
             _read_only(p)
-        size = 'size=%d,mode=1777' % req['tmp_bytes']
+        size = 'size=%d,nr_inodes=%d,mode=1777' % (req['tmp_bytes'], req['tmp_inodes'])
         _mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, size)
         _mount('tmpfs', '/dev/shm', 'tmpfs', MS_NOSUID | MS_NODEV | MS_NOEXEC, size)
         _sys('move_mount', fds[4], b'', AT_FDCWD, b'/workspace', MOVE_MOUNT_F_EMPTY_PATH)

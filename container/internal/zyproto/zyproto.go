@@ -69,20 +69,21 @@ type Config struct {
 // decided by the engine. It carries no run's code or data: those go to the
 // child (Run) once it is verified.
 type Request struct {
-	Slot     int      `json:"slot"`
-	Hostname string   `json:"hostname"`
-	TmpBytes int64    `json:"tmp_bytes"`
-	NoFile   uint64   `json:"nofile"`
-	FSize    uint64   `json:"fsize"`
-	UID      int      `json:"uid"`
-	GID      int      `json:"gid"`
-	Masked   []string `json:"masked"`
-	ReadOnly []string `json:"read_only"`
-	Seccomp  []byte   `json:"seccomp"` // base64 in JSON
-	CgroupNS bool     `json:"cgroupns"`
-	Threads  int      `json:"threads"`
-	Control  bool     `json:"control"`
-	TestSkip string   `json:"test_skip,omitempty"`
+	Slot      int      `json:"slot"`
+	Hostname  string   `json:"hostname"`
+	TmpBytes  int64    `json:"tmp_bytes"`
+	TmpInodes int64    `json:"tmp_inodes"`
+	NoFile    uint64   `json:"nofile"`
+	FSize     uint64   `json:"fsize"`
+	UID       int      `json:"uid"`
+	GID       int      `json:"gid"`
+	Masked    []string `json:"masked"`
+	ReadOnly  []string `json:"read_only"`
+	Seccomp   []byte   `json:"seccomp"` // base64 in JSON
+	CgroupNS  bool     `json:"cgroupns"`
+	Threads   int      `json:"threads"`
+	Control   bool     `json:"control"`
+	TestSkip  string   `json:"test_skip,omitempty"`
 }
 
 // Reply is a frame from the zygote.

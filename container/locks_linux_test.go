@@ -1,0 +1,105 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/container/internal/locks"
+	"github.com/nsbox/nsbox/container/internal/testenv"
+)
+
+// Engines with different run dirs share the host's uid slots, so two live
+// sandboxes never get the same host uid, but each keeps its sandboxes'
+// liveness locks in its own run dir; and no lock file outlives its sandbox.
+func TestEnginesShareUIDSlotsNotLivenessLocks(t *testing.T) {
+	engines := []*Engine{newTestEngine(t), newTestEngine(t)}
+	if engines[0].liveDir == engines[1].liveDir {
+		t.Fatalf("both engines keep liveness locks in %s", engines[0].liveDir)
+	}
+	owners := map[int]string{}
+	var sbs []*Sandbox
+	for i := range 6 {
+		e := engines[i%2]
+		sb, err := e.Start(context.Background(), Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"sleep", "60"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sbs = append(sbs, sb)
+		uid := sb.proc.owner()
+		if other, ok := owners[uid]; ok {
+			t.Errorf("host uid %d given to %s and %s", uid, other, sb.ID())
+		}
+		owners[uid] = sb.ID()
+		if _, err := os.Stat(locks.LivePath(e.liveDir, sb.ID())); err != nil {
+			t.Errorf("liveness lock not in the engine's run dir: %v", err)
+		}
+		if _, err := os.Stat(locks.LivePath(LockDir, sb.ID())); err == nil {
+			t.Errorf("liveness lock of %s in the host-wide %s", sb.ID(), LockDir)
+		}
+	}
+	for _, sb := range sbs {
+		sb.Kill(StatusKilled)
+		if _, err := sb.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, e := range engines {
+		if ents, _ := os.ReadDir(e.liveDir); len(ents) != 0 {
+			t.Errorf("%d liveness lock files left in %s", len(ents), e.liveDir)
+		}
+	}
+	// A slot's file is gone with it; another engine on the host may have
+	// taken the slot since, and then holds a new file.
+	for uid := range owners {
+		p := filepath.Join(LockDir, fmt.Sprintf("uid-%d.lock", (uid-UIDBase-1)/2))
+		f, err := locks.Existing(p)
+		if err == nil {
+			f.Close()
+			t.Errorf("free lock file %s left behind", p)
+		} else if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.EWOULDBLOCK) {
+			t.Error(err)
+		}
+	}
+}
+
+// Recover takes back only what its own run dir's liveness locks name: a
+// dead engine's sandbox cgroup, whose free lock is in run dir A, is left
+// alone by an engine on run dir B with the same cgroup parent, and removed
+// by the next engine on A.
+func TestRecoverKeepsToItsRunDir(t *testing.T) {
+	a := newTestEngine(t)
+	id := "dead-" + NewID()
+	if _, err := a.cgroups.Create(id, cgroup.Limits{MemoryBytes: 64 << 20, Pids: 8, CPUs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(locks.LivePath(a.liveDir, id), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	recover := func(runDir string) int {
+		t.Helper()
+		e, err := New(Config{RunDir: runDir, CgroupName: a.cfg.CgroupName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Not Close: that would remove the cgroup parent a still checks.
+		defer e.self.Close()
+		n, err := e.Recover()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := recover(t.TempDir()); n != 0 {
+		t.Errorf("an engine on another run dir recovered %d sandboxes", n)
+	}
+	if n := recover(a.cfg.RunDir); n != 1 {
+		t.Errorf("the next engine on the run dir recovered %d sandboxes, want 1", n)
+	}
+}
