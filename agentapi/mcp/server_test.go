@@ -95,12 +95,12 @@ func TestToolErrors(t *testing.T) {
 		args map[string]any
 		want string // in the error text
 	}{
-		{ToolRunPython, map[string]any{"code": "1"}, "is `nsbox daemon` running?"},
+		{ToolRunPython, map[string]any{"code": "1"}, "start the daemon"},
 		{ToolRunPython, map[string]any{"code": ""}, "minLength"},
 		{ToolRunPython, map[string]any{"code": "1", "timeout_s": 601}, "timeout_s is 601, above its maximum of 600 s: pass at most 600"},
 		{ToolRunShell, map[string]any{"command": "ls", "timeout_s": 0}, "timeout_s is 0, below its minimum of 1 s"},
 		{ToolRunPython, map[string]any{"code": "1", "extra": true}, "extra"},
-		{ToolRunShell, map[string]any{"command": "ls"}, "is `nsbox daemon` running?"},
+		{ToolRunShell, map[string]any{"command": "ls"}, "start the daemon"},
 		{ToolReadFile, map[string]any{"path": "/etc/passwd"}, "not reachable"},
 		{ToolWriteFile, map[string]any{"path": "a", "content": "!!", "encoding": "base64"}, "base64"},
 		{ToolWriteFile, map[string]any{"path": "a", "content": "x", "encoding": "latin1"}, "encoding"},
