@@ -34,6 +34,9 @@ type reply struct {
 	Figures   []Figure   `json:"figures,omitempty"`
 	Unmarked  bool       `json:"unmarked,omitempty"` // a marker could not be written
 	Skipped   []string   `json:"skipped,omitempty"`  // modules a setup could not import
+	// ElapsedUs is the cell's run time as the runner measured it, inside
+	// the sandbox.
+	ElapsedUs int64 `json:"elapsed_us,omitempty"`
 }
 
 // Exception is an exception raised by a cell.

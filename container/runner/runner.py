@@ -1,6 +1,6 @@
 # nsbox Python runner: executes cells sent over fd 3 in a persistent
 # __main__ namespace. Frames are a 4-byte big-endian length then JSON.
-import os, sys, json, signal, ast, linecache, types, traceback
+import os, sys, json, signal, ast, linecache, types, traceback, time
 
 _CTL = 3
 _REPR_CAP = 65536
@@ -217,7 +217,14 @@ def main():
                     rep['skipped'] = _setup(req.get('preimport') or [])
                 else:
                     _buffering(bool(req.get('stream')))
-                    v = _run(count, req['code'])
+                    t0 = time.monotonic()
+                    try:
+                        v = _run(count, req['code'])
+                    finally:
+                        # The cell's own time, from inside the sandbox: a
+                        # host that looks late (stopped, starved) judges
+                        # the timeout by it, not by when it looked.
+                        rep['elapsed_us'] = int((time.monotonic() - t0) * 1e6)
                     if v is not None:
                         rep['value'] = v
             except SystemExit as e:

@@ -292,6 +292,11 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 			if rep.Value != nil {
 				res.Value = *rep.Value
 			}
+			if res.Status == StatusTimeout && inTime(rep, req.Timeout) {
+				// The deadline fired late (a stopped or starved host)
+				// on a cell that had ended within it: its own verdict.
+				res.Status = ""
+			}
 			switch {
 			case res.Status != "": // timeout, cancelled or output_limit, interrupted in time
 			case res.StdoutTruncated || res.StderrTruncated: // ended before its overflow was seen
@@ -327,6 +332,13 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 			return res, nil, nil
 		}
 	}
+}
+
+// inTime reports whether the runner's reply shows its cell ended within
+// timeout by the sandbox's own clock, and not by the interrupt.
+func inTime(rep *reply, timeout time.Duration) bool {
+	interrupted := rep.Exception != nil && rep.Exception.Name == "KeyboardInterrupt"
+	return !interrupted && rep.ElapsedUs > 0 && time.Duration(rep.ElapsedUs)*time.Microsecond < timeout
 }
 
 func (r *Runner) waitMarkers(out, err <-chan struct{}) {

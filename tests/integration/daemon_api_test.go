@@ -291,12 +291,19 @@ func TestDaemonSIGKILLRecovery(t *testing.T) {
 // wait, and before the fix some timers won.
 func TestDaemonSIGSTOPKeepsTheVerdict(t *testing.T) {
 	d := startDaemon(t, "--max-concurrent", "10")
-	type run struct{ name, script, want string }
-	cases := []run{{"runs past its deadline", "echo done; sleep 60", agentapi.StatusTimeout}}
-	for range 4 {
+	type run struct {
+		name, script, want string
+		python             bool
+	}
+	cases := []run{
+		{"runs past its deadline", "echo done; sleep 60", agentapi.StatusTimeout, false},
+		{"Python past its deadline", "print('done', flush=True)\nimport time\ntime.sleep(60)", agentapi.StatusTimeout, true},
+	}
+	for range 3 {
 		cases = append(cases,
-			run{"ends in time", "sleep 1; echo done", agentapi.StatusOK},
-			run{"ends in time, nonzero", "sleep 1; echo done; exit 3", agentapi.StatusExitNonzero})
+			run{"ends in time", "sleep 1; echo done", agentapi.StatusOK, false},
+			run{"ends in time, nonzero", "sleep 1; echo done; exit 3", agentapi.StatusExitNonzero, false},
+			run{"Python ends in time", "import time\ntime.sleep(1)\nprint('done')", agentapi.StatusOK, true})
 	}
 	results := make([]*agentapi.RunResult, len(cases))
 	var wg sync.WaitGroup
@@ -304,7 +311,11 @@ func TestDaemonSIGSTOPKeepsTheVerdict(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := d.client.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"sh", "-c", tc.script}, Limits: &agentapi.Limits{TimeoutMs: 2500}})
+			req := &agentapi.RunRequest{Argv: []string{"sh", "-c", tc.script}, Limits: &agentapi.Limits{TimeoutMs: 2500}}
+			if tc.python {
+				req.Argv, req.Language, req.Code = nil, agentapi.LanguagePython, tc.script
+			}
+			res, err := d.client.Run(context.Background(), req)
 			if err != nil {
 				t.Errorf("%s: %v", tc.name, err)
 			}
