@@ -1,6 +1,7 @@
 package container
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -120,7 +121,7 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 			return nil, fmt.Errorf("%w: zygote module %q is not a module name", ErrInvalidSpec, m)
 		}
 	}
-	argv, err := zyproto.Command(zyproto.Config{Modules: cfg.Modules, Prelude: cfg.Prelude, HugePages: cfg.HugePages, Slots: cfg.Children, UserID: SandboxUID})
+	argv, stdin, err := zyproto.Command(zyproto.Config{Modules: cfg.Modules, Prelude: cfg.Prelude, HugePages: cfg.HugePages, Slots: cfg.Children, UserID: SandboxUID})
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +144,7 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 		ID:        cfg.ID,
 		RootfsDir: cfg.RootfsDir,
 		Argv:      argv,
+		Stdin:     bytes.NewReader(stdin),
 		Env:       env,
 		Limits: Limits{
 			Timeout:     math.MaxInt64,

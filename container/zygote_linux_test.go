@@ -68,6 +68,15 @@ func TestZygoteRunsPython(t *testing.T) {
 	if res.Status != StatusExitNonzero || res.ExitCode != 3 || strings.TrimSpace(string(res.Stderr)) != "x" {
 		t.Errorf("exit 3: %+v", res)
 	}
+	// Its source and config came on stdin: the command line that ps shows
+	// for the zygote and each child stays short.
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", z.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmdline) > 512 {
+		t.Errorf("the zygote's command line is %d bytes: %.200q...", len(cmdline), cmdline)
+	}
 }
 
 // Two live children of one zygote share nothing: every namespace, the host

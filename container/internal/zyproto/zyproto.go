@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -24,17 +25,21 @@ import (
 //go:embed zygote.py
 var Source string
 
-// bootstrap runs zygote.py (argv[2]) in a module of its own; argv[1] is its
-// JSON Config.
-const bootstrap = "import sys; exec(compile(sys.argv[2], '<nsbox-zygote>', 'exec'), {'__name__': '_nsbox_zygote'})"
+// bootstrap reads the zygote's JSON Config and its source from stdin (a NUL
+// between them) and runs the source in a module of its own, with the
+// Config as sys.argv[1]. They travel on stdin, not on the command line:
+// the zygote's argv, which its children inherit, is what ps shows for each
+// of them, and 30 KB of Python per line buried everything else.
+const bootstrap = "import sys; c, s = sys.stdin.buffer.read().split(b'\\0', 1); sys.argv[1:] = [c.decode()]; " +
+	"exec(compile(s, '<nsbox-zygote>', 'exec'), {'__name__': '_nsbox_zygote'})"
 
-// Command is the zygote's command line for cfg.
-func Command(cfg Config) ([]string, error) {
+// Command is the zygote's command line for cfg, and what it reads on stdin.
+func Command(cfg Config) (argv []string, stdin []byte, err error) {
 	b, err := json.Marshal(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return []string{"python3", "-I", "-c", bootstrap, string(b), Source}, nil
+	return []string{"python3", "-I", "-c", bootstrap}, slices.Concat(b, []byte{0}, []byte(Source)), nil
 }
 
 // ReadReady reads the zygote's first frame, sent once it has imported its
