@@ -152,7 +152,7 @@ func TestSoak(t *testing.T) {
 	}
 	wg.Wait()
 	took := time.Since(t0)
-	t.Logf("%d requests at concurrency %d in %s (%.1f/s); load %s", n, conc, took.Round(time.Millisecond), float64(n)/took.Seconds(), loadavg())
+	t.Logf("%d requests at concurrency %d in %s (%.1f/s); load %s", n, conc, took.Round(time.Millisecond), float64(n)/took.Seconds(), testdaemon.LoadAvg())
 	for _, k := range kinds {
 		t.Logf("  %-13s %6d  failed %d", k.name, counts[k.name], failures[k.name])
 	}
@@ -215,15 +215,6 @@ func startDaemon(t *testing.T, conc int) *testdaemon.Daemon {
 		"--max-concurrent", strconv.Itoa(conc+1), "--log-level", "warn")
 	d.Start(t)
 	return d
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "?"
 }
 
 func poolReady(t *testing.T, d *testdaemon.Daemon) int {

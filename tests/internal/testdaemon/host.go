@@ -138,22 +138,34 @@ func Mounts(t testing.TB, dir string) []string {
 // Children counts the processes whose parent is pid.
 func Children(pid int) int {
 	n := 0
-	for _, ppid := range parents() {
-		if ppid == pid {
+	for _, p := range procs() {
+		if p.ppid == pid {
 			n++
 		}
 	}
 	return n
 }
 
+// Proc is a process, told from a later one with its pid by its start time.
+type Proc struct {
+	Pid   int
+	start string
+}
+
+// Alive reports whether p still runs (or is a zombie).
+func (p Proc) Alive() bool {
+	ps, ok := stat(p.Pid)
+	return ok && ps.start == p.start
+}
+
 // Descendants lists the processes below pid, however deep.
-func Descendants(pid int) []int {
-	pp := parents()
-	var out []int
-	for p := range pp {
-		for q := pp[p]; q > 1; q = pp[q] {
+func Descendants(pid int) []Proc {
+	all := procs()
+	var out []Proc
+	for _, p := range all {
+		for q := p.ppid; q > 1; q = all[q].ppid {
 			if q == pid {
-				out = append(out, p)
+				out = append(out, Proc{Pid: p.pid, start: p.start})
 				break
 			}
 		}
@@ -161,29 +173,53 @@ func Descendants(pid int) []int {
 	return out
 }
 
-// parents maps every process to its parent.
-func parents() map[int]int {
+type procStat struct {
+	pid, ppid int
+	start     string
+}
+
+// procs maps every process to its /proc/<pid>/stat.
+func procs() map[int]procStat {
 	ents, _ := os.ReadDir("/proc")
-	pp := map[int]int{}
+	all := map[int]procStat{}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		if f := strings.Fields(s[i+1:]); len(f) > 1 {
-			pp[pid], _ = strconv.Atoi(f[1])
+		if ps, ok := stat(pid); ok {
+			all[pid] = ps
 		}
 	}
-	return pp
+	return all
+}
+
+func stat(pid int) (procStat, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return procStat{}, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	// After the command: state, ppid, ... starttime is the 20th.
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return procStat{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return procStat{pid: pid, ppid: ppid, start: f[19]}, true
+}
+
+// LoadAvg is the host's 1, 5 and 15 minute load averages.
+func LoadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 // RSS returns pid's resident set and its peak (VmRSS, VmHWM) in bytes.

@@ -60,6 +60,22 @@ func Rootfs(t testing.TB) (store, name string) {
 	return store, name
 }
 
+// DataSciRootfs names the data-science rootfs in the store
+// (NSBOX_TEST_DATASCI_ROOTFS_NAME, default "default"), skipping when it
+// is not there.
+func DataSciRootfs(t testing.TB) string {
+	t.Helper()
+	store, _ := Rootfs(t)
+	name := os.Getenv("NSBOX_TEST_DATASCI_ROOTFS_NAME")
+	if name == "" {
+		name = "default"
+	}
+	if _, err := os.Stat(filepath.Join(store, name, "rootfs/usr/lib/python3/dist-packages/pandas")); err != nil {
+		t.Skipf("requires the data-science rootfs %q with pandas and matplotlib in %s (build it: nsbox rootfs build --profile default --name %s): %v", name, store, name, err)
+	}
+	return name
+}
+
 // RandomName returns prefix and eight random hex digits.
 func RandomName(prefix string) string {
 	var b [4]byte
@@ -201,10 +217,10 @@ func (d *Daemon) WaitIdle(t testing.TB) {
 
 // Settle waits until no run is in flight, no session lives, every pool is
 // full and every zygote is up (or unused): the state to compare leak
-// counts in.
+// counts in. A zygote takes long to start on a busy host.
 func (d *Daemon) Settle(t testing.TB) {
 	t.Helper()
-	d.waitInfo(t, time.Minute, true)
+	d.waitInfo(t, 3*time.Minute, true)
 	time.Sleep(300 * time.Millisecond) // background teardowns of pooled runs
 }
 
