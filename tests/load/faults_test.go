@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -186,9 +187,15 @@ func (s *suite) daemonKill(t *testing.T, sc *scenario) {
 	old := testdaemon.Descendants(d.Pid())
 	d.Kill(t)
 	wg.Wait()
+	logged := len(d.Log.String())
 	t0 := time.Now()
 	sc.restart()
 	sc.row.note("answering again %d ms after SIGKILL", time.Since(t0).Milliseconds())
+	if m := regexp.MustCompile(`recovered leftovers.* removed=(\d+)`).FindStringSubmatch(d.Log.String()[logged:]); m == nil || m[1] == "0" {
+		t.Errorf("the restarted daemon did not remove the killed one's sandboxes: %q", m)
+	} else {
+		sc.row.note("the next daemon removed %s sandboxes", m[1])
+	}
 	deadline = time.Now().Add(10 * time.Second)
 	for {
 		var alive []int
@@ -205,9 +212,6 @@ func (s *suite) daemonKill(t *testing.T, sc *scenario) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-	if !strings.Contains(d.Log.String(), "recovered leftovers") {
-		t.Errorf("the restarted daemon did not report recovering the killed one's sandboxes")
 	}
 	cl2, closeIdle2 := sc.client()
 	defer closeIdle2()

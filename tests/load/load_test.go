@@ -123,6 +123,14 @@ func TestLoad(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := s.newScenario(t, tc.name)
+			defer func() {
+				switch {
+				case t.Skipped():
+					sc.row.note("skipped")
+				case t.Failed():
+					sc.row.note("FAILED")
+				}
+			}()
 			tc.run(t, sc)
 			sc.finish()
 		})
