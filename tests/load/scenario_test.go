@@ -25,11 +25,12 @@ type scenario struct {
 	row *row
 	d   *testdaemon.Daemon
 
-	mu   sync.Mutex
-	seen map[string]bool // sandbox cgroup names seen: their lock files must go
-	pid  atomic.Int64    // the daemon's current pid, for the watcher
-	stop chan struct{}   // stops the watcher
-	done chan struct{}
+	mu       sync.Mutex
+	seen     map[string]bool // sandbox cgroup names seen: their lock files must go
+	pid      atomic.Int64    // the daemon's current pid, for the watcher
+	stop     chan struct{}   // stops the watcher
+	done     chan struct{}
+	stopOnce sync.Once
 }
 
 func (s *suite) newScenario(t *testing.T, name string) *scenario {
@@ -53,6 +54,7 @@ func (sc *scenario) start(args ...string) *testdaemon.Daemon {
 	sc.row.rssBefore, _ = testdaemon.RSS(sc.d.Pid())
 	sc.stop, sc.done = make(chan struct{}), make(chan struct{})
 	go sc.watch()
+	t.Cleanup(sc.stopWatch)
 	return sc.d
 }
 
@@ -61,6 +63,11 @@ func (sc *scenario) restart() {
 	sc.t.Helper()
 	sc.d.Start(sc.t)
 	sc.pid.Store(int64(sc.d.Pid()))
+}
+
+func (sc *scenario) stopWatch() {
+	sc.stopOnce.Do(func() { close(sc.stop) })
+	<-sc.done
 }
 
 // watch notes the daemon's peak RSS and the names of its sandboxes'
@@ -136,8 +143,7 @@ func (sc *scenario) finish() {
 		sc.row.rssAfter = now
 	}
 	procs := testdaemon.Descendants(d.Pid())
-	close(sc.stop)
-	<-sc.done
+	sc.stopWatch()
 	sc.sample()
 	if err := d.Signal(t, syscall.SIGTERM); err != nil {
 		t.Errorf("daemon exit after SIGTERM: %v", err)
