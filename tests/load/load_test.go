@@ -1,8 +1,9 @@
 // Package load drives real nsbox daemons with sustained, hostile and odd
 // load and with faults: mixed requests with leak checks, slow bodies and
-// idle keep-alives beside a normal client, big bodies in parallel, output
-// floods on every language path, fork in a cell, zygote and daemon kills
-// and a stopped daemon. Each scenario gets a daemon of its own on a temp
+// idle keep-alives beside a normal client, big bodies in parallel, odd
+// requests (oversized, invalid UTF-8, deeply nested), output floods on
+// every language path, fork in a cell, zygote and daemon kills and a
+// stopped daemon. Each scenario gets a daemon of its own on a temp
 // Unix socket (nothing listens on any network address) and ends with it
 // stopped and nothing of it left on the host.
 //
@@ -116,6 +117,7 @@ func TestLoad(t *testing.T) {
 		{"floods", s.floods},
 		{"idle+slow conns", s.hostileConns},
 		{"big bodies", s.bigBodies},
+		{"odd requests", s.oddRequests},
 		{"fork in a cell", s.forkInCell},
 		{"zygote", s.zygote},
 		{"daemon SIGKILL", s.daemonKill},
