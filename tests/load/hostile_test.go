@@ -56,6 +56,7 @@ func (s *suite) hostileConns(t *testing.T, sc *scenario) {
 		resp.Body.Close()
 	}
 	var closed atomic.Int64 // slow connections the daemon answered and closed
+	var answers sync.Map    // what the slow connections got
 	var wg sync.WaitGroup
 	for range s.scale.slow {
 		c, err := net.Dial("unix", d.Sock)
@@ -83,13 +84,18 @@ func (s *suite) hostileConns(t *testing.T, sc *scenario) {
 		go func() {
 			defer wg.Done()
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			if err == nil && resp.StatusCode == http.StatusRequestTimeout {
-				if _, err := io.Copy(io.Discard, resp.Body); err == nil {
-					if _, err := c.Read(make([]byte, 1)); err != nil && ctx.Err() == nil {
-						closed.Add(1)
+			answer := "no answer"
+			if err == nil {
+				answer = resp.Status
+				if resp.StatusCode == http.StatusRequestTimeout {
+					if _, err := io.Copy(io.Discard, resp.Body); err == nil {
+						if _, err := c.Read(make([]byte, 1)); err != nil && ctx.Err() == nil {
+							closed.Add(1) // closed by the daemon, not by the test's end
+						}
 					}
 				}
 			}
+			answers.Store(answer, true)
 		}()
 	}
 
@@ -129,7 +135,9 @@ func (s *suite) hostileConns(t *testing.T, sc *scenario) {
 	}
 	sc.row.note("%d idle + %d slow conns for %s; health p99 %d ms, target < %d ms %s",
 		s.scale.idle, s.scale.slow, s.scale.hostileFor, p99.Milliseconds(), healthTarget.Milliseconds(), flag)
-	sc.row.note("%d of %d slow conns answered 408 and closed", slowClosed, s.scale.slow)
+	var got []string
+	answers.Range(func(k, _ any) bool { got = append(got, k.(string)); return true })
+	sc.row.note("%d of %d slow conns answered 408 and closed (answers: %s)", slowClosed, s.scale.slow, strings.Join(got, ", "))
 	if s.scale.hostileFor > 32*time.Second && slowClosed != int64(s.scale.slow) {
 		t.Errorf("after %s only %d of %d slow-body connections were answered 408 and closed", s.scale.hostileFor, slowClosed, s.scale.slow)
 	}
