@@ -13,7 +13,7 @@ APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap 
 
 export CGO_ENABLED := 1
 
-.PHONY: help deps build test test-unit rootfs-test rootfs-default demo lint bench soak clean install uninstall
+.PHONY: help deps build test test-unit rootfs-test rootfs-default demo lint bench soak loadtest clean install uninstall
 
 help: ## show this help
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -73,6 +73,11 @@ SOAK_CONCURRENCY ?= 8
 soak: deps rootfs-test ## soak: SOAK_RUNS mixed requests through a daemon at SOAK_CONCURRENCY on SOAK_ROOTFS (default: the test rootfs; "default" soaks the zygote), then assert nothing leaked
 	NSBOX_SOAK_RUNS=$(SOAK_RUNS) NSBOX_SOAK_CONCURRENCY=$(SOAK_CONCURRENCY) NSBOX_TEST_ROOTFS_STORE=$(STORE) NSBOX_TEST_ROOTFS_NAME=$(SOAK_ROOTFS) \
 		$(GO) test -count=1 -v -timeout 4h -run TestSoak ./tests/soak/
+
+LOAD_SCALE ?= full
+loadtest: deps rootfs-test rootfs-default ## load and fault tests through private daemons (LOAD_SCALE=full, or short as in CI): a table of requests, failures, latencies, daemon RSS and leftovers per scenario
+	NSBOX_LOAD_SCALE=$(LOAD_SCALE) NSBOX_TEST_ROOTFS_STORE=$(STORE) NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS) NSBOX_TEST_DATASCI_ROOTFS_NAME=default \
+		$(GO) test -count=1 -v -timeout 30m -run TestLoad ./tests/load/
 
 clean: ## remove build output
 	rm -rf bin tests/mcp-client/node_modules

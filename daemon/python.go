@@ -94,9 +94,10 @@ func (d *Daemon) runOn(ctx context.Context, tk oneShot, spec container.Spec, cod
 			d.log.Warn("cgroup stats", "run", spec.ID, "err", err)
 		}
 		cres = &container.Result{ID: spec.ID, Status: container.StatusOK, CPUTime: st.CPUUsage, MemoryPeakBytes: st.MemoryPeakBytes}
+		id := spec.ID // not spec: its input files would live as long as the teardown
 		closeLate = func() {
 			if _, err := tk.Close(); err != nil {
-				d.log.Warn("close runner", "run", spec.ID, "err", err)
+				d.log.Warn("close runner", "run", id, "err", err)
 			}
 		}
 	} else if cres, err = tk.Close(); err != nil {

@@ -79,11 +79,16 @@ func (s *Server) body(w http.ResponseWriter, r *http.Request) (_ io.Reader, rele
 	}, nil
 }
 
-// bodyError translates a read that ran into the body deadline.
+// bodyError translates a read that ran into the body deadline. The
+// deadline is set again, in the past: after the handler, net/http reads
+// what is left of a short body before it closes the connection, and with
+// release's cleared deadline a client trickling its body held the
+// connection open for as long as it trickled.
 func bodyError(w http.ResponseWriter, err error) error {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 		return fmt.Errorf("%w: %v", ErrBodyTimeout, err)
 	}
 	return err

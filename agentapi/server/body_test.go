@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -104,6 +105,12 @@ func TestSlowBodyTimesOut(t *testing.T) {
 	resp, body := readStatus(t, c)
 	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(body, "request_timeout") || !resp.Close {
 		t.Errorf("answer %d close=%v %s, want 408 request_timeout and the connection closed", resp.StatusCode, resp.Close, body)
+	}
+	// Closed, not held open to drain the rest of the body from a client
+	// that may never send it.
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("after the 408 the connection reads %d bytes, %v; want it closed (EOF)", n, err)
 	}
 }
 

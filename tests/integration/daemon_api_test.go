@@ -323,11 +323,11 @@ func TestDaemonSIGSTOPKeepsTheVerdict(t *testing.T) {
 		}()
 	}
 	time.Sleep(300 * time.Millisecond) // the runs have started
-	if err := d.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(4 * time.Second) // past every deadline
-	if err := d.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()

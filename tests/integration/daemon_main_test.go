@@ -6,9 +6,10 @@ package integration
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/nsbox/nsbox/tests/internal/testdaemon"
 )
 
 // nsboxBin is the binary TestMain built; buildErr says why there is none.
@@ -29,17 +30,7 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	if os.Geteuid() == 0 {
-		// nsbox-init next to nsbox, as `make install` lays them out: the
-		// daemon execs it as every sandbox's init.
-		nsboxBin = filepath.Join(dir, "nsbox")
-		for _, b := range []struct{ out, pkg string }{{nsboxBin, "./cmd/nsbox"}, {filepath.Join(dir, "nsbox-init"), "./cmd/nsbox-init"}} {
-			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
-			cmd.Dir = filepath.Join("..", "..")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
-				break
-			}
-		}
+		nsboxBin, buildErr = testdaemon.Build(filepath.Join("..", ".."), dir)
 	}
 	return m.Run()
 }

@@ -146,7 +146,7 @@ func TestSessionsBelongToTheirCaller(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("[sessions]\nadmin_group = \"nogroup\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the reload to apply", func() bool { return len(listAs(t)) == 2 })

@@ -8,28 +8,19 @@ import (
 	"errors"
 	"image/png"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/tests/internal/testdaemon"
 )
 
 // dataSciRootfs returns the name of the data-science rootfs (pandas,
 // matplotlib) in the test store, or skips.
 func dataSciRootfs(t *testing.T) string {
 	t.Helper()
-	store, _ := testRootfs(t)
-	name := os.Getenv("NSBOX_TEST_DATASCI_ROOTFS_NAME")
-	if name == "" {
-		name = "default"
-	}
-	if _, err := os.Stat(filepath.Join(store, name, "rootfs/usr/lib/python3/dist-packages/pandas")); err != nil {
-		t.Skipf("requires the data-science rootfs %q with pandas and matplotlib in %s (build it: nsbox rootfs build --profile default --name %s): %v", name, store, name, err)
-	}
-	return name
+	return testdaemon.DataSciRootfs(t)
 }
 
 func newSession(t *testing.T, d *daemon, req *agentapi.SessionRequest) string {

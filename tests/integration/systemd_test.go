@@ -228,7 +228,7 @@ func TestReloadConfig(t *testing.T) {
 
 	hup := func() {
 		t.Helper()
-		if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,16 +5,12 @@
 package soak
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,7 +22,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
-	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/tests/internal/testdaemon"
 )
 
 // kind is one sort of request in the mix.
@@ -104,9 +100,9 @@ func TestSoak(t *testing.T) {
 	}
 	d := startDaemon(t, conc)
 	ctx := context.Background()
-	d.settle(t)
-	start := d.snapshot(t)
-	t.Logf("start: %+v (pool ready %d)", start, d.poolReady(t))
+	d.Settle(t)
+	start := takeSnapshot(t, d)
+	t.Logf("start: %+v (pool ready %d)", start, poolReady(t, d))
 
 	kinds := mix()
 	total := 0
@@ -126,7 +122,7 @@ func TestSoak(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl := &client.Client{Socket: d.sock}
+			cl := &client.Client{Socket: d.Sock}
 			for next.Add(1) <= int64(n) {
 				r := rand.IntN(total)
 				k := kinds[0]
@@ -156,14 +152,14 @@ func TestSoak(t *testing.T) {
 	}
 	wg.Wait()
 	took := time.Since(t0)
-	t.Logf("%d requests at concurrency %d in %s (%.1f/s); load %s", n, conc, took.Round(time.Millisecond), float64(n)/took.Seconds(), loadavg())
+	t.Logf("%d requests at concurrency %d in %s (%.1f/s); load %s", n, conc, took.Round(time.Millisecond), float64(n)/took.Seconds(), testdaemon.LoadAvg())
 	for _, k := range kinds {
 		t.Logf("  %-13s %6d  failed %d", k.name, counts[k.name], failures[k.name])
 	}
 	for name, err := range firstErr {
 		t.Errorf("%s: %d failed; first: %v", name, failures[name], err)
 	}
-	info, _ := d.client.Info(ctx)
+	info, _ := d.Client.Info(ctx)
 	for _, p := range info.Pools {
 		t.Logf("pool %s: hits %d misses %d refills %d (mean %.1f ms) discarded %d failures %d", p.Name, p.Hits, p.Misses, p.Refills, p.MeanRefillMs, p.Discarded, p.Failures)
 	}
@@ -179,8 +175,8 @@ func TestSoak(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	var end snapshot
 	for {
-		d.settle(t)
-		end = d.snapshot(t)
+		d.Settle(t)
+		end = takeSnapshot(t, d)
 		if end.goroutines <= start.goroutines && end.fds <= start.fds && end.children <= start.children &&
 			end.cgroups <= start.cgroups && end.mounts <= start.mounts && end.runDir <= start.runDir {
 			break
@@ -193,113 +189,37 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("end:   %+v", end)
 
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	<-d.exited
-	if c := d.cgroups(t); len(c) > 0 {
+	<-d.Exited
+	if c := testdaemon.LeftoverCgroups(t, d.CgroupName); len(c) > 0 {
 		t.Errorf("cgroups left after the daemon exited: %q", c)
 	}
-	if m := d.mounts(t); m > 0 {
-		t.Errorf("%d mounts left under %s", m, d.runDir)
+	if m := testdaemon.Mounts(t, d.RunDir); len(m) > 0 {
+		t.Errorf("mounts left under %s: %q", d.RunDir, m)
 	}
-}
-
-// daemon is a running `nsbox daemon`.
-type daemon struct {
-	cmd        *exec.Cmd
-	sock       string
-	runDir     string
-	cgroupName string
-	client     *client.Client
-	metrics    *http.Client
-	exited     chan struct{}
 }
 
 // startDaemon starts the daemon with one run slot more than the soak's
 // concurrency, so that the pool keeps refilling (it pauses while every
 // slot is busy) and most Python runs and sessions are pooled.
-func startDaemon(t *testing.T, conc int) *daemon {
+func startDaemon(t *testing.T, conc int) *testdaemon.Daemon {
 	t.Helper()
-	store := os.Getenv("NSBOX_TEST_ROOTFS_STORE")
-	if store == "" {
-		store = "/var/lib/nsbox/rootfs"
-	}
-	name := os.Getenv("NSBOX_TEST_ROOTFS_NAME")
-	if name == "" {
-		name = "minimal"
-	}
-	if _, err := os.Stat(filepath.Join(store, name, "rootfs")); err != nil {
-		t.Skipf("requires the rootfs %q in %s (nsbox rootfs build --name %s): %v", name, store, name, err)
-	}
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "nsbox")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/nsbox")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	d := &daemon{sock: filepath.Join(tmp, "s.sock"), runDir: filepath.Join(tmp, "run"), cgroupName: "nsbox-soak-" + container.NewID()[:8]}
-	log, err := os.Create(filepath.Join(tmp, "daemon.log"))
+	testdaemon.Rootfs(t)
+	bin, err := testdaemon.Build(filepath.Join("..", ".."), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.cmd = exec.Command(bin, "daemon", "--socket", d.sock, "--state-dir", filepath.Join(tmp, "state"), "--run-dir", d.runDir,
-		"--rootfs-store", store, "--default-rootfs", name, "--cgroup-name", d.cgroupName, "--queue", "64", "--max-sessions", "64", "--max-concurrent", strconv.Itoa(conc+1), "--log-level", "warn")
-	d.cmd.Stdout, d.cmd.Stderr = log, log
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d.exited = make(chan struct{})
-	go func() { d.cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-d.exited:
-		default:
-			d.cmd.Process.Kill()
-			<-d.exited
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(log.Name())
-			t.Logf("daemon log (tail):\n%s", tail(string(b), 4000))
-		}
-	})
-	d.client = &client.Client{Socket: d.sock}
-	var dl net.Dialer
-	d.metrics = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return dl.DialContext(ctx, "unix", d.sock)
-	}}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := d.client.Health(context.Background()); err == nil {
-			return d
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("daemon did not answer")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	d := testdaemon.New(t, bin, "nsbox-soak-", "--queue", "64", "--max-sessions", "64",
+		"--max-concurrent", strconv.Itoa(conc+1), "--log-level", "warn")
+	d.Start(t)
+	return d
 }
 
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "?"
-}
-
-func (d *daemon) poolReady(t *testing.T) int {
+func poolReady(t *testing.T, d *testdaemon.Daemon) int {
 	t.Helper()
-	info, err := d.client.Info(context.Background())
+	info, err := d.Client.Info(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,147 +230,16 @@ func (d *daemon) poolReady(t *testing.T) int {
 	return n
 }
 
-// settle waits until no run is in flight, no session lives, every pool
-// is full and every zygote is up (or unused).
-func (d *daemon) settle(t *testing.T) {
+func takeSnapshot(t *testing.T, d *testdaemon.Daemon) snapshot {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		info, err := d.client.Info(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss, err := d.client.Sessions(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		full := true
-		for _, p := range info.Pools {
-			full = full && p.Ready == p.Size && p.Spawning == 0
-		}
-		for _, z := range info.Zygotes {
-			full = full && (z.State == "ready" || z.State == "unused")
-		}
-		if info.InFlight == 0 && info.Queued == 0 && info.TearingDown == 0 && len(ss) == 0 && full {
-			time.Sleep(300 * time.Millisecond) // background teardowns of pooled runs
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon not idle: %+v, %d sessions", info, len(ss))
-		}
-		time.Sleep(50 * time.Millisecond)
+	m := d.Metrics(t)
+	ents, _ := os.ReadDir(d.RunDir)
+	return snapshot{
+		goroutines: int(m["go_goroutines"]),
+		fds:        int(m["process_open_fds"]),
+		children:   testdaemon.Children(d.Pid()),
+		cgroups:    len(testdaemon.LeftoverCgroups(t, d.CgroupName)),
+		mounts:     len(testdaemon.Mounts(t, d.RunDir)),
+		runDir:     len(ents),
 	}
-}
-
-func (d *daemon) snapshot(t *testing.T) snapshot {
-	t.Helper()
-	resp, err := d.metrics.Get("http://nsbox/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	var s snapshot
-	for _, line := range strings.Split(string(body), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		v, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "go_goroutines":
-			s.goroutines = int(v)
-		case "process_open_fds":
-			s.fds = int(v)
-		}
-	}
-	s.children = children(d.cmd.Process.Pid)
-	s.cgroups = len(d.cgroups(t))
-	s.mounts = d.mounts(t)
-	ents, _ := os.ReadDir(d.runDir)
-	s.runDir = len(ents)
-	return s
-}
-
-// children counts the processes whose parent is pid.
-func children(pid int) int {
-	ents, _ := os.ReadDir("/proc")
-	n := 0
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			n++
-		}
-	}
-	return n
-}
-
-// cgroups lists the sandbox cgroups under the daemon's cgroup name in
-// every hierarchy this process is in.
-func (d *daemon) cgroups(t *testing.T) []string {
-	t.Helper()
-	f, err := os.Open("/proc/self/cgroup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		bases := []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}
-		if parts[1] != "" {
-			bases = nil
-			for _, c := range strings.Split(parts[1], ",") {
-				bases = append(bases, filepath.Join("/sys/fs/cgroup", strings.TrimPrefix(c, "name=")))
-			}
-			bases = append(bases, filepath.Join("/sys/fs/cgroup", parts[1]))
-		}
-		for _, b := range bases {
-			parent := filepath.Join(b, parts[2], d.cgroupName)
-			if seen[parent] {
-				continue
-			}
-			seen[parent] = true
-			ents, err := os.ReadDir(parent)
-			if err != nil {
-				continue
-			}
-			for _, e := range ents {
-				if e.IsDir() {
-					out = append(out, filepath.Join(parent, e.Name()))
-				}
-			}
-		}
-	}
-	return out
-}
-
-// mounts counts mount points under the daemon's run dir.
-func (d *daemon) mounts(t *testing.T) int {
-	t.Helper()
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], d.runDir+"/") {
-			n++
-		}
-	}
-	return n
 }
