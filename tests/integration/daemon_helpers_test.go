@@ -133,13 +133,6 @@ func (d *daemon) leftoverCgroups(t *testing.T) []string {
 	return testdaemon.LeftoverCgroups(t, d.cgroupName)
 }
 
-// removeCgroups removes what a SIGKILLed daemon could not: its sandbox
-// cgroups, their liveness lock files and its cgroup parent.
-func (d *daemon) removeCgroups(t *testing.T) {
-	t.Helper()
-	testdaemon.RemoveCgroups(t, d.cgroupName, d.runDir)
-}
-
 // leftoverMounts lists mount points under the daemon's run dir.
 func (d *daemon) leftoverMounts(t *testing.T) []string {
 	t.Helper()
