@@ -126,6 +126,11 @@ func runStatus(res *runner.Result, cres *container.Result) (status string, code 
 	case res.Status == runner.StatusOK, res.Status == runner.StatusException, res.Status == runner.StatusTimeout,
 		res.Status == runner.StatusOOM:
 		status = string(res.Status)
+	case cres.Status == container.StatusTimeout:
+		// The sandbox's own deadline (the run's timeout and the interrupt's
+		// grace) ended it before the runner's timer was seen: a daemon
+		// that was stopped or starved past both.
+		status = agentapi.StatusTimeout
 	case res.Status == runner.StatusCancelled, cres.Signal != "":
 		return agentapi.StatusKilled, cres.ExitCode, cres.Signal
 	case cres.ExitCode != 0:
