@@ -20,9 +20,9 @@ func TestPythonClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(py, "-m", "unittest", "-v", "test_nsbox_client")
+	cmd := exec.Command(py, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NSBOX_SOCKET="+d.sock, "PYTHONDONTWRITEBYTECODE=1")
+	cmd.Env = append(os.Environ(), "NSBOX_SOCKET="+d.sock, "PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH="+dir)
 	if name, ok := dataSciAvailable(t); ok {
 		cmd.Env = append(cmd.Env, "NSBOX_DATASCI_ROOTFS="+name)
 	} else {

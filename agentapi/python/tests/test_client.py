@@ -2,7 +2,7 @@
 
 Run with NSBOX_SOCKET naming a running daemon's socket:
 
-    NSBOX_SOCKET=/run/nsbox/nsbox.sock python3 -m unittest -v test_nsbox_client
+    NSBOX_SOCKET=/run/nsbox/nsbox.sock python3 -m unittest discover -v -s tests -t .
 
 NSBOX_DATASCI_ROOTFS names a rootfs with matplotlib for the figure test
 (skipped without it).
@@ -13,8 +13,8 @@ import struct
 import tempfile
 import unittest
 
-import nsbox_client
-from nsbox_client import Client
+import nsbox as nsbox_client
+from nsbox import Client
 
 SOCKET = os.environ.get("NSBOX_SOCKET")
 DATASCI = os.environ.get("NSBOX_DATASCI_ROOTFS")
