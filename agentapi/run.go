@@ -32,6 +32,13 @@ type RunRequest struct {
 	// ReturnFiles are glob patterns (path.Match syntax, relative to
 	// /workspace) of files whose content is returned inline, capped in total.
 	ReturnFiles []string `json:"return_files,omitempty"`
+	// AllowedImports, for Python code only, lists the modules the code may
+	// import (a name allows its submodules too); importing any other module
+	// raises ImportError. Absent or null means no restriction, an empty list
+	// allows no import. Modules import what they need freely: the list
+	// binds the code's own imports. A policy aid for an agent's developer,
+	// not a security boundary (the sandbox is); see docs/PYTHON.md.
+	AllowedImports []string `json:"allowed_imports"`
 }
 
 // File is an input file. At most one of ContentBase64 and Text is set;

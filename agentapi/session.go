@@ -12,9 +12,15 @@ type SessionRequest struct {
 	Limits *Limits `json:"limits,omitempty"`
 	// IdleTimeoutMs ends the session after that long without an exec or
 	// file operation; 0 means the daemon's default.
-	IdleTimeoutMs int64             `json:"idle_timeout_ms,omitempty"`
-	Env           map[string]string `json:"env,omitempty"`
-	Files         []File            `json:"files,omitempty"`
+	IdleTimeoutMs int64 `json:"idle_timeout_ms,omitempty"`
+	// LifetimeMs ends the session that long after its creation, idle or
+	// not; 0 means the daemon's max_lifetime, which it may not exceed.
+	LifetimeMs int64             `json:"lifetime_ms,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	Files      []File            `json:"files,omitempty"`
+	// AllowedImports binds every exec of the session as
+	// RunRequest.AllowedImports binds a run.
+	AllowedImports []string `json:"allowed_imports"`
 }
 
 // Session states.
@@ -38,7 +44,11 @@ type Session struct {
 	LastUsedAt    time.Time `json:"last_used_at"`
 	ExecCount     int       `json:"exec_count"`
 	IdleTimeoutMs int64     `json:"idle_timeout_ms"`
-	Limits        Limits    `json:"limits"`
+	// ExpiresAt is when the session's lifetime ends, idle or not.
+	ExpiresAt time.Time `json:"expires_at"`
+	Limits    Limits    `json:"limits"`
+	// AllowedImports is the session's import allowlist (null: none).
+	AllowedImports []string `json:"allowed_imports"`
 	// Pooled: the session took a runner from the warm pool.
 	Pooled bool `json:"pooled,omitempty"`
 	// OwnerUID is the uid that created the session (from the socket's peer

@@ -8,6 +8,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/daemon/policy"
 )
 
 // runPython runs a one-shot Python snippet through the runner, so that it
@@ -19,10 +20,11 @@ import (
 // A run whose cell ended on its own (ok or an exception) returns its
 // sandbox's teardown as closeLate, for the caller to run once the answer
 // is out.
-func (d *Daemon) runPython(ctx context.Context, spec container.Spec, rootfs, code string, opts RunOptions) (_ *agentapi.RunResult, closeLate func(), _ error) {
+func (d *Daemon) runPython(ctx context.Context, spec container.Spec, j *policy.Job, opts RunOptions) (_ *agentapi.RunResult, closeLate func(), _ error) {
 	lim := spec.Limits.WithDefaults()
 	spec.Limits = lim
-	if tk := d.takePooled(rootfs, spec); tk != nil {
+	cell := runner.ExecRequest{Code: j.Code, AllowedImports: j.AllowedImports}
+	if tk := d.takePooled(j.Rootfs, spec); tk != nil {
 		d.log.Debug("run takes a pooled runner", "run", spec.ID, "sandbox", tk.Sandbox().ID(), "pool", tk.Profile, "waited", tk.Waited)
 		ws := tk.Sandbox().Workspace()
 		for _, f := range spec.Files {
@@ -31,7 +33,7 @@ func (d *Daemon) runPython(ctx context.Context, spec container.Spec, rootfs, cod
 				return nil, nil, fmt.Errorf("input file %s: %w", f.Path, err)
 			}
 		}
-		out, closeLate, err := d.runOn(ctx, tk, spec, code, opts, tk.CPUBefore)
+		out, closeLate, err := d.runOn(ctx, tk, spec, cell, opts, tk.CPUBefore)
 		if err == nil {
 			out.Pooled = true
 		}
@@ -44,7 +46,7 @@ func (d *Daemon) runPython(ctx context.Context, spec container.Spec, rootfs, cod
 		return nil, nil, err
 	}
 	spec.Limits = lim
-	out, closeLate, err := d.runOn(ctx, rn, spec, code, opts, 0)
+	out, closeLate, err := d.runOn(ctx, rn, spec, cell, opts, 0)
 	if err == nil {
 		out.WallMs = time.Since(started).Milliseconds() // the sandbox's start included
 	}
@@ -61,18 +63,18 @@ type oneShot interface {
 	Kill(v container.Status) (*container.Result, error)
 }
 
-// runOn runs code on r, whose workspace already has the input files; the
+// runOn runs the cell on r, whose workspace already has the input files; the
 // time limit counts from the hand-over. The result's wall time is the
 // code's alone and its CPU time the sandbox's since cpuBefore (what a
 // pooled runner spent before it was taken). When the cell ended on its own
 // (ok or an exception) the answer does not wait for the teardown: it is
 // returned as closeLate, for once the answer is out.
-func (d *Daemon) runOn(ctx context.Context, tk oneShot, spec container.Spec, code string, opts RunOptions, cpuBefore time.Duration) (_ *agentapi.RunResult, closeLate func(), _ error) {
+func (d *Daemon) runOn(ctx context.Context, tk oneShot, spec container.Spec, req runner.ExecRequest, opts RunOptions, cpuBefore time.Duration) (_ *agentapi.RunResult, closeLate func(), _ error) {
 	ws := tk.Sandbox().Workspace()
 	before, serr := ws.Snapshot()
 	// A flood past the cap kills the sandbox at once: the run is over.
-	req := runner.ExecRequest{Code: code, Timeout: spec.Limits.Timeout, OutputBytes: spec.Limits.OutputBytes,
-		KillOnOverflow: true, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr}
+	req.Timeout, req.OutputBytes, req.KillOnOverflow = spec.Limits.Timeout, spec.Limits.OutputBytes, true
+	req.OnStdout, req.OnStderr = opts.OnStdout, opts.OnStderr
 	res, err := tk.Exec(ctx, req)
 	if err != nil {
 		tk.Kill(container.StatusKilled)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
@@ -48,6 +49,11 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	if err != nil {
 		d.metrics.runs.WithLabelValues("invalid").Inc()
 		return nil, err
+	}
+	viaRunner := d.cfg.Starter != nil && j.Language == agentapi.LanguagePython && opts.Seccomp == nil
+	if j.AllowedImports != nil && !viaRunner {
+		d.metrics.runs.WithLabelValues("invalid").Inc()
+		return nil, errdefs.Field("allowed_imports", "needs the Python runner, and this run goes to the engine directly (a custom seccomp filter, or no runner); drop allowed_imports or the custom filter")
 	}
 	id := opts.ID
 	if id == "" {
@@ -92,8 +98,8 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		out       *agentapi.RunResult
 		closeLate func()
 	)
-	if d.cfg.Starter != nil && j.Language == agentapi.LanguagePython && opts.Seccomp == nil {
-		out, closeLate, err = d.runPython(ctx, spec, j.Rootfs, j.Code, opts)
+	if viaRunner {
+		out, closeLate, err = d.runPython(ctx, spec, j, opts)
 	} else {
 		if opts.OnStdout != nil {
 			spec.Stdout = funcWriter(opts.OnStdout)

@@ -26,8 +26,17 @@ func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest
 	if req.IdleTimeoutMs < 0 {
 		return nil, errdefs.Field("idle_timeout_ms", "must not be negative")
 	}
+	pol := d.pol.Load()
+	if max := pol.Sessions.MaxLifetime; req.LifetimeMs < 0 || time.Duration(req.LifetimeMs)*time.Millisecond > max {
+		return nil, errdefs.Field("lifetime_ms", "%d is outside 0 (the daemon's max_lifetime) to %d (its max_lifetime, [sessions] in the config)", req.LifetimeMs, max.Milliseconds())
+	}
+	if req.AllowedImports != nil {
+		if err := policy.ValidImports(req.AllowedImports); err != nil {
+			return nil, err
+		}
+	}
 	// The run validator checks rootfs, limits, env and files the same way.
-	j, err := d.pol.Load().Validate(&agentapi.RunRequest{Argv: []string{"python3"}, Rootfs: req.Rootfs, Limits: req.Limits, Env: req.Env, Files: req.Files})
+	j, err := pol.Validate(&agentapi.RunRequest{Argv: []string{"python3"}, Rootfs: req.Rootfs, Limits: req.Limits, Env: req.Env, Files: req.Files})
 	if err != nil {
 		return nil, err
 	}
@@ -38,6 +47,7 @@ func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest
 	sess, err := d.sessions.Create(ctx, session.Options{
 		Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
 		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: j.Env, Files: j.Files, Owner: owner(ctx),
+		Lifetime: time.Duration(req.LifetimeMs) * time.Millisecond, AllowedImports: req.AllowedImports,
 	})
 	if err != nil {
 		return nil, classify(err)
@@ -200,6 +210,7 @@ func wireSession(in session.Info) agentapi.Session {
 		ID: in.ID, Rootfs: in.Rootfs, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
 		CreatedAt: in.Created.UTC(), LastUsedAt: in.LastUsed.UTC(), ExecCount: in.ExecCount,
 		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: policy.WireLimits(in.Limits), Pooled: in.Pooled,
+		ExpiresAt: in.Expires.UTC(), AllowedImports: in.AllowedImports,
 	}
 	if in.Owner >= 0 {
 		uid := uint32(in.Owner)

@@ -23,6 +23,9 @@ type request struct {
 	Preimport []string `json:"preimport,omitempty"`
 	// Stream runs the cell line-buffered: a caller watches its output live.
 	Stream bool `json:"stream,omitempty"`
+	// AllowedImports, when set, restricts the cell's own imports to these
+	// modules and their submodules (an empty list: none).
+	AllowedImports *[]string `json:"allowed_imports,omitempty"`
 }
 
 // reply is the runner's answer to one cell (or its first "ready" frame).

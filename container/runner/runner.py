@@ -5,6 +5,7 @@ import os, sys, json, signal, ast, linecache, types, traceback, time
 _CTL = 3
 _REPR_CAP = 65536
 _ns = sys.modules['__main__'].__dict__
+_own = globals()  # the runner's: bootstrap runs it in a module of its own
 sys.argv[:] = ['']
 _shown = []
 # The runner's own pid: a process forked by a cell (os.fork, multiprocessing,
@@ -165,6 +166,63 @@ def _setup(names):
     return skipped
 
 
+# allowed_imports: the modules a cell's own code may import. A policy aid
+# for the agent's developer, not a security boundary (the sandbox is): code
+# can reach a module that is already loaded through an allowed one. Only
+# imports made by the cell's own code (the cell, functions and classes it
+# defines, what it exec()s) are checked, through __import__ and
+# importlib.import_module; modules import what they need, so an allowed
+# pandas still imports os. Installed at the first restricted cell, and it
+# stays: a runner serves one run, or one session whose execs carry one list.
+class _Imports:
+    allowed = None
+
+    @classmethod
+    def restrict(cls, names):
+        if cls.allowed is None:
+            import builtins, importlib
+            real_import, real_import_module = builtins.__import__, importlib.import_module
+
+            def __import__(name, globals=None, locals=None, fromlist=(), level=0):
+                if cls.from_cell(sys._getframe(1)):
+                    cls.check(name, fromlist, level)
+                return real_import(name, globals, locals, fromlist, level)
+
+            def import_module(name, package=None):
+                if cls.from_cell(sys._getframe(1)):
+                    cls.check(name, (), 1 if name.startswith('.') else 0)
+                return real_import_module(name, package)
+
+            builtins.__import__, importlib.import_module = __import__, import_module
+        cls.allowed = tuple(names)
+
+    @staticmethod
+    def from_cell(frame):
+        g = frame.f_globals
+        if g is _ns:
+            return True
+        if g is _own:  # the runner's code (figures, the matplotlib backend)
+            return False
+        # A module's code runs in its dict, which has a __spec__ (a module
+        # may have swapped its sys.modules entry); exec() with a plain dict
+        # has none.
+        mod = sys.modules.get(g.get('__name__'))
+        return getattr(mod, '__dict__', None) is not g and '__spec__' not in g
+
+    @classmethod
+    def permitted(cls, name):
+        return any(name == a or name.startswith(a + '.') for a in cls.allowed)
+
+    @classmethod
+    def check(cls, name, fromlist, level):
+        if level == 0 and (cls.permitted(name) or
+                           (fromlist and '*' not in fromlist and
+                            all(cls.permitted(name + '.' + f) for f in fromlist))):
+            return
+        what = ('.' * level + name) if level else name
+        raise ImportError('import of %r is not allowed: allowed_imports is %r' % (what, list(cls.allowed)), name=name)
+
+
 def _flush():
     for f in (sys.stdout, sys.stderr):
         try:
@@ -216,6 +274,8 @@ def main():
                 if setup:
                     rep['skipped'] = _setup(req.get('preimport') or [])
                 else:
+                    if 'allowed_imports' in req:
+                        _Imports.restrict(req['allowed_imports'])
                     _buffering(bool(req.get('stream')))
                     t0 = time.monotonic()
                     try:

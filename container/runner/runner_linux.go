@@ -195,6 +195,10 @@ type ExecRequest struct {
 	// OnStdout and OnStderr receive output as it is produced; they must
 	// not keep the slice.
 	OnStdout, OnStderr func([]byte)
+	// AllowedImports, when not nil, lists the modules the cell's own code
+	// may import (each allows its submodules); any other import it makes
+	// raises ImportError. Modules import freely. Empty: no import at all.
+	AllowedImports []string
 }
 
 // Exec runs one cell and returns its result. The error is non-nil only
@@ -248,8 +252,12 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 	errSeen, errOver := r.stderr.begin([]byte(marker), req.OutputBytes, req.OnStderr)
 
 	res := &Result{}
-	if err := writeFrame(r.ctl, request{Code: req.Code, Marker: marker, Setup: setup, Preimport: preimport,
-		Stream: req.OnStdout != nil || req.OnStderr != nil}); err != nil {
+	frame := request{Code: req.Code, Marker: marker, Setup: setup, Preimport: preimport,
+		Stream: req.OnStdout != nil || req.OnStderr != nil}
+	if req.AllowedImports != nil {
+		frame.AllowedImports = &req.AllowedImports
+	}
+	if err := writeFrame(r.ctl, frame); err != nil {
 		return r.gone(res, start), nil, nil
 	}
 

@@ -123,6 +123,10 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = idle
 	}
+	if opts.Lifetime > 0 && opts.Lifetime < lifetime {
+		lifetime = opts.Lifetime
+	}
+	opts.Lifetime = lifetime
 	opts.Limits = opts.Limits.WithDefaults()
 	limits := opts.Limits
 	limits.Timeout = lifetime

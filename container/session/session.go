@@ -39,6 +39,11 @@ type Options struct {
 	Files       []container.File
 	// Owner is the uid of the session's creator, for Info; -1: none.
 	Owner int64
+	// Lifetime ends the session that long after its creation (0, or more
+	// than the Manager's MaxLifetime: MaxLifetime).
+	Lifetime time.Duration
+	// AllowedImports binds every exec (runner.ExecRequest.AllowedImports).
+	AllowedImports []string
 }
 
 // Info describes a session.
@@ -56,6 +61,9 @@ type Info struct {
 	// Pooled: the session took a runner from the warm pool.
 	Pooled bool
 	Owner  int64 // Options.Owner
+	// Expires is when the session's lifetime ends.
+	Expires        time.Time
+	AllowedImports []string // Options.AllowedImports
 }
 
 // Session is one live (or dead, not yet removed) session.
@@ -93,6 +101,7 @@ func (s *Session) Info() Info {
 		ID: s.id, Rootfs: s.opts.Rootfs, State: s.state, DeadReason: s.deadWhy, DeadStatus: s.deadSt,
 		Created: s.created, LastUsed: s.lastUsed, ExecCount: s.execs,
 		IdleTimeout: s.opts.IdleTimeout, Limits: s.opts.Limits, Pooled: s.pooled, Owner: s.opts.Owner,
+		Expires: s.created.Add(s.opts.Lifetime), AllowedImports: s.opts.AllowedImports,
 	}
 }
 
@@ -151,6 +160,9 @@ func (s *Session) Exec(ctx context.Context, req runner.ExecRequest) (*ExecResult
 	}
 	if req.OutputBytes <= 0 {
 		req.OutputBytes = s.opts.Limits.OutputBytes
+	}
+	if req.AllowedImports == nil {
+		req.AllowedImports = s.opts.AllowedImports
 	}
 	ws := s.r.Sandbox().Workspace()
 	before, err := ws.Snapshot()

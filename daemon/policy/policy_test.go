@@ -109,3 +109,48 @@ func TestExecSizeLimits(t *testing.T) {
 		t.Errorf("bash code of exactly the limit: %v", err)
 	}
 }
+
+func TestValidImports(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		field string // "" when valid
+	}{
+		{names: nil},
+		{names: []string{}},
+		{names: []string{"pandas", "os.path", "_private", "mod2", "A.B_c"}},
+		{names: []string{"pandas", ""}, field: "allowed_imports[1]"},
+		{names: []string{"os/path"}, field: "allowed_imports[0]"},
+		{names: []string{".os"}, field: "allowed_imports[0]"},
+		{names: []string{"os."}, field: "allowed_imports[0]"},
+		{names: []string{"os..path"}, field: "allowed_imports[0]"},
+		{names: []string{"2fa"}, field: "allowed_imports[0]"},
+		{names: []string{"a-b"}, field: "allowed_imports[0]"},
+		{names: []string{strings.Repeat("a", maxModuleName+1)}, field: "allowed_imports[0]"},
+		{names: make([]string, maxImports+1), field: "allowed_imports"},
+	} {
+		err := ValidImports(tc.names)
+		var fe *errdefs.FieldError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%q refused: %v", tc.names, err)
+		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field):
+			t.Errorf("%.40q: got %v, want an error on %s", tc.names, err, tc.field)
+		}
+	}
+	pol, err := New(Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []*agentapi.RunRequest{
+		{Argv: []string{"python3"}, AllowedImports: []string{"os"}},
+		{Language: agentapi.LanguageBash, Code: "true", AllowedImports: []string{}},
+	} {
+		if _, err := pol.Validate(req); err == nil || !strings.Contains(err.Error(), "Python code only") {
+			t.Errorf("%+v: got %v, want allowed_imports refused outside Python", req, err)
+		}
+	}
+	j, err := pol.Validate(&agentapi.RunRequest{Language: agentapi.LanguagePython, Code: "1", AllowedImports: []string{}})
+	if err != nil || j.AllowedImports == nil {
+		t.Errorf("an empty list must stay a (restrictive) empty list: %v %+v", err, j)
+	}
+}

@@ -28,6 +28,8 @@ const (
 	maxArgs          = 4096
 	maxEnv           = 1000
 	maxReturnGlobs   = 100
+	maxImports       = 1000
+	maxModuleName    = 256
 	maxFileMode      = 0o777
 	defaultFileMode  = 0o644
 	maxRootfsNameLen = 128
@@ -61,6 +63,8 @@ type Job struct {
 	Limits      container.Limits
 	Rootfs      string
 	ReturnFiles []string
+	// AllowedImports: nil means no restriction (Python code only).
+	AllowedImports []string
 }
 
 // validate checks req against the request rules and the daemon's maxima and
@@ -190,10 +194,51 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 	}
 	j.ReturnFiles = req.ReturnFiles
 
+	if req.AllowedImports != nil {
+		if j.Language != agentapi.LanguagePython {
+			return nil, errdefs.Field("allowed_imports", "applies to Python code only (language %q); remove it for argv and bash runs", agentapi.LanguagePython)
+		}
+		if err := ValidImports(req.AllowedImports); err != nil {
+			return nil, err
+		}
+		j.AllowedImports = req.AllowedImports
+	}
+
 	lim, err := pol.limitsFor(req.Profile, req.Limits)
 	if err != nil {
 		return nil, err
 	}
 	j.Limits = lim
 	return j, nil
+}
+
+// ValidImports checks an allowed_imports list: dotted Python module names
+// ("pandas", "os.path"), at most maxImports of them.
+func ValidImports(names []string) error {
+	if len(names) > maxImports {
+		return errdefs.Field("allowed_imports", "more than %d modules", maxImports)
+	}
+	for i, n := range names {
+		if !validModule(n) {
+			return errdefs.Field(fmt.Sprintf("allowed_imports[%d]", i), "%q is not a module name: give dotted Python identifiers such as \"pandas\" or \"os.path\"", n)
+		}
+	}
+	return nil
+}
+
+func validModule(n string) bool {
+	if n == "" || len(n) > maxModuleName {
+		return false
+	}
+	for _, part := range strings.Split(n, ".") {
+		if part == "" || (part[0] >= '0' && part[0] <= '9') {
+			return false
+		}
+		for _, r := range part {
+			if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+				return false
+			}
+		}
+	}
+	return true
 }
