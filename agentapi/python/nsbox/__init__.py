@@ -5,17 +5,20 @@
     r = nsbox.Client().run(code="print(6 * 7)")
     print(r.stdout, r.status)              # "42\\n" "ok"
 
-docs/PYTHON.md describes the package.
+nsbox.Client and nsbox.Session are synchronous; nsbox.AsyncClient and
+nsbox.AsyncSession (nsbox.aio) are the same on asyncio. docs/PYTHON.md
+describes the package.
 """
 
-from .client import DEFAULT_SOCKET, Client, Result, Session
+from .aio import AsyncClient, AsyncSession
+from .client import DEFAULT_SOCKET, Client, Result, Retry, Session
 from .errors import (DaemonUnreachable, Forbidden, InternalError, InvalidArgument, NotFound, NsboxError,
-                     PayloadTooLarge, ResourceExhausted, SessionDead, Unavailable)
+                     PayloadTooLarge, RequestTimeout, ResourceExhausted, SessionDead, Unavailable)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Session", "Result", "DEFAULT_SOCKET",
-    "NsboxError", "DaemonUnreachable", "InvalidArgument", "Forbidden", "NotFound",
+    "Client", "Session", "AsyncClient", "AsyncSession", "Result", "Retry", "DEFAULT_SOCKET",
+    "NsboxError", "DaemonUnreachable", "RequestTimeout", "InvalidArgument", "Forbidden", "NotFound",
     "SessionDead", "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable",
 ]

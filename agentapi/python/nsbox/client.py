@@ -1,250 +1,215 @@
-"""A dependency-free Python client for the nsbox daemon.
+"""The synchronous client of the nsbox daemon.
 
 nsbox runs untrusted code in fresh Linux sandboxes. This module speaks the
 daemon's HTTP/1.1 + JSON API (docs/API.md) over its Unix socket with the
-standard library only, so it can be copied next to any agent::
+standard library only::
 
-    from nsbox import Client
+    import nsbox
 
-    nsbox = Client()                       # $NSBOX_SOCKET or /run/nsbox/nsbox.sock
-    r = nsbox.run(code="print(6 * 7)")
+    client = nsbox.Client()                # $NSBOX_SOCKET or /run/nsbox/nsbox.sock
+    r = client.run(code="print(6 * 7)")
     print(r.stdout, r.status)              # "42\\n" "ok"
 
-    with nsbox.session(rootfs="default") as s:
+    with client.session(rootfs="default") as s:
         s.upload("data.csv", b"a,b\\n1,2\\n")
         s.exec("import pandas as pd; df = pd.read_csv('data.csv')")
         print(s.exec("df.a.sum()").value)  # "1"
-        png = s.exec("df.plot()").figures[0]
 
 Daemon errors raise NsboxError subclasses (InvalidArgument, NotFound,
 SessionDead, ResourceExhausted, ...); a run that fails on its own (an
 exception, a timeout, OOM) is a Result with that status, not an exception.
+429 and 503 answers are retried (see Retry).
 """
 
-import base64
+from __future__ import annotations
+
 import http.client
 import json
-import os
 import socket
-import urllib.parse
+import time
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .errors import (_BY_STATUS, DaemonUnreachable, InvalidArgument, NotFound,  # noqa: F401
-                     NsboxError)
+from . import _wire
+from ._wire import API, DEFAULT_SOCKET, NDJSON, Files, Result, Retry
+from .errors import DaemonUnreachable, NotFound, NsboxError, RequestTimeout
 
-__all__ = ["Client", "Session", "Result", "DEFAULT_SOCKET"]
+__all__ = ["Client", "Session", "Result", "Retry", "DEFAULT_SOCKET"]
 
-DEFAULT_SOCKET = "/run/nsbox/nsbox.sock"
-API = "/v1"
-NDJSON = "application/x-ndjson"
+Output = Optional[Callable[[str], Any]]
 
 
 class _UnixHTTPConnection(http.client.HTTPConnection):
-    """HTTPConnection over a Unix socket."""
+    """HTTPConnection over a Unix socket; connect_timeout bounds the connect,
+    timeout every read and write after it."""
 
-    def __init__(self, path, timeout=None):
+    def __init__(self, path: str, timeout: Optional[float], connect_timeout: Optional[float]):
         super().__init__("nsbox", timeout=timeout)
         self._path = path
+        self._connect_timeout = connect_timeout
 
-    def connect(self):
+    def connect(self) -> None:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            if self.timeout is not None:
-                s.settimeout(self.timeout)
+            s.settimeout(self._connect_timeout)
             s.connect(self._path)
+            s.settimeout(self.timeout)
         except OSError:
             s.close()
             raise
         self.sock = s
 
 
-class Result:
-    """The result of a run or an exec (docs/API.md, "Result").
+class Client:
+    """A client of one nsbox daemon.
 
-    Every field of the JSON is an attribute (missing ones are None):
-    status, exit_code, stdout, stderr, value, exception ({name, value,
-    traceback}), files, wall_ms, execution_count, ... .figures holds the
-    figures as PNG bytes; .raw the JSON object.
+    socket_path: default $NSBOX_SOCKET, then /run/nsbox/nsbox.sock.
+    timeout: seconds for any request that is not a run or an exec (and the
+    margin added to a run's own time limit for its deadline); None: no limit.
+    connect_timeout: seconds to connect. retries: an nsbox.Retry, or a number
+    of retries of 429/503 answers (0: none).
     """
 
-    def __init__(self, raw):
-        self.raw = raw
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return self.raw.get(name)
-
-    @property
-    def ok(self):
-        """True when the code ran to its end (status "ok")."""
-        return self.raw.get("status") == "ok"
-
-    @property
-    def figures(self):
-        """The matplotlib figures, each as PNG bytes."""
-        return [base64.b64decode(f["data_base64"]) for f in self.raw.get("figures") or []]
-
-    def file(self, path):
-        """The content (bytes) of a returned file (RunRequest return_files)."""
-        for f in self.raw.get("files") or []:
-            if f["path"] == path and "content_base64" in f:
-                return base64.b64decode(f["content_base64"])
-        raise KeyError(path)
-
-    def __repr__(self):
-        return "Result(status=%r, exit_code=%r, value=%r)" % (self.status, self.exit_code, self.value)
-
-
-def _files(files):
-    """Turns {path: str|bytes} (or a list of API file objects) into the API's list."""
-    if files is None:
-        return None
-    if isinstance(files, dict):
-        out = []
-        for path, content in files.items():
-            if isinstance(content, bytes):
-                out.append({"path": path, "content_base64": base64.b64encode(content).decode("ascii")})
-            else:
-                out.append({"path": path, "text": content})
-        return out
-    return list(files)
-
-
-def _file_url(session_id, path):
-    # Checked here as the daemon would: a URL with ".." or "//" would be
-    # cleaned (and redirected) before the daemon saw the path.
-    if not path or path.startswith("/") or any(e in ("", ".", "..") for e in path.split("/")) or "\x00" in path:
-        raise InvalidArgument("invalid_argument",
-                              "path %r: give a clean path relative to /workspace (no leading /, no . or .. elements)" % path, 400)
-    return "%s/sessions/%s/files/%s" % (API, urllib.parse.quote(session_id, safe=""), urllib.parse.quote(path, safe="/"))
-
-
-class Client:
-    """A client of one nsbox daemon. socket_path defaults to $NSBOX_SOCKET,
-    then /run/nsbox/nsbox.sock. timeout (seconds, None: none) bounds each
-    socket operation; runs are bounded by their own limits."""
-
-    def __init__(self, socket_path=None, timeout=None):
-        self.socket_path = socket_path or os.environ.get("NSBOX_SOCKET") or DEFAULT_SOCKET
+    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 60.0,
+                 connect_timeout: float = 10.0, retries: Union[Retry, int, None] = None):
+        self.socket_path = _wire.socket_path(socket_path)
         self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.retry = _wire.retry_policy(retries)
+        self._default_timeout_ms: Optional[float] = None
+
+    def __repr__(self) -> str:
+        return "Client(%r)" % self.socket_path
 
     # --- transport
 
-    def _open(self, method, path, body=None, headers=None):
-        """Sends a request and returns (conn, response) of a 2xx answer."""
+    def _open(self, method: str, path: str, body: Any = None, headers: Optional[Dict[str, str]] = None,
+              deadline: Optional[float] = -1.0) -> Tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """Sends a request, retrying 429 and 503, and returns the connection
+        and response of a 2xx answer. deadline: the read timeout (-1: the
+        client's)."""
         headers = dict(headers or {})
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode("utf-8")
             headers.setdefault("Content-Type", "application/json")
-        conn = _UnixHTTPConnection(self.socket_path, self.timeout)
-        try:
-            conn.request(method, path, body=body, headers=headers)
-            resp = conn.getresponse()
-        except (OSError, http.client.HTTPException) as e:
-            conn.close()
-            raise DaemonUnreachable("unreachable", "nsbox daemon at %s: %s (is `nsbox daemon` running?)" % (self.socket_path, e)) from e
-        if resp.status // 100 != 2:
-            data = resp.read()
-            conn.close()
-            raise self._error(resp, data)
-        return conn, resp
+        timeout = self.timeout if deadline == -1.0 else deadline
+        waited, attempt = 0.0, 0
+        while True:
+            conn = _UnixHTTPConnection(self.socket_path, timeout, self.connect_timeout)
+            try:
+                conn.request(method, path, body=body, headers=headers)
+                resp = conn.getresponse()
+            except socket.timeout as e:
+                conn.close()
+                raise RequestTimeout("timeout", "%s %s: no answer from the nsbox daemon at %s within %ss" % (
+                    method, path, self.socket_path, timeout)) from e
+            except (OSError, http.client.HTTPException) as e:
+                conn.close()
+                raise DaemonUnreachable("unreachable", _wire.unreachable_message(self.socket_path, e)) from e
+            if resp.status // 100 == 2:
+                return conn, resp
+            try:
+                err = _wire.error_from(resp.status, resp.read(), resp.getheader("Retry-After"))
+            finally:
+                conn.close()
+            attempt += 1
+            delay = self.retry.delay(attempt, err, waited)
+            if delay is None:
+                raise err
+            time.sleep(delay)
+            waited += delay
 
-    @staticmethod
-    def _error(resp, data):
-        code, message = "internal", "HTTP %d: %s" % (resp.status, data.decode("utf-8", "replace").strip())
-        try:
-            err = json.loads(data)["error"]
-            code, message = err["code"], err["message"]
-        except (ValueError, KeyError, TypeError):
-            pass
-        retry = resp.getheader("Retry-After")
-        retry = int(retry) if retry and retry.isdigit() else None
-        return _BY_STATUS.get(resp.status, NsboxError)(code, message, resp.status, retry)
-
-    def _call(self, method, path, body=None, headers=None):
-        """Sends a request and returns the answer's body (bytes)."""
-        conn, resp = self._open(method, path, body, headers)
+    def _call(self, method: str, path: str, body: Any = None, headers: Optional[Dict[str, str]] = None,
+              deadline: Optional[float] = -1.0) -> bytes:
+        """Sends a request and returns the answer's body."""
+        conn, resp = self._open(method, path, body, headers, deadline)
         try:
             return resp.read()
+        except socket.timeout as e:
+            raise RequestTimeout("timeout", "%s %s: the answer stalled" % (method, path)) from e
         finally:
             conn.close()
 
-    def _json(self, method, path, body=None):
-        data = self._call(method, path, body)
+    def _json(self, method: str, path: str, body: Any = None, deadline: Optional[float] = -1.0) -> Any:
+        data = self._call(method, path, body, deadline=deadline)
         return json.loads(data) if data else None
 
-    def _stream(self, path, body, on_stdout, on_stderr):
-        """POSTs body asking for NDJSON and calls the callbacks per chunk."""
-        conn, resp = self._open("POST", path, body, {"Accept": NDJSON})
+    def _stream(self, path: str, body: Dict[str, Any], on_stdout: Output, on_stderr: Output,
+                deadline: Optional[float]) -> Result:
+        """POSTs body asking for NDJSON and calls the callbacks per chunk. A
+        429/503 comes before the stream starts, so only that is retried."""
+        conn, resp = self._open("POST", path, body, {"Accept": NDJSON}, deadline)
         try:
             while True:
-                line = resp.readline()
+                try:
+                    line = resp.readline()
+                except socket.timeout as e:
+                    raise RequestTimeout("timeout", "POST %s: no event within %ss" % (path, deadline)) from e
                 if not line:
                     raise NsboxError("internal", "the stream ended before its result")
-                if not line.strip():
-                    continue
-                ev = json.loads(line)
-                kind = ev.get("type")
-                if kind in ("stdout", "stderr"):
-                    cb = on_stdout if kind == "stdout" else on_stderr
-                    if cb is not None:
-                        data = ev.get("data")
-                        if data is None and "data_base64" in ev:
-                            data = base64.b64decode(ev["data_base64"]).decode("utf-8", "replace")
-                        cb(data or "")
-                elif kind == "result":
-                    return Result(ev["result"])
-                elif kind == "error":
-                    err = ev.get("error") or {}
-                    raise NsboxError(err.get("code", "internal"), err.get("message", "stream error"), resp.status)
+                kind, val = _wire.stream_event(line)
+                if kind == "result":
+                    return val
+                cb = on_stdout if kind == "stdout" else on_stderr if kind == "stderr" else None
+                if cb is not None:
+                    cb(val)
         finally:
             conn.close()
+
+    def _run_deadline(self, timeout_ms: Optional[float]) -> Optional[float]:
+        if self.timeout is None:
+            return None
+        if not timeout_ms and self._default_timeout_ms is None:
+            info = self.info()
+            self._default_timeout_ms = float((info.get("default_limits") or {}).get("timeout_ms") or 0)
+        return _wire.read_deadline(timeout_ms, self._default_timeout_ms, self.timeout)
 
     # --- API
 
-    def health(self):
+    def health(self) -> Dict[str, Any]:
         """GET /v1/health: {"status": "ok", "api_version": "v1"}."""
         return self._json("GET", API + "/health")
 
-    def info(self):
-        """GET /v1/info: version, rootfs list, default and maximum limits."""
+    def info(self) -> Dict[str, Any]:
+        """GET /v1/info: version, rootfs list, default and maximum limits, profiles."""
         return self._json("GET", API + "/info")
 
-    def run(self, code=None, argv=None, language="python", files=None, limits=None, stdin=None, env=None,
-            rootfs=None, profile=None, return_files=None, on_stdout=None, on_stderr=None):
+    def run(self, code: Optional[str] = None, argv: Optional[Sequence[str]] = None, language: str = "python",
+            files: Optional[Files] = None, limits: Optional[Mapping[str, Any]] = None, stdin: Optional[str] = None,
+            env: Optional[Mapping[str, str]] = None, rootfs: Optional[str] = None, profile: Optional[str] = None,
+            return_files: Optional[Sequence[str]] = None, allowed_imports: Optional[Iterable[str]] = None,
+            on_stdout: Output = None, on_stderr: Output = None) -> Result:
         """Runs code (language "python" or "bash") or argv in a fresh sandbox
         and returns its Result.
 
-        files: {path: str|bytes} written into /workspace first. limits:
-        {"timeout_ms", "memory_bytes", "pids", "cpus", "disk_bytes",
-        "output_bytes"}. return_files: glob patterns of files to return
-        (Result.file(path)). on_stdout/on_stderr: called with each chunk of
-        output as it is produced (the run streams).
+        files: {path: str|bytes} written into /workspace first. limits: some
+        of timeout_ms, memory_bytes, pids, cpus, disk_bytes, output_bytes.
+        profile: a security profile (info()["profiles"]). return_files: glob
+        patterns of files to return (Result.file(path)). allowed_imports: the
+        modules Python code may import (None: any; a policy aid, not a
+        boundary). on_stdout/on_stderr: called with each chunk of output as
+        it is produced (the run streams).
         """
-        if (code is None) == (argv is None):
-            raise ValueError("give exactly one of code or argv")
-        req = {"argv": list(argv)} if argv is not None else {"language": language, "code": code}
-        for key, val in (("files", _files(files)), ("limits", limits), ("stdin", stdin), ("env", env),
-                         ("rootfs", rootfs), ("profile", profile), ("return_files", return_files)):
-            if val is not None:
-                req[key] = val
+        req = _wire.run_body(code, argv, language, files, limits, stdin, env, rootfs, profile, return_files,
+                             allowed_imports)
+        deadline = self._run_deadline((req.get("limits") or {}).get("timeout_ms"))
         if on_stdout is not None or on_stderr is not None:
-            return self._stream(API + "/runs", req, on_stdout, on_stderr)
-        return Result(self._json("POST", API + "/runs", req))
+            return self._stream(API + "/runs", req, on_stdout, on_stderr, deadline)
+        return Result(self._json("POST", API + "/runs", req, deadline=deadline))
 
-    def session(self, rootfs=None, limits=None, idle_timeout_ms=None, env=None, files=None):
+    def session(self, rootfs: Optional[str] = None, limits: Optional[Mapping[str, Any]] = None,
+                idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
+                files: Optional[Files] = None, lifetime_ms: Optional[int] = None,
+                allowed_imports: Optional[Iterable[str]] = None) -> Session:
         """Starts a session (a persistent Python interpreter and /workspace)
-        and returns it once ready. Use it as a context manager to close it."""
-        req = {}
-        for key, val in (("rootfs", rootfs), ("limits", limits), ("idle_timeout_ms", idle_timeout_ms),
-                         ("env", env), ("files", _files(files))):
-            if val is not None:
-                req[key] = val
+        and returns it once ready. Use it as a context manager to close it.
+        lifetime_ms ends it that long after its creation (default: the
+        daemon's max_lifetime); allowed_imports binds every exec."""
+        req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports)
         info = self._json("POST", API + "/sessions", req)
         return Session(self, info["id"], info)
 
-    def sessions(self):
-        """Lists the daemon's sessions (dicts, as GET /v1/sessions)."""
+    def sessions(self) -> List[Dict[str, Any]]:
+        """Lists the caller's sessions (dicts, as GET /v1/sessions)."""
         return self._json("GET", API + "/sessions")["sessions"]
 
 
@@ -252,59 +217,62 @@ class Session:
     """A live session: exec code in one interpreter, move files in and out
     of its /workspace. Closing it (close() or leaving a with block) ends it."""
 
-    def __init__(self, client, session_id, info=None):
+    def __init__(self, client: Client, session_id: str, info: Optional[Dict[str, Any]] = None):
         self.client = client
         self.id = session_id
         self.created = info
-        self._path = "%s/sessions/%s" % (API, urllib.parse.quote(session_id, safe=""))
+        self._path = _wire.session_path(session_id)
 
-    def __enter__(self):
+    def __enter__(self) -> Session:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> bool:
         self.close()
         return False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Session(%r)" % self.id
 
-    def info(self):
-        """The session's state ("idle", "busy", "dead" with dead_reason), limits, exec count."""
+    def info(self) -> Dict[str, Any]:
+        """The session's state ("idle", "busy", "dead" with dead_reason), limits, exec count, expires_at."""
         return self.client._json("GET", self._path)
 
-    def exec(self, code, timeout_ms=None, on_stdout=None, on_stderr=None):
+    def _exec_deadline(self, timeout_ms: Optional[int]) -> Optional[float]:
+        if self.client.timeout is None:
+            return None
+        fallback = ((self.created or {}).get("limits") or {}).get("timeout_ms")
+        return _wire.read_deadline(timeout_ms, fallback, self.client.timeout)
+
+    def exec(self, code: str, timeout_ms: Optional[int] = None, on_stdout: Output = None,
+             on_stderr: Output = None) -> Result:
         """Runs code in the session and returns its Result: value (repr of
         the last expression), exception, figures, files changed. State
         persists between execs. on_stdout/on_stderr stream the output."""
-        req = {"code": code}
-        if timeout_ms:
-            req["timeout_ms"] = int(timeout_ms)
+        req = _wire.exec_body(code, timeout_ms)
+        deadline = self._exec_deadline(timeout_ms)
         if on_stdout is not None or on_stderr is not None:
-            return self.client._stream(self._path + "/exec", req, on_stdout, on_stderr)
-        return Result(self.client._json("POST", self._path + "/exec", req))
+            return self.client._stream(self._path + "/exec", req, on_stdout, on_stderr, deadline)
+        return Result(self.client._json("POST", self._path + "/exec", req, deadline=deadline))
 
-    def upload(self, path, data):
-        """Writes data (bytes, str or a binary file object) to path under
+    def upload(self, path: str, data: Any) -> None:
+        """Writes data (bytes, str or a file object) to path under
         /workspace, creating parent directories."""
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        elif not isinstance(data, bytes):
-            data = data.read()
-        self.client._call("PUT", _file_url(self.id, path), data, {"Content-Type": "application/octet-stream"})
+        self.client._call("PUT", _wire.file_url(self.id, path), _wire.upload_bytes(data),
+                          {"Content-Type": "application/octet-stream"})
 
-    def download(self, path):
-        """Reads a file of /workspace (bytes)."""
-        return self.client._call("GET", _file_url(self.id, path))
+    def download(self, path: str) -> bytes:
+        """Reads a file of /workspace."""
+        return self.client._call("GET", _wire.file_url(self.id, path))
 
-    def delete_file(self, path):
+    def delete_file(self, path: str) -> None:
         """Removes a file of /workspace."""
-        self.client._call("DELETE", _file_url(self.id, path))
+        self.client._call("DELETE", _wire.file_url(self.id, path))
 
-    def files(self):
+    def files(self) -> List[Dict[str, Any]]:
         """Lists /workspace: dicts with path, size, mode, mtime, sha256, mime, dir, symlink."""
         return self.client._json("GET", self._path + "/files")["files"]
 
-    def close(self):
+    def close(self) -> None:
         """Ends the session (idempotent)."""
         try:
             self.client._call("DELETE", self._path)

@@ -1,9 +1,13 @@
 """The errors of the nsbox client: one class per error class of the daemon
-(docs/API.md, "Errors")."""
+(docs/API.md, "Errors"), and the client's own (unreachable, timed out)."""
+
+from __future__ import annotations
+
+from typing import Optional
 
 __all__ = [
     "NsboxError", "DaemonUnreachable", "InvalidArgument", "Forbidden", "NotFound",
-    "SessionDead", "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable",
+    "SessionDead", "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable", "RequestTimeout",
 ]
 
 
@@ -11,7 +15,7 @@ class NsboxError(Exception):
     """An error answer of the daemon: code (e.g. "invalid_argument"),
     message, HTTP status and, on 429/503, retry_after seconds."""
 
-    def __init__(self, code, message, status=0, retry_after=None):
+    def __init__(self, code: str, message: str, status: int = 0, retry_after: Optional[int] = None):
         super().__init__("nsbox: %s: %s" % (code, message))
         self.code = code
         self.message = message
@@ -20,7 +24,13 @@ class NsboxError(Exception):
 
 
 class DaemonUnreachable(NsboxError):
-    """The daemon's socket does not answer (is `nsbox daemon` running?)."""
+    """The daemon's socket does not answer (is `nsbox daemon` running?); the
+    message names the socket and how to start the daemon."""
+
+
+class RequestTimeout(NsboxError, TimeoutError):
+    """The daemon did not answer within the client's deadline (the run's own
+    time limit plus a margin, or the client's timeout)."""
 
 
 class InvalidArgument(NsboxError):
@@ -55,7 +65,7 @@ class Unavailable(NsboxError):
     """503: the daemon is shutting down."""
 
 
-_BY_STATUS = {
+BY_STATUS = {
     400: InvalidArgument, 403: Forbidden, 404: NotFound, 409: SessionDead,
     413: PayloadTooLarge, 429: ResourceExhausted, 500: InternalError, 503: Unavailable,
 }

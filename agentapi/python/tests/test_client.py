@@ -1,4 +1,4 @@
-"""Tests of nsbox_client against a real daemon.
+"""Tests of the nsbox package's synchronous client against a real daemon.
 
 Run with NSBOX_SOCKET naming a running daemon's socket:
 
@@ -13,7 +13,7 @@ import struct
 import tempfile
 import unittest
 
-import nsbox as nsbox_client
+import nsbox
 from nsbox import Client
 
 SOCKET = os.environ.get("NSBOX_SOCKET")
@@ -76,26 +76,28 @@ class ClientTest(unittest.TestCase):
         self.assertGreaterEqual(len(out), 1)
 
     def test_typed_errors(self):
-        with self.assertRaises(nsbox_client.InvalidArgument) as cm:
+        with self.assertRaises(nsbox.InvalidArgument) as cm:
             self.nsbox.run(code="1", limits={"memory_bytes": -1})
         e = cm.exception
-        self.assertIsInstance(e, nsbox_client.NsboxError)
+        self.assertIsInstance(e, nsbox.NsboxError)
         self.assertEqual((e.status, e.code), (400, "invalid_argument"))
         self.assertIn("memory_bytes", e.message)
-        with self.assertRaises(nsbox_client.InvalidArgument):
+        with self.assertRaises(nsbox.InvalidArgument):
             self.nsbox.run(code="1", files={"../escape": "x"})
         with self.assertRaises(ValueError):
             self.nsbox.run(code="1", argv=["true"])
-        with self.assertRaises(nsbox_client.NotFound) as cm:
-            nsbox_client.Session(self.nsbox, "0000000000000000").exec("1")
+        with self.assertRaises(nsbox.NotFound) as cm:
+            nsbox.Session(self.nsbox, "0000000000000000").exec("1")
         self.assertEqual(cm.exception.status, 404)
 
     def test_unreachable(self):
         with tempfile.TemporaryDirectory() as d:
             c = Client(socket_path=os.path.join(d, "none.sock"))
-            with self.assertRaises(nsbox_client.DaemonUnreachable) as cm:
+            with self.assertRaises(nsbox.DaemonUnreachable) as cm:
                 c.health()
-            self.assertIn("is `nsbox daemon` running?", str(cm.exception))
+            msg = str(cm.exception)
+            for want in (os.path.join(d, "none.sock"), "Is it running?", "systemctl start nsbox.socket", "NSBOX_SOCKET"):
+                self.assertIn(want, msg)
 
     def test_session(self):
         with self.nsbox.session(limits={"timeout_ms": 20000}, files={"seed.txt": "seed"}) as s:
@@ -127,18 +129,79 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(files["in/blob.bin"]["size"], len(blob))
             self.assertIn("seed.txt", files)
             s.delete_file("out.csv")
-            with self.assertRaises(nsbox_client.NotFound):
+            with self.assertRaises(nsbox.NotFound):
                 s.download("out.csv")
-            with self.assertRaises(nsbox_client.InvalidArgument):
+            with self.assertRaises(nsbox.InvalidArgument):
                 s.download("/etc/passwd")
-            with self.assertRaises(nsbox_client.InvalidArgument):
+            with self.assertRaises(nsbox.InvalidArgument):
                 s.download("../etc/passwd")
             self.assertEqual(s.info()["state"], "idle")
         # Closed: gone, and closing again is fine.
         self.assertNotIn(s.id, [x["id"] for x in self.nsbox.sessions()])
         s.close()
-        with self.assertRaises(nsbox_client.NotFound):
+        with self.assertRaises(nsbox.NotFound):
             s.exec("1")
+
+    def test_bad_input(self):
+        # Caught before any request, each naming the fix.
+        with self.assertRaisesRegex(TypeError, "code must be a str"):
+            self.nsbox.run(code=b"print(1)")
+        with self.assertRaisesRegex(TypeError, "argv: give a list of str"):
+            self.nsbox.run(argv="ls -l")
+        with self.assertRaises(nsbox.InvalidArgument) as cm:
+            self.nsbox.run(code="1", limits={"timeout": 5, "memory_bytes": 1 << 20})
+        self.assertIn("unknown key 'timeout'", cm.exception.message)
+        self.assertIn("timeout_ms", cm.exception.message)
+        with self.assertRaisesRegex(nsbox.InvalidArgument, "list of module names"):
+            self.nsbox.run(code="1", allowed_imports="pandas")
+        with self.nsbox.session() as s:
+            with self.assertRaisesRegex(TypeError, "code must be a str"):
+                s.exec(None)
+        with self.assertRaisesRegex(TypeError, "retries"):
+            Client(socket_path=SOCKET, retries="3")
+
+    def test_limits_above_the_maxima(self):
+        mx = self.nsbox.info()["max_limits"]
+        for key in ("memory_bytes", "timeout_ms", "pids"):
+            with self.assertRaises(nsbox.InvalidArgument) as cm:
+                self.nsbox.run(code="1", limits={key: mx[key] + 1})
+            self.assertEqual(cm.exception.status, 400)
+            self.assertIn(key, cm.exception.message)
+        with self.assertRaises(nsbox.InvalidArgument) as cm:
+            self.nsbox.session(limits={"memory_bytes": mx["memory_bytes"] * 2})
+        self.assertIn("memory_bytes", cm.exception.message)
+
+    def test_allowed_imports_and_lifetime(self):
+        r = self.nsbox.run(code="import json\nimport socket", allowed_imports=["json"])
+        self.assertEqual(r.status, "exception")
+        self.assertEqual(r.exception["name"], "ImportError")
+        self.assertIn("allowed_imports is ['json']", r.exception["value"])
+        self.assertTrue(self.nsbox.run(code="import socket", allowed_imports=None).ok)
+        with self.nsbox.session(lifetime_ms=600000, allowed_imports=["json"]) as s:
+            self.assertEqual(s.created["allowed_imports"], ["json"])
+            self.assertTrue(s.exec("import json").ok)
+            self.assertEqual(s.exec("import os").exception["name"], "ImportError")
+
+    def test_deadline(self):
+        # A client deadline shorter than the daemon's answer: RequestTimeout,
+        # which is also a TimeoutError.
+        c = Client(socket_path=SOCKET, timeout=0.2)
+        with self.assertRaises(nsbox.RequestTimeout) as cm:
+            c._json("POST", "/v1/runs", {"argv": ["sleep", "2"]}, deadline=0.2)
+        self.assertIsInstance(cm.exception, TimeoutError)
+        # A run's own limit extends the deadline: this one outlives timeout.
+        self.assertTrue(c.run(argv=["sleep", "0.5"], limits={"timeout_ms": 5000}).ok)
+
+    def test_deprecated_shim(self):
+        import importlib
+        import sys
+        import warnings
+        sys.modules.pop("nsbox_client", None)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            shim = importlib.import_module("nsbox_client")
+        self.assertIs(shim.Client, Client)
+        self.assertTrue(any(issubclass(x.category, DeprecationWarning) and "import nsbox" in str(x.message) for x in w))
 
     @unittest.skipUnless(DATASCI, "set NSBOX_DATASCI_ROOTFS to a rootfs with matplotlib")
     def test_figures(self):

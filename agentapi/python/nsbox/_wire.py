@@ -1,0 +1,292 @@
+"""What the sync and asyncio clients share: request bodies, the retry
+policy, error mapping, stream events and Result. No I/O here."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import urllib.parse
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .errors import BY_STATUS, InvalidArgument, NsboxError
+
+DEFAULT_SOCKET = "/run/nsbox/nsbox.sock"
+API = "/v1"
+NDJSON = "application/x-ndjson"
+
+#: The keys of a run's or a session's limits (docs/API.md).
+LIMIT_KEYS = ("timeout_ms", "memory_bytes", "pids", "cpus", "disk_bytes", "output_bytes")
+
+#: Seconds added to a run's own time limit for the socket's read deadline:
+#: queueing, the sandbox's start and the answer.
+RUN_MARGIN = 60.0
+
+Files = Union[Mapping[str, Union[str, bytes]], Sequence[Mapping[str, Any]]]
+
+
+def socket_path(path: Optional[str]) -> str:
+    """The socket to use: path, else $NSBOX_SOCKET, else /run/nsbox/nsbox.sock."""
+    return path or os.environ.get("NSBOX_SOCKET") or DEFAULT_SOCKET
+
+
+def unreachable_message(path: str, err: BaseException) -> str:
+    return ("nsbox daemon at %s does not answer: %s. Is it running? Start it with "
+            "`sudo systemctl start nsbox.socket` (installed) or `sudo nsbox daemon`; "
+            "or point $NSBOX_SOCKET (or socket_path=) at the socket of a running daemon" % (path, err))
+
+
+class Retry:
+    """When and how long to wait before trying a request again.
+
+    The daemon answers 429 (every run slot or session taken) and 503 (it is
+    shutting down) before it starts any work, so the request is safe to send
+    again whatever it was. Waits grow exponentially from `backoff` seconds
+    with full jitter, up to `max_backoff`; a Retry-After header is honoured
+    (never waiting less than it says). At most `attempts` retries, and never
+    past `max_wait` seconds of waiting in all. Retry(attempts=0) turns it off.
+    """
+
+    def __init__(self, attempts: int = 5, backoff: float = 0.1, max_backoff: float = 5.0, max_wait: float = 60.0):
+        if attempts < 0 or backoff < 0 or max_backoff < 0 or max_wait < 0:
+            raise ValueError("Retry: attempts, backoff, max_backoff and max_wait must not be negative")
+        self.attempts = attempts
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.max_wait = max_wait
+
+    def __repr__(self) -> str:
+        return "Retry(attempts=%d, backoff=%g, max_backoff=%g, max_wait=%g)" % (
+            self.attempts, self.backoff, self.max_backoff, self.max_wait)
+
+    def delay(self, attempt: int, err: NsboxError, waited: float) -> Optional[float]:
+        """Seconds to wait before retry number attempt (1-based) after err,
+        or None when err is final."""
+        if err.status not in (429, 503) or attempt > self.attempts:
+            return None
+        d = random.uniform(0, min(self.max_backoff, self.backoff * (2 ** (attempt - 1))))
+        if err.retry_after is not None:
+            d = max(d, float(err.retry_after))
+        if waited + d > self.max_wait:
+            return None
+        return d
+
+
+def retry_policy(retries: Union[Retry, int, None]) -> Retry:
+    if retries is None:
+        return Retry()
+    if isinstance(retries, Retry):
+        return retries
+    if isinstance(retries, bool) or not isinstance(retries, int):
+        raise TypeError("retries: give a number of retries (0: none) or an nsbox.Retry, not %r" % (retries,))
+    return Retry(attempts=retries)
+
+
+def error_from(status: int, body: bytes, retry_after: Optional[str]) -> NsboxError:
+    """The typed error of a non-2xx answer."""
+    code, message = "internal", "HTTP %d: %s" % (status, body.decode("utf-8", "replace").strip())
+    try:
+        err = json.loads(body)["error"]
+        code, message = err["code"], err["message"]
+    except (ValueError, KeyError, TypeError):
+        pass
+    retry = int(retry_after) if retry_after and retry_after.strip().isdigit() else None
+    return BY_STATUS.get(status, NsboxError)(code, message, status, retry)
+
+
+def _invalid(message: str) -> InvalidArgument:
+    return InvalidArgument("invalid_argument", message, 400)
+
+
+def check_limits(limits: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+    if limits is None:
+        return None
+    if not isinstance(limits, Mapping):
+        raise _invalid("limits: give a dict with some of %s, not %s" % (", ".join(LIMIT_KEYS), type(limits).__name__))
+    unknown = sorted(set(limits) - set(LIMIT_KEYS))
+    if unknown:
+        raise _invalid("limits: unknown key%s %s; the known keys are %s" % (
+            "s" if len(unknown) > 1 else "", ", ".join(map(repr, unknown)), ", ".join(LIMIT_KEYS)))
+    return dict(limits)
+
+
+def check_imports(allowed_imports: Optional[Iterable[str]]) -> Optional[List[str]]:
+    if allowed_imports is None:
+        return None
+    if isinstance(allowed_imports, str):
+        raise _invalid("allowed_imports: give a list of module names, e.g. [%r], not a string" % allowed_imports)
+    names = list(allowed_imports)
+    for n in names:
+        if not isinstance(n, str):
+            raise _invalid("allowed_imports: %r is not a module name (str)" % (n,))
+    return names
+
+
+def files_list(files: Optional[Files]) -> Optional[List[Dict[str, Any]]]:
+    """{path: str|bytes} (or a list of API file objects) -> the API's list."""
+    if files is None:
+        return None
+    if isinstance(files, Mapping):
+        out = []
+        for path, content in files.items():
+            if isinstance(content, (bytes, bytearray, memoryview)):
+                out.append({"path": path, "content_base64": base64.b64encode(bytes(content)).decode("ascii")})
+            elif isinstance(content, str):
+                out.append({"path": path, "text": content})
+            else:
+                raise _invalid("files[%r]: give str or bytes, not %s" % (path, type(content).__name__))
+        return out
+    return list(files)
+
+
+def _put(req: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
+    for key, val in fields.items():
+        if val is not None:
+            req[key] = val
+    return req
+
+
+def run_body(code: Optional[str], argv: Optional[Sequence[str]], language: str, files: Optional[Files],
+             limits: Optional[Mapping[str, Any]], stdin: Optional[str], env: Optional[Mapping[str, str]],
+             rootfs: Optional[str], profile: Optional[str], return_files: Optional[Sequence[str]],
+             allowed_imports: Optional[Iterable[str]]) -> Dict[str, Any]:
+    """The body of POST /v1/runs, checked for what the client can see."""
+    if (code is None) == (argv is None):
+        raise ValueError("give exactly one of code or argv")
+    if argv is not None:
+        if isinstance(argv, str) or not all(isinstance(a, str) for a in argv):
+            raise TypeError("argv: give a list of str, e.g. ['python3', 'x.py'], not %r" % (argv,))
+        req: Dict[str, Any] = {"argv": list(argv)}
+    else:
+        if not isinstance(code, str):
+            raise TypeError("code must be a str of source code, not %s" % type(code).__name__)
+        req = {"language": language, "code": code}
+    return _put(req, files=files_list(files), limits=check_limits(limits), stdin=stdin,
+                env=dict(env) if env is not None else None, rootfs=rootfs, profile=profile,
+                return_files=list(return_files) if return_files is not None else None,
+                allowed_imports=check_imports(allowed_imports))
+
+
+def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idle_timeout_ms: Optional[int],
+                 env: Optional[Mapping[str, str]], files: Optional[Files], lifetime_ms: Optional[int],
+                 allowed_imports: Optional[Iterable[str]]) -> Dict[str, Any]:
+    return _put({}, rootfs=rootfs, limits=check_limits(limits), idle_timeout_ms=idle_timeout_ms,
+                env=dict(env) if env is not None else None, files=files_list(files), lifetime_ms=lifetime_ms,
+                allowed_imports=check_imports(allowed_imports))
+
+
+def exec_body(code: str, timeout_ms: Optional[int]) -> Dict[str, Any]:
+    if not isinstance(code, str):
+        raise TypeError("code must be a str of source code, not %s" % type(code).__name__)
+    req: Dict[str, Any] = {"code": code}
+    if timeout_ms:
+        req["timeout_ms"] = int(timeout_ms)
+    return req
+
+
+def read_deadline(timeout_ms: Optional[float], fallback_ms: Optional[float], margin: float) -> float:
+    """The socket deadline (seconds) of a run or exec: its time limit, or
+    else the fallback (the daemon's default or the session's), plus margin."""
+    limit = timeout_ms or fallback_ms or 600_000
+    return limit / 1000.0 + margin
+
+
+def session_path(session_id: str) -> str:
+    return "%s/sessions/%s" % (API, urllib.parse.quote(session_id, safe=""))
+
+
+def file_url(session_id: str, path: str) -> str:
+    # Checked here as the daemon would: a URL with ".." or "//" would be
+    # cleaned (and redirected) before the daemon saw the path.
+    if not isinstance(path, str) or not path or path.startswith("/") or "\x00" in path or \
+            any(e in ("", ".", "..") for e in path.split("/")):
+        raise _invalid("path %r: give a clean path relative to /workspace (no leading /, no . or .. elements)" % (path,))
+    return "%s/files/%s" % (session_path(session_id), urllib.parse.quote(path, safe="/"))
+
+
+def upload_bytes(data: Any) -> bytes:
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    if hasattr(data, "read"):
+        out = data.read()
+        return out.encode("utf-8") if isinstance(out, str) else bytes(out)
+    raise TypeError("data: give bytes, str or a file object, not %s" % type(data).__name__)
+
+
+def stream_event(line: bytes) -> Tuple[str, Any]:
+    """One NDJSON event -> ("stdout"|"stderr", text), ("result", Result),
+    or raises the stream's error; ("", None) for a blank or unknown line."""
+    if not line.strip():
+        return "", None
+    ev = json.loads(line)
+    kind = ev.get("type")
+    if kind in ("stdout", "stderr"):
+        data = ev.get("data")
+        if data is None and "data_base64" in ev:
+            data = base64.b64decode(ev["data_base64"]).decode("utf-8", "replace")
+        return kind, data or ""
+    if kind == "result":
+        return kind, Result(ev["result"])
+    if kind == "error":
+        err = ev.get("error") or {}
+        raise NsboxError(err.get("code", "internal"), err.get("message", "stream error"))
+    return "", None
+
+
+class Result:
+    """The result of a run or an exec (docs/API.md, "Result").
+
+    Every field of the JSON is an attribute (missing ones are None):
+    status, exit_code, stdout, stderr, value, exception ({name, value,
+    traceback}), files, wall_ms, execution_count, ... .figures holds the
+    figures as PNG bytes; .raw the JSON object.
+    """
+
+    def __init__(self, raw: Dict[str, Any]):
+        self.raw = raw
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self.raw.get(name)
+
+    @property
+    def status(self) -> str:
+        """ok, exception, exit_nonzero, timeout, oom, output_limit, killed, error, ..."""
+        return self.raw.get("status", "")
+
+    @property
+    def stdout(self) -> str:
+        return self.raw.get("stdout", "")
+
+    @property
+    def stderr(self) -> str:
+        return self.raw.get("stderr", "")
+
+    @property
+    def exception(self) -> Optional[Dict[str, str]]:
+        """{name, value, traceback} when the Python code raised."""
+        return self.raw.get("exception")
+
+    @property
+    def ok(self) -> bool:
+        """True when the code ran to its end (status "ok")."""
+        return self.raw.get("status") == "ok"
+
+    @property
+    def figures(self) -> List[bytes]:
+        """The matplotlib figures, each as PNG bytes."""
+        return [base64.b64decode(f["data_base64"]) for f in self.raw.get("figures") or []]
+
+    def file(self, path: str) -> bytes:
+        """The content of a returned file (RunRequest return_files)."""
+        for f in self.raw.get("files") or []:
+            if f["path"] == path and "content_base64" in f:
+                return base64.b64decode(f["content_base64"])
+        raise KeyError(path)
+
+    def __repr__(self) -> str:
+        return "Result(status=%r, exit_code=%r, value=%r)" % (self.status, self.exit_code, self.value)

@@ -1,0 +1,315 @@
+"""The asyncio client of the nsbox daemon: the same API as nsbox.Client, on
+the standard library's asyncio streams (no dependency)::
+
+    import asyncio, nsbox.aio
+
+    async def main():
+        client = nsbox.aio.AsyncClient()
+        r = await client.run(code="print(6 * 7)")
+        async with await client.session() as s:
+            await s.exec("x = 41")
+            print((await s.exec("x + 1")).value)   # "42"
+
+    asyncio.run(main())
+
+Each request is one HTTP/1.1 exchange on its own connection to the Unix
+socket; callbacks passed as on_stdout/on_stderr may be plain functions or
+coroutine functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from . import _wire
+from ._wire import API, NDJSON, Files, Result, Retry
+from .errors import DaemonUnreachable, NotFound, NsboxError, RequestTimeout
+
+__all__ = ["AsyncClient", "AsyncSession"]
+
+Output = Optional[Callable[[str], Union[Any, Awaitable[Any]]]]
+
+_MAX_HEADER_LINE = 64 << 10
+_MAX_LINE = 64 << 20  # one NDJSON event, as the daemon bounds a stream chunk
+
+
+class _Response:
+    """A response read off an asyncio stream: status, headers, body reader."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, status: int,
+                 headers: Dict[str, str], timeout: Optional[float]):
+        self.reader, self.writer = reader, writer
+        self.status, self.headers = status, headers
+        self.timeout = timeout
+        self._chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        length = headers.get("content-length")
+        self._left: Optional[int] = int(length) if length is not None and not self._chunked else None
+        self._buf = b""
+        self._eof = False
+
+    async def _read(self, coro: Awaitable[bytes]) -> bytes:
+        try:
+            return await asyncio.wait_for(coro, self.timeout)
+        except asyncio.TimeoutError as e:
+            raise RequestTimeout("timeout", "no answer from the nsbox daemon within %ss" % self.timeout) from e
+        except asyncio.IncompleteReadError as e:
+            raise NsboxError("internal", "the daemon closed the connection mid-answer") from e
+
+    async def _chunk(self) -> bytes:
+        """The next piece of the body; b"" at its end."""
+        if self._eof:
+            return b""
+        if self._chunked:
+            size_line = await self._read(self.reader.readuntil(b"\r\n"))
+            size = int(size_line.split(b";", 1)[0].strip(), 16)
+            if size == 0:
+                while (await self._read(self.reader.readuntil(b"\r\n"))) != b"\r\n":
+                    pass  # trailers
+                self._eof = True
+                return b""
+            data = await self._read(self.reader.readexactly(size + 2))
+            return data[:-2]
+        if self._left is not None:
+            if self._left == 0:
+                self._eof = True
+                return b""
+            data = await self._read(self.reader.read(min(self._left, 1 << 16)))
+            if not data:
+                raise NsboxError("internal", "the daemon closed the connection mid-answer")
+            self._left -= len(data)
+            return data
+        data = await self._read(self.reader.read(1 << 16))
+        if not data:
+            self._eof = True
+        return data
+
+    async def read(self) -> bytes:
+        parts = [self._buf]
+        self._buf = b""
+        while True:
+            c = await self._chunk()
+            if not c:
+                return b"".join(parts)
+            parts.append(c)
+
+    async def readline(self) -> bytes:
+        while b"\n" not in self._buf:
+            c = await self._chunk()
+            if not c:
+                line, self._buf = self._buf, b""
+                return line
+            self._buf += c
+            if len(self._buf) > _MAX_LINE:
+                raise NsboxError("internal", "a stream event longer than %d bytes" % _MAX_LINE)
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line + b"\n"
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class AsyncClient:
+    """An asyncio client of one nsbox daemon; arguments as nsbox.Client."""
+
+    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 60.0,
+                 connect_timeout: float = 10.0, retries: Union[Retry, int, None] = None):
+        self.socket_path = _wire.socket_path(socket_path)
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.retry = _wire.retry_policy(retries)
+        self._default_timeout_ms: Optional[float] = None
+
+    def __repr__(self) -> str:
+        return "AsyncClient(%r)" % self.socket_path
+
+    async def _exchange(self, method: str, path: str, body: bytes, headers: Dict[str, str],
+                        timeout: Optional[float]) -> _Response:
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_unix_connection(self.socket_path, limit=_MAX_HEADER_LINE), self.connect_timeout)
+        except asyncio.TimeoutError as e:
+            raise DaemonUnreachable("unreachable", _wire.unreachable_message(
+                self.socket_path, TimeoutError("connect timed out after %ss" % self.connect_timeout))) from e
+        except OSError as e:
+            raise DaemonUnreachable("unreachable", _wire.unreachable_message(self.socket_path, e)) from e
+        try:
+            head = ["%s %s HTTP/1.1" % (method, path), "Host: nsbox", "Connection: close",
+                    "Content-Length: %d" % len(body)]
+            head += ["%s: %s" % kv for kv in headers.items()]
+            writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+            try:
+                await asyncio.wait_for(writer.drain(), timeout)
+                status_line = await asyncio.wait_for(reader.readline(), timeout)
+                parts = status_line.split(None, 2)
+                if len(parts) < 2 or not parts[0].startswith(b"HTTP/"):
+                    raise NsboxError("internal", "not an HTTP answer: %r" % status_line[:80])
+                hdrs: Dict[str, str] = {}
+                while True:
+                    line = await asyncio.wait_for(reader.readline(), timeout)
+                    if line in (b"\r\n", b"\n", b""):
+                        break
+                    k, _, v = line.decode("latin-1").partition(":")
+                    hdrs[k.strip().lower()] = v.strip()
+            except asyncio.TimeoutError as e:
+                raise RequestTimeout("timeout", "%s %s: no answer from the nsbox daemon at %s within %ss" % (
+                    method, path, self.socket_path, timeout)) from e
+            except (OSError, ValueError) as e:
+                raise DaemonUnreachable("unreachable", _wire.unreachable_message(self.socket_path, e)) from e
+            return _Response(reader, writer, int(parts[1]), hdrs, timeout)
+        except BaseException:
+            writer.close()
+            raise
+
+    async def _open(self, method: str, path: str, body: Any = None, headers: Optional[Dict[str, str]] = None,
+                    deadline: Optional[float] = -1.0) -> _Response:
+        """Sends a request, retrying 429 and 503, and returns a 2xx response."""
+        headers = dict(headers or {})
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode("utf-8")
+            headers.setdefault("Content-Type", "application/json")
+        body = body or b""
+        timeout = self.timeout if deadline == -1.0 else deadline
+        waited, attempt = 0.0, 0
+        while True:
+            resp = await self._exchange(method, path, body, headers, timeout)
+            if resp.status // 100 == 2:
+                return resp
+            try:
+                err = _wire.error_from(resp.status, await resp.read(), resp.headers.get("retry-after"))
+            finally:
+                resp.close()
+            attempt += 1
+            delay = self.retry.delay(attempt, err, waited)
+            if delay is None:
+                raise err
+            await asyncio.sleep(delay)
+            waited += delay
+
+    async def _call(self, method: str, path: str, body: Any = None, headers: Optional[Dict[str, str]] = None,
+                    deadline: Optional[float] = -1.0) -> bytes:
+        resp = await self._open(method, path, body, headers, deadline)
+        try:
+            return await resp.read()
+        finally:
+            resp.close()
+
+    async def _json(self, method: str, path: str, body: Any = None, deadline: Optional[float] = -1.0) -> Any:
+        data = await self._call(method, path, body, deadline=deadline)
+        return json.loads(data) if data else None
+
+    async def _stream(self, path: str, body: Dict[str, Any], on_stdout: Output, on_stderr: Output,
+                      deadline: Optional[float]) -> Result:
+        resp = await self._open("POST", path, body, {"Accept": NDJSON}, deadline)
+        try:
+            while True:
+                line = await resp.readline()
+                if not line:
+                    raise NsboxError("internal", "the stream ended before its result")
+                kind, val = _wire.stream_event(line)
+                if kind == "result":
+                    return val
+                cb = on_stdout if kind == "stdout" else on_stderr if kind == "stderr" else None
+                if cb is not None:
+                    out = cb(val)
+                    if inspect.isawaitable(out):
+                        await out
+        finally:
+            resp.close()
+
+    async def _run_deadline(self, timeout_ms: Optional[float]) -> Optional[float]:
+        if self.timeout is None:
+            return None
+        if not timeout_ms and self._default_timeout_ms is None:
+            info = await self.info()
+            self._default_timeout_ms = float((info.get("default_limits") or {}).get("timeout_ms") or 0)
+        return _wire.read_deadline(timeout_ms, self._default_timeout_ms, self.timeout)
+
+    # --- API (as nsbox.Client)
+
+    async def health(self) -> Dict[str, Any]:
+        return await self._json("GET", API + "/health")
+
+    async def info(self) -> Dict[str, Any]:
+        return await self._json("GET", API + "/info")
+
+    async def run(self, code: Optional[str] = None, argv: Optional[Sequence[str]] = None, language: str = "python",
+                  files: Optional[Files] = None, limits: Optional[Mapping[str, Any]] = None,
+                  stdin: Optional[str] = None, env: Optional[Mapping[str, str]] = None, rootfs: Optional[str] = None,
+                  profile: Optional[str] = None, return_files: Optional[Sequence[str]] = None,
+                  allowed_imports: Optional[Iterable[str]] = None, on_stdout: Output = None,
+                  on_stderr: Output = None) -> Result:
+        """As nsbox.Client.run."""
+        req = _wire.run_body(code, argv, language, files, limits, stdin, env, rootfs, profile, return_files,
+                             allowed_imports)
+        deadline = await self._run_deadline((req.get("limits") or {}).get("timeout_ms"))
+        if on_stdout is not None or on_stderr is not None:
+            return await self._stream(API + "/runs", req, on_stdout, on_stderr, deadline)
+        return Result(await self._json("POST", API + "/runs", req, deadline=deadline))
+
+    async def session(self, rootfs: Optional[str] = None, limits: Optional[Mapping[str, Any]] = None,
+                      idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
+                      files: Optional[Files] = None, lifetime_ms: Optional[int] = None,
+                      allowed_imports: Optional[Iterable[str]] = None) -> AsyncSession:
+        """As nsbox.Client.session; use the result with `async with`."""
+        req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports)
+        info = await self._json("POST", API + "/sessions", req)
+        return AsyncSession(self, info["id"], info)
+
+    async def sessions(self) -> List[Dict[str, Any]]:
+        return (await self._json("GET", API + "/sessions"))["sessions"]
+
+
+class AsyncSession:
+    """A live session, as nsbox.Session with coroutine methods."""
+
+    def __init__(self, client: AsyncClient, session_id: str, info: Optional[Dict[str, Any]] = None):
+        self.client = client
+        self.id = session_id
+        self.created = info
+        self._path = _wire.session_path(session_id)
+
+    async def __aenter__(self) -> AsyncSession:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool:
+        await self.close()
+        return False
+
+    def __repr__(self) -> str:
+        return "AsyncSession(%r)" % self.id
+
+    async def info(self) -> Dict[str, Any]:
+        return await self.client._json("GET", self._path)
+
+    async def exec(self, code: str, timeout_ms: Optional[int] = None, on_stdout: Output = None,
+                   on_stderr: Output = None) -> Result:
+        req = _wire.exec_body(code, timeout_ms)
+        deadline: Optional[float] = None
+        if self.client.timeout is not None:
+            fallback = ((self.created or {}).get("limits") or {}).get("timeout_ms")
+            deadline = _wire.read_deadline(timeout_ms, fallback, self.client.timeout)
+        if on_stdout is not None or on_stderr is not None:
+            return await self.client._stream(self._path + "/exec", req, on_stdout, on_stderr, deadline)
+        return Result(await self.client._json("POST", self._path + "/exec", req, deadline=deadline))
+
+    async def upload(self, path: str, data: Any) -> None:
+        await self.client._call("PUT", _wire.file_url(self.id, path), _wire.upload_bytes(data),
+                                {"Content-Type": "application/octet-stream"})
+
+    async def download(self, path: str) -> bytes:
+        return await self.client._call("GET", _wire.file_url(self.id, path))
+
+    async def delete_file(self, path: str) -> None:
+        await self.client._call("DELETE", _wire.file_url(self.id, path))
+
+    async def files(self) -> List[Dict[str, Any]]:
+        return (await self.client._json("GET", self._path + "/files"))["files"]
+
+    async def close(self) -> None:
+        try:
+            await self.client._call("DELETE", self._path)
+        except NotFound:
+            pass

@@ -1,0 +1,163 @@
+"""Tests of the retry policy: against a scripted HTTP server on a Unix
+socket (to control 429/503 answers and Retry-After exactly), and against a
+real daemon whose only session slot is taken (NSBOX_SOCKET_ONE_SESSION: a
+daemon started with --max-sessions 1)."""
+
+import asyncio
+import json
+import os
+import socketserver
+import tempfile
+import threading
+import time
+import unittest
+
+import nsbox
+from nsbox import Client, Retry
+from nsbox.aio import AsyncClient
+
+ONE_SESSION = os.environ.get("NSBOX_SOCKET_ONE_SESSION")
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self):
+        self.rfile.readline()
+        length = 0
+        while True:
+            line = self.rfile.readline()
+            if line in (b"\r\n", b""):
+                break
+            k, _, v = line.decode().partition(":")
+            if k.strip().lower() == "content-length":
+                length = int(v)
+        self.rfile.read(length)
+        srv = self.server
+        with srv.lock:
+            srv.times.append(time.monotonic())
+            status, headers, body = srv.script.pop(0) if srv.script else srv.last
+        head = "HTTP/1.1 %d X\r\nContent-Length: %d\r\nConnection: close\r\n" % (status, len(body))
+        head += "".join("%s: %s\r\n" % kv for kv in headers.items())
+        self.wfile.write(head.encode() + b"\r\n" + body)
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+def _busy(retry_after=None, status=429):
+    code = "resource_exhausted" if status == 429 else "unavailable"
+    headers = {"Content-Type": "application/json"}
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    return status, headers, json.dumps({"error": {"code": code, "message": "busy"}}).encode()
+
+
+_OK = (200, {"Content-Type": "application/json"}, b'{"status":"ok","api_version":"v1"}')
+
+
+class ScriptedTest(unittest.TestCase):
+    def serve(self, *script):
+        d = tempfile.mkdtemp()
+        self.addCleanup(os.rmdir, d)
+        path = os.path.join(d, "s.sock")
+        srv = _Server(path, _Handler)
+        srv.script, srv.last, srv.times, srv.lock = list(script), _OK, [], threading.Lock()
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(os.unlink, path)
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        return srv, path
+
+    def test_retry_after_is_honoured(self):
+        srv, path = self.serve(_busy(1), _busy(None, 503))
+        t0 = time.monotonic()
+        self.assertEqual(Client(socket_path=path).health()["status"], "ok")
+        self.assertEqual(len(srv.times), 3)
+        self.assertGreaterEqual(srv.times[1] - srv.times[0], 1.0, "Retry-After: 1 waits at least a second")
+        self.assertLess(time.monotonic() - t0, 10)
+
+    def test_backoff_without_retry_after(self):
+        srv, path = self.serve(_busy(), _busy(), _busy())
+        c = Client(socket_path=path, retries=Retry(attempts=3, backoff=0.05, max_backoff=0.2))
+        self.assertEqual(c.health()["status"], "ok")
+        self.assertEqual(len(srv.times), 4)
+
+    def test_opt_out(self):
+        srv, path = self.serve(_busy(1))
+        with self.assertRaises(nsbox.ResourceExhausted) as cm:
+            Client(socket_path=path, retries=0).health()
+        self.assertEqual((cm.exception.status, cm.exception.retry_after), (429, 1))
+        self.assertEqual(len(srv.times), 1)
+
+    def test_gives_up(self):
+        # attempts bounds the retries; max_wait bounds the waiting.
+        srv, path = self.serve(*[_busy(None, 503)] * 10)
+        with self.assertRaises(nsbox.Unavailable):
+            Client(socket_path=path, retries=Retry(attempts=2, backoff=0.01)).health()
+        self.assertEqual(len(srv.times), 3)
+        srv2, path2 = self.serve(_busy(30))
+        t0 = time.monotonic()
+        with self.assertRaises(nsbox.ResourceExhausted):
+            Client(socket_path=path2, retries=Retry(max_wait=5)).health()
+        self.assertLess(time.monotonic() - t0, 5, "a Retry-After past max_wait is not waited for")
+        self.assertEqual(len(srv2.times), 1)
+
+    def test_other_errors_are_not_retried(self):
+        srv, path = self.serve((400, {}, b'{"error":{"code":"invalid_argument","message":"no"}}'))
+        with self.assertRaises(nsbox.InvalidArgument):
+            Client(socket_path=path).health()
+        self.assertEqual(len(srv.times), 1)
+
+    def test_async(self):
+        srv, path = self.serve(_busy(1), _busy())
+
+        async def go():
+            return await AsyncClient(socket_path=path).health()
+
+        self.assertEqual(asyncio.run(go())["status"], "ok")
+        self.assertEqual(len(srv.times), 3)
+        self.assertGreaterEqual(srv.times[1] - srv.times[0], 1.0)
+        srv2, path2 = self.serve(_busy(1))
+
+        async def off():
+            return await AsyncClient(socket_path=path2, retries=0).health()
+
+        with self.assertRaises(nsbox.ResourceExhausted):
+            asyncio.run(off())
+
+
+@unittest.skipUnless(ONE_SESSION, "set NSBOX_SOCKET_ONE_SESSION to a daemon started with --max-sessions 1")
+class DaemonRetryTest(unittest.TestCase):
+    """The daemon's own 429: its only session slot is taken; a second
+    session is retried until the first one ends."""
+
+    def test_session_waits_for_a_slot(self):
+        c = Client(socket_path=ONE_SESSION)
+        first = c.session()
+        with self.assertRaises(nsbox.ResourceExhausted) as cm:
+            Client(socket_path=ONE_SESSION, retries=0).session()
+        self.assertEqual(cm.exception.status, 429)
+        self.assertIsNotNone(cm.exception.retry_after)
+        closer = threading.Timer(0.5, first.close)
+        closer.start()
+        try:
+            with Client(socket_path=ONE_SESSION, retries=Retry(attempts=10, max_wait=30)).session() as second:
+                self.assertTrue(second.exec("1").ok)
+        finally:
+            closer.cancel()
+            first.close()
+
+    def test_async_session_waits_for_a_slot(self):
+        async def go():
+            c = AsyncClient(socket_path=ONE_SESSION)
+            first = await c.session()
+            loop = asyncio.get_running_loop()
+            loop.call_later(0.5, lambda: asyncio.ensure_future(first.close()))
+            async with await AsyncClient(socket_path=ONE_SESSION, retries=Retry(attempts=10, max_wait=30)).session() as s:
+                return (await s.exec("6 * 7")).value
+
+        self.assertEqual(asyncio.run(go()), "42")
+
+
+if __name__ == "__main__":
+    unittest.main()
