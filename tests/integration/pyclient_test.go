@@ -8,35 +8,76 @@ import (
 	"testing"
 )
 
-// TestPythonClient runs agentapi/python/test_nsbox_client.py (unittest)
-// with the machine's python3 against a real daemon.
-func TestPythonClient(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skipf("requires python3 on the host for the Python client's tests: %v", err)
+// TestPythonPackage installs agentapi/python into a fresh venv, as a user
+// would (pip install), and runs the package's own tests (unittest) with
+// that venv's interpreter against real daemons: one as the tests start
+// it, one with a single session slot for the retry tests. The tests run
+// from a copy outside the source tree, so what they import is the
+// installed package.
+func TestPythonPackage(t *testing.T) {
+	// Debian's interpreter, with Debian's python3-venv: a python3 earlier
+	// in PATH (pyenv's) would build with Debian's setuptools wheel, which
+	// only Debian's Python runs.
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("requires Debian's python3 (/usr/bin/python3) for the Python package's tests: %v", err)
 	}
-	d := startDaemon(t)
-	dir, err := filepath.Abs(filepath.Join("..", "..", "agentapi", "python"))
+	src, err := filepath.Abs(filepath.Join("..", "..", "agentapi", "python"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(py, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NSBOX_SOCKET="+d.sock, "PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH="+dir)
-	if name, ok := dataSciAvailable(t); ok {
+	tmp := t.TempDir()
+	venv := filepath.Join(tmp, "venv")
+	if out, err := exec.Command(py, "-m", "venv", venv).CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("python3 -m venv failed (install python3-venv, as make deps does): %v\n%s", err, out)
+		}
+		t.Fatalf("python3 -m venv: %v\n%s", err, out)
+	}
+	// pip builds from a copy (a build leaves build/ and *.egg-info behind),
+	// offline: build isolation finds setuptools and wheel among Debian's
+	// wheels (python3-setuptools-whl, which python3-venv brings, and
+	// python3-wheel-whl; make deps installs both).
+	pkg := filepath.Join(tmp, "src")
+	if out, err := exec.Command("cp", "-r", src, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	pip := exec.Command(filepath.Join(venv, "bin", "pip"), "install", "--no-index", "--find-links", "/usr/share/python-wheels", pkg)
+	pip.Env = append(os.Environ(), "PIP_FIND_LINKS=") // only Debian's wheels
+	if out, err := pip.CombinedOutput(); err != nil {
+		t.Fatalf("pip install ./agentapi/python: %v\n%s", err, out)
+	}
+	tests := filepath.Join(tmp, "t")
+	if err := os.MkdirAll(tests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"tests", "examples"} {
+		if out, err := exec.Command("cp", "-r", filepath.Join(src, dir), tests).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v\n%s", err, out)
+		}
+	}
+
+	d := startDaemon(t)
+	one := startDaemon(t, "--max-sessions", "1", "--pool-size", "0", "--zygote=false")
+	cmd := exec.Command(filepath.Join(venv, "bin", "python"), "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
+	cmd.Dir = tests
+	cmd.Env = append(os.Environ(), "NSBOX_SOCKET="+d.sock, "NSBOX_SOCKET_ONE_SESSION="+one.sock,
+		"NSBOX_EXPECT_INSTALLED=1", "PYTHONDONTWRITEBYTECODE=1")
+	name, datasci := dataSciAvailable(t)
+	if datasci {
 		cmd.Env = append(cmd.Env, "NSBOX_DATASCI_ROOTFS="+name)
 	} else {
-		t.Logf("no data-science rootfs %q: the figure test is skipped", name)
+		t.Logf("no data-science rootfs %q: the tests that need pandas are skipped", name)
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("python3 -m unittest test_nsbox_client: %v\n%s", err, out)
+		t.Fatalf("python -m unittest (the installed nsbox package): %v\n%s", err, out)
 	}
 	if strings.Contains(string(out), "skipped 'set NSBOX_SOCKET") {
-		t.Fatalf("the client tests did not see the daemon:\n%s", out)
+		t.Fatalf("the package's tests did not see the daemons:\n%s", out)
 	}
-	if _, ok := dataSciAvailable(t); ok && strings.Contains(string(out), "skipped 'set NSBOX_DATASCI_ROOTFS") {
-		t.Fatalf("the figure test was skipped although the data-science rootfs is there:\n%s", out)
+	if datasci && strings.Contains(string(out), "skipped 'set NSBOX_DATASCI_ROOTFS") {
+		t.Fatalf("tests were skipped although the data-science rootfs is there:\n%s", out)
 	}
 	t.Logf("%s", out)
 }

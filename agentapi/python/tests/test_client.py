@@ -192,6 +192,13 @@ class ClientTest(unittest.TestCase):
         # A run's own limit extends the deadline: this one outlives timeout.
         self.assertTrue(c.run(argv=["sleep", "0.5"], limits={"timeout_ms": 5000}).ok)
 
+    @unittest.skipUnless(os.environ.get("NSBOX_EXPECT_INSTALLED"), "set NSBOX_EXPECT_INSTALLED when testing a pip-installed package")
+    def test_installed(self):
+        import sys
+        self.assertTrue(nsbox.__file__.startswith(sys.prefix) and "site-packages" in nsbox.__file__,
+                        "nsbox imported from %s, not from the environment at %s" % (nsbox.__file__, sys.prefix))
+        self.assertTrue(os.path.exists(os.path.join(os.path.dirname(nsbox.__file__), "py.typed")))
+
     def test_deprecated_shim(self):
         import importlib
         import sys
