@@ -52,6 +52,9 @@ func TestPythonPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{"tests", "examples"} {
+		if _, err := os.Stat(filepath.Join(src, dir)); os.IsNotExist(err) {
+			continue
+		}
 		if out, err := exec.Command("cp", "-r", filepath.Join(src, dir), tests).CombinedOutput(); err != nil {
 			t.Fatalf("cp: %v\n%s", err, out)
 		}
