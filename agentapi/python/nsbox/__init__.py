@@ -6,14 +6,18 @@
     print(r.stdout, r.status)              # "42\\n" "ok"
 
 nsbox.Client and nsbox.Session are synchronous; nsbox.AsyncClient and
-nsbox.AsyncSession (nsbox.aio) are the same on asyncio. docs/PYTHON.md
-describes the package.
+nsbox.AsyncSession (nsbox.aio) are the same on asyncio. The adapters in the
+shapes agent frameworks use are in nsbox.executors (SecureExecutor,
+CodeExecutionTool, CodeExecutor, ResourceLimits) and nsbox.tools
+(CodeExecutionSession, PythonExecTool). docs/PYTHON.md describes the package.
 """
 
 from .aio import AsyncClient, AsyncSession
 from .client import DEFAULT_SOCKET, Client, Result, Retry, Session
 from .errors import (DaemonUnreachable, Forbidden, InternalError, InvalidArgument, NotFound, NsboxError,
                      PayloadTooLarge, RequestTimeout, ResourceExhausted, SessionDead, Unavailable)
+from .executors import CodeExecutionTool, CodeExecutor, ExecutionResult, ResourceLimits, SecureExecutor
+from .tools import CodeExecutionSession, PythonExecTool
 
 __version__ = "0.1.0"
 
@@ -21,4 +25,6 @@ __all__ = [
     "Client", "Session", "AsyncClient", "AsyncSession", "Result", "Retry", "DEFAULT_SOCKET",
     "NsboxError", "DaemonUnreachable", "RequestTimeout", "InvalidArgument", "Forbidden", "NotFound",
     "SessionDead", "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable",
+    "SecureExecutor", "CodeExecutionTool", "CodeExecutor", "ExecutionResult", "ResourceLimits",
+    "CodeExecutionSession", "PythonExecTool",
 ]
