@@ -60,17 +60,23 @@ func TestPythonPackage(t *testing.T) {
 		}
 	}
 
-	d := startDaemon(t)
+	// The examples use the daemon's default rootfs, as a user's would:
+	// the data-science one when there is one.
+	name, datasci := dataSciAvailable(t)
+	var d *daemon
+	if datasci {
+		d = startDaemon(t, "--default-rootfs", name)
+	} else {
+		d = startDaemon(t)
+		t.Logf("no data-science rootfs %q: the tests that need pandas and the examples are skipped", name)
+	}
 	one := startDaemon(t, "--max-sessions", "1", "--pool-size", "0", "--zygote=false")
 	cmd := exec.Command(filepath.Join(venv, "bin", "python"), "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
 	cmd.Dir = tests
 	cmd.Env = append(os.Environ(), "NSBOX_SOCKET="+d.sock, "NSBOX_SOCKET_ONE_SESSION="+one.sock,
 		"NSBOX_EXPECT_INSTALLED=1", "PYTHONDONTWRITEBYTECODE=1")
-	name, datasci := dataSciAvailable(t)
 	if datasci {
 		cmd.Env = append(cmd.Env, "NSBOX_DATASCI_ROOTFS="+name)
-	} else {
-		t.Logf("no data-science rootfs %q: the tests that need pandas are skipped", name)
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -79,7 +85,9 @@ func TestPythonPackage(t *testing.T) {
 	if strings.Contains(string(out), "skipped 'set NSBOX_SOCKET") {
 		t.Fatalf("the package's tests did not see the daemons:\n%s", out)
 	}
-	if datasci && strings.Contains(string(out), "skipped 'set NSBOX_DATASCI_ROOTFS") {
+	if datasci && (strings.Contains(string(out), "skipped 'set NSBOX_DATASCI_ROOTFS") ||
+		strings.Contains(string(out), "skipped 'set NSBOX_SOCKET and NSBOX_DATASCI_ROOTFS") ||
+		strings.Contains(string(out), "skipped 'the examples use")) {
 		t.Fatalf("tests were skipped although the data-science rootfs is there:\n%s", out)
 	}
 	t.Logf("%s", out)
