@@ -33,7 +33,7 @@ import tempfile
 import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "agentapi", "python"))
-from nsbox_client import Client  # noqa: E402
+from nsbox import Client  # noqa: E402
 
 SLOPE, INTERCEPT, ROWS = 3.0, 2.0, 300
 REGIONS = ("north", "south", "west")
