@@ -9,7 +9,7 @@ TEST_ROOTFS  ?= minimal
 SOAK_ROOTFS  ?= $(TEST_ROOTFS)
 GOFLAGS_STATIC := -tags netgo,osusergo -trimpath
 LDFLAGS      := -s -w -X main.version=$(VERSION) -linkmode external -extldflags "-static"
-APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap runc python3 ca-certificates git python3-venv python3-wheel-whl
+APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap runc python3 ca-certificates git python3-venv python3-wheel-whl python3-pyflakes
 
 export CGO_ENABLED := 1
 
@@ -60,9 +60,10 @@ demo: deps rootfs-default ## set up everything and run a pandas snippet in a san
 		'import os; print("uid", os.getuid(), "| rootfs writable:", os.access("/usr", os.W_OK))' \
 		| $(BIN) exec -- python3 -
 
-lint: ## go vet and staticcheck
+lint: deps ## go vet, staticcheck, and pyflakes on the Python (package, runner, zygote, examples)
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	/usr/bin/python3 -m pyflakes agentapi/python scripts/examples container/runner/runner.py container/internal/zyproto/zygote.py
 
 bench: deps rootfs-test ## nsbox bench: engine vs bubblewrap, runc, bare python3; warm/cold/session and zygote through the daemon; go benchmarks
 	$(BIN) bench --store $(STORE) --rootfs $(TEST_ROOTFS)

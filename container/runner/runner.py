@@ -1,6 +1,6 @@
 # nsbox Python runner: executes cells sent over fd 3 in a persistent
 # __main__ namespace. Frames are a 4-byte big-endian length then JSON.
-import os, sys, json, signal, ast, linecache, types, traceback, time
+import os, sys, json, signal, ast, linecache, traceback, time
 
 _CTL = 3
 _REPR_CAP = 65536

@@ -26,7 +26,7 @@ RUN_MARGIN = 60.0
 Files = Union[Mapping[str, Union[str, bytes]], Sequence[Mapping[str, Any]]]
 
 
-def socket_path(path: Optional[str]) -> str:
+def resolve_socket(path: Optional[str]) -> str:
     """The socket to use: path, else $NSBOX_SOCKET, else /run/nsbox/nsbox.sock."""
     return path or os.environ.get("NSBOX_SOCKET") or DEFAULT_SOCKET
 
@@ -185,11 +185,37 @@ def exec_body(code: str, timeout_ms: Optional[int]) -> Dict[str, Any]:
     return req
 
 
-def read_deadline(timeout_ms: Optional[float], fallback_ms: Optional[float], margin: float) -> float:
-    """The socket deadline (seconds) of a run or exec: its time limit, or
-    else the fallback (the daemon's default or the session's), plus margin."""
-    limit = timeout_ms or fallback_ms or 600_000
-    return limit / 1000.0 + margin
+class ClientBase:
+    """What nsbox.Client and nsbox.AsyncClient share: the socket, the
+    deadlines and the retry policy (see nsbox.Client)."""
+
+    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 60.0,
+                 connect_timeout: float = 10.0, retries: Union[Retry, int, None] = None):
+        self.socket_path = resolve_socket(socket_path)
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.retry = retry_policy(retries)
+        self._default_timeout_ms: Optional[float] = None  # the daemon's, read once
+
+    def __repr__(self) -> str:
+        return "%s(%r)" % (type(self).__name__, self.socket_path)
+
+    def _deadline(self, timeout_ms: Optional[float], fallback_ms: Optional[float]) -> Optional[float]:
+        """The socket deadline of a run or exec (None: no deadline)."""
+        if self.timeout is None:
+            return None
+        return (timeout_ms or fallback_ms or 600_000) / 1000.0 + self.timeout
+
+    def _needs_default_timeout(self, timeout_ms: Optional[float]) -> bool:
+        return self.timeout is not None and not timeout_ms and self._default_timeout_ms is None
+
+    def _learn_default_timeout(self, info: Mapping[str, Any]) -> None:
+        self._default_timeout_ms = float((info.get("default_limits") or {}).get("timeout_ms") or 0)
+
+
+def exec_fallback_ms(created: Optional[Mapping[str, Any]]) -> Optional[float]:
+    """A session's default exec timeout, from its creation answer."""
+    return ((created or {}).get("limits") or {}).get("timeout_ms")
 
 
 def session_path(session_id: str) -> str:

@@ -25,7 +25,7 @@ import json
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from . import _wire
-from ._wire import API, NDJSON, Files, Result, Retry
+from ._wire import API, NDJSON, Files, Result
 from .errors import DaemonUnreachable, NotFound, NsboxError, RequestTimeout
 
 __all__ = ["AsyncClient", "AsyncSession"]
@@ -111,19 +111,8 @@ class _Response:
         self.writer.close()
 
 
-class AsyncClient:
+class AsyncClient(_wire.ClientBase):
     """An asyncio client of one nsbox daemon; arguments as nsbox.Client."""
-
-    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 60.0,
-                 connect_timeout: float = 10.0, retries: Union[Retry, int, None] = None):
-        self.socket_path = _wire.socket_path(socket_path)
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.retry = _wire.retry_policy(retries)
-        self._default_timeout_ms: Optional[float] = None
-
-    def __repr__(self) -> str:
-        return "AsyncClient(%r)" % self.socket_path
 
     async def _exchange(self, method: str, path: str, body: bytes, headers: Dict[str, str],
                         timeout: Optional[float]) -> _Response:
@@ -220,12 +209,9 @@ class AsyncClient:
             resp.close()
 
     async def _run_deadline(self, timeout_ms: Optional[float]) -> Optional[float]:
-        if self.timeout is None:
-            return None
-        if not timeout_ms and self._default_timeout_ms is None:
-            info = await self.info()
-            self._default_timeout_ms = float((info.get("default_limits") or {}).get("timeout_ms") or 0)
-        return _wire.read_deadline(timeout_ms, self._default_timeout_ms, self.timeout)
+        if self._needs_default_timeout(timeout_ms):
+            self._learn_default_timeout(await self.info())
+        return self._deadline(timeout_ms, self._default_timeout_ms)
 
     # --- API (as nsbox.Client)
 
@@ -287,10 +273,7 @@ class AsyncSession:
     async def exec(self, code: str, timeout_ms: Optional[int] = None, on_stdout: Output = None,
                    on_stderr: Output = None) -> Result:
         req = _wire.exec_body(code, timeout_ms)
-        deadline: Optional[float] = None
-        if self.client.timeout is not None:
-            fallback = ((self.created or {}).get("limits") or {}).get("timeout_ms")
-            deadline = _wire.read_deadline(timeout_ms, fallback, self.client.timeout)
+        deadline = self.client._deadline(timeout_ms, _wire.exec_fallback_ms(self.created))
         if on_stdout is not None or on_stderr is not None:
             return await self.client._stream(self._path + "/exec", req, on_stdout, on_stderr, deadline)
         return Result(await self.client._json("POST", self._path + "/exec", req, deadline=deadline))

@@ -27,7 +27,7 @@ import http.client
 import json
 import socket
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import _wire
 from ._wire import API, DEFAULT_SOCKET, NDJSON, Files, Result, Retry
@@ -59,7 +59,7 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = s
 
 
-class Client:
+class Client(_wire.ClientBase):
     """A client of one nsbox daemon.
 
     socket_path: default $NSBOX_SOCKET, then /run/nsbox/nsbox.sock.
@@ -68,17 +68,6 @@ class Client:
     connect_timeout: seconds to connect. retries: an nsbox.Retry, or a number
     of retries of 429/503 answers (0: none).
     """
-
-    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 60.0,
-                 connect_timeout: float = 10.0, retries: Union[Retry, int, None] = None):
-        self.socket_path = _wire.socket_path(socket_path)
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.retry = _wire.retry_policy(retries)
-        self._default_timeout_ms: Optional[float] = None
-
-    def __repr__(self) -> str:
-        return "Client(%r)" % self.socket_path
 
     # --- transport
 
@@ -156,12 +145,9 @@ class Client:
             conn.close()
 
     def _run_deadline(self, timeout_ms: Optional[float]) -> Optional[float]:
-        if self.timeout is None:
-            return None
-        if not timeout_ms and self._default_timeout_ms is None:
-            info = self.info()
-            self._default_timeout_ms = float((info.get("default_limits") or {}).get("timeout_ms") or 0)
-        return _wire.read_deadline(timeout_ms, self._default_timeout_ms, self.timeout)
+        if self._needs_default_timeout(timeout_ms):
+            self._learn_default_timeout(self.info())
+        return self._deadline(timeout_ms, self._default_timeout_ms)
 
     # --- API
 
@@ -237,19 +223,13 @@ class Session:
         """The session's state ("idle", "busy", "dead" with dead_reason), limits, exec count, expires_at."""
         return self.client._json("GET", self._path)
 
-    def _exec_deadline(self, timeout_ms: Optional[int]) -> Optional[float]:
-        if self.client.timeout is None:
-            return None
-        fallback = ((self.created or {}).get("limits") or {}).get("timeout_ms")
-        return _wire.read_deadline(timeout_ms, fallback, self.client.timeout)
-
     def exec(self, code: str, timeout_ms: Optional[int] = None, on_stdout: Output = None,
              on_stderr: Output = None) -> Result:
         """Runs code in the session and returns its Result: value (repr of
         the last expression), exception, figures, files changed. State
         persists between execs. on_stdout/on_stderr stream the output."""
         req = _wire.exec_body(code, timeout_ms)
-        deadline = self._exec_deadline(timeout_ms)
+        deadline = self.client._deadline(timeout_ms, _wire.exec_fallback_ms(self.created))
         if on_stdout is not None or on_stderr is not None:
             return self.client._stream(self._path + "/exec", req, on_stdout, on_stderr, deadline)
         return Result(self.client._json("POST", self._path + "/exec", req, deadline=deadline))

@@ -109,7 +109,7 @@ def _recv(ctl):
 
 def _mask(p):
     try:
-        st = os.lstat(p)
+        os.lstat(p)
     except FileNotFoundError:
         return
     if os.path.isdir(p) and not os.path.islink(p):
