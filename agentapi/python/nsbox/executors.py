@@ -61,6 +61,22 @@ def error_info(r: Result) -> Optional[Dict[str, str]]:
     return {"type": kind, "message": message, "traceback": exc.get("traceback") or r.stderr}
 
 
+def error_text(r: Result, stderr: str) -> str:
+    """What to add to stderr so that it tells a model what went wrong: the
+    traceback when stderr lacks it, and for a limit or the sandbox ending
+    the run, a last line naming it (TimeoutError: ...)."""
+    err = error_info(r)
+    if err is None:
+        return ""
+    out = ""
+    tb = err["traceback"]
+    if tb and tb not in stderr:
+        out += tb if tb.endswith("\n") else tb + "\n"
+    if r.status != "exception":
+        out += "%s: %s\n" % (err["type"], err["message"])
+    return out
+
+
 class SecureExecutor:
     """Runs Python code in a fresh nsbox sandbox per call (smolagents style).
 

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 from ._wire import Result
 from .client import Client, Session
 from .errors import NotFound, SessionDead
-from .executors import error_info
+from .executors import error_text
 
 __all__ = ["CodeExecutionSession", "PythonExecTool", "HOUR_MS"]
 
@@ -120,11 +120,7 @@ class CodeExecutionSession:
             raise TypeError("code must be a str of Python source code, not %s" % type(code).__name__)
         r: Result = self._h.call(lambda s: s.exec(code, timeout_ms=timeout_ms))
         stderr = self._h.take_notice() + r.stderr
-        err = error_info(r)
-        if err is not None and err["traceback"] and err["traceback"] not in stderr:
-            stderr += err["traceback"]
-        elif err is not None and not err["traceback"]:
-            stderr += "%s: %s\n" % (err["type"], err["message"])
+        stderr += error_text(r, stderr)
         return {"stdout": r.stdout, "stderr": stderr, "return_code": _RETURN_CODES.get(r.status, 1),
                 "files": [f for f in r.files or [] if not f.get("dir")], "value": r.value}
 
@@ -205,11 +201,8 @@ class PythonExecTool:
         out = self._h.take_notice() + r.stdout
         if r.value is not None:
             out += r.value + "\n"
-        err = error_info(r)
-        if err is not None:
-            out += r.stderr if r.stderr and r.stderr not in out else ""
-            out += err["traceback"] if err["traceback"] and err["traceback"] != r.stderr else \
-                "%s: %s\n" % (err["type"], err["message"])
+        if not r.ok:
+            out += r.stderr + error_text(r, r.stderr)
         return out
 
     def close(self) -> None:

@@ -154,7 +154,9 @@ class SessionToolsTest(unittest.TestCase):
             self.assertIn("ZeroDivisionError: division by zero", out["stderr"])
             out = cs.execute("while True: pass", timeout_ms=300)
             self.assertEqual(out["return_code"], 124)
-            self.assertIn("TimeoutError", out["stderr"] + "TimeoutError")
+            self.assertIn("KeyboardInterrupt", out["stderr"], "where it was stopped")
+            self.assertTrue(out["stderr"].endswith("TimeoutError: the code ran past its time limit and was stopped\n"),
+                            out["stderr"])
             info = cs.session.info()
             self.assertEqual(info["idle_timeout_ms"], 3600000)
             self.assertEqual(cs.handle({"code": "print(len(nums))"})["stdout"], "2\n")
@@ -192,6 +194,9 @@ class SessionToolsTest(unittest.TestCase):
                             "print(df.groupby('region').amount.sum().to_dict())")  # code side
             self.assertEqual(text, "{'north': 17, 'south': 5}\n")
             self.assertIn("NameError", tool.run("undefined_name"))
+            tool.timeout_ms = 300
+            self.assertTrue(tool.run("import time\ntime.sleep(30)").endswith(
+                "TimeoutError: the code ran past its time limit and was stopped\n"))
             self.assertEqual(tool.run("len(df)"), "3\n", "state persists")
             defn = tool.get_tool_definition()
             self.assertEqual(defn["function"]["name"], "execute_python_code")
