@@ -199,6 +199,39 @@ func earlier(a, b time.Time) time.Time {
 	return b
 }
 
+// Freeze stops every process of the cgroup (cgroup.freeze on v2, the v1
+// freezer) and waits, up to about two seconds, until the kernel reports it
+// frozen: from then on none of them runs, forks or exits. ErrController:
+// a v1 hierarchy without the freezer.
+func (c *Cgroup) Freeze() error {
+	if !c.v2 {
+		if _, ok := c.dir["freezer"]; !ok {
+			return fmt.Errorf("cgroup %s: freezer: %w", c.id, ErrController)
+		}
+	}
+	if !c.freeze(true, time.Now().Add(killTimeout)) {
+		c.freeze(false, time.Now())
+		return fmt.Errorf("cgroup %s: %w", c.id, ErrFreezeTimeout)
+	}
+	return nil
+}
+
+// Thaw lets the processes of a frozen cgroup run again.
+func (c *Cgroup) Thaw() error {
+	dir, file, val := c.hier[0], "cgroup.freeze", "0"
+	if !c.v2 {
+		d, ok := c.dir["freezer"]
+		if !ok {
+			return fmt.Errorf("cgroup %s: freezer: %w", c.id, ErrController)
+		}
+		dir, file, val = d, "freezer.state", "THAWED"
+	}
+	if err := writeFile(dir, file, val); err != nil {
+		return fmt.Errorf("cgroup %s: thaw: %w", c.id, err)
+	}
+	return nil
+}
+
 // freeze freezes (or thaws) the cgroup and, when freezing, waits until it
 // is frozen. It reports whether the cgroup was frozen.
 func (c *Cgroup) freeze(on bool, deadline time.Time) bool {

@@ -416,3 +416,47 @@ func TestRewriteKeepsTheMember(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFreezeThaw: a frozen cgroup's busy process uses no CPU until it is
+// thawed, then runs again; a frozen cgroup can still be killed.
+func TestFreezeThaw(t *testing.T) {
+	m := newTestManager(t)
+	c := create(t, m, "freeze", Limits{CPUs: 1})
+	g := startGated(t, `while :; do :; done`)
+	if err := c.Add(g.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	g.release(t)
+	cpu := func() time.Duration {
+		t.Helper()
+		s, err := c.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.CPUUsage
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := c.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	frozen := cpu()
+	time.Sleep(300 * time.Millisecond)
+	if d := cpu() - frozen; d > 5*time.Millisecond {
+		t.Errorf("a frozen busy loop used %v of CPU in 300 ms", d)
+	}
+	if err := c.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	thawed := cpu()
+	time.Sleep(300 * time.Millisecond)
+	if d := cpu() - thawed; d < 20*time.Millisecond {
+		t.Errorf("a thawed busy loop used only %v of CPU in 300 ms", d)
+	}
+	if err := c.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Kill(); err != nil {
+		t.Fatalf("Kill of a frozen cgroup: %v", err)
+	}
+	_ = g.cmd.Wait()
+}

@@ -14,6 +14,8 @@ var (
 	ErrSharedCgroup = errors.New("own cgroup has other processes, cannot enable controllers for sandboxes: run nsbox in a cgroup of its own (systemd service with Delegate=yes, or systemd-run -p Delegate=yes)")
 	// ErrKillTimeout means processes were still in the cgroup after Kill gave up.
 	ErrKillTimeout = errors.New("processes still in cgroup after kill")
+	// ErrFreezeTimeout: the kernel did not report the cgroup frozen in time.
+	ErrFreezeTimeout = errors.New("cgroup not frozen in time")
 	// ErrMalformed means a /proc or cgroup file could not be parsed.
 	ErrMalformed = errors.New("malformed cgroup file")
 )

@@ -63,6 +63,13 @@ func (s *Sandbox) Control() *os.File { return s.control }
 // Workspace gives host-side access to /workspace while the sandbox lives.
 func (s *Sandbox) Workspace() *Workspace { return s.ws }
 
+// Pause freezes every process of the sandbox (its cgroup): they keep their
+// memory and use no CPU until Resume. Kill works on a paused sandbox.
+func (s *Sandbox) Pause() error { return s.cg.Freeze() }
+
+// Resume thaws a paused sandbox.
+func (s *Sandbox) Resume() error { return s.cg.Thaw() }
+
 // Stats reads the sandbox's cgroup counters now.
 func (s *Sandbox) Stats() (cgroup.Stats, error) { return s.cg.Stats() }
 

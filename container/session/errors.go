@@ -8,4 +8,5 @@ var (
 	ErrTooMany  = errors.New("too many live sessions; delete one or raise --max-sessions")
 	ErrDead     = errors.New("the session is dead; create a new one")
 	ErrClosed   = errors.New("the session manager is shutting down")
+	ErrBusy     = errors.New("the session is running an exec; pause it once the exec is over")
 )

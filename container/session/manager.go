@@ -123,6 +123,9 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = idle
 	}
+	if opts.IdleAction == "" {
+		opts.IdleAction = IdleEnd
+	}
 	if opts.Lifetime > 0 && opts.Lifetime < lifetime {
 		lifetime = opts.Lifetime
 	}

@@ -16,9 +16,16 @@ type State string
 
 // Session states.
 const (
-	StateIdle State = "idle" // alive, no exec running
-	StateBusy State = "busy" // an exec is running
-	StateDead State = "dead" // its sandbox is gone; DeadReason says why
+	StateIdle   State = "idle"   // alive, no exec running
+	StateBusy   State = "busy"   // an exec is running
+	StatePaused State = "paused" // frozen: its processes keep their memory and use no CPU
+	StateDead   State = "dead"   // its sandbox is gone; DeadReason says why
+)
+
+// What a session does when its idle timeout passes.
+const (
+	IdleEnd   = "end"   // it ends (the default)
+	IdlePause = "pause" // it is paused, and lives on until its lifetime ends
 )
 
 // Options describe a new session.
@@ -44,6 +51,8 @@ type Options struct {
 	Lifetime time.Duration
 	// AllowedImports binds every exec (runner.ExecRequest.AllowedImports).
 	AllowedImports []string
+	// IdleAction is IdleEnd (or empty) or IdlePause.
+	IdleAction string
 }
 
 // Info describes a session.
@@ -64,6 +73,9 @@ type Info struct {
 	// Expires is when the session's lifetime ends.
 	Expires        time.Time
 	AllowedImports []string // Options.AllowedImports
+	IdleAction     string   // Options.IdleAction, filled
+	// Paused is when the session was paused, for StatePaused.
+	Paused time.Time
 }
 
 // Session is one live (or dead, not yet removed) session.
@@ -88,6 +100,7 @@ type Session struct {
 	execs     int
 	idleTimer *time.Timer
 	ended     bool
+	paused    time.Time // when it was paused, while StatePaused
 }
 
 // ID is the session's id.
@@ -102,6 +115,7 @@ func (s *Session) Info() Info {
 		Created: s.created, LastUsed: s.lastUsed, ExecCount: s.execs,
 		IdleTimeout: s.opts.IdleTimeout, Limits: s.opts.Limits, Pooled: s.pooled, Owner: s.opts.Owner,
 		Expires: s.created.Add(s.opts.Lifetime), AllowedImports: s.opts.AllowedImports,
+		IdleAction: s.opts.IdleAction, Paused: s.paused,
 	}
 }
 
@@ -151,6 +165,9 @@ func (s *Session) Exec(ctx context.Context, req runner.ExecRequest) (*ExecResult
 		return nil, err
 	}
 	defer s.release()
+	if err := s.resumeHeld(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	s.state = StateBusy
 	s.execs++
@@ -185,9 +202,67 @@ func (s *Session) Exec(ctx context.Context, req runner.ExecRequest) (*ExecResult
 	return out, nil
 }
 
+// Pause freezes the session's sandbox: its interpreter and whatever it
+// started keep their memory and use no CPU until Resume or the next exec.
+// A session running an exec is not paused (ErrBusy); pausing a paused one
+// changes nothing.
+func (s *Session) Pause() error {
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return fmt.Errorf("session %s: %w", s.id, ErrBusy)
+	}
+	defer func() { <-s.sem }()
+	return s.pauseHeld()
+}
+
+// pauseHeld pauses the session; the caller holds s.sem.
+func (s *Session) pauseHeld() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state {
+	case StateDead:
+		return fmt.Errorf("session %s: %w: %s", s.id, ErrDead, s.deadWhy)
+	case StatePaused:
+		return nil
+	}
+	if err := s.r.Sandbox().Pause(); err != nil {
+		return fmt.Errorf("session %s: pause: %w", s.id, err)
+	}
+	s.state, s.paused = StatePaused, time.Now()
+	s.log.Info("session paused")
+	return nil
+}
+
+// Resume thaws a paused session (a session that is not paused is left as
+// it is). It waits for an operation that holds the session.
+func (s *Session) Resume(ctx context.Context) error {
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.release()
+	return s.resumeHeld()
+}
+
+// resumeHeld thaws the session if it is paused; the caller holds s.sem.
+func (s *Session) resumeHeld() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != StatePaused {
+		return nil
+	}
+	if err := s.r.Sandbox().Resume(); err != nil {
+		return fmt.Errorf("session %s: resume: %w", s.id, err)
+	}
+	s.log.Info("session resumed", "paused_for", time.Since(s.paused))
+	s.state, s.paused = StateIdle, time.Time{}
+	return nil
+}
+
 // die marks the session dead and tears its sandbox down (once).
 func (s *Session) die(st runner.Status, why string) {
 	s.mu.Lock()
+	wasPaused := s.state == StatePaused
 	if s.state != StateDead {
 		s.state, s.deadSt, s.deadWhy = StateDead, st, why
 	}
@@ -196,6 +271,9 @@ func (s *Session) die(st runner.Status, why string) {
 	s.mu.Unlock()
 	if ended {
 		return
+	}
+	if wasPaused { // let the interpreter see its end: a frozen one would hold the teardown
+		_ = s.r.Sandbox().Resume()
 	}
 	if s.lifeTimer != nil {
 		s.lifeTimer.Stop()
@@ -248,13 +326,24 @@ func (s *Session) expire() {
 		<-s.sem
 		return
 	}
-	if idle < s.opts.IdleTimeout {
-		s.idleTimer.Reset(s.opts.IdleTimeout - idle)
+	if idle < s.opts.IdleTimeout || s.state == StatePaused {
+		s.idleTimer.Reset(max(s.opts.IdleTimeout-idle, time.Second))
 		s.mu.Unlock()
 		<-s.sem
 		return
 	}
 	s.mu.Unlock()
+	if s.opts.IdleAction == IdlePause {
+		// Paused, it lives on until its lifetime ends; the timer keeps
+		// running to forget it once it is dead.
+		if err := s.pauseHeld(); err != nil {
+			s.log.Warn("idle session: pause failed, ending it", "err", err)
+		} else {
+			s.idleTimer.Reset(s.opts.IdleTimeout)
+			<-s.sem
+			return
+		}
+	}
 	s.log.Info("session idle: expiring", "idle", idle)
 	// Forget it only once its sandbox is gone: a 404 means nothing is left.
 	s.die(runner.StatusKilled, "expired after "+s.opts.IdleTimeout.String()+" idle")

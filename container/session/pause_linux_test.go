@@ -1,0 +1,147 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nsbox/nsbox/container/runner"
+)
+
+// cpuOf returns the session's sandbox CPU time now.
+func cpuOf(t *testing.T, s *Session) time.Duration {
+	t.Helper()
+	st, err := s.r.Sandbox().Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.CPUUsage
+}
+
+// TestPauseResume: a paused session's busy background thread uses no CPU
+// and makes no progress; resumed, it goes on where it was, with its
+// state; an exec on a paused session resumes it first.
+func TestPauseResume(t *testing.T) {
+	m, _ := newManager(t, Config{})
+	s := create(t, m, Options{})
+	run(t, s, "import threading\nn = [0]\ndef spin():\n    while True:\n        n[0] += 1\nthreading.Thread(target=spin, daemon=True).start()")
+	time.Sleep(100 * time.Millisecond)
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Pause(); err != nil {
+		t.Fatalf("pausing a paused session: %v", err)
+	}
+	info := s.Info()
+	if info.State != StatePaused || info.Paused.IsZero() {
+		t.Fatalf("info %+v, want paused", info)
+	}
+	before := cpuOf(t, s)
+	time.Sleep(300 * time.Millisecond)
+	if used := cpuOf(t, s) - before; used > 5*time.Millisecond {
+		t.Errorf("a paused session used %v of CPU in 300 ms", used)
+	}
+	if err := s.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Info().State; st != StateIdle {
+		t.Fatalf("state %s after Resume, want idle", st)
+	}
+	first, _ := strconv.Atoi(run(t, s, "n[0]").Value)
+	time.Sleep(100 * time.Millisecond)
+	second, _ := strconv.Atoi(run(t, s, "n[0]").Value)
+	if first <= 0 || second <= first {
+		t.Fatalf("the thread counted %d then %d: want it running after Resume", first, second)
+	}
+
+	// An exec on a paused session thaws it and runs.
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, s, "n[0] > 0"); res.Value != "True" {
+		t.Fatalf("exec on a paused session: %+v", res.Result)
+	}
+	if st := s.Info().State; st != StateIdle {
+		t.Fatalf("state %s after an exec, want idle", st)
+	}
+}
+
+// TestPauseRefusals: a running exec is not paused under it, a dead session
+// cannot be paused, and deleting a paused session ends it and its sandbox.
+func TestPauseRefusals(t *testing.T) {
+	m, _ := newManager(t, Config{})
+	s := create(t, m, Options{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = s.Exec(context.Background(), runner.ExecRequest{Code: "import time; time.sleep(1)"})
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Info().State != StateBusy && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := s.Pause(); !errors.Is(err, ErrBusy) {
+		t.Errorf("Pause during an exec: %v, want ErrBusy", err)
+	}
+	<-done
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Delete(s.ID()); err != nil {
+		t.Fatalf("Delete of a paused session: %v", err)
+	}
+	select {
+	case <-s.r.Sandbox().Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the paused session's sandbox outlived its Delete by 10 s")
+	}
+	if err := s.Pause(); !errors.Is(err, ErrDead) {
+		t.Errorf("Pause of a deleted session: %v, want ErrDead", err)
+	}
+}
+
+// TestIdlePause: with idle_action pause, an idle session is paused at its
+// idle timeout instead of ending, and the next exec finds its state.
+func TestIdlePause(t *testing.T) {
+	m, _ := newManager(t, Config{})
+	s := create(t, m, Options{IdleTimeout: 300 * time.Millisecond, IdleAction: IdlePause})
+	run(t, s, "x = 7")
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Info().State != StatePaused {
+		if time.Now().After(deadline) {
+			t.Fatalf("not paused 10 s after a 300 ms idle timeout: %+v", s.Info())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(700 * time.Millisecond) // two more idle timeouts: it stays paused, not ended
+	if st := s.Info().State; st != StatePaused {
+		t.Fatalf("state %s, want still paused", st)
+	}
+	if res := run(t, s, "x"); res.Value != "7" {
+		t.Fatalf("x = %q after the idle pause", res.Value)
+	}
+}
+
+// BenchmarkPauseResume measures one pause and one resume of an idle
+// session (the target: 5 ms each).
+func BenchmarkPauseResume(b *testing.B) {
+	m, _ := newManager(b, Config{})
+	s := create(b, m, Options{})
+	ctx := context.Background()
+	var pause, resume time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if err := s.Pause(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := s.Resume(ctx); err != nil {
+			b.Fatal(err)
+		}
+		pause, resume = pause+t1.Sub(t0), resume+time.Since(t1)
+	}
+	b.ReportMetric(float64(pause.Microseconds())/float64(b.N), "pause-µs/op")
+	b.ReportMetric(float64(resume.Microseconds())/float64(b.N), "resume-µs/op")
+}
