@@ -21,13 +21,18 @@ type SessionRequest struct {
 	// AllowedImports binds every exec of the session as
 	// RunRequest.AllowedImports binds a run.
 	AllowedImports []string `json:"allowed_imports"`
+	// IdleAction is what the idle timeout does: "end" the session, or
+	// "pause" it (it then lives until its lifetime ends); empty means the
+	// daemon's [sessions] idle_action.
+	IdleAction string `json:"idle_action,omitempty"`
 }
 
 // Session states.
 const (
-	SessionIdle = "idle"
-	SessionBusy = "busy"
-	SessionDead = "dead"
+	SessionIdle   = "idle"
+	SessionBusy   = "busy"
+	SessionPaused = "paused" // frozen: memory kept, no CPU; resume or exec thaws it
+	SessionDead   = "dead"
 )
 
 // Session describes a session (the response of POST /v1/sessions and
@@ -35,7 +40,7 @@ const (
 type Session struct {
 	ID     string `json:"id"`
 	Rootfs string `json:"rootfs"`
-	State  string `json:"state"` // idle, busy or dead
+	State  string `json:"state"` // idle, busy, paused or dead
 	// DeadStatus (oom, crashed, timeout, killed) and DeadReason say why a
 	// dead session died.
 	DeadStatus    string    `json:"dead_status,omitempty"`
@@ -49,6 +54,9 @@ type Session struct {
 	Limits    Limits    `json:"limits"`
 	// AllowedImports is the session's import allowlist (null: none).
 	AllowedImports []string `json:"allowed_imports"`
+	IdleAction     string   `json:"idle_action"`
+	// PausedAt is when a paused session was paused.
+	PausedAt *time.Time `json:"paused_at,omitempty"`
 	// Pooled: the session took a runner from the warm pool.
 	Pooled bool `json:"pooled,omitempty"`
 	// OwnerUID is the uid that created the session (from the socket's peer

@@ -33,7 +33,7 @@ func classify(err error) error {
 		class = errdefs.ErrNotFound
 	case errors.Is(err, session.ErrTooMany):
 		class = errdefs.ErrExhausted
-	case errors.Is(err, session.ErrDead):
+	case errors.Is(err, session.ErrDead), errors.Is(err, session.ErrBusy):
 		class = errdefs.ErrConflict
 	case errors.Is(err, session.ErrClosed):
 		return fmt.Errorf("%w: %w", err, ErrShuttingDown)

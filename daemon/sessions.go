@@ -35,6 +35,14 @@ func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest
 			return nil, err
 		}
 	}
+	idleAction := req.IdleAction
+	switch idleAction {
+	case "":
+		idleAction = pol.Sessions.IdleAction
+	case policy.IdleEnd, policy.IdlePause:
+	default:
+		return nil, errdefs.Field("idle_action", "%q: use %q or %q", idleAction, policy.IdleEnd, policy.IdlePause)
+	}
 	// The run validator checks rootfs, limits, env and files the same way.
 	j, err := pol.Validate(&agentapi.RunRequest{Argv: []string{"python3"}, Rootfs: req.Rootfs, Limits: req.Limits, Env: req.Env, Files: req.Files})
 	if err != nil {
@@ -48,6 +56,7 @@ func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest
 		Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
 		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: j.Env, Files: j.Files, Owner: owner(ctx),
 		Lifetime: time.Duration(req.LifetimeMs) * time.Millisecond, AllowedImports: req.AllowedImports,
+		IdleAction: idleAction,
 	})
 	if err != nil {
 		return nil, classify(err)
@@ -75,6 +84,34 @@ func (d *Daemon) Session(ctx context.Context, id string) (*agentapi.Session, err
 	sess, err := d.session(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	out := wireSession(sess.Info())
+	return &out, nil
+}
+
+// PauseSession freezes a session: its processes keep their memory and use
+// no CPU until ResumeSession or its next exec. A session running an exec
+// is a conflict.
+func (d *Daemon) PauseSession(ctx context.Context, id string) (*agentapi.Session, error) {
+	sess, err := d.session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := sess.Pause(); err != nil {
+		return nil, classify(err)
+	}
+	out := wireSession(sess.Info())
+	return &out, nil
+}
+
+// ResumeSession thaws a paused session (others are left as they are).
+func (d *Daemon) ResumeSession(ctx context.Context, id string) (*agentapi.Session, error) {
+	sess, err := d.session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := sess.Resume(ctx); err != nil {
+		return nil, classify(err)
 	}
 	out := wireSession(sess.Info())
 	return &out, nil
@@ -210,7 +247,11 @@ func wireSession(in session.Info) agentapi.Session {
 		ID: in.ID, Rootfs: in.Rootfs, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
 		CreatedAt: in.Created.UTC(), LastUsedAt: in.LastUsed.UTC(), ExecCount: in.ExecCount,
 		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: policy.WireLimits(in.Limits), Pooled: in.Pooled,
-		ExpiresAt: in.Expires.UTC(), AllowedImports: in.AllowedImports,
+		ExpiresAt: in.Expires.UTC(), AllowedImports: in.AllowedImports, IdleAction: in.IdleAction,
+	}
+	if !in.Paused.IsZero() {
+		at := in.Paused.UTC()
+		out.PausedAt = &at
 	}
 	if in.Owner >= 0 {
 		uid := uint32(in.Owner)

@@ -48,6 +48,25 @@ func (c *Client) DeleteSession(ctx context.Context, id string) error {
 	return c.doJSON(ctx, http.MethodDelete, "/sessions/"+url.PathEscape(id), nil, nil)
 }
 
+// PauseSession freezes a session (memory kept, no CPU) until
+// ResumeSession or its next exec.
+func (c *Client) PauseSession(ctx context.Context, id string) (*agentapi.Session, error) {
+	var s agentapi.Session
+	if err := c.doJSON(ctx, http.MethodPost, "/sessions/"+url.PathEscape(id)+"/pause", nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// ResumeSession thaws a paused session.
+func (c *Client) ResumeSession(ctx context.Context, id string) (*agentapi.Session, error) {
+	var s agentapi.Session
+	if err := c.doJSON(ctx, http.MethodPost, "/sessions/"+url.PathEscape(id)+"/resume", nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
 // Exec runs code in a session. An exception, a timeout or the session's
 // death is a result, not an error.
 func (c *Client) Exec(ctx context.Context, id string, req *agentapi.ExecRequest) (*agentapi.RunResult, error) {

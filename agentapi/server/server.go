@@ -27,6 +27,8 @@ type Core interface {
 	Sessions(ctx context.Context) []agentapi.Session
 	Session(ctx context.Context, id string) (*agentapi.Session, error)
 	DeleteSession(ctx context.Context, id string) error
+	PauseSession(ctx context.Context, id string) (*agentapi.Session, error)
+	ResumeSession(ctx context.Context, id string) (*agentapi.Session, error)
 	Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts daemon.RunOptions) (*agentapi.RunResult, error)
 	ListFiles(ctx context.Context, id string) (*agentapi.FileList, error)
 	WriteFile(ctx context.Context, id, path string, data []byte) error

@@ -19,6 +19,8 @@ func (s *Server) sessionRoutes() []route {
 		{http.MethodGet, v + "/{id}", s.handleSessionGet},
 		{http.MethodDelete, v + "/{id}", s.handleSessionDelete},
 		{http.MethodPost, v + "/{id}/exec", s.handleSessionExec},
+		{http.MethodPost, v + "/{id}/pause", s.handleSessionPause},
+		{http.MethodPost, v + "/{id}/resume", s.handleSessionResume},
 		{http.MethodGet, v + "/{id}/files", s.handleFileList},
 		{http.MethodPut, v + "/{id}/files/{path...}", s.handleFilePut},
 		{http.MethodGet, v + "/{id}/files/{path...}", s.handleFileGet},
@@ -61,6 +63,24 @@ func (s *Server) handleSessionDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleSessionPause(w http.ResponseWriter, r *http.Request) {
+	s.sessionCall(w, r, s.core.PauseSession)
+}
+
+func (s *Server) handleSessionResume(w http.ResponseWriter, r *http.Request) {
+	s.sessionCall(w, r, s.core.ResumeSession)
+}
+
+// sessionCall answers a body-less call on a session with its description.
+func (s *Server) sessionCall(w http.ResponseWriter, r *http.Request, call func(context.Context, string) (*agentapi.Session, error)) {
+	sess, err := call(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
 }
 
 func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {

@@ -34,6 +34,7 @@ func daemonCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-sessions", Usage: "live Python sessions at most", DefaultText: "16", EnvVars: env("MAX_SESSIONS")},
 			&cli.DurationFlag{Name: "session-idle-timeout", Usage: "default idle time before a session ends", DefaultText: "15m", EnvVars: env("SESSION_IDLE_TIMEOUT")},
 			&cli.DurationFlag{Name: "session-max-lifetime", Usage: "longest life of a session, idle or not", DefaultText: "24h", EnvVars: env("SESSION_MAX_LIFETIME")},
+			&cli.StringFlag{Name: "session-idle-action", Usage: "what a session's idle timeout does: end or pause (it then lives until its lifetime ends)", DefaultText: "end", EnvVars: env("SESSION_IDLE_ACTION")},
 			&cli.DurationFlag{Name: "shutdown-grace", Usage: "how long runs may finish on SIGTERM before they are killed", DefaultText: "30s", EnvVars: env("SHUTDOWN_GRACE")},
 			&cli.StringFlag{Name: "log-format", Usage: "json or text", DefaultText: "text", EnvVars: env("LOG_FORMAT")},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", DefaultText: "info", EnvVars: env("LOG_LEVEL")},

@@ -14,6 +14,7 @@ var flagKeys = []struct{ flag, key string }{
 	{"metrics-listen", "metrics_listen"}, {"cgroup-name", "cgroup_name"},
 	{"max-concurrent", "max_concurrent"}, {"queue", "queue"}, {"shutdown-grace", "shutdown_grace"},
 	{"max-sessions", "sessions.max"}, {"session-idle-timeout", "sessions.idle_timeout"}, {"session-max-lifetime", "sessions.max_lifetime"},
+	{"session-idle-action", "sessions.idle_action"},
 	{"pool-size", "pool.size"}, {"pool-refills", "pool.refills"}, {"spare-inits", "pool.spare_inits"}, {"pool-preimport", "pool.preimport"},
 	{"zygote", "zygote.enabled"},
 }

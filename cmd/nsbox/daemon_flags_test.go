@@ -66,12 +66,12 @@ func TestFlagKeys(t *testing.T) {
 	got, err := runDaemonFlags(t, "--socket", "/s.sock", "--state-dir", "/st", "--run-dir", "/r", "--rootfs-store", "/rs",
 		"--default-rootfs", "minimal", "--log-format", "json", "--log-level", "debug", "--metrics-listen", "127.0.0.1:1",
 		"--cgroup-name", "x", "--max-concurrent", "2", "--queue", "0", "--shutdown-grace", "1s",
-		"--max-sessions", "5", "--session-idle-timeout", "1m", "--session-max-lifetime", "1h",
+		"--max-sessions", "5", "--session-idle-timeout", "1m", "--session-max-lifetime", "1h", "--session-idle-action", "pause",
 		"--pool-size", "1", "--pool-refills", "2", "--spare-inits", "0", "--pool-preimport", "numpy", "--zygote=false")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.Sessions{Max: 5, IdleTimeout: time.Minute, MaxLifetime: time.Hour}
+	want := config.Sessions{Max: 5, IdleTimeout: time.Minute, MaxLifetime: time.Hour, IdleAction: "pause"}
 	if got.Socket != "/s.sock" || got.CgroupName != "x" || *got.Queue != 0 || got.Sessions != want || got.Pool.SpareInits != 0 ||
 		!slices.Equal(got.Pool.Preimport, []string{"numpy"}) || got.Zygote.Enabled {
 		t.Errorf("config = %+v", got)

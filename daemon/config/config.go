@@ -133,7 +133,8 @@ func (cfg *Config) overrideKeys() map[string]any {
 	m := map[string]any{
 		"max_concurrent": &cfg.MaxConcurrent, "queue": &cfg.Queue, "shutdown_grace": &cfg.ShutdownGrace,
 		"sessions.max": &cfg.Sessions.Max, "sessions.idle_timeout": &cfg.Sessions.IdleTimeout, "sessions.max_lifetime": &cfg.Sessions.MaxLifetime,
-		"pool.size": &cfg.Pool.Size, "pool.refills": &cfg.Pool.Refills, "pool.spare_inits": &cfg.Pool.SpareInits, "pool.preimport": &cfg.Pool.Preimport,
+		"sessions.idle_action": &cfg.Sessions.IdleAction,
+		"pool.size":            &cfg.Pool.Size, "pool.refills": &cfg.Pool.Refills, "pool.spare_inits": &cfg.Pool.SpareInits, "pool.preimport": &cfg.Pool.Preimport,
 		"zygote.enabled": &cfg.Zygote.Enabled,
 	}
 	for k, p := range cfg.stringKeys() {

@@ -32,10 +32,19 @@ type Sessions struct {
 	Max         int           // live sessions at most (default 16)
 	IdleTimeout time.Duration // default idle timeout (15m)
 	MaxLifetime time.Duration // a session's longest life, idle or not (24h)
+	// IdleAction is what an idle timeout does by default: "end" (the
+	// default) or "pause".
+	IdleAction string
 	// AdminGID, when set, is a group whose members see and manage every
 	// session, as root does; others only their own.
 	AdminGID *uint32
 }
+
+// Idle actions: what a session's idle timeout does.
+const (
+	IdleEnd   = "end"
+	IdlePause = "pause"
+)
 
 // DefaultMaxLimits are the maxima a request may ask for unless configured.
 func DefaultMaxLimits() container.Limits {
@@ -85,6 +94,13 @@ func New(p Policy) (*Rules, error) {
 	}
 	if pol.Sessions.MaxLifetime <= 0 {
 		pol.Sessions.MaxLifetime = 24 * time.Hour
+	}
+	switch pol.Sessions.IdleAction {
+	case "":
+		pol.Sessions.IdleAction = IdleEnd
+	case IdleEnd, IdlePause:
+	default:
+		return nil, fmt.Errorf("policy: sessions idle_action %q: use %q or %q", pol.Sessions.IdleAction, IdleEnd, IdlePause)
 	}
 	for _, pr := range profiles {
 		if err := ValidProfileName(pr.Name); err != nil {

@@ -1,0 +1,98 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+)
+
+// TestSessionPauseResume drives pause and resume through the API: state and
+// paused_at, a pause refused while an exec runs (409), an exec that thaws
+// a paused session and finds its state, idle_action "pause", and the
+// refusals of bad input.
+func TestSessionPauseResume(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	id := newSession(t, d, &agentapi.SessionRequest{})
+	execOK(t, d, id, "x = 41")
+	s, err := d.client.PauseSession(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != agentapi.SessionPaused || s.PausedAt == nil {
+		t.Fatalf("after pause: %+v", s)
+	}
+	if got, err := d.client.Session(ctx, id); err != nil || got.State != agentapi.SessionPaused {
+		t.Fatalf("GET a paused session: %+v %v", got, err)
+	}
+	if s, err = d.client.ResumeSession(ctx, id); err != nil || s.State != agentapi.SessionIdle || s.PausedAt != nil {
+		t.Fatalf("after resume: %+v %v", s, err)
+	}
+	if _, err := d.client.PauseSession(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if res := execOK(t, d, id, "x + 1"); res.Value != "42" {
+		t.Fatalf("exec on a paused session: %q", res.Value)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.client.Exec(ctx, id, &agentapi.ExecRequest{Code: "import time; time.sleep(1)"})
+		done <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s, err := d.client.Session(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.State == agentapi.SessionBusy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the exec never showed as busy")
+		}
+	}
+	var ae *agentapi.Error
+	if _, err := d.client.PauseSession(ctx, id); !errors.As(err, &ae) || ae.Status != http.StatusConflict {
+		t.Errorf("pause during an exec: %v, want 409", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.client.PauseSession(ctx, "0000000000000000"); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+		t.Errorf("pause of no session: %v, want 404", err)
+	}
+
+	idle := newSession(t, d, &agentapi.SessionRequest{IdleTimeoutMs: 300, IdleAction: "pause"})
+	execOK(t, d, idle, "y = 7")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s, err := d.client.Session(ctx, idle)
+		if err != nil {
+			t.Fatalf("the idle session is gone: %v", err)
+		}
+		if s.State == agentapi.SessionPaused {
+			if s.IdleAction != "pause" {
+				t.Errorf("idle_action %q", s.IdleAction)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not paused 30 s after a 300 ms idle timeout: %+v", s)
+		}
+	}
+	if res := execOK(t, d, idle, "y"); res.Value != "7" {
+		t.Fatalf("y = %q after the idle pause", res.Value)
+	}
+	_, err = d.client.CreateSession(ctx, &agentapi.SessionRequest{IdleAction: "sleep"})
+	wantFieldError(t, err, "idle_action")
+	for _, sid := range []string{id, idle} {
+		if err := d.client.DeleteSession(ctx, sid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.assertClean(t)
+}
