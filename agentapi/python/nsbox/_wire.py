@@ -170,10 +170,12 @@ def run_body(code: Optional[str], argv: Optional[Sequence[str]], language: str, 
 
 def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idle_timeout_ms: Optional[int],
                  env: Optional[Mapping[str, str]], files: Optional[Files], lifetime_ms: Optional[int],
-                 allowed_imports: Optional[Iterable[str]]) -> Dict[str, Any]:
+                 allowed_imports: Optional[Iterable[str]], idle_action: Optional[str]) -> Dict[str, Any]:
+    if idle_action not in (None, "end", "pause"):
+        raise _invalid("idle_action %r: use \"end\" or \"pause\"" % (idle_action,))
     return _put({}, rootfs=rootfs, limits=check_limits(limits), idle_timeout_ms=idle_timeout_ms,
                 env=dict(env) if env is not None else None, files=files_list(files), lifetime_ms=lifetime_ms,
-                allowed_imports=check_imports(allowed_imports))
+                allowed_imports=check_imports(allowed_imports), idle_action=idle_action)
 
 
 def exec_body(code: str, timeout_ms: Optional[int]) -> Dict[str, Any]:

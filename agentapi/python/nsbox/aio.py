@@ -238,9 +238,11 @@ class AsyncClient(_wire.ClientBase):
     async def session(self, rootfs: Optional[str] = None, limits: Optional[Mapping[str, Any]] = None,
                       idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
                       files: Optional[Files] = None, lifetime_ms: Optional[int] = None,
-                      allowed_imports: Optional[Iterable[str]] = None) -> AsyncSession:
+                      allowed_imports: Optional[Iterable[str]] = None,
+                      idle_action: Optional[str] = None) -> AsyncSession:
         """As nsbox.Client.session; use the result with `async with`."""
-        req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports)
+        req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
+                                 idle_action)
         info = await self._json("POST", API + "/sessions", req)
         return AsyncSession(self, info["id"], info)
 
@@ -277,6 +279,12 @@ class AsyncSession:
         if on_stdout is not None or on_stderr is not None:
             return await self.client._stream(self._path + "/exec", req, on_stdout, on_stderr, deadline)
         return Result(await self.client._json("POST", self._path + "/exec", req, deadline=deadline))
+
+    async def pause(self) -> Dict[str, Any]:
+        return await self.client._json("POST", self._path + "/pause")
+
+    async def resume(self) -> Dict[str, Any]:
+        return await self.client._json("POST", self._path + "/resume")
 
     async def upload(self, path: str, data: Any) -> None:
         await self.client._call("PUT", _wire.file_url(self.id, path), _wire.upload_bytes(data),

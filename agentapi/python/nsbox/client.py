@@ -185,12 +185,15 @@ class Client(_wire.ClientBase):
     def session(self, rootfs: Optional[str] = None, limits: Optional[Mapping[str, Any]] = None,
                 idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
                 files: Optional[Files] = None, lifetime_ms: Optional[int] = None,
-                allowed_imports: Optional[Iterable[str]] = None) -> Session:
+                allowed_imports: Optional[Iterable[str]] = None, idle_action: Optional[str] = None) -> Session:
         """Starts a session (a persistent Python interpreter and /workspace)
         and returns it once ready. Use it as a context manager to close it.
         lifetime_ms ends it that long after its creation (default: the
-        daemon's max_lifetime); allowed_imports binds every exec."""
-        req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports)
+        daemon's max_lifetime); allowed_imports binds every exec;
+        idle_action "pause" pauses it at its idle timeout instead of ending
+        it ("end")."""
+        req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
+                                 idle_action)
         info = self._json("POST", API + "/sessions", req)
         return Session(self, info["id"], info)
 
@@ -233,6 +236,15 @@ class Session:
         if on_stdout is not None or on_stderr is not None:
             return self.client._stream(self._path + "/exec", req, on_stdout, on_stderr, deadline)
         return Result(self.client._json("POST", self._path + "/exec", req, deadline=deadline))
+
+    def pause(self) -> Dict[str, Any]:
+        """Freezes the session: its processes keep their memory and use no
+        CPU until resume() or the next exec. Returns the session's info."""
+        return self.client._json("POST", self._path + "/pause")
+
+    def resume(self) -> Dict[str, Any]:
+        """Thaws a paused session. Returns the session's info."""
+        return self.client._json("POST", self._path + "/resume")
 
     def upload(self, path: str, data: Any) -> None:
         """Writes data (bytes, str or a file object) to path under

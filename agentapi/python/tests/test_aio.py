@@ -79,6 +79,9 @@ class AsyncClientTest(unittest.TestCase):
                     await s.download("d/blob.bin")
                 with self.assertRaises(nsbox.InvalidArgument):
                     await s.download("../etc/passwd")
+                paused = (await s.pause())["state"]
+                resumed = (await s.resume())["state"]
+                self.assertEqual((paused, resumed), ("paused", "idle"))
                 state = (await s.info())["state"]
             listed = [x["id"] for x in await self.c.sessions()]
             return s, v, exc, timeout, alive, "".join(chunks), back == blob, files, state, listed

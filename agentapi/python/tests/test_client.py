@@ -182,6 +182,19 @@ class ClientTest(unittest.TestCase):
             self.assertTrue(s.exec("import json").ok)
             self.assertEqual(s.exec("import os").exception["name"], "ImportError")
 
+    def test_pause_resume(self):
+        with self.nsbox.session(idle_action="pause") as s:
+            s.exec("x = 41")
+            info = s.pause()
+            self.assertEqual((info["state"], info["idle_action"]), ("paused", "pause"))
+            self.assertIsNotNone(info["paused_at"])
+            self.assertEqual(s.info()["state"], "paused")
+            self.assertEqual(s.resume()["state"], "idle")
+            s.pause()
+            self.assertEqual(s.exec("x + 1").value, "42", "an exec thaws a paused session")
+        with self.assertRaisesRegex(nsbox.InvalidArgument, "idle_action"):
+            self.nsbox.session(idle_action="sleep")
+
     def test_deadline(self):
         # A client deadline shorter than the daemon's answer: RequestTimeout,
         # which is also a TimeoutError.
