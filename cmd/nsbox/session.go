@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +41,7 @@ func sessionCommand() *cli.Command {
 					socketFlag(),
 					&cli.StringFlag{Name: "rootfs", Usage: "rootfs `NAME`", DefaultText: "the daemon's"},
 					&cli.DurationFlag{Name: "idle-timeout", Usage: "end the session after this long unused", DefaultText: "the daemon's"},
+					&cli.StringFlag{Name: "idle-action", Usage: "what the idle timeout does: end, or pause (frozen until its lifetime ends)", DefaultText: "the daemon's"},
 				}, cmdline.LimitFlags(true, false)...),
 				Action: sessionCreate,
 			},
@@ -56,6 +58,10 @@ func sessionCommand() *cli.Command {
 			},
 			{Name: "ls", Usage: "list sessions", Flags: []cli.Flag{socketFlag(), &cli.BoolFlag{Name: "json"}}, Action: sessionList},
 			{Name: "rm", Usage: "end sessions", ArgsUsage: "ID...", Flags: []cli.Flag{socketFlag()}, Action: sessionRemove},
+			{Name: "pause", Usage: "freeze sessions: memory kept, no CPU, until resume or their next exec", ArgsUsage: "ID...",
+				Flags: []cli.Flag{socketFlag()}, Action: sessionEach((*client.Client).PauseSession)},
+			{Name: "resume", Usage: "thaw paused sessions", ArgsUsage: "ID...",
+				Flags: []cli.Flag{socketFlag()}, Action: sessionEach((*client.Client).ResumeSession)},
 			{
 				Name:      "cp",
 				Usage:     "copy a file into (LOCAL ID:PATH) or out of (ID:PATH LOCAL) a session's /workspace; - is stdin/stdout",
@@ -71,7 +77,8 @@ func sessionCreate(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return cmdline.UsageError(c, "session create takes no arguments (got %q)", c.Args().First())
 	}
-	req := &agentapi.SessionRequest{Rootfs: c.String("rootfs"), IdleTimeoutMs: c.Duration("idle-timeout").Milliseconds()}
+	req := &agentapi.SessionRequest{Rootfs: c.String("rootfs"), IdleTimeoutMs: c.Duration("idle-timeout").Milliseconds(),
+		IdleAction: c.String("idle-action")}
 	lim, err := cmdline.ReadLimits(c)
 	if err != nil {
 		return err
@@ -167,6 +174,27 @@ func sessionRemove(c *cli.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sessionEach is `nsbox session pause|resume ID...`: call on each id and
+// print each session's state.
+func sessionEach(call func(*client.Client, context.Context, string) (*agentapi.Session, error)) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() == 0 {
+			return cmdline.UsageError(c, "usage: nsbox session %s ID [ID...]", c.Command.Name)
+		}
+		cl := sessionClient(c)
+		var errs []error
+		for _, id := range c.Args().Slice() {
+			s, err := call(cl, c.Context, id)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", id, err))
+				continue
+			}
+			fmt.Fprintf(c.App.Writer, "%s %s\n", s.ID, s.State)
+		}
+		return errors.Join(errs...)
+	}
 }
 
 // splitRemote parses ID:PATH.
