@@ -23,8 +23,9 @@ installed are skipped with a note (apt-get install bubblewrap runc).
 Then, through the daemon over its Unix socket (a private daemon of this
 binary on temp paths, or --socket): warm (pooled) and cold print(1),
 import pandas pre-imported in the pool and cold (on the data-science rootfs
-"default", skipped when it is missing), a session exec round trip, and
-runs/s at each concurrency, cold and warm in turn.
+"default", skipped when it is missing), a session exec round trip, a
+session's pause + resume, and runs/s at each concurrency, cold and warm in
+turn.
 
 Then the zygote (private daemons only, on "default"): import pandas, and
 import pandas, matplotlib.pyplot, scipy, sklearn, each cold, forked from

@@ -71,6 +71,13 @@ func benchThroughDaemon(ctx context.Context, o Options, rep *report) error {
 			}
 			return sess.Pooled, err
 		}},
+		{name: "session pause + resume (two calls)", target: "<= 10 ms p50 (5 each)", do: func(ctx context.Context) (bool, error) {
+			_, err := cl.PauseSession(ctx, sess.ID)
+			if err == nil {
+				_, err = cl.ResumeSession(ctx, sess.ID)
+			}
+			return sess.Pooled, err
+		}},
 	}
 	if err := addLatency(ctx, &rep.DaemonLatency, d, cases, o.DaemonRuns); err != nil {
 		return err
