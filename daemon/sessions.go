@@ -81,37 +81,32 @@ func (d *Daemon) Sessions(ctx context.Context) []agentapi.Session {
 
 // Session describes one session.
 func (d *Daemon) Session(ctx context.Context, id string) (*agentapi.Session, error) {
-	sess, err := d.session(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	out := wireSession(sess.Info())
-	return &out, nil
+	return d.onSession(ctx, id, nil)
 }
 
 // PauseSession freezes a session: its processes keep their memory and use
 // no CPU until ResumeSession or its next exec. A session running an exec
 // is a conflict.
 func (d *Daemon) PauseSession(ctx context.Context, id string) (*agentapi.Session, error) {
-	sess, err := d.session(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sess.Pause(); err != nil {
-		return nil, classify(err)
-	}
-	out := wireSession(sess.Info())
-	return &out, nil
+	return d.onSession(ctx, id, (*session.Session).Pause)
 }
 
 // ResumeSession thaws a paused session (others are left as they are).
 func (d *Daemon) ResumeSession(ctx context.Context, id string) (*agentapi.Session, error) {
+	return d.onSession(ctx, id, func(s *session.Session) error { return s.Resume(ctx) })
+}
+
+// onSession finds the caller's session, applies do to it (when not nil)
+// and describes it.
+func (d *Daemon) onSession(ctx context.Context, id string, do func(*session.Session) error) (*agentapi.Session, error) {
 	sess, err := d.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := sess.Resume(ctx); err != nil {
-		return nil, classify(err)
+	if do != nil {
+		if err := do(sess); err != nil {
+			return nil, classify(err)
+		}
 	}
 	out := wireSession(sess.Info())
 	return &out, nil

@@ -264,6 +264,11 @@ def stream_event(line: bytes) -> Tuple[str, Any]:
     return "", None
 
 
+def callback(kind: str, on_stdout: Any, on_stderr: Any) -> Any:
+    """The stream callback for an event kind (None for a result or none)."""
+    return on_stdout if kind == "stdout" else on_stderr if kind == "stderr" else None
+
+
 class Result:
     """The result of a run or an exec (docs/API.md, "Result").
 

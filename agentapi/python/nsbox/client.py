@@ -138,7 +138,7 @@ class Client(_wire.ClientBase):
                 kind, val = _wire.stream_event(line)
                 if kind == "result":
                     return val
-                cb = on_stdout if kind == "stdout" else on_stderr if kind == "stderr" else None
+                cb = _wire.callback(kind, on_stdout, on_stderr)
                 if cb is not None:
                     cb(val)
         finally:
