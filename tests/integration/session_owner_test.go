@@ -108,11 +108,16 @@ func TestSessionsBelongToTheirCaller(t *testing.T) {
 		{"session", "exec", mine.ID, "print(secret)"},
 		{"session", "rm", mine.ID},
 		{"session", "cp", mine.ID + ":x", "-"},
+		{"session", "pause", mine.ID},
+		{"session", "resume", mine.ID},
 	} {
 		out, err := asNobody(t, bin, d, args...)
 		if err == nil || strings.Contains(out, "root-api-key") || !strings.Contains(out, "not_found") {
 			t.Errorf("nobody: nsbox %s: %v\n%s\nwant a not_found error and no secret", strings.Join(args, " "), err, out)
 		}
+	}
+	if s, err := d.client.Session(ctx, mine.ID); err != nil || s.State != agentapi.SessionIdle {
+		t.Errorf("root's session after nobody's pause: %+v, %v; want it idle", s, err)
 	}
 	res, err := d.client.Exec(ctx, mine.ID, &agentapi.ExecRequest{Code: "print(secret)"})
 	if err != nil || res.Stdout != "root-api-key-123\n" {
