@@ -77,7 +77,17 @@ func (m *metrics) buildInfo(version string) {
 func (m *metrics) registerSessions(mgr *session.Manager) {
 	m.reg.MustRegister(m.sessionExecs, m.sessionsEnded, prometheus.NewGaugeFunc(
 		prometheus.GaugeOpts{Name: "nsbox_sessions_live", Help: "Sessions whose sandbox is up."},
-		func() float64 { return float64(mgr.Live()) }))
+		func() float64 { return float64(mgr.Live()) }), prometheus.NewGaugeFunc(
+		prometheus.GaugeOpts{Name: "nsbox_sessions_paused", Help: "Live sessions that are paused (frozen: memory kept, no CPU)."},
+		func() float64 {
+			n := 0
+			for _, in := range mgr.List() {
+				if in.State == session.StatePaused {
+					n++
+				}
+			}
+			return float64(n)
+		}))
 }
 
 // Metrics is the daemon's Prometheus registry, for a transport to serve.

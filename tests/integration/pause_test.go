@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +30,9 @@ func TestSessionPauseResume(t *testing.T) {
 	}
 	if got, err := d.client.Session(ctx, id); err != nil || got.State != agentapi.SessionPaused {
 		t.Fatalf("GET a paused session: %+v %v", got, err)
+	}
+	if m := metricsText(t, d); !strings.Contains(m, "nsbox_sessions_paused 1\n") {
+		t.Errorf("/metrics does not count the paused session:\n%s", m)
 	}
 	if s, err = d.client.ResumeSession(ctx, id); err != nil || s.State != agentapi.SessionIdle || s.PausedAt != nil {
 		t.Fatalf("after resume: %+v %v", s, err)
@@ -95,4 +100,19 @@ func TestSessionPauseResume(t *testing.T) {
 		}
 	}
 	d.assertClean(t)
+}
+
+// metricsText is the daemon's /metrics page.
+func metricsText(t *testing.T, d *daemon) string {
+	t.Helper()
+	resp, err := d.http.Get("http://nsbox/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }
