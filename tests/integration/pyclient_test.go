@@ -82,11 +82,10 @@ func TestPythonPackage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("python -m unittest (the installed nsbox package): %v\n%s", err, out)
 	}
-	if strings.Contains(string(out), "skipped 'set NSBOX_SOCKET") {
+	if strings.Contains(string(out), "skipped 'set NSBOX_SOCKET to") || strings.Contains(string(out), "skipped 'set NSBOX_SOCKET_ONE_SESSION") {
 		t.Fatalf("the package's tests did not see the daemons:\n%s", out)
 	}
 	if datasci && (strings.Contains(string(out), "skipped 'set NSBOX_DATASCI_ROOTFS") ||
-		strings.Contains(string(out), "skipped 'set NSBOX_SOCKET and NSBOX_DATASCI_ROOTFS") ||
 		strings.Contains(string(out), "skipped 'the examples use")) {
 		t.Fatalf("tests were skipped although the data-science rootfs is there:\n%s", out)
 	}

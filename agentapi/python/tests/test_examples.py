@@ -15,7 +15,7 @@ DATASCI = os.environ.get("NSBOX_DATASCI_ROOTFS")
 EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "*.py")))
 
 
-@unittest.skipUnless(SOCKET and DATASCI, "set NSBOX_SOCKET and NSBOX_DATASCI_ROOTFS (the examples use pandas)")
+@unittest.skipUnless(SOCKET and DATASCI, "set NSBOX_DATASCI_ROOTFS and NSBOX_SOCKET (the examples use pandas)")
 class ExamplesTest(unittest.TestCase):
     def test_examples(self):
         default = Client(socket_path=SOCKET).info()["default_rootfs"]
