@@ -65,20 +65,28 @@ func TestDeclaredOversizeBodyRefusedUnread(t *testing.T) {
 	}
 }
 
+// inUse is what is reserved now.
+func (b *bodyBudget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
 func TestBodyBudget(t *testing.T) {
 	const max = 64 << 10
 	ts := startServer(t, nil, func(c *testConfig) { c.MaxBodyBytes, c.MaxBodyBytesInFlight = max, max+max/2 })
 	first := bigRun(max)
 	a := rawConn(t, ts)
 	startBody(t, a, len(first), first[:max/2]) // holds its reservation while it trickles
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		// The second full-size body does not fit beside the first.
-		_, err = ts.client.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"true"}, Env: map[string]string{"PAD": strings.Repeat("y", max-100)}})
-		if err != nil {
-			break
+	// Wait until the server has reserved it: a competitor sent before that
+	// would take the budget first and get the held body refused instead.
+	for deadline := time.Now().Add(10 * time.Second); ts.srv.bodies.inUse() != int64(len(first)); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the held body's %d bytes never showed in the budget (%d in use)", len(first), ts.srv.bodies.inUse())
 		}
 	}
+	// The second full-size body does not fit beside the first.
+	_, err := ts.client.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"true"}, Env: map[string]string{"PAD": strings.Repeat("y", max-100)}})
 	var ae *agentapi.Error
 	if !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests || !strings.Contains(ae.Message, "budget") || ae.RetryAfter <= 0 {
 		t.Fatalf("second big body beside a held one: %v, want 429 naming the budget with Retry-After", err)
