@@ -8,9 +8,9 @@ import json
 import os
 import random
 import urllib.parse
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
-from .errors import BY_STATUS, InvalidArgument, NsboxError
+from .errors import BY_CODE, BY_STATUS, InvalidArgument, NsboxError
 
 DEFAULT_SOCKET = "/run/nsbox/nsbox.sock"
 API = "/v1"
@@ -35,6 +35,12 @@ def unreachable_message(path: str, err: BaseException) -> str:
     return ("nsbox daemon at %s does not answer: %s. Is it running? Start it with "
             "`sudo systemctl start nsbox.socket` (installed) or `sudo nsbox daemon`; "
             "or point $NSBOX_SOCKET (or socket_path=) at the socket of a running daemon" % (path, err))
+
+
+def cut_off(method: str, path: str) -> NsboxError:
+    """The error of an answer the daemon began and did not finish (it
+    stopped or crashed mid-run). Never retried: the work may have begun."""
+    return NsboxError("internal", "%s %s: the daemon closed the connection mid-answer" % (method, path))
 
 
 class Retry:
@@ -92,7 +98,7 @@ def error_from(status: int, body: bytes, retry_after: Optional[str]) -> NsboxErr
     except (ValueError, KeyError, TypeError):
         pass
     retry = int(retry_after) if retry_after and retry_after.strip().isdigit() else None
-    return BY_STATUS.get(status, NsboxError)(code, message, status, retry)
+    return (BY_STATUS.get(status) or BY_CODE.get(code) or NsboxError)(code, message, status, retry)
 
 
 def _invalid(message: str) -> InvalidArgument:
@@ -104,11 +110,17 @@ def check_limits(limits: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]
         return None
     if not isinstance(limits, Mapping):
         raise _invalid("limits: give a dict with some of %s, not %s" % (", ".join(LIMIT_KEYS), type(limits).__name__))
-    unknown = sorted(set(limits) - set(LIMIT_KEYS))
+    unknown = sorted(set(limits) - set(LIMIT_KEYS), key=str)
     if unknown:
         raise _invalid("limits: unknown key%s %s; the known keys are %s" % (
             "s" if len(unknown) > 1 else "", ", ".join(map(repr, unknown)), ", ".join(LIMIT_KEYS)))
-    return dict(limits)
+    for key, val in limits.items():
+        # JSON integers, as the daemon decodes them (cpus may be fractional).
+        number = (int, float) if key == "cpus" else (int,)
+        if val is not None and (isinstance(val, bool) or not isinstance(val, number)):
+            raise _invalid("limits[%r]: give %s, not %s %r" % (
+                key, "a number" if key == "cpus" else "an integer", type(val).__name__, val))
+    return _put({}, **limits)
 
 
 def check_imports(allowed_imports: Optional[Iterable[str]]) -> Optional[List[str]]:
@@ -137,7 +149,7 @@ def files_list(files: Optional[Files]) -> Optional[List[Dict[str, Any]]]:
             else:
                 raise _invalid("files[%r]: give str or bytes, not %s" % (path, type(content).__name__))
         return out
-    return list(files)
+    return [dict(f) for f in files]
 
 
 def _put(req: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
@@ -181,9 +193,11 @@ def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idl
 def exec_body(code: str, timeout_ms: Optional[int]) -> Dict[str, Any]:
     if not isinstance(code, str):
         raise TypeError("code must be a str of source code, not %s" % type(code).__name__)
+    if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)):
+        raise TypeError("timeout_ms: give an integer (milliseconds), not %s %r" % (type(timeout_ms).__name__, timeout_ms))
     req: Dict[str, Any] = {"code": code}
     if timeout_ms:
-        req["timeout_ms"] = int(timeout_ms)
+        req["timeout_ms"] = timeout_ms
     return req
 
 
@@ -197,22 +211,37 @@ class ClientBase:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.retry = retry_policy(retries)
-        self._default_timeout_ms: Optional[float] = None  # the daemon's, read once
+        # The daemon's default run timeout and its profiles' (name -> ms),
+        # read from /v1/info by the first run that names no timeout_ms.
+        self._timeouts: Optional[Dict[str, float]] = None
 
     def __repr__(self) -> str:
         return "%s(%r)" % (type(self).__name__, self.socket_path)
 
     def _deadline(self, timeout_ms: Optional[float], fallback_ms: Optional[float]) -> Optional[float]:
-        """The socket deadline of a run or exec (None: no deadline)."""
+        """The socket deadline of a run or exec (None: no deadline): its
+        time limit (else fallback_ms, else ten minutes) plus timeout."""
         if self.timeout is None:
             return None
         return (timeout_ms or fallback_ms or 600_000) / 1000.0 + self.timeout
 
-    def _needs_default_timeout(self, timeout_ms: Optional[float]) -> bool:
-        return self.timeout is not None and not timeout_ms and self._default_timeout_ms is None
+    def _needs_timeouts(self, req: Mapping[str, Any]) -> bool:
+        """Whether the deadline of run request req needs /v1/info first."""
+        return self.timeout is not None and not (req.get("limits") or {}).get("timeout_ms") and self._timeouts is None
 
-    def _learn_default_timeout(self, info: Mapping[str, Any]) -> None:
-        self._default_timeout_ms = float((info.get("default_limits") or {}).get("timeout_ms") or 0)
+    def _learn_timeouts(self, info: Mapping[str, Any]) -> None:
+        t = {"": float((info.get("default_limits") or {}).get("timeout_ms") or 0)}
+        for p in info.get("profiles") or []:
+            t[p.get("name", "")] = float((p.get("limits") or {}).get("timeout_ms") or 0)
+        self._timeouts = t
+
+    def _run_deadline_of(self, req: Mapping[str, Any]) -> Optional[float]:
+        """The deadline of run request req: its timeout_ms, else its
+        profile's (a profile's limits fill those the request leaves out),
+        else the daemon's default."""
+        t = self._timeouts or {}
+        return self._deadline((req.get("limits") or {}).get("timeout_ms"),
+                              t.get(req.get("profile") or "") or t.get(""))
 
 
 def exec_fallback_ms(created: Optional[Mapping[str, Any]]) -> Optional[float]:
@@ -244,12 +273,28 @@ def upload_bytes(data: Any) -> bytes:
     raise TypeError("data: give bytes, str or a file object, not %s" % type(data).__name__)
 
 
-def stream_event(line: bytes) -> Tuple[str, Any]:
+def json_object(data: bytes, what: str) -> Dict[str, Any]:
+    """The JSON object of an answer or event ({} for an empty body)."""
+    if not data.strip():
+        return {}
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict):
+        raise NsboxError("internal", "%s: not a JSON object: %r" % (what, data[:80]))
+    return obj
+
+
+def listed(answer: Mapping[str, Any], key: str) -> List[Dict[str, Any]]:
+    """The list answer[key] of a listing (GET /v1/sessions, .../files)."""
+    return list(answer.get(key) or [])
+
+
+def stream_event(line: bytes, what: str) -> Tuple[str, Union[str, Result, None]]:
     """One NDJSON event -> ("stdout"|"stderr", text), ("result", Result),
     or raises the stream's error; ("", None) for a blank or unknown line."""
-    if not line.strip():
-        return "", None
-    ev = json.loads(line)
+    ev = json_object(line, what)
     kind = ev.get("type")
     if kind in ("stdout", "stderr"):
         data = ev.get("data")
@@ -260,11 +305,15 @@ def stream_event(line: bytes) -> Tuple[str, Any]:
         return kind, Result(ev["result"])
     if kind == "error":
         err = ev.get("error") or {}
-        raise NsboxError(err.get("code", "internal"), err.get("message", "stream error"))
+        code = err.get("code", "internal")
+        raise BY_CODE.get(code, NsboxError)(code, err.get("message", "stream error"))
     return "", None
 
 
-def callback(kind: str, on_stdout: Any, on_stderr: Any) -> Any:
+C = TypeVar("C")
+
+
+def callback(kind: str, on_stdout: Optional[C], on_stderr: Optional[C]) -> Optional[C]:
     """The stream callback for an event kind (None for a result or none)."""
     return on_stdout if kind == "stdout" else on_stderr if kind == "stderr" else None
 

@@ -39,14 +39,19 @@ _MAX_LINE = 64 << 20  # one NDJSON event, as the daemon bounds a stream chunk
 class _Response:
     """A response read off an asyncio stream: status, headers, body reader."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, status: int,
-                 headers: Dict[str, str], timeout: Optional[float]):
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, method: str, path: str,
+                 status: int, headers: Dict[str, str], timeout: Optional[float]):
         self.reader, self.writer = reader, writer
+        self.method, self.path = method, path
         self.status, self.headers = status, headers
         self.timeout = timeout
         self._chunked = "chunked" in headers.get("transfer-encoding", "").lower()
         length = headers.get("content-length")
-        self._left: Optional[int] = int(length) if length is not None and not self._chunked else None
+        self._left: Optional[int] = None
+        if length is not None and not self._chunked:
+            if not length.isdigit():
+                raise self._malformed("Content-Length %r" % length)
+            self._left = int(length)
         self._buf = b""
         self._eof = False
 
@@ -54,9 +59,15 @@ class _Response:
         try:
             return await asyncio.wait_for(coro, self.timeout)
         except asyncio.TimeoutError as e:
-            raise RequestTimeout("timeout", "no answer from the nsbox daemon within %ss" % self.timeout) from e
-        except asyncio.IncompleteReadError as e:
-            raise NsboxError("internal", "the daemon closed the connection mid-answer") from e
+            raise RequestTimeout("timeout", "%s %s: no answer from the nsbox daemon within %ss" % (
+                self.method, self.path, self.timeout)) from e
+        except (asyncio.IncompleteReadError, OSError) as e:
+            raise _wire.cut_off(self.method, self.path) from e
+        except asyncio.LimitOverrunError as e:
+            raise self._malformed("a chunk header longer than %d bytes" % _MAX_HEADER_LINE) from e
+
+    def _malformed(self, what: str) -> NsboxError:
+        return NsboxError("internal", "%s %s: not an HTTP/1.1 answer: %s" % (self.method, self.path, what))
 
     async def _chunk(self) -> bytes:
         """The next piece of the body; b"" at its end."""
@@ -64,7 +75,10 @@ class _Response:
             return b""
         if self._chunked:
             size_line = await self._read(self.reader.readuntil(b"\r\n"))
-            size = int(size_line.split(b";", 1)[0].strip(), 16)
+            try:
+                size = int(size_line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                raise self._malformed("chunk size %r" % size_line[:40]) from None
             if size == 0:
                 while (await self._read(self.reader.readuntil(b"\r\n"))) != b"\r\n":
                     pass  # trailers
@@ -78,7 +92,7 @@ class _Response:
                 return b""
             data = await self._read(self.reader.read(min(self._left, 1 << 16)))
             if not data:
-                raise NsboxError("internal", "the daemon closed the connection mid-answer")
+                raise _wire.cut_off(self.method, self.path)
             self._left -= len(data)
             return data
         data = await self._read(self.reader.read(1 << 16))
@@ -132,9 +146,11 @@ class AsyncClient(_wire.ClientBase):
             try:
                 await asyncio.wait_for(writer.drain(), timeout)
                 status_line = await asyncio.wait_for(reader.readline(), timeout)
+                if not status_line:  # as http.client's RemoteDisconnected
+                    raise ConnectionError("it closed the connection without an answer")
                 parts = status_line.split(None, 2)
-                if len(parts) < 2 or not parts[0].startswith(b"HTTP/"):
-                    raise NsboxError("internal", "not an HTTP answer: %r" % status_line[:80])
+                if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+                    raise NsboxError("internal", "%s %s: not an HTTP/1.1 answer: %r" % (method, path, status_line[:80]))
                 hdrs: Dict[str, str] = {}
                 while True:
                     line = await asyncio.wait_for(reader.readline(), timeout)
@@ -147,7 +163,7 @@ class AsyncClient(_wire.ClientBase):
                     method, path, self.socket_path, timeout)) from e
             except (OSError, ValueError) as e:
                 raise DaemonUnreachable("unreachable", _wire.unreachable_message(self.socket_path, e)) from e
-            return _Response(reader, writer, int(parts[1]), hdrs, timeout)
+            return _Response(reader, writer, method, path, int(parts[1]), hdrs, timeout)
         except BaseException:
             writer.close()
             raise
@@ -185,9 +201,10 @@ class AsyncClient(_wire.ClientBase):
         finally:
             resp.close()
 
-    async def _json(self, method: str, path: str, body: Any = None, deadline: Optional[float] = -1.0) -> Any:
+    async def _json(self, method: str, path: str, body: Any = None,
+                    deadline: Optional[float] = -1.0) -> Dict[str, Any]:
         data = await self._call(method, path, body, deadline=deadline)
-        return json.loads(data) if data else None
+        return _wire.json_object(data, "%s %s" % (method, path))
 
     async def _stream(self, path: str, body: Dict[str, Any], on_stdout: Output, on_stderr: Output,
                       deadline: Optional[float]) -> Result:
@@ -196,22 +213,22 @@ class AsyncClient(_wire.ClientBase):
             while True:
                 line = await resp.readline()
                 if not line:
-                    raise NsboxError("internal", "the stream ended before its result")
-                kind, val = _wire.stream_event(line)
-                if kind == "result":
+                    raise _wire.cut_off("POST", path)
+                kind, val = _wire.stream_event(line, "POST " + path)
+                if isinstance(val, Result):
                     return val
                 cb = _wire.callback(kind, on_stdout, on_stderr)
-                if cb is not None:
+                if cb is not None and val is not None:
                     out = cb(val)
                     if inspect.isawaitable(out):
                         await out
         finally:
             resp.close()
 
-    async def _run_deadline(self, timeout_ms: Optional[float]) -> Optional[float]:
-        if self._needs_default_timeout(timeout_ms):
-            self._learn_default_timeout(await self.info())
-        return self._deadline(timeout_ms, self._default_timeout_ms)
+    async def _run_deadline(self, req: Dict[str, Any]) -> Optional[float]:
+        if self._needs_timeouts(req):
+            self._learn_timeouts(await self.info())
+        return self._run_deadline_of(req)
 
     # --- API (as nsbox.Client)
 
@@ -230,7 +247,7 @@ class AsyncClient(_wire.ClientBase):
         """As nsbox.Client.run."""
         req = _wire.run_body(code, argv, language, files, limits, stdin, env, rootfs, profile, return_files,
                              allowed_imports)
-        deadline = await self._run_deadline((req.get("limits") or {}).get("timeout_ms"))
+        deadline = await self._run_deadline(req)
         if on_stdout is not None or on_stderr is not None:
             return await self._stream(API + "/runs", req, on_stdout, on_stderr, deadline)
         return Result(await self._json("POST", API + "/runs", req, deadline=deadline))
@@ -247,7 +264,7 @@ class AsyncClient(_wire.ClientBase):
         return AsyncSession(self, info["id"], info)
 
     async def sessions(self) -> List[Dict[str, Any]]:
-        return (await self._json("GET", API + "/sessions"))["sessions"]
+        return _wire.listed(await self._json("GET", API + "/sessions"), "sessions")
 
 
 class AsyncSession:
@@ -262,9 +279,8 @@ class AsyncSession:
     async def __aenter__(self) -> AsyncSession:
         return self
 
-    async def __aexit__(self, *exc: Any) -> bool:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
-        return False
 
     def __repr__(self) -> str:
         return "AsyncSession(%r)" % self.id
@@ -297,7 +313,7 @@ class AsyncSession:
         await self.client._call("DELETE", _wire.file_url(self.id, path))
 
     async def files(self) -> List[Dict[str, Any]]:
-        return (await self.client._json("GET", self._path + "/files"))["files"]
+        return _wire.listed(await self.client._json("GET", self._path + "/files"), "files")
 
     async def close(self) -> None:
         try:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from . import _wire
 from ._wire import API, DEFAULT_SOCKET, NDJSON, Files, Result, Retry
-from .errors import DaemonUnreachable, NotFound, NsboxError, RequestTimeout
+from .errors import DaemonUnreachable, NotFound, RequestTimeout
 
 __all__ = ["Client", "Session", "Result", "Retry", "DEFAULT_SOCKET"]
 
@@ -85,6 +85,11 @@ class Client(_wire.ClientBase):
         while True:
             conn = _UnixHTTPConnection(self.socket_path, timeout, self.connect_timeout)
             try:
+                conn.connect()
+            except OSError as e:  # refused, no such socket, connect_timeout
+                conn.close()
+                raise DaemonUnreachable("unreachable", _wire.unreachable_message(self.socket_path, e)) from e
+            try:
                 conn.request(method, path, body=body, headers=headers)
                 resp = conn.getresponse()
             except socket.timeout as e:
@@ -115,12 +120,15 @@ class Client(_wire.ClientBase):
             return resp.read()
         except socket.timeout as e:
             raise RequestTimeout("timeout", "%s %s: the answer stalled" % (method, path)) from e
+        except (OSError, http.client.HTTPException) as e:
+            raise _wire.cut_off(method, path) from e
         finally:
             conn.close()
 
-    def _json(self, method: str, path: str, body: Any = None, deadline: Optional[float] = -1.0) -> Any:
+    def _json(self, method: str, path: str, body: Any = None,
+              deadline: Optional[float] = -1.0) -> Dict[str, Any]:
         data = self._call(method, path, body, deadline=deadline)
-        return json.loads(data) if data else None
+        return _wire.json_object(data, "%s %s" % (method, path))
 
     def _stream(self, path: str, body: Dict[str, Any], on_stdout: Output, on_stderr: Output,
                 deadline: Optional[float]) -> Result:
@@ -133,21 +141,23 @@ class Client(_wire.ClientBase):
                     line = resp.readline()
                 except socket.timeout as e:
                     raise RequestTimeout("timeout", "POST %s: no event within %ss" % (path, deadline)) from e
+                except (OSError, http.client.HTTPException) as e:
+                    raise _wire.cut_off("POST", path) from e
                 if not line:
-                    raise NsboxError("internal", "the stream ended before its result")
-                kind, val = _wire.stream_event(line)
-                if kind == "result":
+                    raise _wire.cut_off("POST", path)
+                kind, val = _wire.stream_event(line, "POST " + path)
+                if isinstance(val, Result):
                     return val
                 cb = _wire.callback(kind, on_stdout, on_stderr)
-                if cb is not None:
+                if cb is not None and val is not None:
                     cb(val)
         finally:
             conn.close()
 
-    def _run_deadline(self, timeout_ms: Optional[float]) -> Optional[float]:
-        if self._needs_default_timeout(timeout_ms):
-            self._learn_default_timeout(self.info())
-        return self._deadline(timeout_ms, self._default_timeout_ms)
+    def _run_deadline(self, req: Dict[str, Any]) -> Optional[float]:
+        if self._needs_timeouts(req):
+            self._learn_timeouts(self.info())
+        return self._run_deadline_of(req)
 
     # --- API
 
@@ -177,7 +187,7 @@ class Client(_wire.ClientBase):
         """
         req = _wire.run_body(code, argv, language, files, limits, stdin, env, rootfs, profile, return_files,
                              allowed_imports)
-        deadline = self._run_deadline((req.get("limits") or {}).get("timeout_ms"))
+        deadline = self._run_deadline(req)
         if on_stdout is not None or on_stderr is not None:
             return self._stream(API + "/runs", req, on_stdout, on_stderr, deadline)
         return Result(self._json("POST", API + "/runs", req, deadline=deadline))
@@ -199,7 +209,7 @@ class Client(_wire.ClientBase):
 
     def sessions(self) -> List[Dict[str, Any]]:
         """Lists the caller's sessions (dicts, as GET /v1/sessions)."""
-        return self._json("GET", API + "/sessions")["sessions"]
+        return _wire.listed(self._json("GET", API + "/sessions"), "sessions")
 
 
 class Session:
@@ -215,9 +225,8 @@ class Session:
     def __enter__(self) -> Session:
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: object) -> None:
         self.close()
-        return False
 
     def __repr__(self) -> str:
         return "Session(%r)" % self.id
@@ -262,7 +271,7 @@ class Session:
 
     def files(self) -> List[Dict[str, Any]]:
         """Lists /workspace: dicts with path, size, mode, mtime, sha256, mime, dir, symlink."""
-        return self.client._json("GET", self._path + "/files")["files"]
+        return _wire.listed(self.client._json("GET", self._path + "/files"), "files")
 
     def close(self) -> None:
         """Ends the session (idempotent)."""

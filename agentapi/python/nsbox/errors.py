@@ -69,3 +69,9 @@ BY_STATUS = {
     400: InvalidArgument, 403: Forbidden, 404: NotFound, 409: SessionDead,
     413: PayloadTooLarge, 429: ResourceExhausted, 500: InternalError, 503: Unavailable,
 }
+
+BY_CODE = {
+    "invalid_argument": InvalidArgument, "forbidden": Forbidden, "not_found": NotFound,
+    "session_dead": SessionDead, "payload_too_large": PayloadTooLarge, "resource_exhausted": ResourceExhausted,
+    "internal": InternalError, "unavailable": Unavailable,
+}

@@ -152,11 +152,19 @@ class ClientTest(unittest.TestCase):
             self.nsbox.run(code="1", limits={"timeout": 5, "memory_bytes": 1 << 20})
         self.assertIn("unknown key 'timeout'", cm.exception.message)
         self.assertIn("timeout_ms", cm.exception.message)
+        with self.assertRaisesRegex(nsbox.InvalidArgument, r"limits\['timeout_ms'\]: give an integer, not str '5s'"):
+            self.nsbox.run(code="1", limits={"timeout_ms": "5s"})
+        with self.assertRaisesRegex(nsbox.InvalidArgument, r"limits\['memory_bytes'\]: give an integer, not float"):
+            self.nsbox.run(code="1", limits={"memory_bytes": 1e9})
+        self.assertTrue(self.nsbox.run(code="1", limits={"cpus": 0.5, "pids": None}).ok)
         with self.assertRaisesRegex(nsbox.InvalidArgument, "list of module names"):
             self.nsbox.run(code="1", allowed_imports="pandas")
         with self.nsbox.session() as s:
             with self.assertRaisesRegex(TypeError, "code must be a str"):
                 s.exec(None)
+            with self.assertRaisesRegex(TypeError, "timeout_ms: give an integer"):
+                s.exec("1", timeout_ms="5000")
+            self.assertEqual(s.info()["exec_count"], 0, "no bad exec reached the daemon")
         with self.assertRaisesRegex(TypeError, "retries"):
             Client(socket_path=SOCKET, retries="3")
 

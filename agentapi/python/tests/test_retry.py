@@ -34,10 +34,42 @@ class _Handler(socketserver.StreamRequestHandler):
         srv = self.server
         with srv.lock:
             srv.times.append(time.monotonic())
-            status, headers, body = srv.script.pop(0) if srv.script else srv.last
+            answer = srv.script.pop(0) if srv.script else srv.last
+        if isinstance(answer, _Raw):
+            time.sleep(answer.delay)
+            try:
+                self.wfile.write(answer.data)
+            except BrokenPipeError:
+                pass  # the client gave up first (its deadline)
+            return
+        status, headers, body = answer
         head = "HTTP/1.1 %d X\r\nContent-Length: %d\r\nConnection: close\r\n" % (status, len(body))
         head += "".join("%s: %s\r\n" % kv for kv in headers.items())
         self.wfile.write(head.encode() + b"\r\n" + body)
+
+
+class _Raw:
+    """An answer written as it is, after delay seconds, then the
+    connection closes."""
+
+    def __init__(self, data, delay=0.0):
+        self.data, self.delay = data, delay
+
+
+def _chunked(*events, end=True):
+    """A 200 NDJSON answer in chunked encoding, one chunk per event, as the
+    daemon streams; end=False cuts it off after the events."""
+    out = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
+    for ev in events:
+        line = json.dumps(ev).encode() + b"\n"
+        out += b"%x\r\n%s\r\n" % (len(line), line)
+    return _Raw(out + (b"0\r\n\r\n" if end else b""))
+
+
+def _json(obj, delay=0.0):
+    body = json.dumps(obj).encode()
+    return _Raw(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(body), body), delay)
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -124,6 +156,99 @@ class ScriptedTest(unittest.TestCase):
 
         with self.assertRaises(nsbox.ResourceExhausted):
             asyncio.run(off())
+
+
+    def test_stream_retried_before_it_starts(self):
+        # A 429 comes before any event: the streamed run is sent again.
+        events = ({"type": "start", "id": "r1"}, {"type": "stdout", "data": "a\n"},
+                  {"type": "stderr", "data": "b\n"},
+                  {"type": "result", "result": {"status": "ok", "stdout": "a\n", "stderr": "b\n"}})
+        limits = {"timeout_ms": 5000}
+        srv, path = self.serve(_busy(None), _chunked(*events), _busy(None), _chunked(*events))
+        out, err = [], []
+        r = Client(socket_path=path, retries=Retry(backoff=0.01)).run(
+            code="x", limits=limits, on_stdout=out.append, on_stderr=err.append)
+        self.assertEqual((r.status, out, err), ("ok", ["a\n"], ["b\n"]))
+        self.assertEqual(len(srv.times), 2)
+
+        async def go():
+            aout = []
+            r = await AsyncClient(socket_path=path, retries=Retry(backoff=0.01)).run(
+                code="x", limits=limits, on_stdout=aout.append)
+            return r, aout
+
+        r, aout = asyncio.run(go())
+        self.assertEqual((r.status, aout), ("ok", ["a\n"]))
+        self.assertEqual(len(srv.times), 4)
+
+    def test_cut_off_stream_is_not_retried(self):
+        # Once an event has come the run has started: a stream that breaks
+        # is an error, never sent again (the code may have had effects).
+        cut = _chunked({"type": "start", "id": "r1"}, {"type": "stdout", "data": "a\n"}, end=False)
+        srv, path = self.serve(cut, cut)
+        out = []
+        with self.assertRaisesRegex(nsbox.NsboxError, "mid-answer") as cm:
+            Client(socket_path=path).run(code="x", limits={"timeout_ms": 5000}, on_stdout=out.append)
+        self.assertNotIsInstance(cm.exception, nsbox.DaemonUnreachable)
+        self.assertEqual((out, len(srv.times)), (["a\n"], 1))
+
+        async def go():
+            await AsyncClient(socket_path=path).run(code="x", limits={"timeout_ms": 5000}, on_stdout=print)
+
+        with self.assertRaisesRegex(nsbox.NsboxError, "mid-answer"):
+            asyncio.run(go())
+        self.assertEqual(len(srv.times), 2)
+
+    def test_stream_error_event(self):
+        # The daemon's last event when the sandbox could not be set up: the
+        # typed error of its code, not retried.
+        answer = _chunked({"type": "start", "id": "r1"},
+                          {"type": "error", "error": {"code": "internal", "message": "no cgroup"}})
+        srv, path = self.serve(answer, answer)
+        with self.assertRaisesRegex(nsbox.InternalError, "no cgroup"):
+            Client(socket_path=path).run(code="x", limits={"timeout_ms": 5000}, on_stdout=print)
+
+        async def go():
+            await AsyncClient(socket_path=path).run(code="x", limits={"timeout_ms": 5000}, on_stderr=print)
+
+        with self.assertRaisesRegex(nsbox.InternalError, "no cgroup"):
+            asyncio.run(go())
+        self.assertEqual(len(srv.times), 2)
+
+    def test_cut_off_body(self):
+        # A Content-Length answer cut short: the client's error, not
+        # http.client's IncompleteRead.
+        cut = _Raw(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"sta")
+        srv, path = self.serve(cut, cut)
+        with self.assertRaisesRegex(nsbox.NsboxError, "GET /v1/health: the daemon closed the connection mid-answer"):
+            Client(socket_path=path).health()
+
+        async def go():
+            await AsyncClient(socket_path=path).health()
+
+        with self.assertRaisesRegex(nsbox.NsboxError, "GET /v1/health: the daemon closed the connection mid-answer"):
+            asyncio.run(go())
+        self.assertEqual(len(srv.times), 2)
+
+    def test_deadline_follows_the_profile(self):
+        # A run that names no timeout_ms gets its profile's time limit (not
+        # the daemon's default) plus the client's timeout as its deadline.
+        info = {"default_limits": {"timeout_ms": 100},
+                "profiles": [{"name": "slow", "limits": {"timeout_ms": 5000}}]}
+        ok = {"status": "ok"}
+        for make in (Client, AsyncClient):
+            with self.subTest(client=make.__name__):
+                srv, path = self.serve(_json(info), _json(ok, delay=1.0), _json(ok, delay=1.0))
+                c = make(socket_path=path, timeout=0.3)
+
+                def call(**kw):
+                    r = c.run(code="x", **kw)
+                    return asyncio.run(r) if asyncio.iscoroutine(r) else r
+
+                self.assertEqual(call(profile="slow").status, "ok")
+                with self.assertRaises(nsbox.RequestTimeout):
+                    call()  # the default: 0.1 s + 0.3 s
+                self.assertEqual(len(srv.times), 3, "/v1/info is read once")
 
 
 @unittest.skipUnless(ONE_SESSION, "set NSBOX_SOCKET_ONE_SESSION to a daemon started with --max-sessions 1")
