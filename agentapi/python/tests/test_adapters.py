@@ -148,6 +148,8 @@ class SessionToolsTest(unittest.TestCase):
             self.assertEqual((out["stdout"], out["stderr"], out["return_code"]), ("done\n", "", 0), out)
             self.assertEqual([f["path"] for f in out["files"]], ["sum.txt"])
             self.assertEqual(cs.download("sum.txt"), b"7")
+            out = cs.execute("open('in/data.txt', 'a').write('5\\n')")
+            self.assertEqual([f["path"] for f in out["files"]], ["in/data.txt"], "a changed file is listed")
             self.assertEqual(cs.execute("len(nums)")["value"], "2", "state persists")
             out = cs.execute("1 / 0")
             self.assertEqual(out["return_code"], 1)
@@ -172,9 +174,19 @@ class SessionToolsTest(unittest.TestCase):
             expires = datetime.strptime(info["expires_at"][:19], "%Y-%m-%dT%H:%M:%S")
             self.assertEqual((expires - created).total_seconds(), 3600)
 
+    def test_a_missing_file_keeps_the_session(self):
+        with CodeExecutionSession(client=self.client) as cs:
+            cs.execute("x = 1")
+            sid = cs.session.id
+            with self.assertRaisesRegex(nsbox.NotFound, "missing.txt"):
+                cs.download("missing.txt")
+            out = cs.execute("x")
+            self.assertEqual((out["value"], out["stderr"], cs.session.id), ("1", "", sid))
+
     def test_a_dead_session_is_replaced(self):
         with CodeExecutionSession(client=self.client, limits={"memory_bytes": 64 << 20}) as cs:
             cs.execute("x = 1")
+            dead = cs.session.id
             out = cs.execute("b = bytearray(256 << 20)")
             self.assertEqual(out["return_code"], 137)
             out = cs.execute("print('again')")
@@ -182,6 +194,7 @@ class SessionToolsTest(unittest.TestCase):
             self.assertEqual(out["stdout"], "again\n")
             self.assertIn("a new one was started", out["stderr"])
             self.assertIn("NameError", cs.execute("x")["stderr"])
+            self.assertNotIn(dead, [s["id"] for s in self.client.sessions()], "the dead session was deleted")
 
     @unittest.skipUnless(DATASCI, "set NSBOX_DATASCI_ROOTFS to a rootfs with pandas")
     def test_python_exec_tool(self):
