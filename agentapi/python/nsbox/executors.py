@@ -89,7 +89,8 @@ class SecureExecutor:
     def __init__(self, allowed_imports: Optional[Iterable[str]] = None, execution_timeout: float = 5,
                  client: Optional[Client] = None, rootfs: Optional[str] = None,
                  limits: Optional[Mapping[str, Any]] = None, profile: Optional[str] = None):
-        if not execution_timeout or execution_timeout <= 0:
+        if (isinstance(execution_timeout, bool) or not isinstance(execution_timeout, (int, float))
+                or execution_timeout <= 0):
             raise ValueError("execution_timeout must be a positive number of seconds, not %r" % (execution_timeout,))
         if isinstance(allowed_imports, str):
             raise TypeError("allowed_imports: give a list of module names, e.g. [%r]" % allowed_imports)

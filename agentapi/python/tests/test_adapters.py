@@ -59,8 +59,9 @@ class SecureExecutorTest(unittest.TestCase):
         self.assertIn("line 2, in f", out["error"]["traceback"])
         with self.assertRaisesRegex(TypeError, "code must be a str"):
             ex.run(b"print(1)")
-        with self.assertRaises(ValueError):
-            SecureExecutor(execution_timeout=0)
+        for bad in (0, -1, "5", None):
+            with self.assertRaisesRegex(ValueError, "execution_timeout must be a positive number of seconds"):
+                SecureExecutor(execution_timeout=bad)
         with self.assertRaises(TypeError):
             SecureExecutor(allowed_imports="pandas")
 
