@@ -72,7 +72,7 @@ def error_text(r: Result, stderr: str) -> str:
     tb = err["traceback"]
     if tb and tb not in stderr:
         out += tb if tb.endswith("\n") else tb + "\n"
-    if r.status != "exception":
+    if r.status not in ("exception", "exit_nonzero"):  # an exit status speaks for itself
         out += "%s: %s\n" % (err["type"], err["message"])
     return out
 
@@ -89,7 +89,8 @@ class SecureExecutor:
     def __init__(self, allowed_imports: Optional[Iterable[str]] = None, execution_timeout: float = 5,
                  client: Optional[Client] = None, rootfs: Optional[str] = None,
                  limits: Optional[Mapping[str, Any]] = None, profile: Optional[str] = None):
-        if not execution_timeout or execution_timeout <= 0:
+        if (isinstance(execution_timeout, bool) or not isinstance(execution_timeout, (int, float))
+                or execution_timeout <= 0):
             raise ValueError("execution_timeout must be a positive number of seconds, not %r" % (execution_timeout,))
         if isinstance(allowed_imports, str):
             raise TypeError("allowed_imports: give a list of module names, e.g. [%r]" % allowed_imports)
@@ -200,14 +201,17 @@ class ResourceLimits:
 
 
 class ExecutionResult:
-    """What CodeExecutor.execute returns."""
+    """What CodeExecutor.execute returns. stderr reads as a process's
+    would: what the code wrote there, then the traceback of an exception
+    and, when a limit or the sandbox stopped it, a last line naming that
+    (TimeoutError: ...); raw.stderr is the stream alone."""
 
     def __init__(self, r: Result):
         self.raw = r
         self.status: str = r.status
         self.success: bool = r.ok
         self.stdout: str = r.stdout
-        self.stderr: str = r.stderr
+        self.stderr: str = r.stderr + error_text(r, r.stderr)
         self.exit_code: Optional[int] = r.exit_code
         self.value: Optional[str] = r.value
         self.execution_time_ms: int = r.wall_ms or 0

@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
 from ._wire import Result
 from .client import Client, Session
-from .errors import NotFound, SessionDead
+from .errors import NotFound, NsboxError, SessionDead
 from .executors import error_text
 
 __all__ = ["CodeExecutionSession", "PythonExecTool", "HOUR_MS"]
@@ -57,10 +57,14 @@ class _SessionHolder:
         return self._session
 
     def call(self, fn: Any) -> Any:
+        s = self.session
         try:
-            return fn(self.session)
+            return fn(s)
         except (SessionDead, NotFound) as e:
+            if isinstance(e, NotFound) and _alive(s):
+                raise  # a missing file of a live session: the session stays
             self._session = None
+            _discard(s)
             self._restarted = ("nsbox: the sandbox session had ended (%s); a new one was started: variables "
                                "and files of earlier cells are gone\n" % e.message)
             return fn(self.session)
@@ -73,6 +77,24 @@ class _SessionHolder:
         if self._session is not None:
             self._session.close()
             self._session = None
+
+
+def _alive(s: Session) -> bool:
+    """Whether the daemon still has s, not dead: a 404 of a file operation
+    is then the file's, not the session's."""
+    try:
+        return s.info().get("state") != "dead"
+    except NotFound:
+        return False
+
+
+def _discard(s: Session) -> None:
+    """Deletes an ended session's record, which the daemon otherwise keeps
+    until its idle timeout; one already gone is fine."""
+    try:
+        s.close()
+    except NsboxError:
+        pass
 
 
 class CodeExecutionSession:

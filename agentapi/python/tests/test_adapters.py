@@ -59,8 +59,9 @@ class SecureExecutorTest(unittest.TestCase):
         self.assertIn("line 2, in f", out["error"]["traceback"])
         with self.assertRaisesRegex(TypeError, "code must be a str"):
             ex.run(b"print(1)")
-        with self.assertRaises(ValueError):
-            SecureExecutor(execution_timeout=0)
+        for bad in (0, -1, "5", None):
+            with self.assertRaisesRegex(ValueError, "execution_timeout must be a positive number of seconds"):
+                SecureExecutor(execution_timeout=bad)
         with self.assertRaises(TypeError):
             SecureExecutor(allowed_imports="pandas")
 
@@ -87,12 +88,19 @@ class CodeExecutorTest(unittest.TestCase):
         self.assertTrue(r.success)
         self.assertEqual((r.stdout, r.exit_code, r.timeout, r.memory_exceeded), ("hi\n", 0, False, False))
         self.assertGreaterEqual(r.execution_time_ms, 0)
+        r = CodeExecutor(client=self.client).execute("import sys\nprint('x', file=sys.stderr)\n{}['k']")
+        self.assertEqual((r.success, r.exit_code, r.error["type"]), (False, 1, "KeyError"))
+        self.assertTrue(r.stderr.startswith("x\nTraceback (most recent call last):\n"), r.stderr)
+        self.assertTrue(r.stderr.endswith("KeyError: 'k'\n"), r.stderr)
+        self.assertEqual(r.raw.stderr, "x\n")
         r = CodeExecutor(language="bash", client=self.client).execute("echo $((6 * 7)); exit 3")
         self.assertEqual((r.stdout, r.exit_code, r.success, r.error["type"]), ("42\n", 3, False, "NonZeroExit"))
+        self.assertEqual(r.stderr, "")
 
     def test_timeout_and_memory(self):
         r = CodeExecutor(timeout=0.5, client=self.client).execute("while True: pass")
         self.assertTrue(r.timeout)
+        self.assertTrue(r.stderr.endswith("TimeoutError: the code ran past its time limit and was stopped\n"), r.stderr)
         self.assertFalse(r.memory_exceeded)
         r = CodeExecutor(max_memory_mb=64, client=self.client).execute("b = bytearray(256 << 20)\nprint(len(b))")
         self.assertTrue(r.memory_exceeded, r)
@@ -148,6 +156,8 @@ class SessionToolsTest(unittest.TestCase):
             self.assertEqual((out["stdout"], out["stderr"], out["return_code"]), ("done\n", "", 0), out)
             self.assertEqual([f["path"] for f in out["files"]], ["sum.txt"])
             self.assertEqual(cs.download("sum.txt"), b"7")
+            out = cs.execute("open('in/data.txt', 'a').write('5\\n')")
+            self.assertEqual([f["path"] for f in out["files"]], ["in/data.txt"], "a changed file is listed")
             self.assertEqual(cs.execute("len(nums)")["value"], "2", "state persists")
             out = cs.execute("1 / 0")
             self.assertEqual(out["return_code"], 1)
@@ -172,9 +182,19 @@ class SessionToolsTest(unittest.TestCase):
             expires = datetime.strptime(info["expires_at"][:19], "%Y-%m-%dT%H:%M:%S")
             self.assertEqual((expires - created).total_seconds(), 3600)
 
+    def test_a_missing_file_keeps_the_session(self):
+        with CodeExecutionSession(client=self.client) as cs:
+            cs.execute("x = 1")
+            sid = cs.session.id
+            with self.assertRaisesRegex(nsbox.NotFound, "missing.txt"):
+                cs.download("missing.txt")
+            out = cs.execute("x")
+            self.assertEqual((out["value"], out["stderr"], cs.session.id), ("1", "", sid))
+
     def test_a_dead_session_is_replaced(self):
         with CodeExecutionSession(client=self.client, limits={"memory_bytes": 64 << 20}) as cs:
             cs.execute("x = 1")
+            dead = cs.session.id
             out = cs.execute("b = bytearray(256 << 20)")
             self.assertEqual(out["return_code"], 137)
             out = cs.execute("print('again')")
@@ -182,6 +202,7 @@ class SessionToolsTest(unittest.TestCase):
             self.assertEqual(out["stdout"], "again\n")
             self.assertIn("a new one was started", out["stderr"])
             self.assertIn("NameError", cs.execute("x")["stderr"])
+            self.assertNotIn(dead, [s["id"] for s in self.client.sessions()], "the dead session was deleted")
 
     @unittest.skipUnless(DATASCI, "set NSBOX_DATASCI_ROOTFS to a rootfs with pandas")
     def test_python_exec_tool(self):

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import unittest
 
+import nsbox
 from nsbox import Client
 
 SOCKET = os.environ.get("NSBOX_SOCKET")
@@ -23,10 +24,14 @@ class ExamplesTest(unittest.TestCase):
             self.skipTest("the examples use the daemon's default rootfs, %r; start it with --default-rootfs %s"
                           % (default, DATASCI))
         self.assertEqual(len(EXAMPLES), 4, EXAMPLES)
+        # The examples import the nsbox these tests import: the installed
+        # one, or the source tree's when the tests run from it.
+        pkg = os.path.dirname(os.path.dirname(os.path.abspath(nsbox.__file__)))
+        env = dict(os.environ, NSBOX_SOCKET=SOCKET,
+                   PYTHONPATH=os.pathsep.join(filter(None, [pkg, os.environ.get("PYTHONPATH")])))
         for path in EXAMPLES:
             with self.subTest(example=os.path.basename(path)):
-                p = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=300,
-                                   env=dict(os.environ, NSBOX_SOCKET=SOCKET))
+                p = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=300, env=env)
                 self.assertEqual(p.returncode, 0, "%s failed:\n%s\n%s" % (path, p.stdout, p.stderr))
 
 
