@@ -90,6 +90,26 @@ func (s *Sandbox) Signal(sig syscall.Signal) error { return s.proc.signal(sig) }
 // has collected the result).
 func (s *Sandbox) Done() <-chan struct{} { return s.proc.done() }
 
+// ZygoteLost reports whether the sandbox is a zygote's child whose zygote
+// has died (killed, crashed or closed): the child dies with it, through no
+// fault of the code it ran. The news of the zygote's death (its control
+// socket's EOF) can trail the child's own by a moment, so it waits up to
+// within for it. Any other sandbox: false at once.
+func (s *Sandbox) ZygoteLost(within time.Duration) bool {
+	c, ok := s.proc.(*zygoteChild)
+	if !ok {
+		return false
+	}
+	t := time.NewTimer(within)
+	defer t.Stop()
+	select {
+	case <-c.z.Done():
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // Kill ends the whole sandbox, every process in it, with the verdict v
 // (StatusKilled, StatusTimeout, ...). The first verdict wins.
 func (s *Sandbox) Kill(v Status) {

@@ -16,6 +16,7 @@ type metrics struct {
 	queueWait     prometheus.Histogram
 	runTime       prometheus.Histogram
 	spawnFailures prometheus.Counter
+	zygoteReruns  prometheus.Counter
 	sessionExecs  *prometheus.CounterVec
 	sessionsEnded *prometheus.CounterVec
 }
@@ -41,6 +42,10 @@ func newMetrics() *metrics {
 			Name: "nsbox_spawn_failures_total",
 			Help: "Runs whose sandbox could not be set up.",
 		}),
+		zygoteReruns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nsbox_zygote_reruns_total",
+			Help: "Python runs run again because their zygote died under them before they answered.",
+		}),
 		sessionExecs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nsbox_session_execs_total",
 			Help: "Session execs by status (ok, exception, timeout, cancelled, oom, crashed).",
@@ -50,7 +55,7 @@ func newMetrics() *metrics {
 			Help: "Sessions ended, by reason (killed: deleted, expired or shut down; oom; crashed; timeout).",
 		}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.runs, m.queueWait, m.runTime, m.spawnFailures,
+	m.reg.MustRegister(m.runs, m.queueWait, m.runTime, m.spawnFailures, m.zygoteReruns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -3,10 +3,12 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/pool"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/daemon/policy"
 )
@@ -20,37 +22,90 @@ import (
 // A run whose cell ended on its own (ok or an exception) returns its
 // sandbox's teardown as closeLate, for the caller to run once the answer
 // is out.
-func (d *Daemon) runPython(ctx context.Context, spec container.Spec, j *policy.Job, opts RunOptions) (_ *agentapi.RunResult, closeLate func(), _ error) {
+//
+// A run whose zygote child died with its zygote (killed or crashed under
+// it) before anything of it reached the caller is run once more, cold or
+// from the zygote that replaced it: the sandbox it ran in is gone with
+// everything it did, and the caller sees one run. One whose output was
+// already streamed is reported as it ended (killed), with the reason.
+func (d *Daemon) runPython(ctx context.Context, spec container.Spec, j *policy.Job, opts RunOptions) (*agentapi.RunResult, func(), error) {
+	var delivered atomic.Bool
+	for _, f := range []*func([]byte){&opts.OnStdout, &opts.OnStderr} {
+		if next := *f; next != nil {
+			*f = func(b []byte) { delivered.Store(true); next(b) }
+		}
+	}
+	out, closeLate, sb, err := d.runPythonOn(ctx, spec, j, opts, true)
+	if sb == nil || ctx.Err() != nil || !lostRun(out, err) || !sb.ZygoteLost(zygoteNews) {
+		return out, closeLate, err
+	}
+	if delivered.Load() {
+		if out == nil {
+			return nil, nil, err
+		}
+		out.Error = "the zygote this run was forked from died under it (it is being restarted); the run's output had been streamed already, so it was not run again"
+		return out, closeLate, err
+	}
+	d.log.Warn("the zygote died under a run before it answered; running it again", "run", spec.ID, "status", statusOf(out), "err", err)
+	d.metrics.zygoteReruns.Inc()
+	out, closeLate, _, err = d.runPythonOn(ctx, spec, j, opts, false)
+	return out, closeLate, err
+}
+
+// zygoteNews is how long a run whose zygote child died waits for the news
+// that the zygote died too (container.Sandbox.ZygoteLost).
+const zygoteNews = 100 * time.Millisecond
+
+// lostRun reports an outcome a zygote child's death gives: an error from
+// the runner, or a run killed or crashed.
+func lostRun(out *agentapi.RunResult, err error) bool {
+	return err != nil || out.Status == agentapi.StatusKilled || out.Status == agentapi.StatusCrashed
+}
+
+func statusOf(out *agentapi.RunResult) string {
+	if out == nil {
+		return ""
+	}
+	return out.Status
+}
+
+// runPythonOn is runPython's one attempt, on a pooled runner when pooled
+// allows and one matches; it returns the sandbox it ran in.
+func (d *Daemon) runPythonOn(ctx context.Context, spec container.Spec, j *policy.Job, opts RunOptions, pooled bool) (_ *agentapi.RunResult, closeLate func(), _ *container.Sandbox, _ error) {
 	lim := spec.Limits.WithDefaults()
 	spec.Limits = lim
 	cell := runner.ExecRequest{Code: j.Code, AllowedImports: j.AllowedImports}
-	if tk := d.takePooled(j.Rootfs, spec); tk != nil {
+	var tk *pool.Taken
+	if pooled {
+		tk = d.takePooled(j.Rootfs, spec)
+	}
+	if tk != nil {
 		d.log.Debug("run takes a pooled runner", "run", spec.ID, "sandbox", tk.Sandbox().ID(), "pool", tk.Profile, "waited", tk.Waited)
 		ws := tk.Sandbox().Workspace()
 		for _, f := range spec.Files {
 			if err := ws.WriteFile(f.Path, f.Data, f.Mode); err != nil {
 				tk.Kill(container.StatusError)
-				return nil, nil, fmt.Errorf("input file %s: %w", f.Path, err)
+				return nil, nil, nil, fmt.Errorf("input file %s: %w", f.Path, err)
 			}
 		}
 		out, closeLate, err := d.runOn(ctx, tk, spec, cell, opts, tk.CPUBefore)
 		if err == nil {
 			out.Pooled = true
 		}
-		return out, closeLate, err
+		return out, closeLate, tk.Sandbox(), err
 	}
 	started := time.Now()
 	spec.Limits.Timeout += runner.InterruptGrace + time.Second
 	rn, err := runner.Start(ctx, d.cfg.Starter, spec) // writes spec.Files
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	spec.Limits = lim
 	out, closeLate, err := d.runOn(ctx, rn, spec, cell, opts, 0)
 	if err == nil {
 		out.WallMs = time.Since(started).Milliseconds() // the sandbox's start included
 	}
-	return out, closeLate, err
+	return out, closeLate, rn.Sandbox(), err
 }
 
 // oneShot is a runner serving one run: a pooled one (*pool.Taken) or one

@@ -87,7 +87,26 @@ type Runner struct {
 // Control, Stdout, Stderr and StreamOutput are set by Start.
 // spec.Limits.Timeout is the sandbox's whole life; each Exec caps its own
 // output (the engine keeps no copy of a runner's output). Start returns once the interpreter is ready.
+//
+// A zygote's child that dies before it is ready because its zygote died
+// (killed or crashed under it) is started once more, cold or from the
+// zygote that replaced it: no code has run in it yet.
 func Start(ctx context.Context, eng Starter, spec container.Spec) (*Runner, error) {
+	r, err := start(ctx, eng, spec)
+	if errors.Is(err, errZygoteLost) && ctx.Err() == nil {
+		r, err = start(ctx, eng, spec)
+	}
+	return r, err
+}
+
+// zygoteNews is how long a zygote's child that died waits for the news
+// that its zygote died too (Sandbox.ZygoteLost).
+const zygoteNews = 100 * time.Millisecond
+
+// errZygoteLost marks a start whose zygote's child died with its zygote.
+var errZygoteLost = errors.New("its zygote died under it")
+
+func start(ctx context.Context, eng Starter, spec container.Spec) (*Runner, error) {
 	r := &Runner{
 		stdout:  &sink{},
 		stderr:  &sink{},
@@ -125,8 +144,12 @@ func Start(ctx context.Context, eng Starter, spec container.Spec) (*Runner, erro
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
+	lost := ctx.Err() == nil && sb.ZygoteLost(zygoteNews)
 	sb.Kill(container.StatusError)
 	res, _ := sb.Wait()
+	if lost {
+		return nil, fmt.Errorf("start Python runner: %w (%v)", errZygoteLost, err)
+	}
 	if res != nil && len(res.Stderr) > 0 {
 		err = fmt.Errorf("%w; stderr: %s", err, trim(res.Stderr, 2048))
 	}

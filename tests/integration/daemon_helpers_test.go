@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -181,3 +182,24 @@ func (d *daemon) assertClean(t *testing.T, ids ...string) {
 }
 
 func execNsbox(args ...string) *exec.Cmd { return exec.Command(nsboxBin, args...) }
+
+// metric returns the value of an unlabelled metric from the daemon's
+// /metrics ("" when it is not there).
+func (d *daemon) metric(t *testing.T, name string) string {
+	t.Helper()
+	resp, err := d.http.Get("http://nsbox/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	return ""
+}

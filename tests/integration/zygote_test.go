@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container"
 )
 
 // waitInfo polls /v1/info until ok holds, for at most two minutes, and
@@ -246,4 +247,72 @@ func TestZygoteDaemonSIGKILL(t *testing.T) {
 	if res, err := d.client.Run(context.Background(), &agentapi.RunRequest{Language: "python", Rootfs: name, Code: "import sys\nprint('sklearn' in sys.modules)"}); err != nil || res.Stdout != "True\n" {
 		t.Errorf("run after recovery: %+v %v", res, err)
 	}
+}
+
+// A zygote that dies under a run takes the run's sandbox with it (the
+// child lives in the zygote's pid namespace). A run of which nothing has
+// reached the caller yet is run again, cold or on the next zygote, and
+// answers as if nothing had happened; a run whose output was already
+// streamed is not run twice: it ends killed, and says why.
+func TestZygoteDiesUnderARun(t *testing.T) {
+	name := dataSciRootfs(t)
+	d := startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[zygote]\nrootfs = [%q]\n", name)))
+	ctx := context.Background()
+	z := d.waitZygote(t, 0)
+
+	// killUnder kills the zygote once the run's cell is in its sleep,
+	// seen from the host as a process carrying marker.
+	killUnder := func(marker string) {
+		deadline := time.Now().Add(time.Minute)
+		for len(processesWith(marker)) == 0 {
+			if time.Now().After(deadline) {
+				t.Errorf("the run's cell never started its sleep (%s)", marker)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := syscall.Kill(z.Pid, syscall.SIGKILL); err != nil {
+			t.Error(err)
+		}
+	}
+	cell := func(marker, before string) string {
+		return before + "import subprocess\nsubprocess.run(['/bin/sh', '-c', 'sleep 2; : " + marker + "'])\nprint(6 * 7)"
+	}
+
+	marker := "nsbox-it-rerun-" + container.NewID()
+	go killUnder(marker)
+	res, err := d.client.Run(ctx, &agentapi.RunRequest{Language: "python", Rootfs: name, Code: cell(marker, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != agentapi.StatusOK || res.Stdout != "42\n" {
+		t.Fatalf("run under a dying zygote: %+v, want ok and 42 (run again)", res)
+	}
+	if got := d.metric(t, "nsbox_zygote_reruns_total"); got != "1" {
+		t.Errorf("nsbox_zygote_reruns_total = %s, want 1", got)
+	}
+	waitGone(t, marker)
+
+	z = d.waitZygote(t, z.Pid)
+	marker = "nsbox-it-streamed-" + container.NewID()
+	go killUnder(marker)
+	var streamed strings.Builder
+	res, err = d.client.RunStream(ctx, &agentapi.RunRequest{Language: "python", Rootfs: name, Code: cell(marker, "print('first', flush=True)\n")},
+		func(ev agentapi.Event) {
+			if ev.Type == agentapi.EventStdout {
+				streamed.WriteString(ev.Data)
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != agentapi.StatusKilled || !strings.Contains(res.Error, "zygote") || streamed.String() != "first\n" {
+		t.Errorf("streamed run under a dying zygote: %+v, streamed %q; want killed, the zygote named, and no second run", res, streamed.String())
+	}
+	if got := d.metric(t, "nsbox_zygote_reruns_total"); got != "1" {
+		t.Errorf("nsbox_zygote_reruns_total = %s after a streamed run, want still 1", got)
+	}
+	waitGone(t, marker)
+	d.waitZygote(t, z.Pid)
+	d.waitIdle(t)
 }
