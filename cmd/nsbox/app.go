@@ -38,6 +38,7 @@ func newApp() *cli.App {
 			execCommand(),
 			rootfsCommand(),
 			doctorCommand(),
+			healthCommand(),
 			daemonCommand(),
 			sessionCommand(),
 			replCommand(),

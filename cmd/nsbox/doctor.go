@@ -24,10 +24,13 @@ func doctorCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "store", Value: rootfs.DefaultStoreRoot, Usage: "rootfs store `DIR`", EnvVars: []string{"NSBOX_ROOTFS_STORE"}},
 			&cli.StringFlag{Name: "socket", Value: agentapi.DefaultSocket, Usage: "daemon socket `PATH`", EnvVars: []string{"NSBOX_SOCKET"}},
+			&cli.StringSliceFlag{Name: "rootfs", Usage: "fail unless rootfs `NAME` is in the store (repeatable; e.g. a Kubernetes init container)"},
 			&cli.BoolFlag{Name: "json", Usage: "print a machine-readable report"},
 		},
 		Action: func(c *cli.Context) error {
-			checks := doctor.Diagnose(doctor.Gather(c.String("store"), c.String("socket")))
+			facts := doctor.Gather(c.String("store"), c.String("socket"))
+			facts.Required = c.StringSlice("rootfs")
+			checks := doctor.Diagnose(facts)
 			ok := doctor.Runnable(checks)
 			var err error
 			if c.Bool("json") {

@@ -53,7 +53,9 @@ type Facts struct {
 	Store    string
 	StoreErr error    // stat of the store directory
 	Rootfs   []string // names (with a short description) of the rootfs in the store
+	Names    []string // the names alone
 	ListErr  error
+	Required []string // rootfs that must be in the store (doctor --rootfs): missing ones fail
 
 	Socket    string
 	SocketErr error // connecting to the daemon socket
@@ -122,6 +124,15 @@ func Diagnose(f Facts) []Check {
 		add("rootfs store", StatusWarn, f.Store+": no rootfs", "nsbox rootfs build")
 	default:
 		add("rootfs store", StatusOK, f.Store+": "+strings.Join(f.Rootfs, ", "), "")
+	}
+
+	for _, name := range f.Required {
+		if slices.Contains(f.Names, name) {
+			add("rootfs "+name, StatusOK, "in "+f.Store, "")
+			continue
+		}
+		add("rootfs "+name, StatusFail, "not in "+f.Store+": sandboxes that ask for it (or runs, when it is default_rootfs) fail",
+			"build it on this host: nsbox rootfs build --profile datasci --name "+name+" (Debian's mmdebstrap), or import one built elsewhere: nsbox rootfs import "+name+" FILE.tar.gz")
 	}
 
 	if f.InitBinary != "" {

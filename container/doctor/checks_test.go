@@ -94,6 +94,17 @@ func TestDiagnose(t *testing.T) {
 			detail: map[string]string{"cgroup memory": "memory not in /sys/fs/cgroup/system.slice/nsbox.service/cgroup.controllers"},
 		},
 		{
+			name: "a required rootfs missing from the store (doctor --rootfs, a Kubernetes init container)",
+			host: func(t *testing.T) Facts {
+				f := goodHost(t, "proc-hybrid")
+				f.Names = []string{"minimal", "default"}
+				f.Required = []string{"default", "node"}
+				return f
+			},
+			want:   map[string]Status{"rootfs default": StatusOK, "rootfs node": StatusFail},
+			detail: map[string]string{"rootfs node": "not in "},
+		},
+		{
 			name: "not root, no user namespaces",
 			host: func(t *testing.T) Facts {
 				f := goodHost(t, "proc-hybrid")

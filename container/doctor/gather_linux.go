@@ -69,6 +69,7 @@ func Gather(store, socket string) Facts {
 				desc += " (" + r.Meta.Profile + ")"
 			}
 			f.Rootfs = append(f.Rootfs, desc)
+			f.Names = append(f.Names, r.Name)
 		}
 	}
 
