@@ -13,7 +13,7 @@ APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap 
 
 export CGO_ENABLED := 1
 
-.PHONY: help deps build test test-unit rootfs-test rootfs-default demo lint bench soak loadtest clean install uninstall
+.PHONY: help deps build test test-unit rootfs-test rootfs-default demo lint bench soak loadtest image test-image clean install uninstall
 
 help: ## show this help
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -79,6 +79,17 @@ LOAD_SCALE ?= full
 loadtest: deps rootfs-test rootfs-default ## load and fault tests through private daemons (LOAD_SCALE=full, or short as in CI): a table of requests, failures, latencies, daemon RSS and leftovers per scenario
 	NSBOX_LOAD_SCALE=$(LOAD_SCALE) NSBOX_TEST_ROOTFS_STORE=$(STORE) NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS) NSBOX_TEST_DATASCI_ROOTFS_NAME=default \
 		$(GO) test -count=1 -v -timeout 30m -run TestLoad ./tests/load/
+
+IMAGE         ?= bin/nsbox-image.tar
+IMAGE_VERSION ?= $(VERSION)
+image: build ## write the container image as an OCI archive, $(IMAGE) (nsbox:$(IMAGE_VERSION)), without a container engine
+	$(GO) run ./scripts/image -nsbox $(BIN) -init $(INIT_BIN) -o $(IMAGE) -version $(IMAGE_VERSION) \
+		-revision "$$(git rev-parse HEAD 2>/dev/null)" -created "$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
+
+test-image: image rootfs-test rootfs-default ## run the image as the Kubernetes DaemonSet does, under podman (installed if missing), and drive it through its socket
+	@command -v podman >/dev/null || { echo "test-image: installing podman"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends podman; }
+	NSBOX_TEST_IMAGE=$(abspath $(IMAGE)) NSBOX_TEST_ROOTFS_STORE=$(STORE) NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS) \
+		$(GO) test -count=1 -v -timeout 15m -run TestImage ./tests/image/
 
 clean: ## remove build output
 	rm -rf bin tests/mcp-client/node_modules

@@ -16,7 +16,7 @@ import (
 	"github.com/nsbox/nsbox/rootfs"
 )
 
-// Gather looks at this host: it reads /proc, forks /bin/true into a new
+// Gather looks at this host: it reads /proc, forks a no-op (noop) into a new
 // user namespace (and on cgroup v2 into its own cgroup), lists the rootfs
 // store and dials the daemon socket. It changes nothing.
 func Gather(store, socket string) Facts {
@@ -25,7 +25,7 @@ func Gather(store, socket string) Facts {
 	var b []byte
 	b, f.MaxUserNSErr = os.ReadFile("/proc/sys/user/max_user_namespaces")
 	f.MaxUserNS = string(b)
-	userns := exec.Command("/bin/true")
+	userns := noop()
 	userns.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
 	f.UserNSErr = userns.Run()
 
@@ -94,7 +94,17 @@ func readControllers(path string) ([]string, error) {
 	return cgroup.ParseControllers(f)
 }
 
-// tryCloneInto starts /bin/true with CLONE_INTO_CGROUP into this process's
+// noop is a command that exits 0 at once: /bin/true, or where there is
+// none (nsbox's own container image has no /bin) this binary with
+// --version, which nsbox answers and exits.
+func noop() *exec.Cmd {
+	if isExecutable("/bin/true") {
+		return exec.Command("/bin/true")
+	}
+	return exec.Command("/proc/self/exe", "--version")
+}
+
+// tryCloneInto starts a no-op with CLONE_INTO_CGROUP into this process's
 // own cgroup: a real test of the feature that creates nothing.
 func tryCloneInto(dir string) error {
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -102,7 +112,7 @@ func tryCloneInto(dir string) error {
 		return fmt.Errorf("open %s: %w", dir, err)
 	}
 	defer unix.Close(fd)
-	cmd := exec.Command("/bin/true")
+	cmd := noop()
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
 	return cmd.Run()
 }

@@ -20,9 +20,9 @@ import (
 )
 
 type options struct {
-	nsbox, init, out                 string
+	nsbox, init, out                string
 	name, version, revision, source string
-	created                          time.Time
+	created                         time.Time
 }
 
 // SocketGID is the image's nsbox group: the daemon gives its socket to it
@@ -171,7 +171,6 @@ func labels(o options) map[string]string {
 		"org.opencontainers.image.version":     o.version,
 		"org.opencontainers.image.source":      o.source,
 		"org.opencontainers.image.created":     o.created.Format(time.RFC3339),
-		"org.opencontainers.image.licenses":    "Apache-2.0",
 	}
 	if o.revision != "" {
 		l["org.opencontainers.image.revision"] = o.revision
