@@ -86,8 +86,10 @@ image: build ## write the container image as an OCI archive, $(IMAGE) (nsbox:$(I
 	$(GO) run ./scripts/image -nsbox $(BIN) -init $(INIT_BIN) -o $(IMAGE) -version $(IMAGE_VERSION) \
 		-revision "$$(git rev-parse HEAD 2>/dev/null)" -created "$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
 
-test-image: image rootfs-test rootfs-default ## run the image as the Kubernetes DaemonSet does, under podman (installed if missing), and drive it through its socket
-	@command -v podman >/dev/null || { echo "test-image: installing podman"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends podman; }
+test-image: image rootfs-test rootfs-default ## run the image as the Kubernetes DaemonSet does, under podman, and import it with skopeo and containerd (installed if missing)
+	@missing=$$(for p in podman skopeo containerd; do command -v $$p >/dev/null || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "test-image: installing$$(echo $$missing | sed 's/^/ /')"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi
 	NSBOX_TEST_IMAGE=$(abspath $(IMAGE)) NSBOX_TEST_ROOTFS_STORE=$(STORE) NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS) \
 		$(GO) test -count=1 -v -timeout 15m -run TestImage ./tests/image/
 

@@ -412,3 +412,70 @@ func removeCgroupTree(t *testing.T, parent string) {
 		}
 	}
 }
+
+// The archive is what the other tools of the field read: skopeo copies it
+// (to a registry, in real use; to a directory here), and containerd's
+// import, which `kind load image-archive` and `ctr images import` run on
+// a node, names it as the DaemonSet's image reference resolves.
+func TestImageArchiveImports(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("requires root: containerd runs as root")
+	}
+	archive := os.Getenv("NSBOX_TEST_IMAGE")
+	if archive == "" {
+		t.Skip("set NSBOX_TEST_IMAGE to an archive from `make image` (make test-image does)")
+	}
+	for _, tool := range []string{"skopeo", "containerd", "ctr"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed: make test-image installs it", tool)
+		}
+	}
+	dir, err := os.MkdirTemp("", "nsbox-ctd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	out, err := exec.Command("skopeo", "copy", "oci-archive:"+archive, "dir:"+filepath.Join(dir, "copy")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("skopeo copy: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "copy", "manifest.json")); err != nil {
+		t.Errorf("skopeo copy wrote no manifest: %v", err)
+	}
+
+	// A private containerd: its own root, state and socket, killed after.
+	sock := filepath.Join(dir, "c.sock")
+	ctd := exec.Command("containerd", "--root", filepath.Join(dir, "root"), "--state", filepath.Join(dir, "state"), "--address", sock)
+	var logs testdaemon.LockedBuffer
+	ctd.Stdout, ctd.Stderr = &logs, &logs
+	if err := ctd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = ctd.Process.Kill()
+		_ = ctd.Wait()
+		unmountUnder(t, dir)
+	}()
+	var imported string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		b, err := exec.Command("ctr", "--address", sock, "-n", "k8s.io", "images", "import", "--all-platforms", "--digests", archive).CombinedOutput()
+		if err == nil {
+			imported = string(b)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ctr images import: %v\n%s\ncontainerd:\n%s", err, b, logs.String())
+		}
+	}
+	ds, _ := daemonSet(t)
+	image := ds.Spec.Template.Spec.Containers[0].Image
+	repo := image[:strings.LastIndex(image, ":")]
+	list, err := exec.Command("ctr", "--address", sock, "-n", "k8s.io", "images", "ls", "-q").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(list), "docker.io/library/"+repo+":") {
+		t.Errorf("containerd named the import %q (%s): the manifest's %s resolves to docker.io/library/%s:…", list, imported, image, repo)
+	}
+}
