@@ -74,7 +74,7 @@ func TestPythonPackage(t *testing.T) {
 		d = startDaemon(t)
 		t.Logf("no data-science rootfs %q: the tests that need pandas and the examples are skipped", name)
 	}
-	one := startDaemon(t, "--max-sessions", "1", "--pool-size", "0", "--zygote=false")
+	one := startDaemon(t, "--max-sessions", "1", "--max-concurrent", "1", "--pool-size", "0", "--zygote=false")
 	cmd := exec.Command(filepath.Join(venv, "bin", "python"), "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
 	cmd.Dir = tests
 	cmd.Env = append(os.Environ(), "NSBOX_SOCKET="+d.sock, "NSBOX_SOCKET_ONE_SESSION="+one.sock,

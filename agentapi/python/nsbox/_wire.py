@@ -206,10 +206,12 @@ class ClientBase:
     deadlines and the retry policy (see nsbox.Client)."""
 
     def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 60.0,
-                 connect_timeout: float = 10.0, retries: Union[Retry, int, None] = None):
+                 connect_timeout: float = 10.0, retries: Union[Retry, int, None] = None,
+                 queue_timeout: Optional[float] = 600.0):
         self.socket_path = resolve_socket(socket_path)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self.queue_timeout = queue_timeout
         self.retry = retry_policy(retries)
         # The daemon's default run timeout and its profiles' (name -> ms),
         # read from /v1/info by the first run that names no timeout_ms.
@@ -224,6 +226,17 @@ class ClientBase:
         if self.timeout is None:
             return None
         return (timeout_ms or fallback_ms or 600_000) / 1000.0 + self.timeout
+
+    def _queue_deadline(self) -> Optional[float]:
+        """How long a run may wait for its answer to start: the daemon's
+        queue (a run slot) plus timeout. None: no limit."""
+        if self.timeout is None or self.queue_timeout is None:
+            return None
+        return self.queue_timeout + self.timeout
+
+    def _queue_message(self, path: str, waited: Optional[float]) -> str:
+        return ("POST %s: the run did not start within %ss: the nsbox daemon at %s kept it queued for a run slot "
+                "(all were busy). Raise queue_timeout=, or the daemon's max_concurrent" % (path, waited, self.socket_path))
 
     def _needs_timeouts(self, req: Mapping[str, Any]) -> bool:
         """Whether the deadline of run request req needs /v1/info first."""

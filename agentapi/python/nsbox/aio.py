@@ -129,7 +129,7 @@ class AsyncClient(_wire.ClientBase):
     """An asyncio client of one nsbox daemon; arguments as nsbox.Client."""
 
     async def _exchange(self, method: str, path: str, body: bytes, headers: Dict[str, str],
-                        timeout: Optional[float]) -> _Response:
+                        timeout: Optional[float], first: Optional[float], queued: bool) -> _Response:
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_unix_connection(self.socket_path, limit=_MAX_HEADER_LINE), self.connect_timeout)
@@ -145,7 +145,7 @@ class AsyncClient(_wire.ClientBase):
             writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
             try:
                 await asyncio.wait_for(writer.drain(), timeout)
-                status_line = await asyncio.wait_for(reader.readline(), timeout)
+                status_line = await asyncio.wait_for(reader.readline(), first)
                 if not status_line:  # as http.client's RemoteDisconnected
                     raise ConnectionError("it closed the connection without an answer")
                 parts = status_line.split(None, 2)
@@ -159,6 +159,8 @@ class AsyncClient(_wire.ClientBase):
                     k, _, v = line.decode("latin-1").partition(":")
                     hdrs[k.strip().lower()] = v.strip()
             except asyncio.TimeoutError as e:
+                if queued:
+                    raise RequestTimeout("timeout", self._queue_message(path, first)) from e
                 raise RequestTimeout("timeout", "%s %s: no answer from the nsbox daemon at %s within %ss" % (
                     method, path, self.socket_path, timeout)) from e
             except (OSError, ValueError) as e:
@@ -169,8 +171,9 @@ class AsyncClient(_wire.ClientBase):
             raise
 
     async def _open(self, method: str, path: str, body: Any = None, headers: Optional[Dict[str, str]] = None,
-                    deadline: Optional[float] = -1.0) -> _Response:
-        """Sends a request, retrying 429 and 503, and returns a 2xx response."""
+                    deadline: Optional[float] = -1.0, queued: bool = False) -> _Response:
+        """Sends a request, retrying 429 and 503, and returns a 2xx response
+        (deadline and queued as nsbox.Client's)."""
         headers = dict(headers or {})
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode("utf-8")
@@ -179,7 +182,8 @@ class AsyncClient(_wire.ClientBase):
         timeout = self.timeout if deadline == -1.0 else deadline
         waited, attempt = 0.0, 0
         while True:
-            resp = await self._exchange(method, path, body, headers, timeout)
+            resp = await self._exchange(method, path, body, headers, timeout,
+                                        self._queue_deadline() if queued else timeout, queued)
             if resp.status // 100 == 2:
                 return resp
             try:
@@ -207,8 +211,8 @@ class AsyncClient(_wire.ClientBase):
         return _wire.json_object(data, "%s %s" % (method, path))
 
     async def _stream(self, path: str, body: Dict[str, Any], on_stdout: Output, on_stderr: Output,
-                      deadline: Optional[float]) -> Result:
-        resp = await self._open("POST", path, body, {"Accept": NDJSON}, deadline)
+                      deadline: Optional[float], queued: bool = False) -> Result:
+        resp = await self._open("POST", path, body, {"Accept": NDJSON}, deadline, queued)
         try:
             while True:
                 line = await resp.readline()
@@ -247,10 +251,8 @@ class AsyncClient(_wire.ClientBase):
         """As nsbox.Client.run."""
         req = _wire.run_body(code, argv, language, files, limits, stdin, env, rootfs, profile, return_files,
                              allowed_imports)
-        deadline = await self._run_deadline(req)
-        if on_stdout is not None or on_stderr is not None:
-            return await self._stream(API + "/runs", req, on_stdout, on_stderr, deadline)
-        return Result(await self._json("POST", API + "/runs", req, deadline=deadline))
+        # Always streamed, as nsbox.Client.run.
+        return await self._stream(API + "/runs", req, on_stdout, on_stderr, await self._run_deadline(req), queued=True)
 
     async def session(self, rootfs: Optional[str] = None, limits: Optional[Mapping[str, Any]] = None,
                       idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,

@@ -66,24 +66,30 @@ class Client(_wire.ClientBase):
     timeout: seconds for any request that is not a run or an exec (and the
     margin added to a run's own time limit for its deadline); None: no limit.
     connect_timeout: seconds to connect. retries: an nsbox.Retry, or a number
-    of retries of 429/503 answers (0: none).
+    of retries of 429/503 answers (0: none). queue_timeout: seconds a run may
+    wait in the daemon's queue for a run slot before it starts (its own
+    deadline counts from its start); None: as long as the daemon keeps it.
     """
 
     # --- transport
 
     def _open(self, method: str, path: str, body: Any = None, headers: Optional[Dict[str, str]] = None,
-              deadline: Optional[float] = -1.0) -> Tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+              deadline: Optional[float] = -1.0, queued: bool = False,
+              ) -> Tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         """Sends a request, retrying 429 and 503, and returns the connection
         and response of a 2xx answer. deadline: the read timeout (-1: the
-        client's)."""
+        client's). queued: a streamed run, whose answer starts only once it
+        has a run slot: the answer's head gets the queue's deadline, the
+        rest deadline."""
         headers = dict(headers or {})
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode("utf-8")
             headers.setdefault("Content-Type", "application/json")
         timeout = self.timeout if deadline == -1.0 else deadline
+        head = self._queue_deadline() if queued else timeout
         waited, attempt = 0.0, 0
         while True:
-            conn = _UnixHTTPConnection(self.socket_path, timeout, self.connect_timeout)
+            conn = _UnixHTTPConnection(self.socket_path, head, self.connect_timeout)
             try:
                 conn.connect()
             except OSError as e:  # refused, no such socket, connect_timeout
@@ -92,8 +98,12 @@ class Client(_wire.ClientBase):
             try:
                 conn.request(method, path, body=body, headers=headers)
                 resp = conn.getresponse()
+                if conn.sock is not None:
+                    conn.sock.settimeout(timeout)
             except socket.timeout as e:
                 conn.close()
+                if queued:
+                    raise RequestTimeout("timeout", self._queue_message(path, head)) from e
                 raise RequestTimeout("timeout", "%s %s: no answer from the nsbox daemon at %s within %ss" % (
                     method, path, self.socket_path, timeout)) from e
             except (OSError, http.client.HTTPException) as e:
@@ -131,10 +141,10 @@ class Client(_wire.ClientBase):
         return _wire.json_object(data, "%s %s" % (method, path))
 
     def _stream(self, path: str, body: Dict[str, Any], on_stdout: Output, on_stderr: Output,
-                deadline: Optional[float]) -> Result:
+                deadline: Optional[float], queued: bool = False) -> Result:
         """POSTs body asking for NDJSON and calls the callbacks per chunk. A
         429/503 comes before the stream starts, so only that is retried."""
-        conn, resp = self._open("POST", path, body, {"Accept": NDJSON}, deadline)
+        conn, resp = self._open("POST", path, body, {"Accept": NDJSON}, deadline, queued)
         try:
             while True:
                 try:
@@ -187,10 +197,9 @@ class Client(_wire.ClientBase):
         """
         req = _wire.run_body(code, argv, language, files, limits, stdin, env, rootfs, profile, return_files,
                              allowed_imports)
-        deadline = self._run_deadline(req)
-        if on_stdout is not None or on_stderr is not None:
-            return self._stream(API + "/runs", req, on_stdout, on_stderr, deadline)
-        return Result(self._json("POST", API + "/runs", req, deadline=deadline))
+        # Always streamed: the answer starts when the run has a run slot, so
+        # the time it queued and its own time get separate deadlines.
+        return self._stream(API + "/runs", req, on_stdout, on_stderr, self._run_deadline(req), queued=True)
 
     def session(self, rootfs: Optional[str] = None, limits: Optional[Mapping[str, Any]] = None,
                 idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,

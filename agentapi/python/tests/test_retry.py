@@ -1,7 +1,8 @@
 """Tests of the retry policy: against a scripted HTTP server on a Unix
 socket (to control 429/503 answers and Retry-After exactly), and against a
-real daemon whose only session slot is taken (NSBOX_SOCKET_ONE_SESSION: a
-daemon started with --max-sessions 1)."""
+real daemon whose only session slot or run slot is taken
+(NSBOX_SOCKET_ONE_SESSION: a daemon started with --max-sessions 1
+--max-concurrent 1)."""
 
 import asyncio
 import json
@@ -36,10 +37,12 @@ class _Handler(socketserver.StreamRequestHandler):
             srv.times.append(time.monotonic())
             answer = srv.script.pop(0) if srv.script else srv.last
         if isinstance(answer, _Raw):
-            time.sleep(answer.delay)
             try:
-                self.wfile.write(answer.data)
-            except BrokenPipeError:
+                for delay, data in answer.parts:
+                    time.sleep(delay)
+                    self.wfile.write(data)
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up first (its deadline)
             return
         status, headers, body = answer
@@ -49,21 +52,34 @@ class _Handler(socketserver.StreamRequestHandler):
 
 
 class _Raw:
-    """An answer written as it is, after delay seconds, then the
-    connection closes."""
+    """An answer written as it is, after delay seconds (then each of more's
+    (delay, data) parts), then the connection closes."""
 
-    def __init__(self, data, delay=0.0):
-        self.data, self.delay = data, delay
+    def __init__(self, data, delay=0.0, more=()):
+        self.parts = [(delay, data)] + list(more)
+
+
+def _chunk(ev):
+    line = json.dumps(ev).encode() + b"\n"
+    return b"%x\r\n%s\r\n" % (len(line), line)
+
+
+_NDJSON_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 
 def _chunked(*events, end=True):
     """A 200 NDJSON answer in chunked encoding, one chunk per event, as the
     daemon streams; end=False cuts it off after the events."""
-    out = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
-    for ev in events:
-        line = json.dumps(ev).encode() + b"\n"
-        out += b"%x\r\n%s\r\n" % (len(line), line)
+    out = _NDJSON_HEAD + b"".join(_chunk(ev) for ev in events)
     return _Raw(out + (b"0\r\n\r\n" if end else b""))
+
+
+def _run_answer(queued=0.0, running=0.0):
+    """A run's NDJSON answer as the daemon gives it: nothing while it waits
+    queued seconds for a run slot, then the head and its start event, then
+    its result running seconds later."""
+    return _Raw(_NDJSON_HEAD + _chunk({"type": "start", "id": "r1"}), queued,
+                [(running, _chunk({"type": "result", "result": {"status": "ok", "stdout": "42\n"}}) + b"0\r\n\r\n")])
 
 
 def _json(obj, delay=0.0):
@@ -235,10 +251,9 @@ class ScriptedTest(unittest.TestCase):
         # the daemon's default) plus the client's timeout as its deadline.
         info = {"default_limits": {"timeout_ms": 100},
                 "profiles": [{"name": "slow", "limits": {"timeout_ms": 5000}}]}
-        ok = {"status": "ok"}
         for make in (Client, AsyncClient):
             with self.subTest(client=make.__name__):
-                srv, path = self.serve(_json(info), _json(ok, delay=1.0), _json(ok, delay=1.0))
+                srv, path = self.serve(_json(info), _run_answer(running=1.0), _run_answer(running=1.0))
                 c = make(socket_path=path, timeout=0.3)
 
                 def call(**kw):
@@ -250,8 +265,25 @@ class ScriptedTest(unittest.TestCase):
                     call()  # the default: 0.1 s + 0.3 s
                 self.assertEqual(len(srv.times), 3, "/v1/info is read once")
 
+    def test_queue_wait_is_not_the_runs_deadline(self):
+        # A run that waits in the daemon's queue longer than its own time
+        # limit plus the margin still gets its answer: its deadline counts
+        # from its start. queue_timeout bounds the wait.
+        for make in (Client, AsyncClient):
+            with self.subTest(client=make.__name__):
+                srv, path = self.serve(_run_answer(queued=1.0), _run_answer(queued=1.0))
 
-@unittest.skipUnless(ONE_SESSION, "set NSBOX_SOCKET_ONE_SESSION to a daemon started with --max-sessions 1")
+                def call(**kw):
+                    r = make(socket_path=path, timeout=0.3, **kw).run(code="x", limits={"timeout_ms": 100})
+                    return asyncio.run(r) if asyncio.iscoroutine(r) else r
+
+                res = call()
+                self.assertEqual((res.status, res.stdout), ("ok", "42\n"), "queued 1 s under a 0.4 s run deadline")
+                with self.assertRaisesRegex(nsbox.RequestTimeout, "did not start within 0.5s.*queued for a run slot.*queue_timeout"):
+                    call(queue_timeout=0.2)
+
+
+@unittest.skipUnless(ONE_SESSION, "set NSBOX_SOCKET_ONE_SESSION to a daemon started with --max-sessions 1 --max-concurrent 1")
 class DaemonRetryTest(unittest.TestCase):
     """The daemon's own 429: its only session slot is taken; a second
     session is retried until the first one ends."""
@@ -271,6 +303,21 @@ class DaemonRetryTest(unittest.TestCase):
         finally:
             closer.cancel()
             first.close()
+
+    def test_queued_run_gets_its_answer(self):
+        # The daemon has one run slot (--max-concurrent 1): a run queued
+        # behind a 2 s one waits longer than its own deadline (0.5 s + the
+        # 0.3 s margin) and still gets its answer.
+        busy = threading.Thread(target=lambda: Client(socket_path=ONE_SESSION).run(code="import time; time.sleep(2)"))
+        busy.start()
+        try:
+            time.sleep(0.5)
+            t0 = time.monotonic()
+            res = Client(socket_path=ONE_SESSION, timeout=0.3).run(code="print(6 * 7)", limits={"timeout_ms": 500})
+            self.assertEqual((res.status, res.stdout), ("ok", "42\n"))
+            self.assertGreater(time.monotonic() - t0, 0.8, "it should have waited for the slot")
+        finally:
+            busy.join()
 
     def test_async_session_waits_for_a_slot(self):
         async def go():
