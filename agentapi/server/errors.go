@@ -55,7 +55,7 @@ func ToHTTP(err error) (int, *agentapi.Error) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return http.StatusRequestEntityTooLarge, &agentapi.Error{Code: agentapi.CodePayloadTooLarge,
-			Message: fmt.Sprintf("request body larger than %d bytes", mbe.Limit)}
+			Message: fmt.Sprintf("request body larger than %d bytes (%d MiB), the daemon's cap on one request: send big inputs as several session file uploads (PUT /v1/sessions/{id}/files/PATH, one per file), each under it", mbe.Limit, mbe.Limit>>20)}
 	}
 	for _, e := range httpErrors {
 		if errors.Is(err, e.class) {

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _wire
 from ._wire import API, NDJSON, Files, Result
@@ -34,6 +34,7 @@ Output = Optional[Callable[[str], Union[Any, Awaitable[Any]]]]
 
 _MAX_HEADER_LINE = 64 << 10
 _MAX_LINE = 64 << 20  # one NDJSON event, as the daemon bounds a stream chunk
+_CONTINUE_AT = 1 << 20  # bodies above this wait for 100 Continue
 
 
 class _Response:
@@ -142,22 +143,23 @@ class AsyncClient(_wire.ClientBase):
             head = ["%s %s HTTP/1.1" % (method, path), "Host: nsbox", "Connection: close",
                     "Content-Length: %d" % len(body)]
             head += ["%s: %s" % kv for kv in headers.items()]
-            writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+            # A big body waits for the daemon's 100 Continue: a body over
+            # its cap gets the 413 before a byte of it is sent (a body
+            # written into a closed socket would lose that answer).
+            expect = len(body) > _CONTINUE_AT
+            if expect:
+                head.append("Expect: 100-continue")
+            writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (b"" if expect else body))
             try:
                 await asyncio.wait_for(writer.drain(), timeout)
-                status_line = await asyncio.wait_for(reader.readline(), first)
-                if not status_line:  # as http.client's RemoteDisconnected
-                    raise ConnectionError("it closed the connection without an answer")
-                parts = status_line.split(None, 2)
-                if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
-                    raise NsboxError("internal", "%s %s: not an HTTP/1.1 answer: %r" % (method, path, status_line[:80]))
-                hdrs: Dict[str, str] = {}
                 while True:
-                    line = await asyncio.wait_for(reader.readline(), timeout)
-                    if line in (b"\r\n", b"\n", b""):
+                    status, hdrs = await self._read_head(reader, method, path, first, timeout)
+                    if status != 100:
                         break
-                    k, _, v = line.decode("latin-1").partition(":")
-                    hdrs[k.strip().lower()] = v.strip()
+                    if expect:
+                        expect = False
+                        writer.write(body)
+                        await asyncio.wait_for(writer.drain(), timeout)
             except asyncio.TimeoutError as e:
                 if queued:
                     raise RequestTimeout("timeout", self._queue_message(path, first)) from e
@@ -165,10 +167,29 @@ class AsyncClient(_wire.ClientBase):
                     method, path, self.socket_path, timeout)) from e
             except (OSError, ValueError) as e:
                 raise DaemonUnreachable("unreachable", _wire.unreachable_message(self.socket_path, e)) from e
-            return _Response(reader, writer, method, path, int(parts[1]), hdrs, timeout)
+            return _Response(reader, writer, method, path, status, hdrs, timeout)
         except BaseException:
             writer.close()
             raise
+
+    @staticmethod
+    async def _read_head(reader: asyncio.StreamReader, method: str, path: str, first: Optional[float],
+                         timeout: Optional[float]) -> Tuple[int, Dict[str, str]]:
+        """Reads a response's status line (within first) and headers."""
+        status_line = await asyncio.wait_for(reader.readline(), first)
+        if not status_line:  # as http.client's RemoteDisconnected
+            raise ConnectionError("it closed the connection without an answer")
+        parts = status_line.split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+            raise NsboxError("internal", "%s %s: not an HTTP/1.1 answer: %r" % (method, path, status_line[:80]))
+        hdrs: Dict[str, str] = {}
+        while True:
+            line = await asyncio.wait_for(reader.readline(), timeout)
+            if line in (b"\r\n", b"\n", b""):
+                break
+            k, _, v = line.decode("latin-1").partition(":")
+            hdrs[k.strip().lower()] = v.strip()
+        return int(parts[1]), hdrs
 
     async def _open(self, method: str, path: str, body: Any = None, headers: Optional[Dict[str, str]] = None,
                     deadline: Optional[float] = -1.0, queued: bool = False) -> _Response:

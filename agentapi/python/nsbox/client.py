@@ -96,7 +96,13 @@ class Client(_wire.ClientBase):
                 conn.close()
                 raise DaemonUnreachable("unreachable", _wire.unreachable_message(self.socket_path, e)) from e
             try:
-                conn.request(method, path, body=body, headers=headers)
+                try:
+                    conn.request(method, path, body=body, headers=headers)
+                except (BrokenPipeError, ConnectionResetError):
+                    # The daemon answers a body over its cap (413) before
+                    # reading it, and closes: the answer waits in the socket.
+                    # No answer there: getresponse says the daemon is gone.
+                    pass
                 resp = conn.getresponse()
                 if conn.sock is not None:
                     conn.sock.settimeout(timeout)

@@ -113,6 +113,20 @@ class AsyncClientTest(unittest.TestCase):
             self.assertLess(time.monotonic() - t0, 1.5)
             self.assertTrue((await c.run(argv=["sleep", "0.5"], limits={"timeout_ms": 5000})).ok)
 
+            # A body over the daemon's cap gets its 413 before it is sent
+            # (100 Continue); a big one under it goes through.
+            big = b"x" * ((64 << 20) + 1)
+            with self.assertRaisesRegex(nsbox.PayloadTooLarge, "64 MiB"):
+                await self.c.run(code="1", files={"big.bin": big})
+            s = await self.c.session()
+            try:
+                with self.assertRaises(nsbox.PayloadTooLarge):
+                    await s.upload("big.bin", big)
+                await s.upload("mid.bin", big[: 20 << 20])
+                self.assertEqual(len(await s.download("mid.bin")), 20 << 20)
+            finally:
+                await s.close()
+
         run(go())
 
 

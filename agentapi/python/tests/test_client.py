@@ -90,6 +90,19 @@ class ClientTest(unittest.TestCase):
             nsbox.Session(self.nsbox, "0000000000000000").exec("1")
         self.assertEqual(cm.exception.status, 404)
 
+    def test_body_over_the_cap(self):
+        # The daemon answers 413 before reading a body over its cap and
+        # closes; the client reports that answer, not a daemon that is gone.
+        big = b"x" * ((64 << 20) + 1)
+        with self.assertRaisesRegex(nsbox.PayloadTooLarge, "64 MiB.*several session file uploads"):
+            self.nsbox.run(code="1", files={"big.bin": big})
+        with self.nsbox.session() as s:
+            with self.assertRaises(nsbox.PayloadTooLarge) as cm:
+                s.upload("big.bin", big)
+            self.assertEqual(cm.exception.status, 413)
+            s.upload("mid.bin", big[: 20 << 20])
+            self.assertEqual(s.exec("import os; os.path.getsize('mid.bin')").value, str(20 << 20))
+
     def test_unreachable(self):
         with tempfile.TemporaryDirectory() as d:
             c = Client(socket_path=os.path.join(d, "none.sock"))
