@@ -45,6 +45,17 @@ func (a *admission) acquire(ctx context.Context) (release func(), err error) {
 	}
 }
 
+// acquireWaiting takes a run slot, waiting for one however full the queue
+// is; its callers bound their own number (RunBatch's workers).
+func (a *admission) acquireWaiting(ctx context.Context) (release func(), err error) {
+	select {
+	case a.slots <- struct{}{}:
+		return a.releaser(), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for a run slot: %w", context.Cause(ctx))
+	}
+}
+
 // releaser gives the slot back once and learns how long it was held.
 func (a *admission) releaser() func() {
 	start := time.Now()

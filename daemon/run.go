@@ -34,6 +34,10 @@ type RunOptions struct {
 	// Seccomp replaces the engine's default filter (in-process callers
 	// with their own profile; no wire request can set it).
 	Seccomp seccomp.Program
+
+	// waitForSlot: wait for a run slot however full the queue is (a
+	// batch's runs, at most max_concurrent at once: see RunBatch).
+	waitForSlot bool
 }
 
 // Run runs one request to its end: validate, admit (a run slot, waiting in
@@ -62,7 +66,11 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	log := d.log.With("run", id)
 
 	queued := time.Now()
-	release, err := d.adm.acquire(ctx)
+	acquire := d.adm.acquire
+	if opts.waitForSlot {
+		acquire = d.adm.acquireWaiting
+	}
+	release, err := acquire(ctx)
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
 			d.metrics.runs.WithLabelValues("rejected").Inc()

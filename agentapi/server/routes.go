@@ -21,6 +21,7 @@ func (s *Server) routes() http.Handler {
 	v := "/" + agentapi.Version
 	table := []route{
 		{http.MethodPost, v + "/runs", s.handleRun},
+		{http.MethodPost, v + "/runs:batch", s.handleBatch},
 		{http.MethodGet, v + "/health", s.handleHealth},
 		{http.MethodGet, v + "/info", s.handleInfo},
 		{http.MethodGet, "/metrics", s.MetricsHandler().ServeHTTP},

@@ -85,3 +85,46 @@ func wantsNDJSON(r *http.Request) bool {
 	}
 	return false
 }
+
+// handleBatch serves POST /v1/runs:batch: many independent runs, each
+// answered as one NDJSON line as it finishes (in finishing order, with its
+// index), then a "done" line with the counts. A malformed batch is refused
+// as a whole; a run that cannot be run is an "error" line and the rest go
+// on. A client that stops reading cancels the runs not yet finished.
+func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
+	var req agentapi.BatchRequest
+	release, err := s.decode(w, r, &req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer release()
+	s.runs.Add(1)
+	defer s.runs.Done()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var ev *eventWriter
+	sum, err := s.core.RunBatch(ctx, &req, daemon.BatchOptions{
+		OnStart: func() { ev = newEventWriter(w, cancel) },
+		OnItem: func(i int, res *agentapi.RunResult, err error) {
+			item := agentapi.BatchItem{Type: agentapi.BatchResult, Index: i, Result: res}
+			if err != nil {
+				_, ae := ToHTTP(err)
+				item = agentapi.BatchItem{Type: agentapi.BatchError, Index: i, Error: ae}
+			}
+			ev.line(item)
+		},
+	})
+	if err != nil {
+		if ev == nil {
+			writeError(w, err)
+			return
+		}
+		_, ae := ToHTTP(err)
+		ev.line(agentapi.BatchItem{Type: agentapi.BatchError, Index: -1, Error: ae})
+	}
+	if ev != nil {
+		ev.line(agentapi.BatchItem{Type: agentapi.BatchDone, Index: -1, Done: &sum})
+		ev.done()
+	}
+}

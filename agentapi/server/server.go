@@ -23,6 +23,7 @@ import (
 // about a run is the core's.
 type Core interface {
 	Run(ctx context.Context, req *agentapi.RunRequest, opts daemon.RunOptions) (*agentapi.RunResult, error)
+	RunBatch(ctx context.Context, req *agentapi.BatchRequest, opts daemon.BatchOptions) (agentapi.BatchSummary, error)
 	CreateSession(ctx context.Context, req *agentapi.SessionRequest) (*agentapi.Session, error)
 	Sessions(ctx context.Context) []agentapi.Session
 	Session(ctx context.Context, id string) (*agentapi.Session, error)

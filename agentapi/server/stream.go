@@ -44,7 +44,14 @@ func (e *eventWriter) emit(ev agentapi.Event) {
 	e.emitLocked(ev)
 }
 
-func (e *eventWriter) emitLocked(ev agentapi.Event) {
+// line emits any value as one NDJSON line (a batch's items).
+func (e *eventWriter) line(v any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.emitLocked(v)
+}
+
+func (e *eventWriter) emitLocked(ev any) {
 	if e.failed {
 		return
 	}

@@ -180,6 +180,50 @@ def run_body(code: Optional[str], argv: Optional[Sequence[str]], language: str, 
                 allowed_imports=check_imports(allowed_imports))
 
 
+#: The run() arguments a batch's run may carry.
+RUN_ARGS = ("code", "argv", "language", "files", "limits", "stdin", "env", "rootfs", "profile", "return_files",
+            "allowed_imports")
+
+
+def batch_body(runs: Iterable[Mapping[str, Any]], concurrency: Optional[int]) -> Dict[str, Any]:
+    """The body of POST /v1/runs:batch: each run a dict of run() arguments."""
+    out = []
+    for i, r in enumerate(runs):
+        if not isinstance(r, Mapping):
+            raise TypeError("runs[%d]: give a dict of run() arguments, e.g. {\"code\": \"print(1)\"}, not %s"
+                            % (i, type(r).__name__))
+        unknown = sorted(set(r) - set(RUN_ARGS))
+        if unknown:
+            raise TypeError("runs[%d]: unknown run() arguments %s (known: %s)" % (i, ", ".join(unknown), ", ".join(RUN_ARGS)))
+        try:
+            out.append(run_body(r.get("code"), r.get("argv"), r.get("language", "python"), r.get("files"),
+                                r.get("limits"), r.get("stdin"), r.get("env"), r.get("rootfs"), r.get("profile"),
+                                r.get("return_files"), r.get("allowed_imports")))
+        except (TypeError, ValueError) as e:
+            raise type(e)("runs[%d]: %s" % (i, e)) from e
+    body: Dict[str, Any] = {"runs": out}
+    if concurrency is not None:
+        body["concurrency"] = concurrency
+    return body
+
+
+def batch_item(line: bytes, what: str) -> Tuple[str, int, Any]:
+    """One line of a batch's answer -> ("result", index, Result),
+    ("error", index, NsboxError) or ("done", -1, the summary dict); ("",
+    -1, None) for a blank or unknown line."""
+    it = json_object(line, what)
+    kind, index = it.get("type"), it.get("index", -1)
+    if kind == "result":
+        return kind, index, Result(it["result"])
+    if kind == "error":
+        err = it.get("error") or {}
+        code = err.get("code", "internal")
+        return kind, index, BY_CODE.get(code, NsboxError)(code, err.get("message", "batch error"))
+    if kind == "done":
+        return kind, -1, it.get("done") or {}
+    return "", -1, None
+
+
 def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idle_timeout_ms: Optional[int],
                  env: Optional[Mapping[str, str]], files: Optional[Files], lifetime_ms: Optional[int],
                  allowed_imports: Optional[Iterable[str]], idle_action: Optional[str]) -> Dict[str, Any]:
@@ -329,6 +373,24 @@ C = TypeVar("C")
 def callback(kind: str, on_stdout: Optional[C], on_stderr: Optional[C]) -> Optional[C]:
     """The stream callback for an event kind (None for a result or none)."""
     return on_stdout if kind == "stdout" else on_stderr if kind == "stderr" else None
+
+
+class Batch:
+    """The answer of run_batch: results[i] is the Result of runs[i], or the
+    NsboxError it got (invalid, cancelled); summary the daemon's counts
+    (runs, ok, failed, errors, wall_ms)."""
+
+    def __init__(self, results: List[Any], summary: Mapping[str, Any]):
+        self.results = results
+        self.summary = dict(summary)
+
+    def __repr__(self) -> str:
+        return "Batch(%r)" % (self.summary,)
+
+    @property
+    def ok(self) -> bool:
+        """Every run ended with status ok."""
+        return all(isinstance(r, Result) and r.ok for r in self.results)
 
 
 class Result:

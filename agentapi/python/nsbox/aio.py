@@ -25,7 +25,7 @@ import json
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _wire
-from ._wire import API, NDJSON, Files, Result
+from ._wire import API, NDJSON, Batch, Files, Result
 from .errors import DaemonUnreachable, NotFound, NsboxError, RequestTimeout
 
 __all__ = ["AsyncClient", "AsyncSession"]
@@ -274,6 +274,38 @@ class AsyncClient(_wire.ClientBase):
                              allowed_imports)
         # Always streamed, as nsbox.Client.run.
         return await self._stream(API + "/runs", req, on_stdout, on_stderr, await self._run_deadline(req), queued=True)
+
+    async def run_batch(self, runs: Iterable[Mapping[str, Any]], concurrency: Optional[int] = None,
+                        on_item: Optional[Callable[[int, Any], Any]] = None) -> Batch:
+        """As nsbox.Client.run_batch; on_item may be a coroutine function."""
+        body = _wire.batch_body(runs, concurrency)
+        n = len(body["runs"])
+        out: List[Any] = [None] * n
+        if self.timeout is not None and any(self._needs_timeouts(r) for r in body["runs"]):
+            self._learn_timeouts(await self.info())
+        q = self._queue_deadline()
+        worst = max(self._run_deadline_of(r) or 0.0 for r in body["runs"])
+        resp = await self._open("POST", API + "/runs:batch", body, {"Accept": NDJSON},
+                                None if q is None or self.timeout is None else worst + q)
+        path = API + "/runs:batch"
+        try:
+            while True:
+                line = await resp.readline()
+                if not line:
+                    raise _wire.cut_off("POST", path)
+                kind, index, val = _wire.batch_item(line, "POST " + path)
+                if kind == "done":
+                    return Batch(out, val)
+                if kind and 0 <= index < n:
+                    out[index] = val
+                    if on_item is not None:
+                        r = on_item(index, val)
+                        if inspect.isawaitable(r):
+                            await r
+                elif kind == "error":
+                    raise val
+        finally:
+            resp.close()
 
     async def session(self, rootfs: Optional[str] = None, limits: Optional[Mapping[str, Any]] = None,
                       idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,

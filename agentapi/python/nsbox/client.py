@@ -30,7 +30,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import _wire
-from ._wire import API, DEFAULT_SOCKET, NDJSON, Files, Result, Retry
+from ._wire import API, DEFAULT_SOCKET, NDJSON, Batch, Files, Result, Retry
 from .errors import DaemonUnreachable, NotFound, RequestTimeout
 
 __all__ = ["Client", "Session", "Result", "Retry", "DEFAULT_SOCKET"]
@@ -206,6 +206,55 @@ class Client(_wire.ClientBase):
         # Always streamed: the answer starts when the run has a run slot, so
         # the time it queued and its own time get separate deadlines.
         return self._stream(API + "/runs", req, on_stdout, on_stderr, self._run_deadline(req), queued=True)
+
+    def run_batch(self, runs: Iterable[Mapping[str, Any]], concurrency: Optional[int] = None,
+                  on_item: Optional[Callable[[int, Any], None]] = None) -> "Batch":
+        """Runs many independent runs (each a dict of run() arguments:
+        code, argv, language, files, limits, ...) through one request, at
+        most concurrency at once (default: the daemon's max_concurrent).
+        The daemon waits for run slots instead of refusing runs when it is
+        busy. on_item(index, Result or NsboxError) is called as each run
+        finishes; the returned Batch has every answer in request order
+        (batch.results) and the daemon's counts (batch.summary).
+        """
+        body = _wire.batch_body(runs, concurrency)
+        n = len(body["runs"])
+        out: List[Any] = [None] * n
+        deadline = self._batch_deadline(body["runs"])
+        conn, resp = self._open("POST", API + "/runs:batch", body, {"Accept": NDJSON}, deadline)
+        path = API + "/runs:batch"
+        try:
+            while True:
+                try:
+                    line = resp.readline()
+                except socket.timeout as e:
+                    raise RequestTimeout("timeout", "POST %s: no run finished within %ss" % (path, deadline)) from e
+                except (OSError, http.client.HTTPException) as e:
+                    raise _wire.cut_off("POST", path) from e
+                if not line:
+                    raise _wire.cut_off("POST", path)
+                kind, index, val = _wire.batch_item(line, "POST " + path)
+                if kind == "done":
+                    return Batch(out, val)
+                if kind and 0 <= index < n:
+                    out[index] = val
+                    if on_item is not None:
+                        on_item(index, val)
+                elif kind == "error":
+                    raise val
+        finally:
+            conn.close()
+
+    def _batch_deadline(self, runs: List[Dict[str, Any]]) -> Optional[float]:
+        """A batch's read deadline between two answers: the slowest run's
+        own deadline, plus the queue's (its runs wait for run slots)."""
+        if self.timeout is None:
+            return None
+        if any(self._needs_timeouts(r) for r in runs):
+            self._learn_timeouts(self.info())
+        worst = max(self._run_deadline_of(r) or 0.0 for r in runs)
+        q = self._queue_deadline()
+        return None if q is None else worst + q
 
     def session(self, rootfs: Optional[str] = None, limits: Optional[Mapping[str, Any]] = None,
                 idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,

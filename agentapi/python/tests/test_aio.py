@@ -93,6 +93,20 @@ class AsyncClientTest(unittest.TestCase):
         self.assertEqual(state, "idle")
         self.assertNotIn(s.id, listed, "closed by async with")
 
+    def test_run_batch(self):
+        async def go():
+            seen = []
+
+            async def note(i, r):
+                seen.append(i)
+
+            b = await self.c.run_batch([{"code": "print(%d)" % i} for i in range(10)], on_item=note)
+            self.assertEqual(sorted(seen), list(range(10)))
+            self.assertTrue(b.ok)
+            self.assertEqual([r.stdout for r in b.results], ["%d\n" % i for i in range(10)])
+
+        run(go())
+
     def test_errors(self):
         async def go():
             with self.assertRaises(nsbox.InvalidArgument) as cm:

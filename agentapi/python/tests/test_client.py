@@ -90,6 +90,23 @@ class ClientTest(unittest.TestCase):
             nsbox.Session(self.nsbox, "0000000000000000").exec("1")
         self.assertEqual(cm.exception.status, 404)
 
+    def test_run_batch(self):
+        seen = []
+        b = self.nsbox.run_batch([{"code": "print(%d)" % i} for i in range(20)] +
+                                 [{"code": "1", "limits": {"memory_bytes": -1}}, {"argv": ["sh", "-c", "exit 3"]}],
+                                 concurrency=2, on_item=lambda i, r: seen.append(i))
+        self.assertEqual(sorted(seen), list(range(22)))
+        self.assertEqual([r.stdout for r in b.results[:20]], ["%d\n" % i for i in range(20)])
+        self.assertIsInstance(b.results[20], nsbox.InvalidArgument)
+        self.assertEqual((b.results[21].status, b.results[21].exit_code), ("exit_nonzero", 3))
+        self.assertEqual({k: b.summary[k] for k in ("runs", "ok", "failed", "errors")},
+                         {"runs": 22, "ok": 20, "failed": 1, "errors": 1})
+        self.assertFalse(b.ok)
+        with self.assertRaisesRegex(TypeError, r"runs\[1\]: unknown run\(\) arguments cod"):
+            self.nsbox.run_batch([{"code": "1"}, {"cod": "1"}])
+        with self.assertRaisesRegex(nsbox.InvalidArgument, "max_concurrent"):
+            self.nsbox.run_batch([{"code": "1"}], concurrency=10_000)
+
     def test_body_over_the_cap(self):
         # The daemon answers 413 before reading a body over its cap and
         # closes; the client reports that answer, not a daemon that is gone.

@@ -1,0 +1,144 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/client"
+)
+
+// A batch of 1,000 runs on a daemon whose run slots and queue are full
+// when it starts: every run is answered, correctly, none refused (the
+// batch waits for slots instead of taking 429s); an invalid run is one
+// error line and the rest go on; a plain run is still refused 429 while
+// the queue is full; nothing is left behind.
+func TestBatch(t *testing.T) {
+	d := startDaemon(t, "--max-concurrent", "2", "--queue", "1")
+	ctx := context.Background()
+	const n = 1000
+
+	// Fill both run slots and the queue with 1.5 s runs.
+	var fill sync.WaitGroup
+	for range 3 {
+		fill.Add(1)
+		go func() {
+			defer fill.Done()
+			if res, err := d.client.Run(ctx, &agentapi.RunRequest{Argv: []string{"sleep", "1.5"}}); err != nil || res.Status != agentapi.StatusOK {
+				t.Errorf("filler run: %+v %v", res, err)
+			}
+		}()
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		info, err := d.client.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.InFlight == 2 && info.Queued == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fillers never filled the slots and the queue: %d in flight, %d queued", info.InFlight, info.Queued)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := d.client.Run(ctx, &agentapi.RunRequest{Argv: []string{"true"}}); !isStatus(err, http.StatusTooManyRequests) {
+		t.Fatalf("a plain run with the queue full: %v, want 429", err)
+	}
+
+	req := &agentapi.BatchRequest{}
+	for i := range n {
+		req.Runs = append(req.Runs, agentapi.RunRequest{Language: agentapi.LanguagePython, Code: fmt.Sprintf("print(%d)", i)})
+	}
+	bad := len(req.Runs)
+	req.Runs = append(req.Runs, agentapi.RunRequest{Language: agentapi.LanguagePython, Code: "1", Limits: &agentapi.Limits{MemoryBytes: -1}})
+	shell := len(req.Runs)
+	req.Runs = append(req.Runs, agentapi.RunRequest{Language: agentapi.LanguageBash, Code: "echo shell; exit 3"})
+
+	seen := map[int]agentapi.BatchItem{}
+	t0 := time.Now()
+	sum, err := d.client.RunBatch(ctx, req, func(it agentapi.BatchItem) {
+		if _, dup := seen[it.Index]; dup {
+			t.Errorf("run %d answered twice", it.Index)
+		}
+		seen[it.Index] = it
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wall := time.Since(t0)
+	fill.Wait()
+	if len(seen) != len(req.Runs) {
+		t.Fatalf("%d of %d runs answered", len(seen), len(req.Runs))
+	}
+	for i := range n {
+		it := seen[i]
+		if it.Type != agentapi.BatchResult || it.Result == nil || it.Result.Status != agentapi.StatusOK || it.Result.Stdout != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("run %d: %+v (result %+v)", i, it, it.Result)
+		}
+	}
+	if it := seen[bad]; it.Type != agentapi.BatchError || it.Error == nil || it.Error.Code != agentapi.CodeInvalidArgument {
+		t.Errorf("the invalid run: %+v, want an invalid_argument error line", it)
+	}
+	if it := seen[shell]; it.Result == nil || it.Result.Status != agentapi.StatusExitNonzero || it.Result.ExitCode != 3 || it.Result.Stdout != "shell\n" {
+		t.Errorf("the shell run: %+v", it.Result)
+	}
+	if want := (agentapi.BatchSummary{Runs: n + 2, OK: n, Failed: 1, Errors: 1, WallMs: sum.WallMs}); *sum != want {
+		t.Errorf("summary %+v, want %+v", *sum, want)
+	}
+	t.Logf("%d runs in %s: %.0f runs/s through one batch at concurrency 2", len(req.Runs), wall.Round(time.Millisecond), float64(len(req.Runs))/wall.Seconds())
+	d.waitIdle(t)
+	d.assertClean(t)
+}
+
+// A malformed batch is refused whole, with the field named.
+func TestBatchRefusesMalformed(t *testing.T) {
+	d := startDaemon(t, "--max-concurrent", "2")
+	ctx := context.Background()
+	one := []agentapi.RunRequest{{Language: agentapi.LanguagePython, Code: "1"}}
+	for _, tc := range []struct {
+		req  *agentapi.BatchRequest
+		want string
+	}{
+		{&agentapi.BatchRequest{}, "runs"},
+		{&agentapi.BatchRequest{Runs: make([]agentapi.RunRequest, agentapi.MaxBatchRuns+1)}, "split the batch"},
+		{&agentapi.BatchRequest{Runs: one, Concurrency: 3}, "max_concurrent (2)"},
+		{&agentapi.BatchRequest{Runs: one, Concurrency: -1}, "concurrency"},
+	} {
+		_, err := d.client.RunBatch(ctx, tc.req, nil)
+		var ae *agentapi.Error
+		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, tc.want) {
+			t.Errorf("batch %d runs, concurrency %d: %v, want 400 naming %q", len(tc.req.Runs), tc.req.Concurrency, err, tc.want)
+		}
+	}
+	// A client that goes away cancels the runs not yet finished.
+	cctx, cancel := context.WithCancel(ctx)
+	req := &agentapi.BatchRequest{Concurrency: 1}
+	for range 50 {
+		req.Runs = append(req.Runs, agentapi.RunRequest{Argv: []string{"sleep", "0.2"}})
+	}
+	got := 0
+	_, err := (&client.Client{Socket: d.sock}).RunBatch(cctx, req, func(agentapi.BatchItem) {
+		if got++; got == 2 {
+			cancel()
+		}
+	})
+	if err == nil {
+		t.Error("a cancelled batch returned no error")
+	}
+	d.waitIdle(t)
+	d.assertClean(t)
+}
+
+// isStatus reports an API error with the HTTP status code.
+func isStatus(err error, code int) bool {
+	var ae *agentapi.Error
+	return errors.As(err, &ae) && ae.Status == code
+}
