@@ -316,7 +316,10 @@ print('uid', os.getuid())
 	}
 	cgroupDirs := containerCgroups(t, id)
 	stopped := make(chan error, 1)
-	go func() { _, err := pm.run(true, "stop", "-t", fmt.Sprint(*spec.TerminationGracePeriodSeconds), name); stopped <- err }()
+	go func() {
+		_, err := pm.run(true, "stop", "-t", fmt.Sprint(*spec.TerminationGracePeriodSeconds), name)
+		stopped <- err
+	}()
 	a := <-done
 	if a.err != nil || a.res.Status != agentapi.StatusOK || !strings.Contains(a.res.Stdout, "drained") {
 		t.Errorf("the run in flight at SIGTERM: %+v %v, want it to finish", a.res, a.err)
