@@ -2,13 +2,11 @@ package client
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 
 	"github.com/nsbox/nsbox/agentapi"
 )
@@ -19,17 +17,7 @@ import (
 // for run slots instead of being refused when the daemon is busy.
 // Cancelling ctx cancels the runs not yet finished.
 func (c *Client) RunBatch(ctx context.Context, req *agentapi.BatchRequest, onItem func(agentapi.BatchItem)) (*agentapi.BatchSummary, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("encoding batch request: %w", err)
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/runs:batch", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	hr.Header.Set("Content-Type", agentapi.ContentTypeJSON)
-	hr.Header.Set("Accept", agentapi.ContentTypeNDJSON)
-	resp, err := c.do(hr)
+	resp, err := c.post(ctx, "/runs:batch", req, agentapi.ContentTypeNDJSON)
 	if err != nil {
 		return nil, err
 	}

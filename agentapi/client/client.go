@@ -108,11 +108,17 @@ func (c *Client) RunStream(ctx context.Context, req *agentapi.RunRequest, onEven
 }
 
 func (c *Client) postRun(ctx context.Context, req *agentapi.RunRequest, accept string) (*http.Response, error) {
-	body, err := json.Marshal(req)
+	return c.post(ctx, "/runs", req, accept)
+}
+
+// post sends v as JSON to path, asking for accept, and returns a 2xx
+// response (others become *agentapi.Error).
+func (c *Client) post(ctx context.Context, path string, v any, accept string) (*http.Response, error) {
+	body, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("encoding run request: %w", err)
+		return nil, fmt.Errorf("encoding the request for %s: %w", path, err)
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/runs", bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

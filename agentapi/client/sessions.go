@@ -81,17 +81,7 @@ func (c *Client) Exec(ctx context.Context, id string, req *agentapi.ExecRequest)
 // event as it arrives, then returns the result. Cancelling ctx interrupts
 // the cell (KeyboardInterrupt); the session survives.
 func (c *Client) ExecStream(ctx context.Context, id string, req *agentapi.ExecRequest, onEvent func(agentapi.Event)) (*agentapi.RunResult, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/sessions/"+url.PathEscape(id)+"/exec", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	hr.Header.Set("Content-Type", agentapi.ContentTypeJSON)
-	hr.Header.Set("Accept", agentapi.ContentTypeNDJSON)
-	resp, err := c.do(hr)
+	resp, err := c.post(ctx, "/sessions/"+url.PathEscape(id)+"/exec", req, agentapi.ContentTypeNDJSON)
 	if err != nil {
 		return nil, err
 	}

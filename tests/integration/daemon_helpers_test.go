@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -187,16 +186,7 @@ func execNsbox(args ...string) *exec.Cmd { return exec.Command(nsboxBin, args...
 // /metrics ("" when it is not there).
 func (d *daemon) metric(t *testing.T, name string) string {
 	t.Helper()
-	resp, err := d.http.Get("http://nsbox/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(metricsText(t, d), "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			return v
 		}

@@ -207,6 +207,26 @@ def batch_body(runs: Iterable[Mapping[str, Any]], concurrency: Optional[int]) ->
     return body
 
 
+class BatchAnswer:
+    """Collects a batch's answer, line by line, for both clients."""
+
+    def __init__(self, n: int):
+        self.results: List[Any] = [None] * n
+
+    def take(self, line: bytes, what: str) -> Tuple[Optional["Batch"], Optional[Tuple[int, Any]]]:
+        """(the Batch, None) on the done line; (None, (index, Result or
+        NsboxError)) on a run's; raises the batch's own error."""
+        kind, index, val = batch_item(line, what)
+        if kind == "done":
+            return Batch(self.results, val), None
+        if kind and 0 <= index < len(self.results):
+            self.results[index] = val
+            return None, (index, val)
+        if kind == "error":
+            raise val
+        return None, None
+
+
 def batch_item(line: bytes, what: str) -> Tuple[str, int, Any]:
     """One line of a batch's answer -> ("result", index, Result),
     ("error", index, NsboxError) or ("done", -1, the summary dict); ("",
@@ -281,6 +301,14 @@ class ClientBase:
     def _queue_message(self, path: str, waited: Optional[float]) -> str:
         return ("POST %s: the run did not start within %ss: the nsbox daemon at %s kept it queued for a run slot "
                 "(all were busy). Raise queue_timeout=, or the daemon's max_concurrent" % (path, waited, self.socket_path))
+
+    def _batch_deadline_of(self, runs: Sequence[Mapping[str, Any]]) -> Optional[float]:
+        """A batch's read deadline between two answers: the slowest run's
+        own deadline plus the queue's (its runs wait for run slots)."""
+        q = self._queue_deadline()
+        if q is None:
+            return None
+        return max(self._run_deadline_of(r) or 0.0 for r in runs) + q
 
     def _needs_timeouts(self, req: Mapping[str, Any]) -> bool:
         """Whether the deadline of run request req needs /v1/info first."""

@@ -279,31 +279,23 @@ class AsyncClient(_wire.ClientBase):
                         on_item: Optional[Callable[[int, Any], Any]] = None) -> Batch:
         """As nsbox.Client.run_batch; on_item may be a coroutine function."""
         body = _wire.batch_body(runs, concurrency)
-        n = len(body["runs"])
-        out: List[Any] = [None] * n
-        if self.timeout is not None and any(self._needs_timeouts(r) for r in body["runs"]):
+        if any(self._needs_timeouts(r) for r in body["runs"]):
             self._learn_timeouts(await self.info())
-        q = self._queue_deadline()
-        worst = max(self._run_deadline_of(r) or 0.0 for r in body["runs"])
-        resp = await self._open("POST", API + "/runs:batch", body, {"Accept": NDJSON},
-                                None if q is None or self.timeout is None else worst + q)
+        answer = _wire.BatchAnswer(len(body["runs"]))
         path = API + "/runs:batch"
+        resp = await self._open("POST", path, body, {"Accept": NDJSON}, self._batch_deadline_of(body["runs"]))
         try:
             while True:
                 line = await resp.readline()
                 if not line:
                     raise _wire.cut_off("POST", path)
-                kind, index, val = _wire.batch_item(line, "POST " + path)
-                if kind == "done":
-                    return Batch(out, val)
-                if kind and 0 <= index < n:
-                    out[index] = val
-                    if on_item is not None:
-                        r = on_item(index, val)
-                        if inspect.isawaitable(r):
-                            await r
-                elif kind == "error":
-                    raise val
+                batch, item = answer.take(line, "POST " + path)
+                if batch is not None:
+                    return batch
+                if item is not None and on_item is not None:
+                    r = on_item(*item)
+                    if inspect.isawaitable(r):
+                        await r
         finally:
             resp.close()
 

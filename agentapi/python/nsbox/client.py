@@ -23,11 +23,12 @@ exception, a timeout, OOM) is a Result with that status, not an exception.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from . import _wire
 from ._wire import API, DEFAULT_SOCKET, NDJSON, Batch, Files, Result, Retry
@@ -146,29 +147,38 @@ class Client(_wire.ClientBase):
         data = self._call(method, path, body, deadline=deadline)
         return _wire.json_object(data, "%s %s" % (method, path))
 
-    def _stream(self, path: str, body: Dict[str, Any], on_stdout: Output, on_stderr: Output,
-                deadline: Optional[float], queued: bool = False) -> Result:
-        """POSTs body asking for NDJSON and calls the callbacks per chunk. A
-        429/503 comes before the stream starts, so only that is retried."""
+    def _ndjson(self, path: str, body: Dict[str, Any], deadline: Optional[float], queued: bool = False,
+                waiting: str = "event") -> Iterator[bytes]:
+        """POSTs body asking for NDJSON and yields the answer's lines; a
+        stalled or cut-off answer raises. A 429/503 comes before the answer
+        starts, so only that is retried."""
         conn, resp = self._open("POST", path, body, {"Accept": NDJSON}, deadline, queued)
         try:
             while True:
                 try:
                     line = resp.readline()
                 except socket.timeout as e:
-                    raise RequestTimeout("timeout", "POST %s: no event within %ss" % (path, deadline)) from e
+                    raise RequestTimeout("timeout", "POST %s: no %s within %ss" % (path, waiting, deadline)) from e
                 except (OSError, http.client.HTTPException) as e:
                     raise _wire.cut_off("POST", path) from e
                 if not line:
                     raise _wire.cut_off("POST", path)
+                yield line
+        finally:
+            conn.close()
+
+    def _stream(self, path: str, body: Dict[str, Any], on_stdout: Output, on_stderr: Output,
+                deadline: Optional[float], queued: bool = False) -> Result:
+        """POSTs body asking for NDJSON and calls the callbacks per chunk."""
+        with contextlib.closing(self._ndjson(path, body, deadline, queued)) as lines:
+            for line in lines:
                 kind, val = _wire.stream_event(line, "POST " + path)
                 if isinstance(val, Result):
                     return val
                 cb = _wire.callback(kind, on_stdout, on_stderr)
                 if cb is not None and val is not None:
                     cb(val)
-        finally:
-            conn.close()
+        raise _wire.cut_off("POST", path)  # not reached: _ndjson raises at the end
 
     def _run_deadline(self, req: Dict[str, Any]) -> Optional[float]:
         if self._needs_timeouts(req):
@@ -218,43 +228,18 @@ class Client(_wire.ClientBase):
         (batch.results) and the daemon's counts (batch.summary).
         """
         body = _wire.batch_body(runs, concurrency)
-        n = len(body["runs"])
-        out: List[Any] = [None] * n
-        deadline = self._batch_deadline(body["runs"])
-        conn, resp = self._open("POST", API + "/runs:batch", body, {"Accept": NDJSON}, deadline)
-        path = API + "/runs:batch"
-        try:
-            while True:
-                try:
-                    line = resp.readline()
-                except socket.timeout as e:
-                    raise RequestTimeout("timeout", "POST %s: no run finished within %ss" % (path, deadline)) from e
-                except (OSError, http.client.HTTPException) as e:
-                    raise _wire.cut_off("POST", path) from e
-                if not line:
-                    raise _wire.cut_off("POST", path)
-                kind, index, val = _wire.batch_item(line, "POST " + path)
-                if kind == "done":
-                    return Batch(out, val)
-                if kind and 0 <= index < n:
-                    out[index] = val
-                    if on_item is not None:
-                        on_item(index, val)
-                elif kind == "error":
-                    raise val
-        finally:
-            conn.close()
-
-    def _batch_deadline(self, runs: List[Dict[str, Any]]) -> Optional[float]:
-        """A batch's read deadline between two answers: the slowest run's
-        own deadline, plus the queue's (its runs wait for run slots)."""
-        if self.timeout is None:
-            return None
-        if any(self._needs_timeouts(r) for r in runs):
+        if any(self._needs_timeouts(r) for r in body["runs"]):
             self._learn_timeouts(self.info())
-        worst = max(self._run_deadline_of(r) or 0.0 for r in runs)
-        q = self._queue_deadline()
-        return None if q is None else worst + q
+        answer = _wire.BatchAnswer(len(body["runs"]))
+        path = API + "/runs:batch"
+        with contextlib.closing(self._ndjson(path, body, self._batch_deadline_of(body["runs"]), waiting="run's end")) as lines:
+            for line in lines:
+                batch, item = answer.take(line, "POST " + path)
+                if batch is not None:
+                    return batch
+                if item is not None and on_item is not None:
+                    on_item(*item)
+        raise _wire.cut_off("POST", path)  # not reached: _ndjson raises at the end
 
     def session(self, rootfs: Optional[str] = None, limits: Optional[Mapping[str, Any]] = None,
                 idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
