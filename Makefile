@@ -65,7 +65,7 @@ lint: deps ## go vet, staticcheck, and pyflakes on the Python (package, runner, 
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	/usr/bin/python3 -m pyflakes agentapi/python scripts/examples container/runner/runner.py container/internal/zyproto/zygote.py
 
-bench: deps rootfs-test ## nsbox bench: engine vs bubblewrap, runc, bare python3; warm/cold/session and zygote through the daemon; go benchmarks
+bench: deps rootfs-test ## nsbox bench: engine vs bubblewrap, runc, crun, runsc, podman, bare python3; warm/cold/session and zygote through the daemon; go benchmarks
 	$(BIN) bench --store $(STORE) --rootfs $(TEST_ROOTFS)
 	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs $(GO) test -run '^$$' -bench . -benchtime 100x ./container/ ./seccomp/
 

@@ -13,12 +13,13 @@ import (
 func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "measure start-up and throughput against bubblewrap, runc and bare python3",
+		Usage: "measure start-up and throughput against bubblewrap, runc, crun, gVisor, podman and bare python3",
 		Description: `Runs python3 -c 'print(1)' on the same rootfs in every system, alternating
 between them round by round so that machine drift hits all of them alike,
 and prints medians, p95s and ratios to bubblewrap. Throughput is runs/s at
 the given concurrencies, again alternating. Baselines that are not
-installed are skipped with a note (apt-get install bubblewrap runc).
+installed, or cannot run here, are skipped with the reason (apt-get install
+bubblewrap runc crun runsc podman).
 
 Then, through the daemon over its Unix socket (a private daemon of this
 binary on temp paths, or --socket): warm (pooled) and cold print(1),

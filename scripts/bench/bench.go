@@ -1,6 +1,7 @@
 // Package bench is the harness behind `nsbox bench`: python3 -c 'print(1)'
-// in nsbox's engine against bubblewrap, runc and a bare chroot'ed python3,
-// then warm, cold, session and zygote requests through the daemon over its
+// in nsbox's engine against bubblewrap, runc, crun, gVisor's runsc, podman
+// and a bare chroot'ed python3, then warm, cold, session and zygote
+// requests through the daemon over its
 // Unix socket. Every system runs in turn, round after round, so that
 // machine drift hits all of them alike; the report gives medians, p95s and
 // ratios, as tables or as JSON.

@@ -51,11 +51,27 @@ func benchEngine(ctx context.Context, o Options, rep *report, rfs *rootfs.Rootfs
 	} else {
 		rep.Skipped = append(rep.Skipped, "bwrap: not installed (apt-get install bubblewrap)")
 	}
-	if runc, err := newRuncBaseline(rfs.Dir, argv); err == nil {
-		defer runc.close()
-		systems = append(systems, system{Name: "runc run", Note: "Debian's runc, default spec (no userns, no seccomp)", run: runc.run})
+	for _, rt := range []struct {
+		bin, pkg, name, note string
+		global               []string
+	}{
+		{"runc", "runc", "runc run", "Debian's runc, default spec (no userns, no seccomp)", nil},
+		{"crun", "crun", "crun run", "Debian's crun, the same spec", nil},
+		{"runsc", "runsc", "gVisor runsc run", "Debian's runsc (ptrace platform), the same spec, no network", []string{"--network=none"}},
+	} {
+		b, err := newOCIBaseline(ctx, rt.bin, rt.pkg, rt.global, rfs.Dir, argv)
+		if err != nil {
+			rep.Skipped = append(rep.Skipped, rt.bin+": "+err.Error())
+			continue
+		}
+		defer b.close()
+		systems = append(systems, system{Name: rt.name, Note: rt.note, run: b.run})
+	}
+	if p, err := newPodmanBaseline(ctx, rfs.Dir, argv); err == nil {
+		defer p.close()
+		systems = append(systems, system{Name: "podman run --rm", Note: "an image of the same rootfs, runc, --network none", run: p.run})
 	} else {
-		rep.Skipped = append(rep.Skipped, "runc: "+err.Error())
+		rep.Skipped = append(rep.Skipped, "podman: "+err.Error())
 	}
 	systems = append(systems, system{Name: "bare python3", Note: "chroot, no isolation", run: func(ctx context.Context) error {
 		return quiet(exec.CommandContext(ctx, "chroot", append([]string{rfs.Dir}, argv...)...))

@@ -8,48 +8,66 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 
 	"github.com/nsbox/nsbox/container"
 )
 
-// runcBaseline runs the command with `runc run` from a bundle made by
-// `runc spec`: Docker's default shape (pid, net, ipc, uts, mount
-// namespaces, read-only root), on the same rootfs.
-type runcBaseline struct {
-	dir    string // bundle and runc state
+// ociBaseline runs the command with an OCI runtime's `run` (runc, crun,
+// gVisor's runsc) from a bundle made by `runc spec`: Docker's default shape
+// (pid, net, ipc, uts, mount namespaces, read-only root), on the same
+// rootfs.
+type ociBaseline struct {
+	bin    string
+	global []string // the runtime's flags before `run`
+	dir    string   // bundle and the runtime's state
 	prefix string
 	n      atomic.Int64
 }
 
-func newRuncBaseline(root string, argv []string) (*runcBaseline, error) {
-	if _, err := exec.LookPath("runc"); err != nil {
-		return nil, errors.New("not installed (apt-get install runc)")
+// newOCIBaseline makes the bundle and tries one run: a runtime that cannot
+// run here (crun on a hybrid cgroup layout, say) is refused with its own
+// words, for the report's skipped list.
+func newOCIBaseline(ctx context.Context, bin, pkg string, global []string, root string, argv []string) (*ociBaseline, error) {
+	if _, err := exec.LookPath(bin); err != nil {
+		return nil, fmt.Errorf("not installed (apt-get install %s)", pkg)
 	}
-	dir, err := os.MkdirTemp("", "nsbox-bench-runc-")
+	if _, err := exec.LookPath("runc"); err != nil {
+		return nil, errors.New("the bundle is made by `runc spec`: apt-get install runc")
+	}
+	dir, err := os.MkdirTemp("", "nsbox-bench-"+bin+"-")
 	if err != nil {
 		return nil, err
 	}
-	b := &runcBaseline{dir: dir, prefix: "nsbox-bench-" + container.NewID()[:6]}
-	bundle := filepath.Join(dir, "bundle")
-	if err := os.Mkdir(bundle, 0o700); err != nil {
+	b := &ociBaseline{bin: bin, global: append(global, "--root", filepath.Join(dir, "state")), dir: dir, prefix: "nsbox-bench-" + container.NewID()[:6]}
+	if err := b.bundle(root, argv); err != nil {
 		b.close()
 		return nil, err
 	}
-	if out, err := exec.Command("runc", "spec", "--bundle", bundle).CombinedOutput(); err != nil {
+	if err := b.run(ctx); err != nil {
 		b.close()
-		return nil, fmt.Errorf("runc spec: %v: %s", err, out)
+		return nil, fmt.Errorf("cannot run here: %s", strings.TrimPrefix(err.Error(), "exit status 1: "))
+	}
+	return b, nil
+}
+
+func (b *ociBaseline) bundle(root string, argv []string) error {
+	bundle := filepath.Join(b.dir, "bundle")
+	if err := os.Mkdir(bundle, 0o700); err != nil {
+		return err
+	}
+	if out, err := exec.Command("runc", "spec", "--bundle", bundle).CombinedOutput(); err != nil {
+		return fmt.Errorf("runc spec: %v: %s", err, out)
 	}
 	p := filepath.Join(bundle, "config.json")
 	raw, err := os.ReadFile(p)
 	if err != nil {
-		b.close()
-		return nil, err
+		return err
 	}
 	var spec map[string]any
 	if err := json.Unmarshal(raw, &spec); err != nil {
-		b.close()
-		return nil, err
+		return err
 	}
 	proc := spec["process"].(map[string]any)
 	proc["terminal"] = false
@@ -58,20 +76,16 @@ func newRuncBaseline(root string, argv []string) (*runcBaseline, error) {
 	proc["user"] = map[string]any{"uid": 1000, "gid": 1000}
 	spec["root"] = map[string]any{"path": root, "readonly": true}
 	linux := spec["linux"].(map[string]any)
-	// Own cgroup per run, removed by runc when the run ends.
+	// Own cgroup per run, removed by the runtime when the run ends.
 	delete(linux, "cgroupsPath")
 	raw, _ = json.Marshal(spec)
-	if err := os.WriteFile(p, raw, 0o600); err != nil {
-		b.close()
-		return nil, err
-	}
-	return b, nil
+	return os.WriteFile(p, raw, 0o600)
 }
 
-func (b *runcBaseline) run(ctx context.Context) error {
+func (b *ociBaseline) run(ctx context.Context) error {
 	id := fmt.Sprintf("%s-%d", b.prefix, b.n.Add(1))
-	cmd := exec.CommandContext(ctx, "runc", "--root", filepath.Join(b.dir, "state"), "run", "--bundle", filepath.Join(b.dir, "bundle"), id)
-	return quiet(cmd)
+	args := append(append([]string{}, b.global...), "run", "--bundle", filepath.Join(b.dir, "bundle"), id)
+	return quiet(exec.CommandContext(ctx, b.bin, args...))
 }
 
-func (b *runcBaseline) close() { os.RemoveAll(b.dir) }
+func (b *ociBaseline) close() { os.RemoveAll(b.dir) }
