@@ -16,7 +16,7 @@ var flagKeys = []struct{ flag, key string }{
 	{"max-sessions", "sessions.max"}, {"session-idle-timeout", "sessions.idle_timeout"}, {"session-max-lifetime", "sessions.max_lifetime"},
 	{"session-idle-action", "sessions.idle_action"},
 	{"pool-size", "pool.size"}, {"pool-refills", "pool.refills"}, {"spare-inits", "pool.spare_inits"}, {"pool-preimport", "pool.preimport"},
-	{"zygote", "zygote.enabled"},
+	{"zygote", "zygote.enabled"}, {"zygote-bare", "zygote.bare"},
 }
 
 // overridesFrom lists the configuration keys the command line and the
@@ -49,6 +49,7 @@ func poolFlags() []cli.Flag {
 
 func zygoteFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.BoolFlag{Name: "zygote", Value: true, Usage: "fork Python runs and sessions from a pre-imported zygote on rootfs that have the data-science stack (--zygote=false: start every interpreter cold)", EnvVars: []string{"NSBOX_ZYGOTE"}},
+		&cli.BoolFlag{Name: "zygote", Value: true, Usage: "fork Python runs and sessions from a zygote: pre-imported on rootfs that have the data-science stack, bare on others (--zygote=false: start every interpreter cold)", EnvVars: []string{"NSBOX_ZYGOTE"}},
+		&cli.BoolFlag{Name: "zygote-bare", Value: true, Usage: "give a rootfs without the data-science stack a bare zygote (the interpreter and the runner, compiled); false: none there", EnvVars: []string{"NSBOX_ZYGOTE_BARE"}},
 	}
 }

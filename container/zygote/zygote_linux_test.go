@@ -156,20 +156,29 @@ func TestZygoteRestartsAndRunsFallBack(t *testing.T) {
 	}
 }
 
-// A rootfs with none of the modules gets no zygote; runs start as before.
-// Commands that are not python3 -I -c run on the engine.
-func TestNoZygoteWithoutTheModules(t *testing.T) {
+// A rootfs with none of the modules gets a bare zygote (the interpreter and
+// the runner, compiled): Python runs are still its children, and report
+// every module skipped. Commands that are not python3 -I -c run on the
+// engine.
+func TestBareZygoteWithoutTheModules(t *testing.T) {
 	dir := testenv.Rootfs(t)
 	s, _ := newSet(t, dir, "no_such_module_a", "no_such_module_b")
-	if st := s.Stats()[0]; st.State != "unused" {
-		t.Fatalf("zygote: %+v", st)
+	st := s.Stats()[0]
+	if st.State != "ready" || strings.Join(st.Skipped, ",") != "no_such_module_a,no_such_module_b" {
+		t.Fatalf("zygote: %+v, want a ready bare zygote with both modules skipped", st)
 	}
 	res, err := s.Run(context.Background(), container.Spec{RootfsDir: dir, Argv: []string{"sh", "-c", "echo hi"}})
 	if err != nil || res.Status != container.StatusOK || strings.TrimSpace(string(res.Stdout)) != "hi" {
 		t.Fatalf("shell run: %v %+v", err, res)
 	}
-	if res := exec1(t, s, dir, "print(1)"); res.Status != runner.StatusOK {
+	if s.Stats()[0].Forks != st.Forks {
+		t.Error("a shell run was forked from the zygote")
+	}
+	if res := exec1(t, s, dir, "import sys\nprint('no_such_module_a' in sys.modules)"); res.Status != runner.StatusOK || string(res.Stdout) != "False\n" {
 		t.Fatalf("python run: %+v", res)
+	}
+	if got := s.Stats()[0]; got.Forks != st.Forks+1 || got.Fallbacks != 0 {
+		t.Errorf("the Python run was not the bare zygote's child: %+v", got)
 	}
 }
 

@@ -135,7 +135,7 @@ func (cfg *Config) overrideKeys() map[string]any {
 		"sessions.max": &cfg.Sessions.Max, "sessions.idle_timeout": &cfg.Sessions.IdleTimeout, "sessions.max_lifetime": &cfg.Sessions.MaxLifetime,
 		"sessions.idle_action": &cfg.Sessions.IdleAction,
 		"pool.size":            &cfg.Pool.Size, "pool.refills": &cfg.Pool.Refills, "pool.spare_inits": &cfg.Pool.SpareInits, "pool.preimport": &cfg.Pool.Preimport,
-		"zygote.enabled": &cfg.Zygote.Enabled,
+		"zygote.enabled": &cfg.Zygote.Enabled, "zygote.bare": &cfg.Zygote.Bare,
 	}
 	for k, p := range cfg.stringKeys() {
 		m[k] = p

@@ -21,26 +21,24 @@ type ZygoteConfig struct {
 	Children    int
 	MemoryBytes int64
 	HugePages   bool
+	// Bare: a rootfs with none of the modules gets a bare zygote (the
+	// interpreter and the runner, compiled) rather than none.
+	Bare bool
 }
 
 func defaultZygoteConfig() ZygoteConfig {
-	return ZygoteConfig{Enabled: true, Children: 64, MemoryBytes: 2 << 30, HugePages: true}
+	return ZygoteConfig{Enabled: true, Children: 64, MemoryBytes: 2 << 30, HugePages: true, Bare: true}
 }
 
 // setZygoteKey stores a key of [zygote].
 func (cfg *Config) setZygoteKey(key string, v *unstable.Node) error {
 	z := &cfg.Zygote
 	switch key {
-	case "enabled", "huge_pages":
+	case "enabled", "huge_pages", "bare":
 		if v.Kind != unstable.Bool {
 			return fmt.Errorf("want true or false, got a TOML %s", kindName(v.Kind))
 		}
-		b := string(v.Data) == "true"
-		if key == "enabled" {
-			z.Enabled = b
-		} else {
-			z.HugePages = b
-		}
+		*map[string]*bool{"enabled": &z.Enabled, "huge_pages": &z.HugePages, "bare": &z.Bare}[key] = string(v.Data) == "true"
 	case "rootfs":
 		l, err := tomlModules(v)
 		if err != nil {
@@ -74,7 +72,7 @@ func (cfg *Config) setZygoteKey(key string, v *unstable.Node) error {
 		}
 		z.MemoryBytes = n
 	default:
-		return fmt.Errorf("unknown key; [zygote] has enabled, rootfs, modules, children, memory and huge_pages")
+		return fmt.Errorf("unknown key; [zygote] has enabled, rootfs, modules, children, memory, huge_pages and bare")
 	}
 	return nil
 }
@@ -102,12 +100,12 @@ func (cfg Config) ZygoteProfiles() []zygote.Profile {
 	var out []zygote.Profile
 	for _, n := range names {
 		out = append(out, zygote.Profile{Rootfs: n, Modules: slices.Clone(modules), Children: cfg.Zygote.Children,
-			MemoryBytes: cfg.Zygote.MemoryBytes, HugePages: cfg.Zygote.HugePages})
+			MemoryBytes: cfg.Zygote.MemoryBytes, HugePages: cfg.Zygote.HugePages, Bare: cfg.Zygote.Bare})
 	}
 	return out
 }
 
 // String summarises the settings (restart-only on reload).
 func (z ZygoteConfig) String() string {
-	return fmt.Sprint(z.Enabled, z.Rootfs, z.Modules, z.Children, z.MemoryBytes, z.HugePages)
+	return fmt.Sprint(z.Enabled, z.Rootfs, z.Modules, z.Children, z.MemoryBytes, z.HugePages, z.Bare)
 }

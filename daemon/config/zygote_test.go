@@ -20,6 +20,13 @@ func TestZygoteConfig(t *testing.T) {
 	if got := c.ZygoteProfiles(); !reflect.DeepEqual(got, want) {
 		t.Errorf("profiles\n got %+v\nwant %+v", got, want)
 	}
+	// Bare zygotes are on by default, and the flag overrides the file.
+	if d, _ := Load("", nil); !d.ZygoteProfiles()[0].Bare {
+		t.Error("bare zygotes should be on by default")
+	}
+	if c, _ := Load("testdata/zygote.conf", []Override{{"zygote.bare", true}}); !c.ZygoteProfiles()[0].Bare {
+		t.Error("--zygote-bare did not override the file's bare = false")
+	}
 }
 
 func TestZygoteDefaults(t *testing.T) {

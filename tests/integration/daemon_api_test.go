@@ -295,34 +295,44 @@ func TestDaemonSIGSTOPKeepsTheVerdict(t *testing.T) {
 		name, script, want string
 		python             bool
 	}
+	// Each run prints "started" first; the daemon is stopped once every
+	// run has (on a slow host, such as the emulated v2 guest, a run still
+	// being set up when the daemon stops has not had its time).
 	cases := []run{
-		{"runs past its deadline", "echo done; sleep 60", agentapi.StatusTimeout, false},
-		{"Python past its deadline", "print('done', flush=True)\nimport time\ntime.sleep(60)", agentapi.StatusTimeout, true},
+		{"runs past its deadline", "echo started; echo done; sleep 60", agentapi.StatusTimeout, false},
+		{"Python past its deadline", "print('started', flush=True)\nprint('done', flush=True)\nimport time\ntime.sleep(60)", agentapi.StatusTimeout, true},
 	}
 	for range 3 {
 		cases = append(cases,
-			run{"ends in time", "sleep 1; echo done", agentapi.StatusOK, false},
-			run{"ends in time, nonzero", "sleep 1; echo done; exit 3", agentapi.StatusExitNonzero, false},
-			run{"Python ends in time", "import time\ntime.sleep(1)\nprint('done')", agentapi.StatusOK, true})
+			run{"ends in time", "echo started; sleep 1; echo done", agentapi.StatusOK, false},
+			run{"ends in time, nonzero", "echo started; sleep 1; echo done; exit 3", agentapi.StatusExitNonzero, false},
+			run{"Python ends in time", "print('started', flush=True)\nimport time\ntime.sleep(1)\nprint('done')", agentapi.StatusOK, true})
 	}
 	results := make([]*agentapi.RunResult, len(cases))
-	var wg sync.WaitGroup
+	var wg, started sync.WaitGroup
 	for i, tc := range cases {
 		wg.Add(1)
+		started.Add(1)
 		go func() {
 			defer wg.Done()
 			req := &agentapi.RunRequest{Argv: []string{"sh", "-c", tc.script}, Limits: &agentapi.Limits{TimeoutMs: 2500}}
 			if tc.python {
 				req.Argv, req.Language, req.Code = nil, agentapi.LanguagePython, tc.script
 			}
-			res, err := d.client.Run(context.Background(), req)
+			var once sync.Once
+			res, err := d.client.RunStream(context.Background(), req, func(ev agentapi.Event) {
+				if ev.Type == agentapi.EventStdout {
+					once.Do(started.Done)
+				}
+			})
+			once.Do(started.Done)
 			if err != nil {
 				t.Errorf("%s: %v", tc.name, err)
 			}
 			results[i] = res
 		}()
 	}
-	time.Sleep(300 * time.Millisecond) // the runs have started
+	started.Wait()
 	if err := d.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +342,7 @@ func TestDaemonSIGSTOPKeepsTheVerdict(t *testing.T) {
 	}
 	wg.Wait()
 	for i, tc := range cases {
-		if res := results[i]; res != nil && (res.Status != tc.want || strings.TrimSpace(res.Stdout) != "done") {
+		if res := results[i]; res != nil && (res.Status != tc.want || strings.TrimSpace(res.Stdout) != "started\ndone") {
 			t.Errorf("%s: status %s, stdout %q; want %s with its output", tc.name, res.Status, res.Stdout, tc.want)
 		}
 	}

@@ -59,9 +59,9 @@ func startDaemonAt(t *testing.T, sock, runDir string, extra ...string) *daemon {
 		t.Fatal(buildErr)
 	}
 	td := testdaemon.New(t, nsboxBin, "nsbox-it-", append([]string{"--log-level", "debug",
-		// No warm pool or spare inits unless a test asks (its own flags win):
-		// pooled sandboxes and spares are alive by design, not leftovers.
-		"--pool-size", "0", "--spare-inits", "0"}, extra...)...)
+		// No warm pool, spare inits or bare zygote unless a test asks (its
+		// own flags win): they are alive by design, not leftovers.
+		"--pool-size", "0", "--spare-inits", "0", "--zygote-bare=false"}, extra...)...)
 	td.At(sock, runDir)
 	d := &daemon{Daemon: td, args: td.Args, sock: td.Sock, runDir: td.RunDir, cgroupName: td.CgroupName,
 		client: td.Client, http: td.HTTP, log: td.Log}

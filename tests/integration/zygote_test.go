@@ -316,3 +316,33 @@ func TestZygoteDiesUnderARun(t *testing.T) {
 	d.waitZygote(t, z.Pid)
 	d.waitIdle(t)
 }
+
+// A rootfs without the data-science stack (the test rootfs, minimal) gets
+// a bare zygote: its Python runs, pooled or not, are zygote children,
+// verified like every one (uid 1000, seccomp), with no fallback to a cold
+// start; its /v1/info entry lists every module as skipped.
+func TestBareZygoteOnMinimal(t *testing.T) {
+	_, name := testRootfs(t)
+	d := startDaemon(t, "--zygote-bare=true", "--pool-size", "2")
+	z := d.waitZygote(t, 0)
+	if z.Rootfs != name || len(z.Skipped) != len(z.Modules) || len(z.Modules) == 0 {
+		t.Fatalf("zygote %+v: want a bare one on %s (every module skipped)", z, name)
+	}
+	d.waitPoolForked(t)
+	ctx := context.Background()
+	before := d.waitZygote(t, 0).Forks
+	for _, lim := range []*agentapi.Limits{nil, {MemoryBytes: 200 << 20}} { // pooled, then a limit no pool has: forked on request
+		res, err := d.client.Run(ctx, &agentapi.RunRequest{Language: "python", Code: "import os\nprint(os.getuid(), open('/proc/self/status').read().count('Seccomp:\\t2'))", Limits: lim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != agentapi.StatusOK || res.Stdout != "1000 1\n" || res.Pooled != (lim == nil) {
+			t.Errorf("run (limits %+v): %+v", lim, res)
+		}
+	}
+	after := d.waitZygote(t, 0)
+	if after.Forks < before+1 || after.Fallbacks != 0 {
+		t.Errorf("zygote after a run forked on request: forks %d -> %d, fallbacks %d", before, after.Forks, after.Fallbacks)
+	}
+	d.waitIdle(t)
+}
