@@ -22,6 +22,12 @@ func TestMain(m *testing.M) {
 // newSet starts a Set of one zygote on dir (named "r") and waits for it.
 func newSet(t *testing.T, dir string, modules ...string) (*Set, *container.Engine) {
 	t.Helper()
+	return newSetOf(t, dir, Profile{Rootfs: "r", Modules: modules, Children: 8, HugePages: true, Bare: true})
+}
+
+// newSetOf is newSet with a profile of the test's.
+func newSetOf(t *testing.T, dir string, p Profile) (*Set, *container.Engine) {
+	t.Helper()
 	testenv.RequireRoot(t)
 	e, err := container.New(container.Config{RunDir: t.TempDir(), CgroupName: testenv.CgroupName()})
 	if err != nil {
@@ -33,7 +39,7 @@ func newSet(t *testing.T, dir string, modules ...string) (*Set, *container.Engin
 		}
 		return dir, func() {}, nil
 	}
-	s, err := New(Config{Engine: e, Acquire: acquire, Profiles: []Profile{{Rootfs: "r", Modules: modules, Children: 8, HugePages: true}}, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude()})
+	s, err := New(Config{Engine: e, Acquire: acquire, Profiles: []Profile{p}, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +185,19 @@ func TestBareZygoteWithoutTheModules(t *testing.T) {
 	}
 	if got := s.Stats()[0]; got.Forks != st.Forks+1 || got.Fallbacks != 0 {
 		t.Errorf("the Python run was not the bare zygote's child: %+v", got)
+	}
+}
+
+// With bare zygotes off, a rootfs with none of the modules gets no zygote
+// (state unused); runs start cold as before.
+func TestNoZygoteWhenBareIsOff(t *testing.T) {
+	dir := testenv.Rootfs(t)
+	s, _ := newSetOf(t, dir, Profile{Rootfs: "r", Modules: []string{"no_such_module_a"}, Children: 8})
+	if st := s.Stats()[0]; st.State != "unused" {
+		t.Fatalf("zygote: %+v, want unused", st)
+	}
+	if res := exec1(t, s, dir, "print(1)"); res.Status != runner.StatusOK {
+		t.Fatalf("python run: %+v", res)
 	}
 }
 
