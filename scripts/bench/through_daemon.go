@@ -23,7 +23,7 @@ func benchThroughDaemon(ctx context.Context, o Options, rep *report) error {
 			datasci = rootfs.DefaultName
 		}
 	}
-	var d *daemon
+	var d, bare *daemon
 	if socket != "" {
 		d = &daemon{client: &client.Client{Socket: socket}}
 		rep.Daemon = "the daemon at " + socket
@@ -43,12 +43,24 @@ func benchThroughDaemon(ctx context.Context, o Options, rep *report) error {
 		}
 		defer d.close()
 		rep.Daemon = "a private daemon (this binary), default pool on " + rfs + ", no zygote"
+		// And one as the default config has it: a bare zygote on rfs (no
+		// pool, so every run forks on request).
+		if bare, err = startDaemon(nsbox, store, rfs, "# nsbox bench: bare zygote\n", "--pool-size", "0"); err != nil {
+			return err
+		}
+		defer bare.close()
+		rep.Daemon += "; bare zygote: a second one with the default [zygote] (a bare zygote on " + rfs + ", no pool)"
 	}
 	if datasci == "" {
 		rep.Skipped = append(rep.Skipped, "pandas through the daemon: no data-science rootfs \"default\" with pandas (make rootfs-default)")
 	}
 	if err := d.waitPools(ctx); err != nil {
 		return err
+	}
+	if bare != nil {
+		if err := bare.waitPools(ctx); err != nil { // and its zygote ready
+			return err
+		}
 	}
 
 	cl := d.client
@@ -64,6 +76,11 @@ func benchThroughDaemon(ctx context.Context, o Options, rep *report) error {
 	cases := []daemonCase{
 		{name: "print(1), warm (pooled)", target: "<= 3 ms p50", warm: true, cold: "print(1), cold", do: runRequest(cl, rfs, "print(1)", nil)},
 		{name: "print(1), cold", do: runRequest(cl, rfs, "print(1)", coldLimits)},
+	}
+	if bare != nil {
+		cases = append(cases, daemonCase{name: "print(1), bare zygote", cold: "print(1), cold", do: runRequest(bare.client, rfs, "print(1)", coldLimits)})
+	}
+	cases = append(cases, []daemonCase{
 		{name: "session exec x += 1", target: "<= 2 ms p50", do: func(ctx context.Context) (bool, error) {
 			res, err := cl.Exec(ctx, sess.ID, &agentapi.ExecRequest{Code: "x += 1"})
 			if err == nil && res.Status != agentapi.StatusOK {
@@ -78,7 +95,7 @@ func benchThroughDaemon(ctx context.Context, o Options, rep *report) error {
 			}
 			return sess.Pooled, err
 		}},
-	}
+	}...)
 	if err := addLatency(ctx, &rep.DaemonLatency, d, cases, o.DaemonRuns); err != nil {
 		return err
 	}
@@ -109,6 +126,13 @@ func benchThroughDaemon(ctx context.Context, o Options, rep *report) error {
 		}{
 			{"print(1), cold", false, runRequest(cl, rfs, "print(1)", coldLimits)},
 			{"print(1), warm", true, runRequest(cl, rfs, "print(1)", nil)},
+		}
+		if bare != nil {
+			systems = append(systems, struct {
+				name string
+				warm bool
+				do   func(context.Context) (bool, error)
+			}{"print(1), bare zygote", false, runRequest(bare.client, rfs, "print(1)", coldLimits)})
 		}
 		rates := make([][]float64, len(systems))
 		counts := make([]pooledCount, len(systems))
