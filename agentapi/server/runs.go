@@ -22,15 +22,25 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 // serveRun decodes a run's or an exec's body into req, then answers what
 // call returns.
 func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, req any, call func(context.Context, daemon.RunOptions) (*agentapi.RunResult, error)) {
-	release, err := s.decode(w, r, req)
-	if err != nil {
-		writeError(w, err)
+	done, ok := s.decodeWork(w, r, req)
+	if !ok {
 		return
 	}
-	defer release()
-	s.runs.Add(1)
-	defer s.runs.Done()
+	defer done()
 	s.answer(w, r, call)
+}
+
+// decodeWork decodes a run's, an exec's or a batch's body into v (an
+// error is answered) and counts the request as work the drain waits for;
+// done releases both.
+func (s *Server) decodeWork(w http.ResponseWriter, r *http.Request, v any) (done func(), ok bool) {
+	release, err := s.decode(w, r, v)
+	if err != nil {
+		writeError(w, err)
+		return nil, false
+	}
+	s.runs.Add(1)
+	return func() { s.runs.Done(); release() }, true
 }
 
 // answer runs a run or an exec and answers it: as one JSON result, or,
@@ -93,14 +103,11 @@ func wantsNDJSON(r *http.Request) bool {
 // on. A client that stops reading cancels the runs not yet finished.
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	var req agentapi.BatchRequest
-	release, err := s.decode(w, r, &req)
-	if err != nil {
-		writeError(w, err)
+	done, ok := s.decodeWork(w, r, &req)
+	if !ok {
 		return
 	}
-	defer release()
-	s.runs.Add(1)
-	defer s.runs.Done()
+	defer done()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	var ev *eventWriter
