@@ -16,6 +16,11 @@ type BatchOptions struct {
 	// OnItem is called (serially) with every run's index and result, or
 	// error, as it finishes. Required.
 	OnItem func(i int, res *agentapi.RunResult, err error)
+	// Stopping, when set, is asked before each run starts: true (the
+	// transport is draining) answers that run and the rest ErrShuttingDown
+	// instead of starting them, so a drain waits for the runs in flight
+	// only, and the caller learns which runs to send elsewhere.
+	Stopping func() bool
 }
 
 // RunBatch runs a batch's runs, at most its concurrency at once, reports
@@ -68,6 +73,10 @@ func (d *Daemon) RunBatch(ctx context.Context, req *agentapi.BatchRequest, opts 
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if opts.Stopping != nil && opts.Stopping() {
+					report(i, nil, ErrShuttingDown)
+					continue
+				}
 				res, err := d.Run(ctx, &req.Runs[i], RunOptions{waitForSlot: true})
 				report(i, res, err)
 			}

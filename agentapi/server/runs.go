@@ -112,7 +112,8 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	var ev *eventWriter
 	sum, err := s.core.RunBatch(ctx, &req, daemon.BatchOptions{
-		OnStart: func() { ev = newEventWriter(w, cancel) },
+		OnStart:  func() { ev = newEventWriter(w, cancel) },
+		Stopping: s.draining.Load,
 		OnItem: func(i int, res *agentapi.RunResult, err error) {
 			item := agentapi.BatchItem{Type: agentapi.BatchResult, Index: i, Result: res}
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,4 +142,58 @@ func TestBatchRefusesMalformed(t *testing.T) {
 func isStatus(err error, code int) bool {
 	var ae *agentapi.Error
 	return errors.As(err, &ae) && ae.Status == code
+}
+
+// SIGTERM during a batch: the runs in flight finish, the ones not yet
+// started are answered "unavailable" (send them to the next daemon) at
+// once rather than run through the grace period, the answer ends with its
+// summary, and the daemon exits cleanly.
+func TestBatchDrain(t *testing.T) {
+	d := startDaemon(t, "--max-concurrent", "1", "--shutdown-grace", "30s")
+	req := &agentapi.BatchRequest{Concurrency: 1}
+	for range 200 {
+		req.Runs = append(req.Runs, agentapi.RunRequest{Argv: []string{"sleep", "0.1"}})
+	}
+	type answer struct {
+		sum *agentapi.BatchSummary
+		err error
+	}
+	done := make(chan answer, 1)
+	first := make(chan struct{})
+	var once sync.Once
+	var items []agentapi.BatchItem
+	t0 := time.Now()
+	go func() {
+		sum, err := d.client.RunBatch(context.Background(), req, func(it agentapi.BatchItem) {
+			items = append(items, it)
+			once.Do(func() { close(first) })
+		})
+		done <- answer{sum, err}
+	}()
+	<-first
+	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	took := time.Since(t0)
+	if a.err != nil {
+		t.Fatalf("batch during a drain: %v", a.err)
+	}
+	unavailable := 0
+	for _, it := range items {
+		if it.Error != nil && it.Error.Code == agentapi.CodeUnavailable {
+			unavailable++
+		}
+	}
+	if len(items) != 200 || a.sum.OK+unavailable != 200 || a.sum.OK == 0 || unavailable == 0 {
+		t.Errorf("%d answers, summary %+v, %d unavailable: want every run answered, ok or unavailable", len(items), *a.sum, unavailable)
+	}
+	if took > 15*time.Second {
+		t.Errorf("the batch took %s to answer after SIGTERM: the runs not started should have been refused, not run through the grace", took)
+	}
+	<-d.Exited
+	if d.ExitErr != nil {
+		t.Errorf("daemon exit after the drain: %v", d.ExitErr)
+	}
+	d.assertClean(t)
 }
