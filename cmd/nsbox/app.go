@@ -36,6 +36,7 @@ func newApp() *cli.App {
 		ExitErrHandler: func(*cli.Context, error) {},
 		Commands: []*cli.Command{
 			execCommand(),
+			batchCommand(),
 			rootfsCommand(),
 			doctorCommand(),
 			healthCommand(),

@@ -2,9 +2,12 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -196,4 +199,55 @@ func TestBatchDrain(t *testing.T) {
 		t.Errorf("daemon exit after the drain: %v", d.ExitErr)
 	}
 	d.assertClean(t)
+}
+
+// `nsbox batch FILE`: JSON lines of runs in, the daemon's answer lines out
+// (one per run, then done), the counts on stderr.
+func TestBatchCLI(t *testing.T) {
+	d := startDaemon(t)
+	file := filepath.Join(t.TempDir(), "runs.jsonl")
+	var in strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&in, "{\"language\": \"python\", \"code\": \"print(%d * 2)\"}\n\n", i)
+	}
+	in.WriteString(`{"argv": ["sh", "-c", "exit 4"]}` + "\n")
+	if err := os.WriteFile(file, []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := execNsbox("batch", "--socket", d.sock, "--concurrency", "2", file)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("nsbox batch: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 7 {
+		t.Fatalf("%d answer lines, want 6 runs and done:\n%s", len(lines), out)
+	}
+	got := map[int]agentapi.BatchItem{}
+	for _, l := range lines {
+		var it agentapi.BatchItem
+		if err := json.Unmarshal([]byte(l), &it); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		got[it.Index] = it
+	}
+	for i := range 5 {
+		if r := got[i].Result; r == nil || r.Stdout != fmt.Sprintf("%d\n", i*2) {
+			t.Errorf("run %d: %+v", i, got[i])
+		}
+	}
+	if r := got[5].Result; r == nil || r.ExitCode != 4 {
+		t.Errorf("the shell run: %+v", got[5])
+	}
+	if done := got[-1].Done; done == nil || done.OK != 5 || done.Failed != 1 || !strings.Contains(stderr.String(), "6 runs: 5 ok, 1 failed, 0 not run") {
+		t.Errorf("done %+v, stderr %q", done, stderr.String())
+	}
+	// A file the daemon would refuse names its line.
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	os.WriteFile(bad, []byte("{\"code\": \"1\"}\n{\"language\": \"python\", \"cod\": \"1\"}\n"), 0o644)
+	if msg, err := execNsbox("batch", "--socket", d.sock, bad).CombinedOutput(); err == nil || !strings.Contains(string(msg), "bad.jsonl:2: json: unknown field \"cod\"") {
+		t.Errorf("a misspelt field: %v %s", err, msg)
+	}
 }
