@@ -31,7 +31,7 @@ func batchCommand() *cli.Command {
 			"its status; 1 when the batch could not be run.",
 		Flags: []cli.Flag{
 			socketFlag(),
-			&cli.IntFlag{Name: "concurrency", Usage: "runs at once, `N` from 1 to the daemon's max_concurrent (default: max_concurrent)"},
+			&cli.IntFlag{Name: "concurrency", Usage: "runs at once, `N` from 1 to the daemon's max_concurrent", DefaultText: "max_concurrent"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
