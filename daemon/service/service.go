@@ -63,6 +63,12 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
+	// A log pipe whose reader goes away (`nsbox daemon 2>&1 | head`, a log
+	// shipper restarting) must not kill the daemon: by default Go exits
+	// with SIGPIPE on a write to a broken stdout or stderr. Notify, not
+	// Ignore: an ignored SIGPIPE would be inherited through exec by every
+	// sandbox; a handler is reset there. The logger drops the EPIPE.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	for _, w := range cfg.Warnings() {
 		log.Warn("config: " + w.Format(cfg.File))
 	}
