@@ -3,12 +3,14 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -59,44 +61,19 @@ func entries(o options) ([]entry, error) {
 		}
 		out = append(out, entry{path: b.dst, mode: 0o755, data: data})
 	}
-	slices.SortFunc(out, func(a, b entry) int { return compareStrings(a.path, b.path) })
+	slices.SortFunc(out, func(a, b entry) int { return strings.Compare(a.path, b.path) })
 	return out, nil
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// isStaticELF reports an ELF executable without a PT_INTERP program
-// header (no dynamic loader).
+// isStaticELF reports an ELF executable with no PT_INTERP program header
+// (no dynamic loader to find in the image).
 func isStaticELF(b []byte) bool {
-	if len(b) < 64 || !bytes.Equal(b[:4], []byte("\x7fELF")) || b[4] != 2 { // 64-bit
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
 		return false
 	}
-	le := func(off, n int) uint64 {
-		var v uint64
-		for i := n - 1; i >= 0; i-- {
-			v = v<<8 | uint64(b[off+i])
-		}
-		return v
-	}
-	phoff, phentsize, phnum := int(le(0x20, 8)), int(le(0x36, 2)), int(le(0x38, 2))
-	for i := range phnum {
-		off := phoff + i*phentsize
-		if off+4 > len(b) {
-			return false
-		}
-		if le(off, 4) == 3 { // PT_INTERP
-			return false
-		}
-	}
-	return true
+	defer f.Close()
+	return !slices.ContainsFunc(f.Progs, func(p *elf.Prog) bool { return p.Type == elf.PT_INTERP })
 }
 
 // layerTar writes entries as a tar whose every header is fixed by the
