@@ -44,6 +44,11 @@ type Spec struct {
 	// /workspace) of files whose content is returned inline in the Result,
 	// up to MaxInlineBytes in all.
 	ReturnFiles []string
+	// BeforeStart, when set, is called with the host pid of the sandbox's
+	// first process once its namespaces exist and before its command
+	// runs; an error ends the sandbox. The daemon's egress proxy creates
+	// its listener in the sandbox's network namespace here.
+	BeforeStart func(pid int) error
 }
 
 // File is an input file placed in the workspace.

@@ -167,7 +167,7 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 // start takes a pooled runner for the session when one fits (and writes
 // its input files), else starts one.
 func (m *Manager) start(ctx context.Context, id string, opts Options, limits container.Limits) (*runner.Runner, bool, error) {
-	if m.cfg.Take != nil {
+	if m.cfg.Take != nil && opts.BeforeStart == nil {
 		if r := m.cfg.Take(opts); r != nil {
 			ws := r.Sandbox().Workspace()
 			for _, f := range opts.Files {
@@ -181,11 +181,12 @@ func (m *Manager) start(ctx context.Context, id string, opts Options, limits con
 		}
 	}
 	r, err := runner.Start(ctx, m.cfg.Starter, container.Spec{
-		ID:        id,
-		RootfsDir: opts.RootfsDir,
-		Env:       opts.Env,
-		Files:     opts.Files,
-		Limits:    limits,
+		ID:          id,
+		RootfsDir:   opts.RootfsDir,
+		Env:         opts.Env,
+		Files:       opts.Files,
+		Limits:      limits,
+		BeforeStart: opts.BeforeStart,
 	})
 	return r, false, err
 }

@@ -53,6 +53,9 @@ type Options struct {
 	AllowedImports []string
 	// IdleAction is IdleEnd (or empty) or IdlePause.
 	IdleAction string
+	// BeforeStart is the sandbox's container.Spec.BeforeStart; a session
+	// with one never takes a pooled runner.
+	BeforeStart func(pid int) error
 }
 
 // Info describes a session.
