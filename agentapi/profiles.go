@@ -16,6 +16,9 @@ type Profile struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	Limits      Limits `json:"limits"`
+	// Network is the profile's egress policy, used by a request that
+	// selects the profile and gives no network of its own.
+	Network *Network `json:"network,omitempty"`
 }
 
 // BuiltinProfiles returns the profiles a daemon has unless its configuration

@@ -39,6 +39,9 @@ type RunRequest struct {
 	// binds the code's own imports. A policy aid for an agent's developer,
 	// not a security boundary (the sandbox is); see docs/PYTHON.md.
 	AllowedImports []string `json:"allowed_imports"`
+	// Network asks for egress through the daemon's proxy; absent means
+	// none (loopback only). See docs/NETWORK.md.
+	Network *Network `json:"network,omitempty"`
 }
 
 // File is an input file. At most one of ContentBase64 and Text is set;
@@ -126,6 +129,8 @@ type RunResult struct {
 	// Pooled is set when the run took a runner from the warm pool (its
 	// time limit then counts from when its code was handed over).
 	Pooled bool `json:"pooled,omitempty"`
+	// Network is the egress audit of a run that had a network policy.
+	Network *NetworkReport `json:"network,omitempty"`
 }
 
 // Exception is a Python exception: its type name, str() and traceback

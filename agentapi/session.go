@@ -25,6 +25,9 @@ type SessionRequest struct {
 	// "pause" it (it then lives until its lifetime ends); empty means the
 	// daemon's [sessions] idle_action.
 	IdleAction string `json:"idle_action,omitempty"`
+	// Network is the session's egress policy, for its whole life (as
+	// RunRequest.Network).
+	Network *Network `json:"network,omitempty"`
 }
 
 // Session states.
@@ -59,6 +62,8 @@ type Session struct {
 	PausedAt *time.Time `json:"paused_at,omitempty"`
 	// Pooled: the session took a runner from the warm pool.
 	Pooled bool `json:"pooled,omitempty"`
+	// Network is the session's egress policy, if it has one.
+	Network *Network `json:"network,omitempty"`
 	// OwnerUID is the uid that created the session (from the socket's peer
 	// credentials); only it, root and the daemon's admin group see it.
 	OwnerUID *uint32 `json:"owner_uid,omitempty"`

@@ -72,6 +72,7 @@ func (cfg *Config) check() []Error {
 	}
 	cfg.checkSessions(bad)
 	cfg.checkPool(bad)
+	cfg.checkNetwork(bad)
 	return errs
 }
 

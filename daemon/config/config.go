@@ -45,6 +45,8 @@ type Config struct {
 	Pool PoolConfig
 	// Zygote is [zygote] (zygote.go).
 	Zygote ZygoteConfig
+	// Network is [network] (network.go).
+	Network NetworkConfig
 
 	lines map[string]int // key ("max_limits.memory") -> its line in File; 0 when an override set it
 }
@@ -65,6 +67,7 @@ func Default() Config {
 		Sessions:      defaultSessions(),
 		Pool:          defaultPoolConfig(),
 		Zygote:        defaultZygoteConfig(),
+		Network:       defaultNetworkConfig(),
 		lines:         map[string]int{},
 	}
 }

@@ -93,7 +93,7 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"errors.conf", nil, []string{"1 sockett", "2 max_concurrent", "3 queue", "4 shutdown_grace", "5 log_level",
 			"8 default_limits.memory", "9 default_limits.pids", "10 default_limits.cpus", "11 default_limits.colour",
-			"14 max_limits.timeout", "17 profiles.strict.memory", "19 profiles.Bad Name", "22 network", "25 default_limits"}},
+			"14 max_limits.timeout", "17 profiles.strict.memory", "19 profiles.Bad Name", "23 network.enabled", "25 default_limits"}},
 		{"syntax.conf", nil, []string{"4"}},
 		{"inline.conf", nil, []string{"4 queue"}},
 		{"zygote-errors.conf", nil, []string{"2 zygote.enabled", "3 zygote.children", "4 zygote.memory", "5 zygote.rootfs", "6 zygote.colour"}},

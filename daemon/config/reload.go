@@ -13,7 +13,7 @@ type Policy = policy.Policy
 // Policy is the part of cfg that applies live.
 func (cfg Config) Policy() Policy {
 	d, m := cfg.Limits()
-	return Policy{DefaultRootfs: cfg.DefaultRootfs, DefaultLimits: d, MaxLimits: m, Profiles: cfg.Profiles, Sessions: cfg.Sessions}
+	return Policy{DefaultRootfs: cfg.DefaultRootfs, DefaultLimits: d, MaxLimits: m, Profiles: cfg.Profiles, Sessions: cfg.Sessions, Network: cfg.Network.Network}
 }
 
 // RestartKeys names the settings that differ between cfg and next and only
@@ -30,7 +30,7 @@ func (cfg Config) RestartKeys(next Config) []string {
 		{"max_concurrent", a.MaxConcurrent, b.MaxConcurrent}, {"queue", queueString(a.Queue), queueString(b.Queue)},
 		{"log_format", a.LogFormat, b.LogFormat}, {"metrics_listen", a.MetricsListen, b.MetricsListen},
 		{"shutdown_grace", a.ShutdownGrace, b.ShutdownGrace}, {"pool", a.Pool.String(), b.Pool.String()},
-		{"zygote", a.Zygote.String(), b.Zygote.String()},
+		{"zygote", a.Zygote.String(), b.Zygote.String()}, {"network", a.Network.String(), b.Network.String()},
 	} {
 		if k.x != k.y {
 			keys = append(keys, k.key)

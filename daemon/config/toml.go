@@ -69,7 +69,14 @@ func checkTable(t []string) string {
 		return ""
 	case len(t) == 2 && t[0] == "profiles":
 		return profileNameError(t[1])
-	case len(t) == 1 && (t[0] == "sessions" || t[0] == "pool" || t[0] == "pools" || t[0] == "zygote"):
+	case len(t) == 1 && (t[0] == "sessions" || t[0] == "pool" || t[0] == "pools" || t[0] == "zygote" || t[0] == "network"):
+		return ""
+	case len(t) == 2 && t[0] == "network" && (t[1] == "hosts" || t[1] == "secrets"):
+		return ""
+	case len(t) == 3 && t[0] == "network" && t[1] == "secrets":
+		if err := validSecretName(t[2]); err != nil {
+			return err.Error()
+		}
 		return ""
 	case len(t) == 2 && t[0] == "pools":
 		if t[1] == defaultPoolName {
@@ -77,7 +84,7 @@ func checkTable(t []string) string {
 		}
 		return profileNameError(t[1])
 	}
-	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [sessions], [pool], [pools.NAME] and [zygote]", strings.Join(t, "."))
+	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [sessions], [pool], [pools.NAME], [zygote], [network], [network.hosts] and [network.secrets.NAME]", strings.Join(t, "."))
 }
 
 type configWalker struct {
@@ -151,6 +158,8 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 		return cfg.setSessionsKey(key[1], v)
 	case len(key) == 2 && key[0] == "zygote":
 		return cfg.setZygoteKey(key[1], v)
+	case len(key) >= 2 && key[0] == "network":
+		return cfg.setNetworkKey(key, v)
 	case len(key) == 1:
 		if dst, ok := cfg.stringKeys()[key[0]]; ok {
 			s, err := tomlString(v)
@@ -180,7 +189,7 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 				return err
 			}
 			cfg.ShutdownGrace = d
-		case "default_limits", "max_limits", "profiles", "sessions", "pool", "pools", "zygote":
+		case "default_limits", "max_limits", "profiles", "sessions", "pool", "pools", "zygote", "network":
 			return fmt.Errorf("must be a table ([%s])", key[0])
 		default:
 			return fmt.Errorf("unknown key; see scripts/nsbox.conf.example for the keys")
@@ -195,6 +204,14 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 			return fmt.Errorf("%s", msg)
 		}
 		pr := cfg.profile(key[1])
+		if key[2] == "network" {
+			l, err := tomlStrings(v, `["pypi.org", "files.pythonhosted.org"]`)
+			if err != nil {
+				return err
+			}
+			pr.Network = &agentapi.Network{Allow: l}
+			return nil
+		}
 		if key[2] == "description" {
 			s, err := tomlString(v)
 			if err != nil {

@@ -25,6 +25,7 @@ type Policy struct {
 	MaxLimits     container.Limits // zero fields: DefaultMaxLimits()
 	Profiles      []agentapi.Profile
 	Sessions      Sessions
+	Network       Network
 }
 
 // Sessions are the session settings.
@@ -64,6 +65,7 @@ type Rules struct {
 	DefaultRootfs string
 	Defaults, Max container.Limits
 	Sessions      Sessions
+	Network       Network
 	profiles      map[string]agentapi.Profile
 	names         []string // sorted
 }
@@ -82,7 +84,7 @@ func New(p Policy) (*Rules, error) {
 	if profiles == nil {
 		profiles = agentapi.BuiltinProfiles()
 	}
-	pol := &Rules{DefaultRootfs: p.DefaultRootfs, Defaults: d, Max: m, profiles: make(map[string]agentapi.Profile, len(profiles)), Sessions: p.Sessions}
+	pol := &Rules{DefaultRootfs: p.DefaultRootfs, Defaults: d, Max: m, profiles: make(map[string]agentapi.Profile, len(profiles)), Sessions: p.Sessions, Network: p.Network}
 	if pol.DefaultRootfs == "" {
 		pol.DefaultRootfs = "default"
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon/egress"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
@@ -65,6 +66,8 @@ type Job struct {
 	ReturnFiles []string
 	// AllowedImports: nil means no restriction (Python code only).
 	AllowedImports []string
+	// Network is the run's egress policy; nil means loopback only.
+	Network *egress.Policy
 }
 
 // validate checks req against the request rules and the daemon's maxima and
@@ -209,6 +212,9 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 		return nil, err
 	}
 	j.Limits = lim
+	if j.Network, err = pol.network(req.Profile, req.Network); err != nil {
+		return nil, err
+	}
 	return j, nil
 }
 

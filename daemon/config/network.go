@@ -1,0 +1,248 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/nsbox/nsbox/daemon/egress"
+	"github.com/nsbox/nsbox/daemon/policy"
+)
+
+// NetworkConfig is [network], [network.hosts] and [network.secrets.NAME]:
+// what runs may ask the egress proxy for (docs/NETWORK.md). Without an
+// allow list no run has network.
+type NetworkConfig struct {
+	// Allow are the destinations a run may be allowed; Secrets the named
+	// secrets it may ask for; the caps are each run's (policy.Network).
+	policy.Network
+	// Open are denied address ranges opened on purpose ("10.0.0.0/8",
+	// "127.0.0.1:8080").
+	Open []egress.Opening
+	// Hosts resolve names before DNS does ([network.hosts]: an internal
+	// mirror, or a test server on 127.0.0.1).
+	Hosts map[string]netip.Addr
+	// CacheBytes caps the shared package cache under
+	// <state_dir>/egress/cache; 0 turns it off.
+	CacheBytes int64
+}
+
+func defaultNetworkConfig() NetworkConfig {
+	return NetworkConfig{Network: policy.Network{MaxConnections: 1000, MaxBytes: 4 << 30}, CacheBytes: 2 << 30}
+}
+
+// String is the restart-only part, for RestartKeys.
+func (n NetworkConfig) String() string {
+	return fmt.Sprintf("open=%v hosts=%v cache=%d", n.Open, n.Hosts, n.CacheBytes)
+}
+
+// setNetworkKey stores a key of [network] and its subtables.
+func (cfg *Config) setNetworkKey(key []string, v *unstable.Node) error {
+	n := &cfg.Network
+	switch {
+	case len(key) == 2 && key[1] == "allow":
+		l, err := tomlStrings(v, `["pypi.org", "*.pythonhosted.org"]`)
+		if err != nil {
+			return err
+		}
+		n.Allow = nil
+		for _, s := range l {
+			r, err := egress.ParseRule(s)
+			if err != nil {
+				return err
+			}
+			n.Allow = append(n.Allow, r)
+		}
+	case len(key) == 2 && key[1] == "open":
+		l, err := tomlStrings(v, `["127.0.0.1:8080", "10.0.0.0/8"]`)
+		if err != nil {
+			return err
+		}
+		n.Open = nil
+		for _, s := range l {
+			o, err := parseOpening(s)
+			if err != nil {
+				return err
+			}
+			n.Open = append(n.Open, o)
+		}
+	case len(key) == 2 && key[1] == "max_connections":
+		c, err := tomlIntIn(v, 0, 1<<20, "(no cap)")
+		if err != nil {
+			return err
+		}
+		n.MaxConnections = int(c)
+	case len(key) == 2 && (key[1] == "max_bytes" || key[1] == "cache"):
+		b, err := tomlSize(v)
+		if err != nil {
+			return err
+		}
+		if key[1] == "cache" {
+			n.CacheBytes = b
+		} else {
+			n.MaxBytes = b
+		}
+	case len(key) == 2 && (key[1] == "hosts" || key[1] == "secrets"):
+		return fmt.Errorf("must be a table ([network.%s])", key[1])
+	case len(key) == 3 && key[1] == "hosts":
+		s, err := tomlString(v)
+		if err != nil {
+			return err
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return fmt.Errorf("%q is not an IP address", s)
+		}
+		if n.Hosts == nil {
+			n.Hosts = map[string]netip.Addr{}
+		}
+		n.Hosts[strings.ToLower(strings.TrimSuffix(key[2], "."))] = a
+	case len(key) == 4 && key[1] == "secrets":
+		return cfg.setSecretKey(key[2], key[3], v)
+	default:
+		return fmt.Errorf("unknown key; [network] has allow, open, max_connections, max_bytes and cache, with the tables [network.hosts] and [network.secrets.NAME] (file, hosts)")
+	}
+	return nil
+}
+
+// setSecretKey stores a key of [network.secrets.NAME]: file (a root-only
+// file holding the value) or hosts (where the value may be sent).
+func (cfg *Config) setSecretKey(name, key string, v *unstable.Node) error {
+	if err := validSecretName(name); err != nil {
+		return err
+	}
+	n := &cfg.Network
+	if n.Secrets == nil {
+		n.Secrets = map[string]egress.Secret{}
+	}
+	s := n.Secrets[name]
+	s.Name = name
+	switch key {
+	case "file":
+		path, err := tomlString(v)
+		if err != nil {
+			return err
+		}
+		val, err := readSecret(path)
+		if err != nil {
+			return err
+		}
+		s.Value = val
+	case "hosts":
+		l, err := tomlStrings(v, `["api.github.com"]`)
+		if err != nil {
+			return err
+		}
+		s.Hosts = nil
+		for _, h := range l {
+			r, err := egress.ParseRule(h)
+			if err != nil {
+				return err
+			}
+			s.Hosts = append(s.Hosts, r)
+		}
+	default:
+		return fmt.Errorf("unknown key; [network.secrets.%s] has file and hosts", name)
+	}
+	n.Secrets[name] = s
+	return nil
+}
+
+// validSecretName: a secret's name is also the sandbox's variable name.
+func validSecretName(name string) error {
+	if name == "" || len(name) > 64 || strings.Trim(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" || name[0] >= '0' && name[0] <= '9' {
+		return fmt.Errorf("secret name %q: use 1 to 64 of A-Z, 0-9 and _ (it is the sandbox's variable name), not starting with a digit", name)
+	}
+	return nil
+}
+
+// readSecret reads a secret's value from a file only root may read.
+func readSecret(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("secret file: %v", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("secret file %s has mode %v: it must be a regular file only its owner may read (chmod 600 %s)", path, st.Mode(), path)
+	}
+	b := make([]byte, 64<<10)
+	k, _ := f.Read(b)
+	val := strings.TrimRight(string(b[:k]), "\r\n")
+	if val == "" {
+		return "", fmt.Errorf("secret file %s is empty", path)
+	}
+	return val, nil
+}
+
+// parseOpening parses an [network] open entry: an address or prefix, and
+// an optional port ("127.0.0.1:8080", "[::1]:80", "10.0.0.0/8").
+func parseOpening(s string) (egress.Opening, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return egress.Opening{Prefix: netip.PrefixFrom(ap.Addr(), ap.Addr().BitLen()), Port: int(ap.Port())}, nil
+	}
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return egress.Opening{Prefix: p.Masked()}, nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return egress.Opening{Prefix: netip.PrefixFrom(a, a.BitLen())}, nil
+	}
+	return egress.Opening{}, fmt.Errorf("%q: give an address, an address:port or a prefix (\"127.0.0.1:8080\", \"10.0.0.0/8\")", s)
+}
+
+// checkNetwork finds what is wrong with [network] as a whole.
+func (cfg *Config) checkNetwork(bad func(key, format string, args ...any)) {
+	for name, s := range cfg.Network.Secrets {
+		key := "network.secrets." + name
+		switch {
+		case s.Value == "":
+			bad(key, "has no file: give file = \"/etc/nsbox/secrets/%s\" (mode 600)", strings.ToLower(name))
+		case len(s.Hosts) == 0:
+			bad(key, "has no hosts: give hosts = [\"api.example.com\"], the hosts its value may be sent to")
+		}
+	}
+	for _, pr := range cfg.Profiles {
+		if pr.Network == nil {
+			continue
+		}
+		if !cfg.Network.Enabled() {
+			bad("profiles."+pr.Name+".network", "the profile has network but [network] allows none; add the hosts to [network] allow")
+			continue
+		}
+		for _, h := range pr.Network.Allow {
+			r, err := egress.ParseRule(h)
+			if err != nil {
+				bad("profiles."+pr.Name+".network", "%v", err)
+			} else if !r.Within(cfg.Network.Allow) {
+				bad("profiles."+pr.Name+".network", "%q is not in [network] allow", h)
+			}
+		}
+	}
+}
+
+// tomlStrings reads a list of strings (or one comma-separated string).
+func tomlStrings(v *unstable.Node, example string) ([]string, error) {
+	switch v.Kind {
+	case unstable.String:
+		return splitList(string(v.Data)), nil
+	case unstable.Array:
+		var out []string
+		it := v.Children()
+		for it.Next() {
+			s, err := tomlString(it.Node())
+			if err != nil {
+				return nil, fmt.Errorf("list: %w", err)
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("want a list of strings like %s, got a TOML %s", example, kindName(v.Kind))
+}
