@@ -1,6 +1,6 @@
 # nsbox Python runner: executes cells sent over fd 3 in a persistent
 # __main__ namespace. Frames are a 4-byte big-endian length then JSON.
-import os, sys, json, signal, ast, linecache, traceback, time
+import os, sys, json, signal, ast, linecache, traceback, time, site, importlib
 
 _CTL = 3
 _REPR_CAP = 65536
@@ -120,6 +120,19 @@ def _exception(e):
     while te.stack and te.stack[-1].filename == '<nsbox-runner>':
         te.stack.pop()
     return {'name': type(e).__name__, 'value': str(e), 'traceback': ''.join(te.format())}
+
+
+def _user_site():
+    """Puts ~/.local's site-packages (/workspace/.local: what `pip install`
+    writes, the rootfs being read-only) on sys.path once it exists, ahead
+    of the system's packages as python3 without -I would: a package
+    installed in one cell imports in the next."""
+    p = site.getusersitepackages()
+    if p in sys.path or not os.path.isdir(p):
+        return
+    at = next((i for i, e in enumerate(sys.path) if e.endswith('-packages')), len(sys.path))
+    sys.path.insert(at, p)
+    importlib.invalidate_caches()
 
 
 def _run(count, code):
@@ -277,6 +290,7 @@ def main():
                     if 'allowed_imports' in req:
                         _Imports.restrict(req['allowed_imports'])
                     _buffering(bool(req.get('stream')))
+                    _user_site()
                     t0 = time.monotonic()
                     try:
                         v = _run(count, req['code'])

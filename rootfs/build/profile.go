@@ -86,6 +86,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot, statsmodels.api, sympy, mpmath, openpyxl, xlrd, PIL.Image
 import seaborn, tqdm, dateutil.parser, pytz, joblib
+import pip, venv, requests
 a = numpy.arange(6.0).reshape(2, 3)
 assert numpy.dot(a, a.T)[1, 1] == 50.0
 df = pandas.DataFrame({"k": ["a", "b", "a"], "v": [1, 2, 3]})
@@ -121,6 +122,9 @@ func profiles() map[string]profile {
 				"python3-sympy", "python3-mpmath", "python3-openpyxl", "python3-xlrd",
 				"python3-pil", "python3-seaborn", "python3-tqdm", "python3-dateutil",
 				"python3-tz", "python3-joblib",
+				// pip and venv for installs through the egress proxy
+				// (docs/NETWORK.md), and requests, the HTTP client agents use
+				"python3-pip", "python3-venv", "python3-requests",
 			},
 			imports:   datasciCheck,
 			purge:     append(commonPurge(), datasciPurge()...),
