@@ -52,7 +52,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 // flowCtx travels in a request's context from the handler to the
 // Transport's dial: the checked address, the record and its counters.
 type flowCtx struct {
-	f    *flow
+	f    *flow // nil: counted elsewhere
 	addr netip.AddrPort
 	rec  *Record
 }
@@ -73,21 +73,24 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// roundTrip sends one request upstream, counting both bodies. Plain HTTP
-// and the requests inside TLS the proxy terminates both come here.
+// roundTrip sends one request upstream, counting both bodies when the
+// flow counts them (terminated TLS counts its connection instead). Plain
+// HTTP and the requests inside TLS the proxy terminates both come here.
 func (p *Proxy) roundTrip(req *http.Request) (*http.Response, error) {
 	fc, _ := req.Context().Value(flowKey{}).(*flowCtx)
 	if fc == nil {
 		return nil, errors.New("nsbox egress: internal error: request without a checked destination")
 	}
-	if req.Body != nil && req.Body != http.NoBody {
+	if fc.f != nil && req.Body != nil && req.Body != http.NoBody {
 		req.Body = &countedBody{ReadCloser: req.Body, f: fc.f, sent: true}
 	}
 	resp, err := p.transport.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = &countedBody{ReadCloser: resp.Body, f: fc.f}
+	if fc.f != nil {
+		resp.Body = &countedBody{ReadCloser: resp.Body, f: fc.f}
+	}
 	return resp, nil
 }
 
