@@ -84,12 +84,48 @@ func (p *Proxy) roundTrip(req *http.Request) (*http.Response, error) {
 	if fc.f != nil && req.Body != nil && req.Body != http.NoBody {
 		req.Body = &countedBody{ReadCloser: req.Body, f: fc.f, sent: true}
 	}
-	resp, err := p.transport.RoundTrip(req)
+	resp, err := p.cachedRoundTrip(req, fc.rec)
 	if err != nil {
 		return nil, err
 	}
 	if fc.f != nil {
 		resp.Body = &countedBody{ReadCloser: resp.Body, f: fc.f}
+	}
+	return resp, nil
+}
+
+// cachedRoundTrip serves a package file from the cache when the file's
+// hash is known and held, fills the cache when it is known and not held,
+// and learns hashes from the index pages that pass.
+func (p *Proxy) cachedRoundTrip(req *http.Request, rec *Record) (*http.Response, error) {
+	c := p.opts.Cache
+	if c == nil || req.Method != http.MethodGet || req.Header.Get("Range") != "" {
+		return p.transport.RoundTrip(req)
+	}
+	sum := p.hashes.lookup(cacheKey(req.URL))
+	if sum != "" {
+		if f, size, ok := c.impl.open(sum); ok {
+			rec.Cached = true
+			return &http.Response{
+				Status: "200 OK", StatusCode: http.StatusOK,
+				Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+				Header:        http.Header{"Content-Type": {"application/octet-stream"}},
+				Body:          f,
+				ContentLength: size,
+				Request:       req,
+			}, nil
+		}
+	}
+	resp, err := p.transport.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	enc := resp.Header.Get("Content-Encoding")
+	switch {
+	case sum != "" && enc == "":
+		resp.Body = c.impl.tee(resp.Body, sum)
+	case sum == "" && pageKind(resp.Header.Get("Content-Type")) != "":
+		resp.Body = p.hashes.learnFrom(req.URL, pageKind(resp.Header.Get("Content-Type")), enc, resp.Body)
 	}
 	return resp, nil
 }

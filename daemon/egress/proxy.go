@@ -41,7 +41,8 @@ type Proxy struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 
-	bytes atomic.Int64 // both directions, all records: MaxBytes
+	bytes  atomic.Int64 // both directions, all records: MaxBytes
+	hashes hashIndex    // package files' hashes, from the pages forwarded
 
 	mu     sync.Mutex
 	closed bool
