@@ -33,7 +33,7 @@ func (n *testNet) resolve(_ context.Context, host string) ([]netip.Addr, error) 
 }
 
 // serve opens s's port and returns it.
-func (n *testNet) serve(t *testing.T, s *httptest.Server) int {
+func (n *testNet) serve(t testing.TB, s *httptest.Server) int {
 	t.Helper()
 	ap := netip.MustParseAddrPort(s.Listener.Addr().String())
 	n.open = append(n.open, Opening{Prefix: netip.PrefixFrom(ap.Addr(), 32), Port: int(ap.Port())})
