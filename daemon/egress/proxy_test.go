@@ -193,7 +193,8 @@ func TestRefused(t *testing.T) {
 	defer tlsSrv.Close()
 	tn := &testNet{names: map[string]string{
 		"pypi.test": "127.0.0.1", "example.com": "127.0.0.1", "meta.test": "169.254.169.254",
-		"lo.test": "127.0.0.1", "mapped.test": "::ffff:10.0.0.1",
+		"lo.test": "127.0.0.1", "mapped.test": "::ffff:10.0.0.1", "self.test": "203.0.113.7",
+		"cgnat.test": "100.64.1.1", "ula.test": "fd00::1", "zero.test": "0.1.2.3",
 	}}
 	pport, tport := tn.serve(t, plain), tn.serve(t, tlsSrv)
 	ps, ts := strconv.Itoa(pport), strconv.Itoa(tport)
@@ -213,11 +214,16 @@ func TestRefused(t *testing.T) {
 		{name: "ipv4-mapped private", allow: []string{"mapped.test"}, url: "http://mapped.test/", want: "a private address"},
 		{name: "IP literal not in rules", allow: []string{"pypi.test:" + ps}, url: "http://127.0.0.1:" + ps + "/", want: "127.0.0.1:" + ps + " is not allowed"},
 		{name: "wrong port", allow: []string{"pypi.test:1"}, url: "http://pypi.test:" + ps + "/", want: "is not allowed"},
+		{name: "host's own address", allow: []string{"self.test"}, url: "http://self.test/", want: "203.0.113.7, one of the host's own addresses"},
+		{name: "CGNAT", allow: []string{"cgnat.test"}, url: "http://cgnat.test/", want: "a shared (CGNAT) address"},
+		{name: "ULA", allow: []string{"ula.test"}, url: "http://ula.test/", want: "fd00::1, a private address"},
+		{name: "this network", allow: []string{"zero.test"}, url: "http://zero.test/", want: "an unspecified address"},
 		{name: "unresolvable", allow: []string{"nx.test"}, url: "http://nx.test/", want: "cannot resolve nx.test"},
 		{name: "domain fronting", allow: []string{"example.com:" + ts}, url: "https://example.com:" + ts + "/", sni: "other.example.com", want: "EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tn.options()
+			opts.HostAddrs = []netip.Addr{netip.MustParseAddr("203.0.113.7")}
 			if tc.noOpen {
 				opts.Open = nil
 			}
@@ -315,5 +321,50 @@ func TestByteCap(t *testing.T) {
 				t.Errorf("%d bytes moved under a cap of 100000", total)
 			}
 		})
+	}
+}
+
+func TestNotAbsolute(t *testing.T) {
+	_, addr := startProxy(t, &Options{}, Policy{})
+	code, body, err := get(t, http.DefaultClient, "http://"+addr+"/simple/")
+	if err != nil || code != 400 || !strings.HasPrefix(body, "nsbox egress: this is a proxy; it forwards only absolute http:// URLs") {
+		t.Errorf("got %d %q %v", code, body, err)
+	}
+}
+
+// TestCloseEndsTunnels: Close does not wait for a sandbox to hang up.
+func TestCloseEndsTunnels(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	tn := &testNet{names: map[string]string{"example.com": "127.0.0.1"}}
+	port := strconv.Itoa(tn.serve(t, srv))
+	p, addr := startProxy(t, tn.options(), Policy{Allow: mustRules(t, "example.com:"+port)})
+	resp, err := proxiedClient(addr, certPool(t, srv)).Get("https://example.com:" + port + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rep := p.Close()
+	if _, err := io.ReadAll(resp.Body); err == nil {
+		t.Error("the tunnel outlived Close")
+	}
+	if len(rep.Records) != 1 || !rep.Records[0].Allowed {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+func TestCloseWithoutServe(t *testing.T) {
+	p, err := New(&Options{}, "r", Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := p.Close(); len(rep.Records) != 0 {
+		t.Errorf("report %+v", rep)
 	}
 }

@@ -122,3 +122,35 @@ func TestSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretHostHeader: inside a terminated tunnel, a Host header naming
+// another site is refused, so a shared front cannot route the secret there.
+func TestSecretHostHeader(t *testing.T) {
+	var hits int
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	defer srv.Close()
+	tn := &testNet{names: map[string]string{"api.example.com": "127.0.0.1"}}
+	ps := strconv.Itoa(tn.serve(t, srv))
+	ca, err := LoadOrCreateCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := tn.options()
+	opts.CA, opts.RootCAs = ca, certPool(t, srv)
+	p, addr := startProxy(t, opts, Policy{
+		Allow:   mustRules(t, "api.example.com:"+ps),
+		Secrets: []Secret{{Name: "T", Value: "v", Hosts: mustRules(t, "api.example.com:"+ps)}},
+	})
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(p.CABundle())
+	req, _ := http.NewRequest("GET", "https://api.example.com:"+ps+"/", nil)
+	req.Host = "evil.example.com"
+	resp, err := proxiedClient(addr, roots).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest || hits != 0 {
+		t.Errorf("got %d, server hit %d times", resp.StatusCode, hits)
+	}
+}
