@@ -107,7 +107,3 @@ type CA struct{ impl caImpl }
 // Cache is the shared, size-capped cache of package artifacts (cache.go).
 type Cache struct{ impl cacheImpl }
 
-type (
-	caImpl    struct{}
-	cacheImpl struct{}
-)

@@ -1,0 +1,183 @@
+package egress
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The cache keeps package files by their sha256 and serves one only for a
+// URL whose hash the sandbox's own proxy learned from an index page it
+// forwarded (PEP 503 links carry "#sha256=..."; PEP 691 JSON a "hashes"
+// object). A file is kept only if its content has that hash, so nothing a
+// sandbox sends can put bytes in the cache under a name they do not have.
+// The URL-to-hash index lives in each Proxy, not the Cache: a page served
+// by a host one sandbox may reach cannot steer what another is served.
+type cacheImpl struct {
+	dir string
+	max int64
+
+	mu    sync.Mutex
+	files map[string]*cacheFile // by sha256, hex
+	size  int64
+}
+
+type cacheFile struct {
+	size int64
+	used time.Time // for LRU eviction; in memory, from mtime at open
+}
+
+// OpenCache opens (creating) the cache in dir, holding at most maxBytes.
+func OpenCache(dir string, maxBytes int64) (*Cache, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("egress cache: %w", err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("egress cache: %w", err)
+	}
+	c := &Cache{impl: cacheImpl{dir: dir, max: maxBytes, files: map[string]*cacheFile{}}}
+	for _, e := range ents {
+		fi, err := e.Info()
+		switch {
+		case err != nil:
+		case strings.HasPrefix(e.Name(), "tmp-"): // a download cut by a restart
+			os.Remove(filepath.Join(dir, e.Name()))
+		case isSHA256(e.Name()) && fi.Mode().IsRegular():
+			c.impl.files[e.Name()] = &cacheFile{size: fi.Size(), used: fi.ModTime()}
+			c.impl.size += fi.Size()
+		}
+	}
+	c.impl.mu.Lock()
+	c.impl.evict()
+	c.impl.mu.Unlock()
+	return c, nil
+}
+
+func isSHA256(s string) bool {
+	b, err := hex.DecodeString(s)
+	return err == nil && len(b) == sha256.Size && s == strings.ToLower(s)
+}
+
+// open returns the file with hash sum if the cache holds it.
+func (c *cacheImpl) open(sum string) (*os.File, int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.files[sum]
+	if !ok {
+		return nil, 0, false
+	}
+	f, err := os.Open(filepath.Join(c.dir, sum))
+	if err != nil {
+		delete(c.files, sum)
+		c.size -= e.size
+		return nil, 0, false
+	}
+	e.used = time.Now()
+	return f, e.size, true
+}
+
+// evict removes the least recently used files until the cache fits.
+func (c *cacheImpl) evict() {
+	for c.size > c.max && len(c.files) > 0 {
+		var oldest string
+		for sum, e := range c.files {
+			if oldest == "" || e.used.Before(c.files[oldest].used) {
+				oldest = sum
+			}
+		}
+		os.Remove(filepath.Join(c.dir, oldest))
+		c.size -= c.files[oldest].size
+		delete(c.files, oldest)
+	}
+}
+
+// fill tees a download into a temporary file and commits it under want
+// only if the whole body hashes to want.
+type fill struct {
+	io.ReadCloser
+	c    *cacheImpl
+	want string
+	tmp  *os.File // nil once committed or abandoned
+	hash hash.Hash
+	n    int64
+}
+
+func (c *cacheImpl) tee(body io.ReadCloser, want string) io.ReadCloser {
+	tmp, err := os.CreateTemp(c.dir, "tmp-")
+	if err != nil {
+		return body
+	}
+	return &fill{ReadCloser: body, c: c, want: want, tmp: tmp, hash: sha256.New()}
+}
+
+func (f *fill) Read(p []byte) (int, error) {
+	n, err := f.ReadCloser.Read(p)
+	if f.tmp != nil && n > 0 {
+		f.hash.Write(p[:n])
+		f.n += int64(n)
+		if _, werr := f.tmp.Write(p[:n]); werr != nil || f.n > f.c.max {
+			f.abandon()
+		}
+	}
+	if errors.Is(err, io.EOF) && f.tmp != nil {
+		f.commit()
+	}
+	return n, err
+}
+
+func (f *fill) Close() error {
+	if f.tmp != nil {
+		f.abandon()
+	}
+	return f.ReadCloser.Close()
+}
+
+func (f *fill) abandon() {
+	f.tmp.Close()
+	os.Remove(f.tmp.Name())
+	f.tmp = nil
+}
+
+func (f *fill) commit() {
+	if hex.EncodeToString(f.hash.Sum(nil)) != f.want || f.tmp.Close() != nil {
+		f.abandon()
+		return
+	}
+	c := f.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.files[f.want]; ok || os.Rename(f.tmp.Name(), filepath.Join(c.dir, f.want)) != nil {
+		os.Remove(f.tmp.Name())
+		f.tmp = nil
+		return
+	}
+	f.tmp = nil
+	c.files[f.want] = &cacheFile{size: f.n, used: time.Now()}
+	c.size += f.n
+	c.evict()
+}
+
+// cacheKey is a URL as the index keys it: scheme://host:port/path?query,
+// with the port explicit and no fragment.
+func cacheKey(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	k := u.Scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port) + u.EscapedPath()
+	if u.RawQuery != "" {
+		k += "?" + u.RawQuery
+	}
+	return k
+}

@@ -1,0 +1,159 @@
+package egress
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/url"
+	"strings"
+	"sync"
+
+	"golang.org/x/net/html"
+)
+
+// Bounds on what a sandbox's pages can make the proxy hold: the page read
+// along as it is forwarded, and the hashes learned over the proxy's life.
+const (
+	maxPage   = 32 << 20
+	maxHashes = 500_000
+)
+
+// hashIndex maps the URLs of package files (cacheKey) to the sha256 the
+// index pages this proxy forwarded gave them.
+type hashIndex struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (x *hashIndex) lookup(key string) string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.m[key]
+}
+
+func (x *hashIndex) add(page *url.URL, href, sum string) {
+	ref, err := url.Parse(strings.TrimSpace(href))
+	sum = strings.ToLower(sum)
+	if err != nil || !isSHA256(sum) {
+		return
+	}
+	u := page.ResolveReference(ref)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.m == nil {
+		x.m = map[string]string{}
+	}
+	if len(x.m) < maxHashes {
+		x.m[cacheKey(u)] = sum
+	}
+}
+
+// pageKind says whether a response is an index page to learn from: PEP
+// 503 HTML (pypi.org still answers text/html to pip) or PEP 691 JSON.
+func pageKind(contentType string) string {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch mt {
+	case "text/html", "application/vnd.pypi.simple.v1+html":
+		return "html"
+	case "application/vnd.pypi.simple.v1+json":
+		return "json"
+	}
+	return ""
+}
+
+// learnFrom returns body as it is, reading the page along; at its end the
+// page's file hashes are learned.
+func (x *hashIndex) learnFrom(page *url.URL, kind, encoding string, body io.ReadCloser) io.ReadCloser {
+	return &pageReader{ReadCloser: body, done: func(b []byte) {
+		if encoding == "gzip" {
+			zr, err := gzip.NewReader(bytes.NewReader(b))
+			if err != nil {
+				return
+			}
+			if b, err = io.ReadAll(io.LimitReader(zr, maxPage)); err != nil {
+				return
+			}
+		} else if encoding != "" && encoding != "identity" {
+			return
+		}
+		if kind == "json" {
+			x.learnJSON(page, b)
+		} else {
+			x.learnHTML(page, b)
+		}
+	}}
+}
+
+// learnHTML takes every <a href="...#sha256=HEX"> (PEP 503).
+func (x *hashIndex) learnHTML(page *url.URL, b []byte) {
+	z := html.NewTokenizer(bytes.NewReader(b))
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, more := z.TagName()
+			if string(name) != "a" {
+				continue
+			}
+			for more {
+				var k, v []byte
+				k, v, more = z.TagAttr()
+				if string(k) != "href" {
+					continue
+				}
+				if _, frag, ok := strings.Cut(string(v), "#"); ok {
+					if sum, ok := strings.CutPrefix(frag, "sha256="); ok {
+						x.add(page, string(v), sum)
+					}
+				}
+			}
+		}
+	}
+}
+
+// learnJSON takes files[].url with hashes.sha256 (PEP 691).
+func (x *hashIndex) learnJSON(page *url.URL, b []byte) {
+	var doc struct {
+		Files []struct {
+			URL    string            `json:"url"`
+			Hashes map[string]string `json:"hashes"`
+		} `json:"files"`
+	}
+	if json.Unmarshal(b, &doc) != nil {
+		return
+	}
+	for _, f := range doc.Files {
+		if sum := f.Hashes["sha256"]; sum != "" {
+			x.add(page, f.URL, sum)
+		}
+	}
+}
+
+// pageReader keeps what passes through it, up to maxPage, and hands it to
+// done at EOF.
+type pageReader struct {
+	io.ReadCloser
+	buf  bytes.Buffer
+	done func([]byte)
+	over bool
+}
+
+func (r *pageReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if !r.over {
+		r.buf.Write(p[:n])
+		r.over = r.buf.Len() > maxPage
+	}
+	if errors.Is(err, io.EOF) && !r.over && r.done != nil {
+		r.done(r.buf.Bytes())
+		r.done = nil
+	}
+	return n, err
+}
