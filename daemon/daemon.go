@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/nsbox/nsbox/daemon/egress"
 	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/nsbox/nsbox/container"
@@ -60,6 +61,9 @@ type Config struct {
 	// Zygotes, when set, are reported by Info and the metrics (the
 	// Starter routes runs to them).
 	Zygotes Zygotes
+	// Egress, when set, is the egress proxy's settings: runs with a
+	// network policy get a proxy in their sandbox (network.go).
+	Egress *egress.Options
 }
 
 // Daemon is the transport-independent core: it admits, validates and runs
@@ -83,6 +87,11 @@ type Daemon struct {
 	// bounded. tearing counts them for Info.
 	teardowns chan struct{}
 	tearing   atomic.Int64
+
+	egressOpts    *egress.Options // nil: no network
+	egressMetrics *egressMetrics
+	egressMu      sync.Mutex
+	egressRuns    map[string]*netRun // by run or session id
 }
 
 // New checks cfg and returns a Daemon.
@@ -112,6 +121,13 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d.pol.Store(pol)
 	d.metrics.gauges(d.adm)
+	d.egressMetrics = newEgressMetrics(d.metrics.reg)
+	d.egressRuns = map[string]*netRun{}
+	if cfg.Egress != nil {
+		o := *cfg.Egress
+		o.OnRecord = d.onEgressRecord
+		d.egressOpts = &o
+	}
 	d.metrics.buildInfo(cfg.Version)
 	if cfg.Pool != nil {
 		d.metrics.reg.MustRegister(newPoolCollector(cfg.Pool))

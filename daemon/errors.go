@@ -20,6 +20,8 @@ var (
 	ErrRootfsNotFound = errdefs.New(errdefs.ErrInvalidArgument, "rootfs not found; list them with GET /v1/info or build one with `nsbox rootfs build`")
 	// ErrNoSessions: the daemon has no Starter, so it cannot keep sandboxes.
 	ErrNoSessions = errdefs.New(errdefs.ErrUnavailable, "sessions need a Starter that can start sandboxes (a *container.Engine)")
+	// ErrNoNetwork: a run asks for network where no egress proxy runs.
+	ErrNoNetwork = errdefs.New(errdefs.ErrInvalidArgument, "network: this nsbox has no egress proxy (in-process `nsbox exec --no-daemon` has none); run through a daemon with a [network] config")
 )
 
 // classify gives the engine's, the sessions' and the store's errors their

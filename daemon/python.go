@@ -76,7 +76,7 @@ func (d *Daemon) runPythonOn(ctx context.Context, spec container.Spec, j *policy
 	spec.Limits = lim
 	cell := runner.ExecRequest{Code: j.Code, AllowedImports: j.AllowedImports}
 	var tk *pool.Taken
-	if pooled {
+	if pooled && spec.BeforeStart == nil { // a networked run needs its own sandbox set up
 		tk = d.takePooled(j.Rootfs, spec)
 	}
 	if tk != nil {

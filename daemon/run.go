@@ -96,6 +96,11 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	case j.Stdin != "":
 		spec.Stdin = strings.NewReader(j.Stdin)
 	}
+	nr, err := d.startEgress(&spec, j.Network)
+	if err != nil {
+		done()
+		return nil, classify(err)
+	}
 	if opts.OnStart != nil {
 		opts.OnStart(id)
 	}
@@ -119,6 +124,9 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		if res, err = d.cfg.Runner.Run(ctx, spec); err == nil {
 			out = wireResult(res, id)
 		}
+	}
+	if report := d.takeEgress(nr, true); out != nil {
+		out.Network = report
 	}
 	d.finished(log, started, out, err)
 	if err != nil {

@@ -44,7 +44,7 @@ func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest
 		return nil, errdefs.Field("idle_action", "%q: use %q or %q", idleAction, policy.IdleEnd, policy.IdlePause)
 	}
 	// The run validator checks rootfs, limits, env and files the same way.
-	j, err := pol.Validate(&agentapi.RunRequest{Argv: []string{"python3"}, Rootfs: req.Rootfs, Limits: req.Limits, Env: req.Env, Files: req.Files})
+	j, err := pol.Validate(&agentapi.RunRequest{Argv: []string{"python3"}, Rootfs: req.Rootfs, Limits: req.Limits, Env: req.Env, Files: req.Files, Network: req.Network})
 	if err != nil {
 		return nil, err
 	}
@@ -52,16 +52,28 @@ func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest
 	if err != nil {
 		return nil, err
 	}
+	// The session's egress lives as long as its sandbox: the proxy ends
+	// with the sandbox's release.
+	spec := container.Spec{ID: container.NewID(), Env: j.Env, Files: j.Files}
+	nr, err := d.startEgress(&spec, j.Network)
+	if err != nil {
+		release()
+		return nil, classify(err)
+	}
+	if nr != nil {
+		rel := release
+		release = func() { d.takeEgress(nr, true); rel() }
+	}
 	sess, err := d.sessions.Create(ctx, session.Options{
-		Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
-		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: j.Env, Files: j.Files, Owner: owner(ctx),
+		ID: spec.ID, Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
+		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: spec.Env, Files: spec.Files, Owner: owner(ctx),
 		Lifetime: time.Duration(req.LifetimeMs) * time.Millisecond, AllowedImports: req.AllowedImports,
-		IdleAction: idleAction,
+		IdleAction: idleAction, BeforeStart: spec.BeforeStart,
 	})
 	if err != nil {
 		return nil, classify(err)
 	}
-	out := wireSession(sess.Info())
+	out := d.wireSession(sess.Info())
 	return &out, nil
 }
 
@@ -72,7 +84,7 @@ func (d *Daemon) Sessions(ctx context.Context) []agentapi.Session {
 	if d.sessions != nil {
 		for _, in := range d.sessions.List() {
 			if d.mayUse(ctx, in.Owner) {
-				out = append(out, wireSession(in))
+				out = append(out, d.wireSession(in))
 			}
 		}
 	}
@@ -108,7 +120,7 @@ func (d *Daemon) onSession(ctx context.Context, id string, do func(*session.Sess
 			return nil, classify(err)
 		}
 	}
-	out := wireSession(sess.Info())
+	out := d.wireSession(sess.Info())
 	return &out, nil
 }
 
@@ -142,6 +154,9 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 		return nil, classify(err)
 	}
 	out := &agentapi.RunResult{ID: id, WallMs: res.Wall.Milliseconds(), Files: wireFiles(res.Files), FilesTruncated: res.FilesTruncated}
+	if nr := d.egressRun(id); nr != nil {
+		out.Network = d.takeEgress(nr, false)
+	}
 	richFields(out, res.Result)
 	out.Status = string(res.Status)
 	out.ExitCode, out.Signal = cellExit(out.Status)
@@ -237,7 +252,7 @@ func (d *Daemon) sessionFile(ctx context.Context, id, path string) (*session.Ses
 	return sess, nil
 }
 
-func wireSession(in session.Info) agentapi.Session {
+func (d *Daemon) wireSession(in session.Info) agentapi.Session {
 	out := agentapi.Session{
 		ID: in.ID, Rootfs: in.Rootfs, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
 		CreatedAt: in.Created.UTC(), LastUsedAt: in.LastUsed.UTC(), ExecCount: in.ExecCount,
@@ -251,6 +266,9 @@ func wireSession(in session.Info) agentapi.Session {
 	if in.Owner >= 0 {
 		uid := uint32(in.Owner)
 		out.OwnerUID = &uid
+	}
+	if nr := d.egressRun(in.ID); nr != nil {
+		out.Network = nr.wire
 	}
 	return out
 }

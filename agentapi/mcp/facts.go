@@ -19,15 +19,24 @@ type facts struct {
 	// stack means "none".
 	stack      []string
 	stackKnown bool
-	timeoutS   int64 // default timeout of one call; 0 unknown
-	maxTimeout int64 // the largest timeout_s (seconds)
-	memory     int64 // bytes; 0 unknown
-	output     int64 // output kept per stream and call
+	timeoutS   int64    // default timeout of one call; 0 unknown
+	maxTimeout int64    // the largest timeout_s (seconds)
+	memory     int64    // bytes; 0 unknown
+	output     int64    // output kept per stream and call
+	allowNet   []string // hosts the sandboxes may reach through the daemon's proxy
+}
+
+// network says what network the sandboxes have, for the descriptions.
+func (f facts) network() string {
+	if len(f.allowNet) == 0 {
+		return "no network"
+	}
+	return "network only to " + strings.Join(f.allowNet, ", ") + " (HTTP/HTTPS through a proxy; pip works if its index is among them)"
 }
 
 // newFacts reads cfg and cfg.Info.
 func newFacts(cfg Config) facts {
-	f := facts{
+	f := facts{allowNet: cfg.networkHosts(),
 		perCall:    cfg.SessionMode == SessionPerCall,
 		rootfs:     cfg.Rootfs,
 		timeoutS:   cfg.Limits.TimeoutMs / 1000,

@@ -19,7 +19,7 @@ func (s *Server) runPython(ctx context.Context, req *mcpsdk.CallToolRequest, in 
 	timeoutMs := int64(in.TimeoutS) * 1000
 	if s.perCall() {
 		res, err := s.client.Run(ctx, &agentapi.RunRequest{
-			Language: agentapi.LanguagePython, Code: in.Code, Rootfs: s.cfg.Rootfs, Limits: s.callLimits(timeoutMs),
+			Language: agentapi.LanguagePython, Code: in.Code, Rootfs: s.cfg.Rootfs, Limits: s.callLimits(timeoutMs), Network: s.cfg.Network,
 		})
 		if err != nil {
 			return nil, nil, err
@@ -51,7 +51,7 @@ func (s *Server) runShell(ctx context.Context, req *mcpsdk.CallToolRequest, in R
 	timeoutMs := int64(in.TimeoutS) * 1000
 	if s.perCall() {
 		res, err := s.client.Run(ctx, &agentapi.RunRequest{
-			Language: agentapi.LanguageBash, Code: in.Command, Rootfs: s.cfg.Rootfs, Limits: s.callLimits(timeoutMs),
+			Language: agentapi.LanguageBash, Code: in.Command, Rootfs: s.cfg.Rootfs, Limits: s.callLimits(timeoutMs), Network: s.cfg.Network,
 		})
 		if err != nil {
 			return nil, nil, err

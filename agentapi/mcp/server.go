@@ -48,6 +48,16 @@ type Config struct {
 	// then name the rootfs, its data-science modules and the limits a call
 	// gets. nil: they speak of them in general.
 	Info *agentapi.Info
+	// Network is every sandbox's egress policy (nil: none); the operator
+	// sets it (nsbox mcp --allow-net), never the model.
+	Network *agentapi.Network
+}
+
+func (cfg Config) networkHosts() []string {
+	if cfg.Network == nil {
+		return nil
+	}
+	return cfg.Network.Allow
 }
 
 // Server is an MCP server whose tools run in nsbox sandboxes.
@@ -100,10 +110,10 @@ func New(cfg Config) (*Server, error) {
 	if version == "" {
 		version = "dev"
 	}
-	instructions := "Tools that run Python and shell commands in an isolated Linux sandbox (no network, no host files). " +
+	instructions := "Tools that run Python and shell commands in an isolated Linux sandbox (" + s.facts.network() + ", no host files). " +
 		"Use run_python for computation, data analysis and plots; write_file/read_file/list_files to move files in and out of /workspace."
 	if s.facts.perCall {
-		instructions = "Tools that run Python and shell commands, each call in a fresh isolated Linux sandbox (no network, no host files). " +
+		instructions = "Tools that run Python and shell commands, each call in a fresh isolated Linux sandbox (" + s.facts.network() + ", no host files). " +
 			"Use run_python for computation, data analysis and plots."
 	}
 	s.sdk = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "nsbox", Title: "nsbox sandbox", Version: version}, &mcpsdk.ServerOptions{
@@ -194,6 +204,7 @@ func (s *Server) session(ctx context.Context, ss *mcpsdk.ServerSession) (id stri
 		Rootfs:        s.cfg.Rootfs,
 		Limits:        &lim,
 		IdleTimeoutMs: s.cfg.IdleTimeout.Milliseconds(),
+		Network:       s.cfg.Network,
 	})
 	if err != nil {
 		return "", false, fmt.Errorf("starting a sandbox session: %w", err)

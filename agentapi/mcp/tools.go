@@ -41,7 +41,7 @@ type RunPythonInput struct {
 
 // RunShellInput is the input of run_shell.
 type RunShellInput struct {
-	Command   string `json:"command" jsonschema:"Shell command line, run with bash -c (sh when bash is absent) in /workspace. No network access; the root filesystem is read-only, /workspace and /tmp are writable."`
+	Command   string `json:"command" jsonschema:"Shell command line, run with bash -c (sh when bash is absent) in /workspace. The root filesystem is read-only, /workspace and /tmp are writable."`
 	SessionID string `json:"session_id,omitempty" jsonschema:"Run in this existing nsbox session instead of this conversation's own one (leave empty normally)."`
 	TimeoutS  int    `json:"timeout_s,omitempty" jsonschema:"Whole seconds before the command is killed."`
 }
@@ -134,7 +134,7 @@ func definitions(f facts) []*mcpsdk.Tool {
 		{
 			Name:  ToolRunPython,
 			Title: "Run Python",
-			Description: "Execute Python 3 code in an isolated Linux sandbox (no network, no access to the host's files) and return stdout, stderr, " +
+			Description: "Execute Python 3 code in an isolated Linux sandbox (" + f.network() + ", no access to the host's files) and return stdout, stderr, " +
 				"the value of the last expression, the exception with its traceback if the code raised, and every matplotlib figure as a PNG image. " +
 				persistence + f.environment() + files + f.limits() +
 				"If the result has isError, read the traceback, fix the code and call again.",
@@ -152,7 +152,7 @@ func definitions(f facts) []*mcpsdk.Tool {
 			Name:  ToolRunShell,
 			Title: "Run shell command",
 			Description: shell + "Returns stdout, stderr and the exit code; a non-zero exit code is reported as an error. " + f.limits() +
-				"There is no network access and no sudo; the root filesystem is read-only.",
+				"It has " + f.network() + " and no sudo; the root filesystem is read-only.",
 			InputSchema: schemaFor[RunShellInput](func(s *jsonschema.Schema) {
 				boundString(s, "command", 1, MaxCodeBytes)
 				if !f.perCall {

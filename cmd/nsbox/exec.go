@@ -38,7 +38,7 @@ is CMD's.
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "rootfs", Value: rootfs.DefaultName, Usage: "rootfs `NAME` from the store", EnvVars: []string{"NSBOX_ROOTFS"}},
 			&cli.StringFlag{Name: "store", Value: rootfs.DefaultStoreRoot, Usage: "rootfs store `DIR`", EnvVars: []string{"NSBOX_ROOTFS_STORE"}},
-		}, append(cmdline.LimitFlags(false, true),
+		}, append(append(cmdline.LimitFlags(false, true), cmdline.NetworkFlags()...),
 			&cli.StringFlag{Name: "seccomp-profile", Usage: "Docker-format seccomp profile `FILE` instead of nsbox's default"},
 			&cli.BoolFlag{Name: "json", Usage: "print the whole result as one JSON object instead of streaming"},
 			&cli.StringFlag{Name: "socket", Value: agentapi.DefaultSocket, Usage: "daemon `SOCKET`; the run goes through the daemon when it answers", EnvVars: []string{"NSBOX_SOCKET"}},
@@ -85,6 +85,9 @@ func execRequest(c *cli.Context) (*execRun, error) {
 	if x.req.Files, err = cmdline.ReadFiles(c); err != nil {
 		return nil, err
 	}
+	if x.req.Network, err = cmdline.ReadNetwork(c); err != nil {
+		return nil, err
+	}
 	if p := c.String("seccomp-profile"); p != "" {
 		f, err := os.Open(p)
 		if err != nil {
@@ -129,6 +132,10 @@ func runExec(c *cli.Context) error {
 		}
 	} else if c.Bool("verbose") {
 		fmt.Fprintln(os.Stderr, "nsbox: running in-process (--no-daemon)")
+	}
+	if x.req.Network != nil {
+		// The egress proxy and its policy are the daemon's.
+		return cmdline.UsageError(c, "--allow-net needs the daemon (its [network] config says what may be allowed); start it (nsbox daemon) or drop --allow-net")
 	}
 	return execInProcess(c, x)
 }

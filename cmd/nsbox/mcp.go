@@ -15,6 +15,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
 	"github.com/nsbox/nsbox/agentapi/mcp"
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 )
 
 func mcpCommand() *cli.Command {
@@ -36,6 +37,8 @@ func mcpCommand() *cli.Command {
 			&cli.StringFlag{Name: "disk", Usage: "size of /workspace, e.g. 512M", DefaultText: "the daemon's"},
 			&cli.StringFlag{Name: "output", Value: "128K", Usage: "output kept per stream and call (what the model reads)"},
 			&cli.DurationFlag{Name: "idle-timeout", Usage: "end an unused session after this long", DefaultText: "the daemon's"},
+			&cli.StringSliceFlag{Name: "allow-net", Usage: "let every sandbox reach `HOST` through the daemon's egress proxy (repeatable; within the daemon's [network] allow); the model cannot change it"},
+			&cli.StringSliceFlag{Name: "secret", Usage: "give every sandbox the daemon's secret `NAME` (as a placeholder; repeatable)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error (logs go to stderr)"},
 		},
 		Action: mcpServe,
@@ -74,6 +77,10 @@ func mcpServe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	network, err := cmdline.ReadNetwork(c)
+	if err != nil {
+		return err
+	}
 	cl := &client.Client{Socket: c.String("socket")}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -97,6 +104,7 @@ func mcpServe(c *cli.Context) error {
 		Version:     version,
 		Logger:      log,
 		Info:        info,
+		Network:     network,
 	})
 	if err != nil {
 		return fmt.Errorf("--session-mode: %w", err)

@@ -42,7 +42,7 @@ func sessionCommand() *cli.Command {
 					&cli.StringFlag{Name: "rootfs", Usage: "rootfs `NAME`", DefaultText: "the daemon's"},
 					&cli.DurationFlag{Name: "idle-timeout", Usage: "end the session after this long unused", DefaultText: "the daemon's"},
 					&cli.StringFlag{Name: "idle-action", Usage: "what the idle timeout does: end, or pause (frozen until its lifetime ends)", DefaultText: "the daemon's"},
-				}, cmdline.LimitFlags(true, false)...),
+				}, append(cmdline.LimitFlags(true, false), cmdline.NetworkFlags()...)...),
 				Action: sessionCreate,
 			},
 			{
@@ -88,6 +88,9 @@ func sessionCreate(c *cli.Context) error {
 		return err
 	}
 	if req.Files, err = cmdline.ReadFiles(c); err != nil {
+		return err
+	}
+	if req.Network, err = cmdline.ReadNetwork(c); err != nil {
 		return err
 	}
 	s, err := sessionClient(c).CreateSession(c.Context, req)

@@ -46,6 +46,13 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	rec.Allowed, rec.Addr = true, addr.String()
 	fc := &flowCtx{f: &flow{p: p}, addr: addr, rec: rec}
 	defer fc.f.done(rec)
+	// The request line and headers carry data too (a URL can hold
+	// anything): they count as sent, bodies are counted as they flow.
+	if err := fc.f.add(headSize(r), true); err != nil {
+		rec.Reason = err.Error()
+		writeText(w, http.StatusForbidden, err.Error())
+		return
+	}
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), flowKey{}, fc)))
 }
 
@@ -178,4 +185,15 @@ func writeText(w http.ResponseWriter, code int, msg string) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	fmt.Fprintln(w, msg)
+}
+
+// headSize is about what r's request line and headers take on the wire.
+func headSize(r *http.Request) int {
+	n := len(r.Method) + len(r.URL.RequestURI()) + len(r.Proto) + 4
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n + len(r.Host) + 8
 }

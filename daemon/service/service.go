@@ -120,6 +120,9 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		Version:       opts.Version,
 		CgroupMode:    string(eng.CgroupMode()),
 	}
+	if dcfg.Egress, err = egressOptions(cfg, log.With("component", "egress")); err != nil {
+		return fmt.Errorf("egress proxy: %w", err)
+	}
 	if cfg.Queue != nil {
 		dcfg.QueueSize, dcfg.NoQueue = *cfg.Queue, *cfg.Queue == 0
 	}

@@ -135,6 +135,31 @@ def check_imports(allowed_imports: Optional[Iterable[str]]) -> Optional[List[str
     return names
 
 
+def check_network(network: Any) -> Optional[Dict[str, Any]]:
+    """network: a list of hosts (["pypi.org"]) or the API's object
+    ({"allow": [...], "secrets": [...], "max_connections": N,
+    "max_bytes": N}); None: no network."""
+    if network is None:
+        return None
+    if isinstance(network, str):
+        raise _invalid("network: give a list of hosts, e.g. [%r], not a string" % network)
+    if isinstance(network, Mapping):
+        unknown = sorted(set(network) - {"allow", "secrets", "max_connections", "max_bytes"})
+        if unknown:
+            raise _invalid("network: unknown keys %s (known: allow, secrets, max_connections, max_bytes)" % ", ".join(unknown))
+        out = dict(network)
+    else:
+        out = {"allow": list(network)}
+    for key in ("allow", "secrets"):
+        vals = out.get(key)
+        if vals is None:
+            continue
+        if isinstance(vals, str) or not all(isinstance(v, str) for v in vals):
+            raise _invalid("network[%r]: give a list of str, not %r" % (key, vals))
+        out[key] = list(vals)
+    return out
+
+
 def files_list(files: Optional[Files]) -> Optional[List[Dict[str, Any]]]:
     """{path: str|bytes} (or a list of API file objects) -> the API's list."""
     if files is None:
@@ -162,7 +187,7 @@ def _put(req: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
 def run_body(code: Optional[str], argv: Optional[Sequence[str]], language: str, files: Optional[Files],
              limits: Optional[Mapping[str, Any]], stdin: Optional[str], env: Optional[Mapping[str, str]],
              rootfs: Optional[str], profile: Optional[str], return_files: Optional[Sequence[str]],
-             allowed_imports: Optional[Iterable[str]]) -> Dict[str, Any]:
+             allowed_imports: Optional[Iterable[str]], network: Any = None) -> Dict[str, Any]:
     """The body of POST /v1/runs, checked for what the client can see."""
     if (code is None) == (argv is None):
         raise ValueError("give exactly one of code or argv")
@@ -177,12 +202,12 @@ def run_body(code: Optional[str], argv: Optional[Sequence[str]], language: str, 
     return _put(req, files=files_list(files), limits=check_limits(limits), stdin=stdin,
                 env=dict(env) if env is not None else None, rootfs=rootfs, profile=profile,
                 return_files=list(return_files) if return_files is not None else None,
-                allowed_imports=check_imports(allowed_imports))
+                allowed_imports=check_imports(allowed_imports), network=check_network(network))
 
 
 #: The run() arguments a batch's run may carry.
 RUN_ARGS = ("code", "argv", "language", "files", "limits", "stdin", "env", "rootfs", "profile", "return_files",
-            "allowed_imports")
+            "allowed_imports", "network")
 
 
 def batch_body(runs: Iterable[Mapping[str, Any]], concurrency: Optional[int]) -> Dict[str, Any]:
@@ -198,7 +223,7 @@ def batch_body(runs: Iterable[Mapping[str, Any]], concurrency: Optional[int]) ->
         try:
             out.append(run_body(r.get("code"), r.get("argv"), r.get("language", "python"), r.get("files"),
                                 r.get("limits"), r.get("stdin"), r.get("env"), r.get("rootfs"), r.get("profile"),
-                                r.get("return_files"), r.get("allowed_imports")))
+                                r.get("return_files"), r.get("allowed_imports"), r.get("network")))
         except (TypeError, ValueError) as e:
             raise type(e)("runs[%d]: %s" % (i, e)) from e
     body: Dict[str, Any] = {"runs": out}
@@ -246,12 +271,14 @@ def batch_item(line: bytes, what: str) -> Tuple[str, int, Any]:
 
 def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idle_timeout_ms: Optional[int],
                  env: Optional[Mapping[str, str]], files: Optional[Files], lifetime_ms: Optional[int],
-                 allowed_imports: Optional[Iterable[str]], idle_action: Optional[str]) -> Dict[str, Any]:
+                 allowed_imports: Optional[Iterable[str]], idle_action: Optional[str],
+                 network: Any = None) -> Dict[str, Any]:
     if idle_action not in (None, "end", "pause"):
         raise _invalid("idle_action %r: use \"end\" or \"pause\"" % (idle_action,))
     return _put({}, rootfs=rootfs, limits=check_limits(limits), idle_timeout_ms=idle_timeout_ms,
                 env=dict(env) if env is not None else None, files=files_list(files), lifetime_ms=lifetime_ms,
-                allowed_imports=check_imports(allowed_imports), idle_action=idle_action)
+                allowed_imports=check_imports(allowed_imports), idle_action=idle_action,
+                network=check_network(network))
 
 
 def exec_body(code: str, timeout_ms: Optional[int]) -> Dict[str, Any]:

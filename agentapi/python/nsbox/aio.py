@@ -267,11 +267,11 @@ class AsyncClient(_wire.ClientBase):
                   files: Optional[Files] = None, limits: Optional[Mapping[str, Any]] = None,
                   stdin: Optional[str] = None, env: Optional[Mapping[str, str]] = None, rootfs: Optional[str] = None,
                   profile: Optional[str] = None, return_files: Optional[Sequence[str]] = None,
-                  allowed_imports: Optional[Iterable[str]] = None, on_stdout: Output = None,
+                  allowed_imports: Optional[Iterable[str]] = None, network: Any = None, on_stdout: Output = None,
                   on_stderr: Output = None) -> Result:
         """As nsbox.Client.run."""
         req = _wire.run_body(code, argv, language, files, limits, stdin, env, rootfs, profile, return_files,
-                             allowed_imports)
+                             allowed_imports, network)
         # Always streamed, as nsbox.Client.run.
         return await self._stream(API + "/runs", req, on_stdout, on_stderr, await self._run_deadline(req), queued=True)
 
@@ -303,10 +303,10 @@ class AsyncClient(_wire.ClientBase):
                       idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
                       files: Optional[Files] = None, lifetime_ms: Optional[int] = None,
                       allowed_imports: Optional[Iterable[str]] = None,
-                      idle_action: Optional[str] = None) -> AsyncSession:
+                      idle_action: Optional[str] = None, network: Any = None) -> AsyncSession:
         """As nsbox.Client.session; use the result with `async with`."""
         req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
-                                 idle_action)
+                                 idle_action, network)
         info = await self._json("POST", API + "/sessions", req)
         return AsyncSession(self, info["id"], info)
 

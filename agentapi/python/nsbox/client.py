@@ -199,7 +199,7 @@ class Client(_wire.ClientBase):
             files: Optional[Files] = None, limits: Optional[Mapping[str, Any]] = None, stdin: Optional[str] = None,
             env: Optional[Mapping[str, str]] = None, rootfs: Optional[str] = None, profile: Optional[str] = None,
             return_files: Optional[Sequence[str]] = None, allowed_imports: Optional[Iterable[str]] = None,
-            on_stdout: Output = None, on_stderr: Output = None) -> Result:
+            network: Any = None, on_stdout: Output = None, on_stderr: Output = None) -> Result:
         """Runs code (language "python" or "bash") or argv in a fresh sandbox
         and returns its Result.
 
@@ -208,11 +208,13 @@ class Client(_wire.ClientBase):
         profile: a security profile (info()["profiles"]). return_files: glob
         patterns of files to return (Result.file(path)). allowed_imports: the
         modules Python code may import (None: any; a policy aid, not a
-        boundary). on_stdout/on_stderr: called with each chunk of output as
+        boundary). network: hosts the run may reach through the daemon's
+        egress proxy (["pypi.org"]), or {"allow": [...], "secrets": [...]};
+        the result's .network has the audit. on_stdout/on_stderr: called with each chunk of output as
         it is produced (the run streams).
         """
         req = _wire.run_body(code, argv, language, files, limits, stdin, env, rootfs, profile, return_files,
-                             allowed_imports)
+                             allowed_imports, network)
         # Always streamed: the answer starts when the run has a run slot, so
         # the time it queued and its own time get separate deadlines.
         return self._stream(API + "/runs", req, on_stdout, on_stderr, self._run_deadline(req), queued=True)
@@ -244,7 +246,8 @@ class Client(_wire.ClientBase):
     def session(self, rootfs: Optional[str] = None, limits: Optional[Mapping[str, Any]] = None,
                 idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
                 files: Optional[Files] = None, lifetime_ms: Optional[int] = None,
-                allowed_imports: Optional[Iterable[str]] = None, idle_action: Optional[str] = None) -> Session:
+                allowed_imports: Optional[Iterable[str]] = None, idle_action: Optional[str] = None,
+                network: Any = None) -> Session:
         """Starts a session (a persistent Python interpreter and /workspace)
         and returns it once ready. Use it as a context manager to close it.
         lifetime_ms ends it that long after its creation (default: the
@@ -252,7 +255,7 @@ class Client(_wire.ClientBase):
         idle_action "pause" pauses it at its idle timeout instead of ending
         it ("end")."""
         req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
-                                 idle_action)
+                                 idle_action, network)
         info = self._json("POST", API + "/sessions", req)
         return Session(self, info["id"], info)
 

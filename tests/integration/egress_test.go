@@ -1,0 +1,623 @@
+package integration
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+)
+
+// upstream is a test server on 127.0.0.1, the only kind of upstream the
+// egress tests reach (through the daemon's [network.hosts] resolver).
+type upstream struct {
+	srv  *httptest.Server
+	port int
+
+	mu    sync.Mutex
+	hits  map[string]int    // path -> requests
+	auths map[string][]string // path -> the Authorization headers seen
+	conns int
+}
+
+func (u *upstream) hit(path string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.hits[path]
+}
+
+func (u *upstream) auth(path string) []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.auths[path]
+}
+
+// wheelName is the package the local PEP 503 index serves.
+const wheelName = "nsboxdemo-1.0-py3-none-any.whl"
+
+// newUpstream serves /hello, /auth (echoes Authorization), /big?n=BYTES,
+// and a PEP 503 index of one wheel (/simple/nsboxdemo/, /files/WHEEL).
+func newUpstream(t *testing.T, cert *tls.Certificate) *upstream {
+	t.Helper()
+	u := &upstream{hits: map[string]int{}, auths: map[string][]string{}}
+	wheel := buildWheel(t)
+	sum := sha256.Sum256(wheel)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/hello", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello from upstream") })
+	// /auth answers "ok"; the test reads what it saw (auth), so a secret's
+	// value never travels back into the sandbox.
+	mux.HandleFunc("/auth", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		w.Header().Set("Content-Length", strconv.Itoa(n))
+		w.Write(bytes.Repeat([]byte("x"), n))
+	})
+	mux.HandleFunc("/simple/nsboxdemo/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!DOCTYPE html><html><body><a href="/files/%s#sha256=%s">%s</a></body></html>`, wheelName, hex.EncodeToString(sum[:]), wheelName)
+	})
+	mux.HandleFunc("/files/"+wheelName, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(wheel)
+	})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.hits[r.URL.Path]++
+		if a := r.Header.Get("Authorization"); a != "" {
+			u.auths[r.URL.Path] = append(u.auths[r.URL.Path], a)
+		}
+		u.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	})
+	u.srv = httptest.NewUnstartedServer(h)
+	u.srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			u.mu.Lock()
+			u.conns++
+			u.mu.Unlock()
+		}
+	}
+	if cert != nil {
+		u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}}
+		u.srv.StartTLS()
+	} else {
+		u.srv.Start()
+	}
+	t.Cleanup(u.srv.Close)
+	u.port = u.srv.Listener.Addr().(*net.TCPAddr).Port
+	return u
+}
+
+// buildWheel makes a minimal pure-Python wheel: nsboxdemo.VALUE == 42.
+func buildWheel(t *testing.T) []byte {
+	t.Helper()
+	files := []struct{ name, body string }{
+		{"nsboxdemo/__init__.py", "VALUE = 42\n"},
+		{"nsboxdemo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: nsboxdemo\nVersion: 1.0\n"},
+		{"nsboxdemo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: nsbox-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	var record strings.Builder
+	for _, f := range files {
+		w, err := zw.Create(f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(f.body))
+		h := sha256.Sum256([]byte(f.body))
+		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", f.name, base64.RawURLEncoding.EncodeToString(h[:]), len(f.body))
+	}
+	record.WriteString("nsboxdemo-1.0.dist-info/RECORD,,\n")
+	w, _ := zw.Create("nsboxdemo-1.0.dist-info/RECORD")
+	w.Write([]byte(record.String()))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// testCA makes a CA and a leaf certificate for names, and writes the CA
+// to a PEM file.
+func testCA(t *testing.T, names ...string) (leaf *tls.Certificate, caFile string, caPEM []byte) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "nsbox test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	caFile = filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, caFile, caPEM
+}
+
+// egressSetup is a daemon with a [network] config and its upstreams: plain
+// (files.test, other.test), TLS (tls.test with the secret, other-tls.test
+// without), a loopback port nobody opened (rebind.test) and the metadata
+// address (meta.test).
+type egressSetup struct {
+	d          *daemon
+	plain, tls *upstream
+	closedPort int
+	caPEM      []byte
+	secret     string
+}
+
+func newEgressSetup(t *testing.T, rootfs string, extra ...string) *egressSetup {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("requires root: the daemon runs sandboxes")
+	}
+	leaf, caFile, caPEM := testCA(t, "tls.test", "other-tls.test")
+	s := &egressSetup{plain: newUpstream(t, nil), tls: newUpstream(t, leaf), caPEM: caPEM}
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closed.Close() })
+	s.closedPort = closed.Addr().(*net.TCPAddr).Port
+
+	b := make([]byte, 16)
+	rand.Read(b)
+	s.secret = "real-" + hex.EncodeToString(b)
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(secretFile, []byte(s.secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, tp := s.plain.port, s.tls.port
+	conf := fmt.Sprintf(`
+[network]
+allow = ["files.test:%d", "other.test:%d", "tls.test:%d", "other-tls.test:%d", "rebind.test:%d", "meta.test", "*.wild.test:%d"]
+open = ["127.0.0.1:%d", "127.0.0.1:%d"]
+
+[network.hosts]
+"files.test" = "127.0.0.1"
+"other.test" = "127.0.0.1"
+"tls.test" = "127.0.0.1"
+"other-tls.test" = "127.0.0.1"
+"rebind.test" = "127.0.0.1"
+"meta.test" = "169.254.169.254"
+"a.wild.test" = "127.0.0.1"
+
+[network.secrets.NSBOX_TEST_TOKEN]
+file = %q
+hosts = ["tls.test:%d"]
+`, p, p, tp, tp, s.closedPort, p, p, tp, secretFile, tp)
+	confFile := filepath.Join(dir, "nsbox.toml")
+	if err := os.WriteFile(confFile, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The proxy verifies upstream certificates against the host's roots:
+	// here, the test CA.
+	t.Setenv("SSL_CERT_FILE", caFile)
+	s.d = startDaemon(t, append([]string{"--config", confFile, "--default-rootfs", rootfs}, extra...)...)
+	return s
+}
+
+// run runs Python code with a network policy and returns the result.
+func (s *egressSetup) run(t *testing.T, code string, network *agentapi.Network) *agentapi.RunResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	files := []agentapi.File{{Path: "test-ca.pem", Text: string(s.caPEM)}}
+	res, err := s.d.client.Run(ctx, &agentapi.RunRequest{Language: agentapi.LanguagePython, Code: code, Network: network, Files: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// fetchPy fetches URL through the proxy with urllib and prints
+// "STATUS BODY" (an HTTP error's status and body, or the error).
+const fetchPy = `
+import os, ssl, sys, urllib.request, urllib.error
+os.environ.pop("no_proxy", None); os.environ.pop("NO_PROXY", None)
+# The host's roots (or, with secrets, the daemon's bundle) and the test
+# servers' CA; always through the proxy, whatever no_proxy says.
+ctx = ssl.create_default_context()
+ctx.load_verify_locations("test-ca.pem")
+proxy = "http://127.0.0.1:3128"
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy, "https": proxy}),
+                                     urllib.request.HTTPSHandler(context=ctx))
+def fetch(url, headers={}):
+    try:
+        with opener.open(urllib.request.Request(url, headers=headers), timeout=20) as r:
+            return "%d %s" % (r.status, r.read().decode())
+    except urllib.error.HTTPError as e:
+        return "%d %s" % (e.code, e.read().decode())
+    except Exception as e:
+        return "error %s: %s" % (type(e).__name__, e)
+`
+
+func allowNet(hosts ...string) *agentapi.Network { return &agentapi.Network{Allow: hosts} }
+
+// TestEgress drives the egress proxy end to end: allowed hosts work,
+// everything else is refused with a clear error, and every connection is
+// in the run's audit.
+func TestEgress(t *testing.T) {
+	_, name := testRootfs(t)
+	s := newEgressSetup(t, name)
+	p, tp := s.plain.port, s.tls.port
+	files := fmt.Sprintf("files.test:%d", p)
+
+	t.Run("allowed host from urllib", func(t *testing.T) {
+		before := s.plain.hit("/hello")
+		res := s.run(t, fetchPy+fmt.Sprintf("print(fetch('http://files.test:%d/hello'))", p), allowNet(files))
+		if res.Status != agentapi.StatusOK || strings.TrimSpace(res.Stdout) != "200 hello from upstream" {
+			t.Fatalf("got %s %q %q", res.Status, res.Stdout, res.Stderr)
+		}
+		if got := s.plain.hit("/hello"); got != before+1 {
+			t.Errorf("the upstream saw %d requests, want 1", got-before)
+		}
+		n := res.Network
+		if n == nil || n.Connections != 1 || n.Refused != 0 || len(n.Records) != 1 {
+			t.Fatalf("network report %+v", n)
+		}
+		r := n.Records[0]
+		if r.Host != "files.test" || r.Port != p || !r.Allowed || r.Addr != fmt.Sprintf("127.0.0.1:%d", p) || r.Received < int64(len("hello from upstream")) || r.Sent == 0 {
+			t.Errorf("record %+v", r)
+		}
+	})
+
+	t.Run("HTTPS through CONNECT", func(t *testing.T) {
+		res := s.run(t, fetchPy+fmt.Sprintf("print(fetch('https://other-tls.test:%d/hello'))", tp), allowNet(fmt.Sprintf("other-tls.test:%d", tp)))
+		if strings.TrimSpace(res.Stdout) != "200 hello from upstream" {
+			t.Fatalf("got %s %q %q", res.Status, res.Stdout, res.Stderr)
+		}
+		if r := res.Network.Records; len(r) != 1 || r[0].Method != "CONNECT" || !r[0].Allowed {
+			t.Errorf("records %+v", r)
+		}
+	})
+
+	refused := []struct {
+		name, url, allow, reason string
+	}{
+		{"host not in the policy", fmt.Sprintf("http://other.test:%d/hello", p), files, "not allow"},
+		{"name resolving to a loopback port nobody opened", fmt.Sprintf("http://rebind.test:%d/hello", s.closedPort), fmt.Sprintf("rebind.test:%d", s.closedPort), "127.0.0.1"},
+		{"name resolving to the metadata address", "http://meta.test/latest/meta-data/", "meta.test", "169.254.169.254"},
+		{"IP literal", fmt.Sprintf("http://127.0.0.1:%d/hello", p), files, "127.0.0.1"},
+		{"port not allowed", fmt.Sprintf("http://files.test:%d/hello", s.closedPort), files, "not allow"},
+		{"wildcard allows one label only", fmt.Sprintf("http://a.b.wild.test:%d/hello", p), fmt.Sprintf("*.wild.test:%d", p), "not allow"},
+	}
+	for _, c := range refused {
+		t.Run("refused: "+c.name, func(t *testing.T) {
+			before := s.plain.hit("/hello")
+			start := time.Now()
+			res := s.run(t, fetchPy+fmt.Sprintf("print(fetch(%q))", c.url), allowNet(c.allow))
+			out := strings.TrimSpace(res.Stdout)
+			if !strings.HasPrefix(out, "403 nsbox egress") && !strings.HasPrefix(out, "502 nsbox egress") {
+				t.Fatalf("want a 403 from the proxy naming the problem, got %q (stderr %q)", out, res.Stderr)
+			}
+			if time.Since(start) > 15*time.Second {
+				t.Errorf("refusal took %v; it must be quick", time.Since(start))
+			}
+			if s.plain.hit("/hello") != before {
+				t.Errorf("the upstream was reached")
+			}
+			n := res.Network
+			if n == nil || n.Refused != 1 || n.Connections != 0 || len(n.Records) != 1 || n.Records[0].Allowed {
+				t.Fatalf("network report %+v", n)
+			}
+			if !strings.Contains(n.Records[0].Reason, c.reason) {
+				t.Errorf("reason %q does not mention %q", n.Records[0].Reason, c.reason)
+			}
+		})
+	}
+
+	t.Run("refused: CONNECT whose SNI differs", func(t *testing.T) {
+		// http.client would handshake with the tunnel's own host; do it by hand.
+		code := fetchPy + fmt.Sprintf(`
+import socket
+raw = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+raw.sendall(b"CONNECT other-tls.test:%d HTTP/1.1\r\nHost: other-tls.test:%d\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    head += raw.recv(1)
+print(head.split(b"\r\n")[0].decode())
+try:
+    s = ctx.wrap_socket(raw, server_hostname="tls.test")
+    s.sendall(b"GET /hello HTTP/1.1\r\nHost: tls.test\r\nConnection: close\r\n\r\n")
+    print("fronted", s.recv(100))
+except Exception as e:
+    print("refused", type(e).__name__)
+`, tp, tp)
+		before := s.tls.hit("/hello")
+		res := s.run(t, code, allowNet(fmt.Sprintf("other-tls.test:%d", tp), fmt.Sprintf("tls.test:%d", tp)))
+		if !strings.Contains(res.Stdout, "refused") || strings.Contains(res.Stdout, "fronted") {
+			t.Fatalf("domain fronting was not refused: %q %q", res.Stdout, res.Stderr)
+		}
+		if s.tls.hit("/hello") != before {
+			t.Errorf("the upstream was reached")
+		}
+		if n := res.Network; n == nil || n.Refused != 1 || !strings.Contains(n.Records[0].Reason, "SNI") {
+			t.Errorf("network report %+v", n)
+		}
+	})
+
+	t.Run("no policy: no proxy, no network", func(t *testing.T) {
+		code := fmt.Sprintf(`
+import os, socket
+print(sorted(k for k in os.environ if 'proxy' in k.lower()))
+for port in (3128, %d):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5)
+        print("connected", port)
+    except OSError as e:
+        print("refused", port)
+print(sorted(n for _, n in socket.if_nameindex()))
+`, p)
+		res := s.run(t, code, nil)
+		want := fmt.Sprintf("[]\nrefused 3128\nrefused %d\n['lo']", p)
+		if strings.TrimSpace(res.Stdout) != want || res.Network != nil {
+			t.Fatalf("got %q %+v, want %q", res.Stdout, res.Network, want)
+		}
+	})
+
+	t.Run("networked sandbox has only lo and cannot connect directly", func(t *testing.T) {
+		code := fmt.Sprintf(`
+import os, socket
+print(sorted(n for _, n in socket.if_nameindex()))
+try:
+    socket.create_connection(("127.0.0.1", %d), timeout=5)
+    print("direct connect worked")
+except OSError:
+    print("direct refused")
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.53", 53))
+    print("udp sent")
+except OSError as e:
+    print("udp", e.errno)
+`, p)
+		res := s.run(t, code, allowNet(files))
+		if !strings.HasPrefix(res.Stdout, "['lo']\ndirect refused\n") {
+			t.Fatalf("got %q %q", res.Stdout, res.Stderr)
+		}
+	})
+
+	t.Run("caps end the run's connections", func(t *testing.T) {
+		code := fetchPy + fmt.Sprintf("for i in range(3): print(fetch('http://files.test:%d/hello'))", p)
+		res := s.run(t, code, &agentapi.Network{Allow: []string{files}, MaxConnections: 2})
+		lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "200") || !strings.HasPrefix(lines[1], "200") || !strings.Contains(lines[2], "cap") {
+			t.Fatalf("got %q", res.Stdout)
+		}
+		if res.Network.Capped == "" {
+			t.Errorf("report does not say a cap was reached: %+v", res.Network)
+		}
+		code = fetchPy + fmt.Sprintf("print(fetch('http://files.test:%d/big?n=%d')[:20])", p, 4<<20)
+		res = s.run(t, code, &agentapi.Network{Allow: []string{files}, MaxBytes: 1 << 20})
+		if strings.HasPrefix(res.Stdout, "200 xxxx") || res.Network.Capped == "" {
+			t.Fatalf("a 4 MiB download under a 1 MiB cap: %q, %+v", res.Stdout, res.Network)
+		}
+		if got := res.Network.BytesReceived; got > 2<<20 {
+			t.Errorf("%d bytes reached the sandbox under a 1 MiB cap", got)
+		}
+	})
+
+	t.Run("secret swapped for its host only", func(t *testing.T) {
+		code := fetchPy + fmt.Sprintf(`
+import os
+tok = os.environ["NSBOX_TEST_TOKEN"]
+print(tok.startswith("nsbox-secret-"))
+print(fetch('https://tls.test:%d/auth', {"Authorization": "Bearer " + tok}))
+print(fetch('https://other-tls.test:%d/auth', {"Authorization": "Bearer " + tok}))
+print(fetch('http://files.test:%d/auth', {"Authorization": "Bearer " + tok}))
+`, tp, tp, p)
+		net := &agentapi.Network{Allow: []string{fmt.Sprintf("tls.test:%d", tp), fmt.Sprintf("other-tls.test:%d", tp), files}, Secrets: []string{"NSBOX_TEST_TOKEN"}}
+		res := s.run(t, code, net)
+		if strings.Contains(res.Stdout, s.secret) {
+			t.Fatalf("the secret's value reached the sandbox: %q", res.Stdout)
+		}
+		lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+		if len(lines) != 4 || lines[0] != "True" || lines[1] != "200 ok" || lines[2] != "200 ok" || lines[3] != "200 ok" {
+			t.Fatalf("got %q (stderr %q)", res.Stdout, res.Stderr)
+		}
+		// tls.test (bound to the secret) then other-tls.test (not) share
+		// a server; files.test is plain HTTP.
+		if got := s.tls.auth("/auth"); len(got) != 2 || got[0] != "Bearer "+s.secret || !placeholderRe.MatchString(got[1]) {
+			t.Errorf("the TLS server saw %q, want the secret from tls.test then the placeholder from other-tls.test", got)
+		}
+		if got := s.plain.auth("/auth"); len(got) != 1 || !placeholderRe.MatchString(got[0]) {
+			t.Errorf("files.test saw %q, want the placeholder", got)
+		}
+		var swapped bool
+		for _, r := range res.Network.Records {
+			swapped = swapped || len(r.Secrets) > 0 && r.Host == "tls.test"
+		}
+		if !swapped {
+			t.Errorf("no record says the secret was used: %+v", res.Network.Records)
+		}
+	})
+}
+
+// placeholderRe matches a secret's placeholder.
+var placeholderRe = regexp.MustCompile(`^Bearer nsbox-secret-[0-9a-f]{32}$`)
+
+// TestEgressPipAndSessions: pip installs from a local PEP 503 index
+// through the proxy, the second install comes from the daemon's cache,
+// a session's installs import in its next cell, and a session holding a
+// secret has only its placeholder in memory, environment and workspace.
+func TestEgressPipAndSessions(t *testing.T) {
+	name, ok := dataSciAvailable(t)
+	if !ok {
+		t.Skipf("requires the data-science rootfs %q (with pip): make rootfs-default", name)
+	}
+	s := newEgressSetup(t, name)
+	p, tp := s.plain.port, s.tls.port
+	files := fmt.Sprintf("files.test:%d", p)
+	pip := fmt.Sprintf("python3 -m pip install -q --index-url http://files.test:%d/simple/ --trusted-host files.test nsboxdemo", p)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	t.Run("pip install, then again from the cache", func(t *testing.T) {
+		for i := range 2 {
+			res, err := s.d.client.Run(ctx, &agentapi.RunRequest{Language: agentapi.LanguageBash,
+				Code: pip + " && python3 -c 'import nsboxdemo; print(nsboxdemo.VALUE)'", Network: allowNet(files)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != agentapi.StatusOK || strings.TrimSpace(res.Stdout) != "42" {
+				t.Fatalf("install %d: %s %q %q", i+1, res.Status, res.Stdout, res.Stderr)
+			}
+			var cached bool
+			for _, r := range res.Network.Records {
+				cached = cached || r.Cached
+			}
+			if cached != (i == 1) {
+				t.Errorf("install %d: a record cached=%v; want the second install's wheel from the cache: %+v", i+1, cached, res.Network.Records)
+			}
+		}
+		if got := s.plain.hit("/files/" + wheelName); got != 1 {
+			t.Errorf("the index served the wheel %d times, want 1 (the second install from the cache)", got)
+		}
+		if got := s.plain.hit("/simple/nsboxdemo/"); got != 2 {
+			t.Errorf("the index page was fetched %d times, want 2 (never cached)", got)
+		}
+	})
+
+	t.Run("session: pip in one cell, import in the next", func(t *testing.T) {
+		sess, err := s.d.client.CreateSession(ctx, &agentapi.SessionRequest{Network: allowNet(files)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.d.client.DeleteSession(context.Background(), sess.ID)
+		if sess.Network == nil || len(sess.Network.Allow) != 1 {
+			t.Errorf("the session does not describe its network: %+v", sess.Network)
+		}
+		res, err := s.d.client.Exec(ctx, sess.ID, &agentapi.ExecRequest{Code: fmt.Sprintf("import subprocess\nsubprocess.run(%q, shell=True, check=True)", pip)})
+		if err != nil || res.Status != agentapi.StatusOK {
+			t.Fatalf("pip cell: %v %+v", err, res)
+		}
+		if res.Network == nil || len(res.Network.Records) == 0 {
+			t.Errorf("the pip cell's result has no network records: %+v", res.Network)
+		}
+		res, err = s.d.client.Exec(ctx, sess.ID, &agentapi.ExecRequest{Code: "import nsboxdemo; nsboxdemo.VALUE"})
+		if err != nil || res.Value != "42" {
+			t.Fatalf("import cell: %v %+v", err, res)
+		}
+		if res.Network == nil || len(res.Network.Records) != 0 {
+			t.Errorf("a cell without connections reports %+v", res.Network)
+		}
+	})
+
+	t.Run("session with a secret holds only its placeholder", func(t *testing.T) {
+		sess, err := s.d.client.CreateSession(ctx, &agentapi.SessionRequest{
+			Network: &agentapi.Network{Allow: []string{fmt.Sprintf("tls.test:%d", tp)}, Secrets: []string{"NSBOX_TEST_TOKEN"}},
+			Files:   []agentapi.File{{Path: "test-ca.pem", Text: string(s.caPEM)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.d.client.DeleteSession(context.Background(), sess.ID)
+		res, err := s.d.client.Exec(ctx, sess.ID, &agentapi.ExecRequest{Code: fetchPy + fmt.Sprintf(`
+import os
+kept = os.environ["NSBOX_TEST_TOKEN"] * 3  # copies in the heap
+open("token-copy.txt", "w").write(kept)
+fetch('https://tls.test:%d/auth', {"Authorization": "Bearer " + os.environ["NSBOX_TEST_TOKEN"]})`, tp)})
+		if err != nil || res.Status != agentapi.StatusOK || !strings.Contains(res.Value, "200 ok") {
+			t.Fatalf("cell: %v %+v", err, res)
+		}
+		if got := s.tls.auth("/auth"); len(got) == 0 || got[len(got)-1] != "Bearer "+s.secret {
+			t.Fatalf("the upstream saw %q, want the secret", got)
+		}
+		// Scan every process of every sandbox of this daemon: environment
+		// and all readable memory, and the session's workspace.
+		var scanned int
+		for _, cg := range s.d.leftoverCgroups(t) {
+			procs, _ := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
+			for _, pid := range strings.Fields(string(procs)) {
+				scanned++
+				if env, _ := os.ReadFile("/proc/" + pid + "/environ"); bytes.Contains(env, []byte(s.secret)) {
+					t.Errorf("pid %s has the secret in its environment", pid)
+				}
+				if !bytes.Contains(readMemory(t, pid), []byte("nsbox-secret-")) {
+					t.Errorf("pid %s: the placeholder not found in memory (the scan reads nothing?)", pid)
+				} else if bytes.Contains(readMemory(t, pid), []byte(s.secret)) {
+					t.Errorf("pid %s has the secret's value in its memory", pid)
+				}
+			}
+		}
+		if scanned == 0 {
+			t.Fatal("found no sandbox process to scan")
+		}
+		list, err := s.d.client.ListFiles(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range list {
+			b, err := s.d.client.GetFile(ctx, sess.ID, f.Path)
+			if err == nil && bytes.Contains(b, []byte(s.secret)) {
+				t.Errorf("workspace file %s holds the secret", f.Path)
+			}
+		}
+	})
+}
+
+// readMemory reads every readable private or anonymous mapping of pid.
+func readMemory(t *testing.T, pid string) []byte {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/" + pid + "/maps")
+	if err != nil {
+		return nil
+	}
+	mem, err := os.Open("/proc/" + pid + "/mem")
+	if err != nil {
+		return nil
+	}
+	defer mem.Close()
+	var out []byte
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[1][0] != 'r' || (len(f) >= 6 && strings.HasPrefix(f[5], "/usr")) {
+			continue
+		}
+		lo, hi, _ := strings.Cut(f[0], "-")
+		a, _ := strconv.ParseUint(lo, 16, 64)
+		b, _ := strconv.ParseUint(hi, 16, 64)
+		if b-a > 1<<30 {
+			continue
+		}
+		buf := make([]byte, b-a)
+		n, _ := mem.ReadAt(buf, int64(a))
+		out = append(out, buf[:n]...)
+	}
+	return out
+}
