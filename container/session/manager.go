@@ -134,7 +134,10 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 	limits := opts.Limits
 	limits.Timeout = lifetime
 	limits.OutputBytes = m.cfg.OutputBytes
-	id := container.NewID()
+	id := opts.ID
+	if id == "" {
+		id = container.NewID()
+	}
 	r, pooled, err := m.start(ctx, id, opts, limits)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", id, err)

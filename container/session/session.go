@@ -30,6 +30,8 @@ const (
 
 // Options describe a new session.
 type Options struct {
+	// ID names the session; empty: a fresh container.NewID().
+	ID string
 	// Rootfs names the rootfs (for Info); RootfsDir is its tree.
 	Rootfs    string
 	RootfsDir string

@@ -38,7 +38,7 @@ type upstream struct {
 	port int
 
 	mu    sync.Mutex
-	hits  map[string]int    // path -> requests
+	hits  map[string]int      // path -> requests
 	auths map[string][]string // path -> the Authorization headers seen
 	conns int
 }
