@@ -560,7 +560,7 @@ fetch('https://tls.test:%d/auth', {"Authorization": "Bearer " + os.environ["NSBO
 		}
 		// Scan every process of every sandbox of this daemon: environment
 		// and all readable memory, and the session's workspace.
-		var scanned int
+		var scanned, placeholders int
 		for _, cg := range s.d.leftoverCgroups(t) {
 			procs, _ := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
 			for _, pid := range strings.Fields(string(procs)) {
@@ -568,15 +568,17 @@ fetch('https://tls.test:%d/auth', {"Authorization": "Bearer " + os.environ["NSBO
 				if env, _ := os.ReadFile("/proc/" + pid + "/environ"); bytes.Contains(env, []byte(s.secret)) {
 					t.Errorf("pid %s has the secret in its environment", pid)
 				}
-				if !bytes.Contains(readMemory(t, pid), []byte("nsbox-secret-")) {
-					t.Errorf("pid %s: the placeholder not found in memory (the scan reads nothing?)", pid)
-				} else if bytes.Contains(readMemory(t, pid), []byte(s.secret)) {
+				mem := readMemory(t, pid)
+				if bytes.Contains(mem, []byte(s.secret)) {
 					t.Errorf("pid %s has the secret's value in its memory", pid)
 				}
+				placeholders += bytes.Count(mem, []byte("nsbox-secret-"))
 			}
 		}
-		if scanned == 0 {
-			t.Fatal("found no sandbox process to scan")
+		// The session's interpreter holds the placeholder (three copies and
+		// more): a scan that finds none reads nothing.
+		if scanned == 0 || placeholders < 3 {
+			t.Fatalf("scanned %d processes and found the placeholder %d times", scanned, placeholders)
 		}
 		list, err := s.d.client.ListFiles(ctx, sess.ID)
 		if err != nil {
