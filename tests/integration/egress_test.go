@@ -413,6 +413,28 @@ except OSError as e:
 		}
 	})
 
+	t.Run("isolation holds with a policy", func(t *testing.T) {
+		// The proxy adds a listener to the sandbox's namespace and nothing
+		// else: the rest of the isolation is the engine's, unchanged.
+		code := `
+import os, errno
+for p in ["/usr/bin/python3", "/etc/passwd", "/newfile"]:
+    try:
+        open(p, "a").close(); print("wrote", p)
+    except OSError as e:
+        print(p, errno.errorcode[e.errno])
+st = dict(l.split(":\t") for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
+print(os.getuid(), st["CapEff"], st["CapBnd"], st["NoNewPrivs"], st["Seccomp"])
+`
+		res := s.run(t, code, allowNet(files))
+		// Root's files refuse the sandbox user first (EACCES); a new file
+		// meets the read-only mount.
+		want := "/usr/bin/python3 EACCES\n/etc/passwd EACCES\n/newfile EROFS\n1000 0000000000000000 0000000000000000 1 2\n"
+		if res.Stdout != want {
+			t.Fatalf("got %q (stderr %q), want %q", res.Stdout, res.Stderr, want)
+		}
+	})
+
 	t.Run("caps end the run's connections", func(t *testing.T) {
 		code := fetchPy + fmt.Sprintf("for i in range(3): print(fetch('http://files.test:%d/hello'))", p)
 		res := s.run(t, code, &agentapi.Network{Allow: []string{files}, MaxConnections: 2})
@@ -622,4 +644,24 @@ func readMemory(t *testing.T, pid string) []byte {
 		out = append(out, buf[:n]...)
 	}
 	return out
+}
+
+// TestEgressRefusedWithoutConfig: a daemon whose [network] allows nothing
+// refuses any network with a 400 that says how to configure it, and the
+// run never starts.
+func TestEgressRefusedWithoutConfig(t *testing.T) {
+	d := startDaemon(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := d.client.Run(ctx, &agentapi.RunRequest{Argv: []string{"true"}, Network: allowNet("pypi.org")})
+	if !isStatus(err, http.StatusBadRequest) || !strings.Contains(err.Error(), "[network]") {
+		t.Fatalf("got %v, want a 400 naming [network]", err)
+	}
+	_, err = d.client.CreateSession(ctx, &agentapi.SessionRequest{Network: allowNet("pypi.org")})
+	if !isStatus(err, http.StatusBadRequest) {
+		t.Fatalf("session: got %v, want a 400", err)
+	}
+	if got := d.metric(t, "nsbox_runs_total"); strings.Contains(got, `status="ok"`) {
+		t.Errorf("a run started: %s", got)
+	}
 }
