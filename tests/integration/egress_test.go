@@ -1,17 +1,14 @@
 package integration
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
@@ -29,6 +26,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon/egress/egresstest"
 )
 
 // upstream is a test server on 127.0.0.1, the only kind of upstream the
@@ -55,16 +53,18 @@ func (u *upstream) auth(path string) []string {
 	return u.auths[path]
 }
 
-// wheelName is the package the local PEP 503 index serves.
-const wheelName = "nsboxdemo-1.0-py3-none-any.whl"
+// wheelName is the wheel the local PEP 503 index serves.
+const wheelName = egresstest.WheelName
 
 // newUpstream serves /hello, /auth (echoes Authorization), /big?n=BYTES,
 // and a PEP 503 index of one wheel (/simple/nsboxdemo/, /files/WHEEL).
 func newUpstream(t *testing.T, cert *tls.Certificate) *upstream {
 	t.Helper()
 	u := &upstream{hits: map[string]int{}, auths: map[string][]string{}}
-	wheel := buildWheel(t)
-	sum := sha256.Sum256(wheel)
+	index, err := egresstest.NewIndex(0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/hello", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello from upstream") })
 	// /auth answers "ok"; the test reads what it saw (auth), so a secret's
@@ -75,14 +75,8 @@ func newUpstream(t *testing.T, cert *tls.Certificate) *upstream {
 		w.Header().Set("Content-Length", strconv.Itoa(n))
 		w.Write(bytes.Repeat([]byte("x"), n))
 	})
-	mux.HandleFunc("/simple/nsboxdemo/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!DOCTYPE html><html><body><a href="/files/%s#sha256=%s">%s</a></body></html>`, wheelName, hex.EncodeToString(sum[:]), wheelName)
-	})
-	mux.HandleFunc("/files/"+wheelName, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Write(wheel)
-	})
+	mux.Handle("/simple/", index)
+	mux.Handle("/files/", index)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
 		u.hits[r.URL.Path]++
@@ -109,35 +103,6 @@ func newUpstream(t *testing.T, cert *tls.Certificate) *upstream {
 	t.Cleanup(u.srv.Close)
 	u.port = u.srv.Listener.Addr().(*net.TCPAddr).Port
 	return u
-}
-
-// buildWheel makes a minimal pure-Python wheel: nsboxdemo.VALUE == 42.
-func buildWheel(t *testing.T) []byte {
-	t.Helper()
-	files := []struct{ name, body string }{
-		{"nsboxdemo/__init__.py", "VALUE = 42\n"},
-		{"nsboxdemo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: nsboxdemo\nVersion: 1.0\n"},
-		{"nsboxdemo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: nsbox-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
-	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	var record strings.Builder
-	for _, f := range files {
-		w, err := zw.Create(f.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte(f.body))
-		h := sha256.Sum256([]byte(f.body))
-		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", f.name, base64.RawURLEncoding.EncodeToString(h[:]), len(f.body))
-	}
-	record.WriteString("nsboxdemo-1.0.dist-info/RECORD,,\n")
-	w, _ := zw.Create("nsboxdemo-1.0.dist-info/RECORD")
-	w.Write([]byte(record.String()))
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // testCA makes a CA and a leaf certificate for names, and writes the CA
