@@ -31,8 +31,14 @@ turn.
 Then the zygote (private daemons only, on "default"): import pandas, and
 import pandas, matplotlib.pyplot, scipy, sklearn, each cold, forked from
 the zygote on request, and pre-forked (a pool refilled from the zygote):
-p50/p95 and runs/s at concurrency 2. README "Benchmarks" says how to read
-the tables.`,
+p50/p95 and runs/s at concurrency 2.
+
+Then egress (private daemons only): a 100 MiB download and the time to the
+first byte of a new connection through the proxy of a networked sandbox,
+against the same Python client on the host talking to the same loopback
+server directly; and pip install of a 20 MiB wheel from a local index,
+fetched and then from the daemon's package cache (on "default"). README
+"Benchmarks" says how to read the tables.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "rootfs", Value: "minimal", Usage: "rootfs `NAME` for the cold runs"},
 			&cli.StringFlag{Name: "store", Value: rootfs.DefaultStoreRoot, EnvVars: []string{"NSBOX_ROOTFS_STORE"}, Usage: "rootfs store `DIR`"},
@@ -44,7 +50,7 @@ the tables.`,
 			&cli.StringFlag{Name: "socket", Usage: "measure the daemon at this `SOCKET` instead of starting a private one"},
 			&cli.IntFlag{Name: "daemon-runs", Value: 100, Usage: "rounds of the latency comparison through the daemon"},
 			&cli.IntFlag{Name: "pandas-runs", Value: 10, Usage: "rounds of the import pandas comparison through the daemon"},
-			&cli.StringFlag{Name: "only", Usage: "run only the `engine` or the `daemon` part"},
+			&cli.StringFlag{Name: "only", Usage: "run only the `engine`, the `daemon` or the `egress` part"},
 		},
 		Action: func(c *cli.Context) error {
 			// The private daemons are this binary (bench.Options.Nsbox

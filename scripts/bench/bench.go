@@ -39,7 +39,7 @@ type Options struct {
 	DaemonRuns int // rounds of the latency comparison through the daemon
 	PandasRuns int // rounds of the import pandas comparison through the daemon
 
-	// Only is "engine" or "daemon" to run one part, "" for both.
+	// Only is "engine", "daemon" or "egress" to run one part, "" for all.
 	Only string
 	JSON bool // print the report as JSON instead of tables
 
@@ -52,9 +52,9 @@ type Options struct {
 // Validate reports settings the bench cannot run with.
 func (o Options) Validate() error {
 	switch o.Only {
-	case "", "engine", "daemon":
+	case "", "engine", "daemon", "egress":
 	default:
-		return fmt.Errorf("bench: --only %q: use engine or daemon", o.Only)
+		return fmt.Errorf("bench: --only %q: use engine, daemon or egress", o.Only)
 	}
 	for _, c := range []struct {
 		flag string
@@ -106,14 +106,19 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	argv := []string{"python3", "-c", "print(1)"}
 	rep := &report{Machine: machineLine(), Command: strings.Join(argv, " ")}
 	var systems []system
-	if o.Only != "daemon" {
+	if o.Only == "" || o.Only == "engine" {
 		if systems, err = benchEngine(ctx, o, rep, rfs, argv); err != nil {
 			return err
 		}
 	}
-	if o.Only != "engine" {
+	if o.Only == "" || o.Only == "daemon" {
 		if err := benchThroughDaemon(ctx, o, rep); err != nil {
 			return fmt.Errorf("bench through the daemon: %w", err)
+		}
+	}
+	if o.Only == "" || o.Only == "egress" {
+		if err := benchEgress(ctx, o, rep); err != nil {
+			return fmt.Errorf("bench egress: %w", err)
 		}
 	}
 	if o.JSON {
@@ -140,6 +145,8 @@ type report struct {
 	ZygoteLoad       string             `json:"zygote_load,omitempty"` // load averages before -> after
 	ZygoteLatency    []daemonLatency    `json:"zygote_latency,omitempty"`
 	ZygoteThroughput []daemonThroughput `json:"zygote_throughput,omitempty"`
+
+	Egress []egressRow `json:"egress,omitempty"`
 
 	Skipped []string `json:"skipped,omitempty"`
 }

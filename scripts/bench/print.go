@@ -14,6 +14,7 @@ func printReport(w io.Writer, rep *report, systems []system) {
 	printEngine(w, rep, systems)
 	printDaemon(w, rep)
 	printZygote(w, rep)
+	printEgress(w, rep)
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(w, "  skipped %s\n", s)
 	}
@@ -58,6 +59,22 @@ func printDaemon(w io.Writer, rep *report) {
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f%%\t%s\t\n", t.System, t.Concurrency, t.RunsPerSec, 100*t.Pooled, ratio(t.VsCold))
 	}
 	tw.Flush()
+}
+
+func printEgress(w io.Writer, rep *report) {
+	if len(rep.Egress) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\negress: through the daemon's proxy vs the same client on the host, one loopback server (alternating)\n\n")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "EGRESS\tUNIT\tBASELINE\tVALUE\tRATIO\tTARGET\t")
+	for _, e := range rep.Egress {
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%s\t%s\t\n", e.What, e.Unit, e.Base, e.Value, ratio(e.Ratio), e.Target)
+	}
+	tw.Flush()
+	for _, e := range rep.Egress {
+		fmt.Fprintf(w, "  %s: baseline is %s\n", e.What, e.Baseline)
+	}
 }
 
 func printZygote(w io.Writer, rep *report) {

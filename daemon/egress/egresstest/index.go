@@ -24,25 +24,47 @@ const WheelName = Package + "-1.0-py3-none-any.whl"
 
 // Index is an http.Handler serving /PREFIX/simple/nsboxdemo/ (a page
 // linking the wheel with its #sha256) and /PREFIX/files/WHEEL, for any
-// PREFIX (a benchmark gives each round its own URLs, so its first fetch
-// is uncached). It counts the wheel's downloads.
+// PREFIX. Each PREFIX has a wheel of its own content (a benchmark gives
+// each round its own, so that its first fetch is not in a cache that
+// keys files by their hash). It counts the wheel's downloads.
 type Index struct {
-	wheel []byte
-	sum   string
+	padding int
 
 	mu        sync.Mutex
-	downloads map[string]int // path -> times served
+	wheels    map[string]wheel // by prefix
+	downloads map[string]int   // path -> times served
 }
 
-// NewIndex builds the wheel, with padding bytes of data in it (a larger
-// wheel for benchmarks; 0 for tests).
+type wheel struct {
+	data []byte
+	sum  string
+}
+
+// NewIndex serves wheels with padding bytes of data in them (larger
+// wheels for benchmarks; 0 for tests).
 func NewIndex(padding int) (*Index, error) {
-	w, err := BuildWheel(padding)
-	if err != nil {
+	x := &Index{padding: padding, wheels: map[string]wheel{}, downloads: map[string]int{}}
+	if _, err := x.wheel(""); err != nil {
 		return nil, err
 	}
-	s := sha256.Sum256(w)
-	return &Index{wheel: w, sum: hex.EncodeToString(s[:]), downloads: map[string]int{}}, nil
+	return x, nil
+}
+
+// wheel returns prefix's wheel, building it the first time.
+func (x *Index) wheel(prefix string) (wheel, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if w, ok := x.wheels[prefix]; ok {
+		return w, nil
+	}
+	data, err := BuildWheel(x.padding, prefix)
+	if err != nil {
+		return wheel{}, err
+	}
+	s := sha256.Sum256(data)
+	w := wheel{data, hex.EncodeToString(s[:])}
+	x.wheels[prefix] = w
+	return w, nil
 }
 
 // Downloads says how many times the wheel was served.
@@ -57,27 +79,40 @@ func (x *Index) Downloads() int {
 }
 
 func (x *Index) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	page, file := "/simple/"+Package+"/", "/files/"+WheelName
+	var prefix string
 	switch {
-	case strings.HasSuffix(r.URL.Path, "/simple/"+Package+"/"):
-		prefix := strings.TrimSuffix(r.URL.Path, "/simple/"+Package+"/")
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!DOCTYPE html><html><body><a href="%s/files/%s#sha256=%s">%s</a></body></html>`, prefix, WheelName, x.sum, WheelName)
-	case strings.HasSuffix(r.URL.Path, "/files/"+WheelName):
-		x.mu.Lock()
-		x.downloads[r.URL.Path]++
-		x.mu.Unlock()
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Write(x.wheel)
+	case strings.HasSuffix(r.URL.Path, page):
+		prefix = strings.TrimSuffix(r.URL.Path, page)
+	case strings.HasSuffix(r.URL.Path, file):
+		prefix = strings.TrimSuffix(r.URL.Path, file)
 	default:
 		http.NotFound(w, r)
+		return
 	}
+	wh, err := x.wheel(prefix)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, page) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!DOCTYPE html><html><body><a href="%s%s#sha256=%s">%s</a></body></html>`, prefix, file, wh.sum, WheelName)
+		return
+	}
+	x.mu.Lock()
+	x.downloads[r.URL.Path]++
+	x.mu.Unlock()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(wh.data)
 }
 
 // BuildWheel makes a minimal pure-Python wheel of Package with a RECORD
-// pip checks, plus padding bytes of data (nsboxdemo/data.bin).
-func BuildWheel(padding int) ([]byte, error) {
+// pip checks, plus padding bytes of data (nsboxdemo/data.bin); tag makes
+// wheels of distinct content.
+func BuildWheel(padding int, tag string) ([]byte, error) {
 	files := []struct{ name, body string }{
-		{Package + "/__init__.py", "VALUE = 42\n"},
+		{Package + "/__init__.py", "VALUE = 42\n# " + tag + "\n"},
 		{Package + "-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: " + Package + "\nVersion: 1.0\n"},
 		{Package + "-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: nsbox-egresstest\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
 	}
