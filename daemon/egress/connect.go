@@ -153,7 +153,9 @@ func (c *readerConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 func splice(sandbox, upstream net.Conn) {
 	errc := make(chan error, 2)
 	cp := func(dst, src net.Conn) {
-		_, err := io.CopyBuffer(dst, src, make([]byte, 64<<10))
+		buf := bufferPool{}.Get()
+		defer bufferPool{}.Put(buf)
+		_, err := io.CopyBuffer(dst, src, buf)
 		if err == nil {
 			if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 				cw.CloseWrite()
