@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -124,4 +125,26 @@ func TestCacheEviction(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "tmp-123")); err == nil {
 		t.Error("a cut download survived a reopen")
 	}
+}
+
+// FuzzLearn: an index page is whatever an allowed host sends; learning
+// from it never panics and keeps only well-formed http(s) URLs and hashes.
+func FuzzLearn(f *testing.F) {
+	f.Add(`<a href="../f/x.whl#sha256=`+wheelSum+`">x</a>`, false)
+	f.Add(`{"files":[{"url":"/f/x.whl","hashes":{"sha256":"`+wheelSum+`"}}]}`, true)
+	page, _ := url.Parse("https://pypi.test/simple/x/")
+	f.Fuzz(func(t *testing.T, body string, isJSON bool) {
+		var x hashIndex
+		if isJSON {
+			x.learnJSON(page, []byte(body))
+		} else {
+			x.learnHTML(page, []byte(body))
+		}
+		for k, sum := range x.m {
+			u, err := url.Parse(k)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Fragment != "" || !isSHA256(sum) {
+				t.Errorf("learned %q -> %q", k, sum)
+			}
+		}
+	})
 }

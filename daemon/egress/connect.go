@@ -19,7 +19,9 @@ const helloTimeout = 10 * time.Second
 // connect carries one CONNECT tunnel, which is one record. The tunnel
 // carries only TLS: the ClientHello's server name is what the proxy checks
 // against the CONNECT's host, and a protocol without one (ssh, raw TCP)
-// would give a sandbox an unchecked pipe to any allowed port.
+// would give a sandbox an unchecked pipe to any allowed port. (A client
+// using Encrypted Client Hello shows only its outer, public name, and is
+// refused as fronting; Python, pip, curl and Node do not use ECH.)
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	rec := &Record{Method: http.MethodConnect}
 	defer p.finish(rec)

@@ -145,6 +145,9 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
+		// Not the empty 200 a returning handler gives: to a CONNECT
+		// that would read as a tunnel.
+		writeText(w, http.StatusServiceUnavailable, "nsbox egress: the proxy is closing")
 		return
 	}
 	p.wg.Add(1)
