@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -147,4 +149,48 @@ func FuzzLearn(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestLearn(t *testing.T) {
+	page, _ := url.Parse("https://pypi.test/simple/pkg/")
+	sum := wheelSum
+	for _, tc := range []struct {
+		name, ctype, enc, body string
+		want                   map[string]string
+	}{
+		{name: "PEP 503 relative", ctype: "text/html; charset=utf-8", body: `<a href="../../f/p.whl#sha256=` + sum + `">p</a>`,
+			want: map[string]string{"https://pypi.test:443/f/p.whl": sum}},
+		{name: "PEP 503 other host", ctype: "application/vnd.pypi.simple.v1+html", body: `<a href="https://files.test/p.whl#sha256=` + strings.ToUpper(sum) + `">`,
+			want: map[string]string{"https://files.test:443/p.whl": sum}},
+		{name: "no or bad hash", ctype: "text/html", body: `<a href="/a.whl">a</a><a href="/b.whl#sha256=00">b</a><a href="/c.whl#md5=` + sum[:32] + `">c</a>`,
+			want: map[string]string{}},
+		{name: "PEP 691", ctype: "application/vnd.pypi.simple.v1+json", body: `{"files":[{"url":"p.whl","hashes":{"sha256":"` + sum + `"}}]}`,
+			want: map[string]string{"https://pypi.test:443/simple/pkg/p.whl": sum}},
+		{name: "gzip", ctype: "text/html", enc: "gzip", body: `<a href="/p.whl#sha256=` + sum + `">`,
+			want: map[string]string{"https://pypi.test:443/p.whl": sum}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte(tc.body)
+			if tc.enc == "gzip" {
+				var buf bytes.Buffer
+				zw := gzip.NewWriter(&buf)
+				zw.Write(body)
+				zw.Close()
+				body = buf.Bytes()
+			}
+			var x hashIndex
+			r := x.learnFrom(page, pageKind(tc.ctype), tc.enc, io.NopCloser(bytes.NewReader(body)))
+			if got, _ := io.ReadAll(r); !bytes.Equal(got, body) {
+				t.Fatal("the page was changed on its way")
+			}
+			if len(x.m) != len(tc.want) {
+				t.Errorf("learned %v, want %v", x.m, tc.want)
+			}
+			for k, v := range tc.want {
+				if x.lookup(k) != v {
+					t.Errorf("learned %v, want %v", x.m, tc.want)
+				}
+			}
+		})
+	}
 }

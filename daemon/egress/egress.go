@@ -106,4 +106,3 @@ type CA struct{ impl caImpl }
 
 // Cache is the shared, size-capped cache of package artifacts (cache.go).
 type Cache struct{ impl cacheImpl }
-
