@@ -144,15 +144,27 @@ func TestPlainGET(t *testing.T) {
 			t.Errorf("header %s reached the server", k)
 		}
 	}
+	// A Host header other than the URL's does not reach the server.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "GET http://pypi.test:%d/ HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n", port)
+	io.ReadAll(c)
+	c.Close()
+	if len(rc.hosts) != 2 || rc.hosts[1] != rc.hosts[0] {
+		t.Errorf("server saw hosts %v", rc.hosts)
+	}
+
 	rep := p.Close()
-	if len(rep.Records) != 1 {
+	if len(rep.Records) != 2 {
 		t.Fatalf("records %+v", rep.Records)
 	}
 	r := rep.Records[0]
 	if !r.Allowed || r.Host != "pypi.test" || r.Port != port || r.Method != "GET" || r.Received != int64(len(body)) || r.Addr != srv.Listener.Addr().String() {
 		t.Errorf("record %+v", r)
 	}
-	if rep.Connections != 1 || rep.Refused != 0 || rep.BytesReceived != int64(len(body)) {
+	if rep.Connections != 2 || rep.Refused != 0 || rep.BytesReceived != rep.Records[0].Received+rep.Records[1].Received {
 		t.Errorf("report %+v", rep)
 	}
 }
