@@ -1,12 +1,15 @@
 package egress
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -123,5 +126,71 @@ func TestCacheEviction(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tmp-123")); err == nil {
 		t.Error("a cut download survived a reopen")
+	}
+}
+
+// FuzzLearn: an index page is whatever an allowed host sends; learning
+// from it never panics and keeps only well-formed http(s) URLs and hashes.
+func FuzzLearn(f *testing.F) {
+	f.Add(`<a href="../f/x.whl#sha256=`+wheelSum+`">x</a>`, false)
+	f.Add(`{"files":[{"url":"/f/x.whl","hashes":{"sha256":"`+wheelSum+`"}}]}`, true)
+	page, _ := url.Parse("https://pypi.test/simple/x/")
+	f.Fuzz(func(t *testing.T, body string, isJSON bool) {
+		var x hashIndex
+		if isJSON {
+			x.learnJSON(page, []byte(body))
+		} else {
+			x.learnHTML(page, []byte(body))
+		}
+		for k, sum := range x.m {
+			u, err := url.Parse(k)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Fragment != "" || !isSHA256(sum) {
+				t.Errorf("learned %q -> %q", k, sum)
+			}
+		}
+	})
+}
+
+func TestLearn(t *testing.T) {
+	page, _ := url.Parse("https://pypi.test/simple/pkg/")
+	sum := wheelSum
+	for _, tc := range []struct {
+		name, ctype, enc, body string
+		want                   map[string]string
+	}{
+		{name: "PEP 503 relative", ctype: "text/html; charset=utf-8", body: `<a href="../../f/p.whl#sha256=` + sum + `">p</a>`,
+			want: map[string]string{"https://pypi.test:443/f/p.whl": sum}},
+		{name: "PEP 503 other host", ctype: "application/vnd.pypi.simple.v1+html", body: `<a href="https://files.test/p.whl#sha256=` + strings.ToUpper(sum) + `">`,
+			want: map[string]string{"https://files.test:443/p.whl": sum}},
+		{name: "no or bad hash", ctype: "text/html", body: `<a href="/a.whl">a</a><a href="/b.whl#sha256=00">b</a><a href="/c.whl#md5=` + sum[:32] + `">c</a>`,
+			want: map[string]string{}},
+		{name: "PEP 691", ctype: "application/vnd.pypi.simple.v1+json", body: `{"files":[{"url":"p.whl","hashes":{"sha256":"` + sum + `"}}]}`,
+			want: map[string]string{"https://pypi.test:443/simple/pkg/p.whl": sum}},
+		{name: "gzip", ctype: "text/html", enc: "gzip", body: `<a href="/p.whl#sha256=` + sum + `">`,
+			want: map[string]string{"https://pypi.test:443/p.whl": sum}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte(tc.body)
+			if tc.enc == "gzip" {
+				var buf bytes.Buffer
+				zw := gzip.NewWriter(&buf)
+				zw.Write(body)
+				zw.Close()
+				body = buf.Bytes()
+			}
+			var x hashIndex
+			r := x.learnFrom(page, pageKind(tc.ctype), tc.enc, io.NopCloser(bytes.NewReader(body)))
+			if got, _ := io.ReadAll(r); !bytes.Equal(got, body) {
+				t.Fatal("the page was changed on its way")
+			}
+			if len(x.m) != len(tc.want) {
+				t.Errorf("learned %v, want %v", x.m, tc.want)
+			}
+			for k, v := range tc.want {
+				if x.lookup(k) != v {
+					t.Errorf("learned %v, want %v", x.m, tc.want)
+				}
+			}
+		})
 	}
 }

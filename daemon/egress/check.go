@@ -69,6 +69,9 @@ var (
 	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
 	cgnat       = netip.MustParsePrefix("100.64.0.0/10")
 	broadcast   = netip.MustParseAddr("255.255.255.255")
+	// nat64 is the well-known NAT64 prefix (RFC 6052): on a NAT64 host,
+	// 64:ff9b::a9fe:a9fe is 169.254.169.254.
+	nat64 = netip.MustParsePrefix("64:ff9b::/96")
 )
 
 // denied says which denied range a holds ("" if none, or if an Opening
@@ -76,6 +79,9 @@ var (
 // metadata service (169.254.169.254 is link-local) and whatever is not a
 // single public host. a is unmapped, so ::ffff:127.0.0.1 is loopback.
 func (p *Proxy) denied(a netip.Addr, port int) string {
+	if nat64.Contains(a) {
+		a = netip.AddrFrom4([4]byte(a.AsSlice()[12:]))
+	}
 	var what string
 	switch {
 	case a.IsLoopback():

@@ -66,9 +66,12 @@ type flowCtx struct {
 
 type flowKey struct{}
 
-// rewrite drops the proxy's own headers (Proxy-Authorization is
-// hop-by-hop and already gone) so nothing meant for the proxy travels on.
+// rewrite sends the Host of the URL that was checked (net/http already
+// ignores a Host header beside an absolute URL; this makes it plain that
+// a shared front cannot be asked for another site) and drops the proxy's
+// own headers (Proxy-Authorization, being hop-by-hop, is already gone).
 func rewrite(pr *httputil.ProxyRequest) {
+	pr.Out.Host = ""
 	for k := range pr.Out.Header {
 		if strings.HasPrefix(k, "Proxy-") {
 			pr.Out.Header.Del(k)

@@ -102,6 +102,7 @@ func New(opts *Options, runID string, p Policy) (*Proxy, error) {
 		Transport:    roundTripper(px.roundTrip),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) { px.writeError(w, err) },
 		ErrorLog:     log.New(io.Discard, "", 0),
+		BufferPool:   bufferPool{},
 	}
 	px.srv = &http.Server{
 		Handler:           http.HandlerFunc(px.serveHTTP),
@@ -144,6 +145,9 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
+		// Not the empty 200 a returning handler gives: to a CONNECT
+		// that would read as a tunnel.
+		writeText(w, http.StatusServiceUnavailable, "nsbox egress: the proxy is closing")
 		return
 	}
 	p.wg.Add(1)
@@ -269,3 +273,13 @@ func randBytes(n int) []byte {
 	rand.Read(b) // never fails (crypto/rand since Go 1.24)
 	return b
 }
+
+// bufferPool lends the copies (ReverseProxy's, splice's) 256 KiB buffers
+// instead of io.Copy's 32 KiB: a 100 MiB download through the proxy went
+// from 0.55x to 0.85x of direct loopback throughput (bench_test.go).
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { return new([256 << 10]byte) }}
+
+func (bufferPool) Get() []byte  { return buffers.Get().(*[256 << 10]byte)[:] }
+func (bufferPool) Put(b []byte) { buffers.Put((*[256 << 10]byte)(b)) }

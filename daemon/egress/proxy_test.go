@@ -144,15 +144,27 @@ func TestPlainGET(t *testing.T) {
 			t.Errorf("header %s reached the server", k)
 		}
 	}
+	// A Host header other than the URL's does not reach the server.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "GET http://pypi.test:%d/ HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n", port)
+	io.ReadAll(c)
+	c.Close()
+	if len(rc.hosts) != 2 || rc.hosts[1] != rc.hosts[0] {
+		t.Errorf("server saw hosts %v", rc.hosts)
+	}
+
 	rep := p.Close()
-	if len(rep.Records) != 1 {
+	if len(rep.Records) != 2 {
 		t.Fatalf("records %+v", rep.Records)
 	}
 	r := rep.Records[0]
 	if !r.Allowed || r.Host != "pypi.test" || r.Port != port || r.Method != "GET" || r.Received != int64(len(body)) || r.Addr != srv.Listener.Addr().String() {
 		t.Errorf("record %+v", r)
 	}
-	if rep.Connections != 1 || rep.Refused != 0 || rep.BytesReceived != int64(len(body)) {
+	if rep.Connections != 2 || rep.Refused != 0 || rep.BytesReceived != rep.Records[0].Received+rep.Records[1].Received {
 		t.Errorf("report %+v", rep)
 	}
 }
@@ -194,7 +206,7 @@ func TestRefused(t *testing.T) {
 	tn := &testNet{names: map[string]string{
 		"pypi.test": "127.0.0.1", "example.com": "127.0.0.1", "meta.test": "169.254.169.254",
 		"lo.test": "127.0.0.1", "mapped.test": "::ffff:10.0.0.1", "self.test": "203.0.113.7",
-		"cgnat.test": "100.64.1.1", "ula.test": "fd00::1", "zero.test": "0.1.2.3",
+		"cgnat.test": "100.64.1.1", "ula.test": "fd00::1", "zero.test": "0.1.2.3", "nat64.test": "64:ff9b::a9fe:a9fe",
 	}}
 	pport, tport := tn.serve(t, plain), tn.serve(t, tlsSrv)
 	ps, ts := strconv.Itoa(pport), strconv.Itoa(tport)
@@ -218,6 +230,7 @@ func TestRefused(t *testing.T) {
 		{name: "CGNAT", allow: []string{"cgnat.test"}, url: "http://cgnat.test/", want: "a shared (CGNAT) address"},
 		{name: "ULA", allow: []string{"ula.test"}, url: "http://ula.test/", want: "fd00::1, a private address"},
 		{name: "this network", allow: []string{"zero.test"}, url: "http://zero.test/", want: "an unspecified address"},
+		{name: "NAT64 of metadata", allow: []string{"nat64.test"}, url: "http://nat64.test/", want: "64:ff9b::a9fe:a9fe, a link-local address"},
 		{name: "unresolvable", allow: []string{"nx.test"}, url: "http://nx.test/", want: "cannot resolve nx.test"},
 		{name: "domain fronting", allow: []string{"example.com:" + ts}, url: "https://example.com:" + ts + "/", sni: "other.example.com", want: "EOF"},
 	} {
