@@ -71,7 +71,8 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	// The sandbox's side reads what the server's bufio.Reader already
 	// holds first, then the ClientHello is replayed ahead of the rest.
 	buffered, _ := brw.Reader.Peek(brw.Reader.Buffered())
-	sandbox := &readerConn{Conn: conn, r: io.MultiReader(bytes.NewReader(buffered), conn)}
+	rest := bytes.NewReader(buffered)
+	sandbox := &readerConn{Conn: conn, r: io.MultiReader(rest, conn)}
 	sandbox.SetReadDeadline(time.Now().Add(helloTimeout))
 	hello, sni, err := readHello(sandbox)
 	if err != nil {
@@ -87,12 +88,14 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		rec.Reason = fmt.Sprintf("SNI %q differs from CONNECT host %s (domain fronting refused)", sni, rec.Host)
 		return
 	}
-	counted := &countedConn{Conn: &readerConn{Conn: conn, r: io.MultiReader(bytes.NewReader(hello), sandbox.r)}, f: f}
 	if len(secrets) > 0 {
+		counted := &countedConn{Conn: &readerConn{Conn: conn, r: io.MultiReader(bytes.NewReader(hello), sandbox.r)}, f: f}
 		p.terminate(r.Context(), counted, rec, addr, secrets)
 		return
 	}
-	splice(counted, upstream)
+	// What the server's reader held beyond the hello goes up with it.
+	pre := append(hello, buffered[len(buffered)-rest.Len():]...)
+	tunnel(conn, upstream, pre, f)
 }
 
 // refuseRaw answers a CONNECT the proxy will not make. The message is the
@@ -150,14 +153,26 @@ type readerConn struct {
 
 func (c *readerConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
-// splice copies both ways until both sides are done; an error either way
-// (a cap, a reset) ends both.
-func splice(sandbox, upstream net.Conn) {
+// spliceChunk is the most a tunnel moves between two checks of the byte
+// cap.
+const spliceChunk = 1 << 20
+
+// tunnel joins the sandbox's connection to upstream once pre (the
+// ClientHello and whatever came with it) has gone up, until both sides
+// are done; an error either way (a cap, a reset) ends both. Both are TCP
+// connections, so the bytes move inside the kernel (splice(2), what
+// TCPConn.ReadFrom does with a TCPConn behind an io.LimitedReader), in
+// chunks counted against the flow between two calls.
+func tunnel(sandbox, upstream net.Conn, pre []byte, f *flow) {
+	if err := f.add(len(pre), true); err != nil {
+		return
+	}
+	if _, err := upstream.Write(pre); err != nil {
+		return
+	}
 	errc := make(chan error, 2)
-	cp := func(dst, src net.Conn) {
-		buf := bufferPool{}.Get()
-		defer bufferPool{}.Put(buf)
-		_, err := io.CopyBuffer(dst, src, buf)
+	cp := func(dst, src net.Conn, sent bool) {
+		err := pump(dst, src, f, sent)
 		if err == nil {
 			if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 				cw.CloseWrite()
@@ -167,12 +182,47 @@ func splice(sandbox, upstream net.Conn) {
 		}
 		errc <- err
 	}
-	go cp(upstream, sandbox)
-	go cp(sandbox, upstream)
+	go cp(upstream, sandbox, true)
+	go cp(sandbox, upstream, false)
 	for range 2 {
 		if err := <-errc; err != nil {
 			sandbox.Close()
 			upstream.Close()
 		}
 	}
+}
+
+// pump copies src to dst until src's end, counting each chunk; a chunk
+// never takes the flow more than a byte past its cap.
+func pump(dst, src net.Conn, f *flow, sent bool) error {
+	rf, ok := dst.(io.ReaderFrom)
+	if !ok {
+		rf = readerFrom{dst}
+	}
+	for {
+		lr := &io.LimitedReader{R: src, N: spliceChunk}
+		if limit := f.p.policy.MaxBytes; limit > 0 {
+			lr.N = min(lr.N, max(limit-f.p.bytes.Load()+1, 1))
+		}
+		n, err := rf.ReadFrom(lr)
+		if cerr := f.add(int(n), sent); cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// readerFrom is io.Copy with a pooled buffer for a writer without
+// ReadFrom.
+type readerFrom struct{ w io.Writer }
+
+func (r readerFrom) ReadFrom(src io.Reader) (int64, error) {
+	buf := bufferPool{}.Get()
+	defer bufferPool{}.Put(buf)
+	return io.CopyBuffer(r.w, src, buf)
 }

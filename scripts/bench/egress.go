@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -50,13 +51,21 @@ type egressRow struct {
 // chunks and reports bytes/s; "ttfb" opens n new connections and reports
 // each one's time to the response's head in ms.
 const egressClient = `
-import http.client, json, sys, time, urllib.parse
-mode, proxy, url, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+import http.client, json, ssl, sys, time, urllib.parse
+mode, proxy, url, n, ca = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 u = urllib.parse.urlsplit(url)
+path = u.path + ("?" + u.query if u.query else "")
 def conn():
+    if u.scheme == "https":
+        ctx = ssl.create_default_context(cafile=ca)
+        if proxy:
+            c = http.client.HTTPSConnection("127.0.0.1", int(proxy), context=ctx)
+            c.set_tunnel(u.hostname, u.port)
+            return c, path
+        return http.client.HTTPSConnection(u.hostname, u.port, context=ctx), path
     if proxy:
         return http.client.HTTPConnection("127.0.0.1", int(proxy)), url
-    return http.client.HTTPConnection(u.hostname, u.port), u.path + ("?" + u.query if u.query else "")
+    return http.client.HTTPConnection(u.hostname, u.port), path
 if mode == "download":
     c, target = conn()
     t0 = time.perf_counter()
@@ -120,9 +129,27 @@ func benchEgress(ctx context.Context, o Options, rep *report) error {
 	go srv.Serve(ln)
 	defer srv.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
+	// The same server over TLS: what most downloads are.
+	cert, caPEM, err := egresstest.NewCert(egressHost, "127.0.0.1")
+	if err != nil {
+		return err
+	}
+	tln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	tsrv := &http.Server{Handler: mux, TLSConfig: &tls.Config{Certificates: []tls.Certificate{*cert}}}
+	go tsrv.ServeTLS(tln, "", "")
+	defer tsrv.Close()
+	tport := tln.Addr().(*net.TCPAddr).Port
+	caFile := filepath.Join(os.TempDir(), "nsbox-bench-ca-"+strconv.Itoa(os.Getpid())+".pem")
+	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(caFile)
 
-	conf := fmt.Sprintf("# nsbox bench: egress\n[network]\nallow = [\"%s:%d\"]\nopen = [\"127.0.0.1:%d\"]\ncache = \"1GiB\"\n\n[network.hosts]\n%q = \"127.0.0.1\"\n",
-		egressHost, port, port, egressHost)
+	conf := fmt.Sprintf("# nsbox bench: egress\n[network]\nallow = [\"%s:%d\", \"%s:%d\"]\nopen = [\"127.0.0.1:%d\", \"127.0.0.1:%d\"]\ncache = \"1GiB\"\n\n[network.hosts]\n%q = \"127.0.0.1\"\n",
+		egressHost, port, egressHost, tport, port, tport, egressHost)
 	nsbox, err := o.nsbox()
 	if err != nil {
 		return err
@@ -132,14 +159,15 @@ func benchEgress(ctx context.Context, o Options, rep *report) error {
 		return err
 	}
 	defer d.close()
-	network := &agentapi.Network{Allow: []string{fmt.Sprintf("%s:%d", egressHost, port)}}
+	network := &agentapi.Network{Allow: []string{fmt.Sprintf("%s:%d", egressHost, port), fmt.Sprintf("%s:%d", egressHost, tport)}}
 	url := func(path string) string { return fmt.Sprintf("http://%s:%d%s", egressHost, port, path) }
+	turl := func(path string) string { return fmt.Sprintf("https://%s:%d%s", egressHost, tport, path) }
 
 	// The sandbox runs the client through the proxy; the host runs it
 	// directly to 127.0.0.1 (the name resolves there).
 	sandbox := func(args ...string) (map[string]any, error) {
-		res, err := d.client.Run(ctx, &agentapi.RunRequest{Argv: append([]string{"python3", "-c", egressClient}, args...),
-			Network: network, Limits: &agentapi.Limits{TimeoutMs: 120_000, CPUs: egressCPUs}})
+		res, err := d.client.Run(ctx, &agentapi.RunRequest{Argv: append([]string{"python3", "-c", egressClient}, append(args, "ca.pem")...),
+			Network: network, Limits: &agentapi.Limits{TimeoutMs: 120_000, CPUs: egressCPUs}, Files: []agentapi.File{{Path: "ca.pem", Text: string(caPEM)}}})
 		if err != nil {
 			return nil, err
 		}
@@ -149,15 +177,16 @@ func benchEgress(ctx context.Context, o Options, rep *report) error {
 		return decodeLine(res.Stdout)
 	}
 	host := func(args ...string) (map[string]any, error) {
-		out, err := exec.CommandContext(ctx, hostPy, append([]string{"-c", egressClient}, args...)...).Output()
+		out, err := exec.CommandContext(ctx, hostPy, append([]string{"-c", egressClient}, append(args, caFile)...)...).Output()
 		if err != nil {
 			return nil, fmt.Errorf("host client: %w", err)
 		}
 		return decodeLine(string(out))
 	}
 	direct := func(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", port, path) }
+	tdirect := func(path string) string { return fmt.Sprintf("https://127.0.0.1:%d%s", tport, path) }
 
-	var directRate, proxRate []float64
+	var directRate, proxRate, tdirectRate, tproxRate []float64
 	var directMs, proxMs []float64
 	for range egressRounds {
 		big := fmt.Sprintf("/big?n=%d", egressDownload)
@@ -170,6 +199,13 @@ func benchEgress(ctx context.Context, o Options, rep *report) error {
 			return err
 		}
 		directRate, proxRate = append(directRate, h["rate"].(float64)), append(proxRate, s["rate"].(float64))
+		if h, err = host("download", "", tdirect(big), "1"); err != nil {
+			return err
+		}
+		if s, err = sandbox("download", "3128", turl(big), "1"); err != nil {
+			return err
+		}
+		tdirectRate, tproxRate = append(tdirectRate, h["rate"].(float64)), append(tproxRate, s["rate"].(float64))
 		h, err = host("ttfb", "", direct("/hello"), strconv.Itoa(egressConns))
 		if err != nil {
 			return err
@@ -180,8 +216,11 @@ func benchEgress(ctx context.Context, o Options, rep *report) error {
 		}
 		directMs, proxMs = append(directMs, floats(h["ms"])...), append(proxMs, floats(s["ms"])...)
 	}
+	tdr, tpr := median(tdirectRate)/(1<<20), median(tproxRate)/(1<<20)
+	rep.Egress = append(rep.Egress, egressRow{What: "download 100 MiB, HTTPS (CONNECT tunnel)", Unit: "MiB/s", Baseline: "the same client on the host, direct",
+		Base: tdr, Value: tpr, Ratio: tpr / tdr, Target: ">= 0.8x direct"})
 	dr, pr := median(directRate)/(1<<20), median(proxRate)/(1<<20)
-	rep.Egress = append(rep.Egress, egressRow{What: "download 100 MiB", Unit: "MiB/s", Baseline: "the same client on the host, direct",
+	rep.Egress = append(rep.Egress, egressRow{What: "download 100 MiB, plain HTTP (forwarded)", Unit: "MiB/s", Baseline: "the same client on the host, direct",
 		Base: dr, Value: pr, Ratio: pr / dr, Target: ">= 0.8x direct"})
 	dm, pm := median(directMs), median(proxMs)
 	rep.Egress = append(rep.Egress, egressRow{What: "first byte, new connection (p50)", Unit: "ms", Baseline: "the same client on the host, direct",
