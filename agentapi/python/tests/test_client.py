@@ -220,6 +220,18 @@ class ClientTest(unittest.TestCase):
             self.assertTrue(s.exec("import json").ok)
             self.assertEqual(s.exec("import os").exception["name"], "ImportError")
 
+    def test_network_reaches_the_daemon(self):
+        # The test daemon has no [network]: the policy arrives and is refused
+        # with the daemon's explanation, for runs and sessions alike.
+        with self.assertRaisesRegex(nsbox.InvalidArgument, r"\[network\]"):
+            self.nsbox.run(code="1", network=["pypi.org"])
+        with self.assertRaisesRegex(nsbox.InvalidArgument, r"\[network\]"):
+            self.nsbox.session(network={"allow": ["pypi.org"], "secrets": ["TOKEN"]})
+        with self.assertRaisesRegex(nsbox.InvalidArgument, "list of hosts"):
+            self.nsbox.run(code="1", network="pypi.org")
+        with self.assertRaisesRegex(nsbox.InvalidArgument, "unknown keys hosts"):
+            self.nsbox.run(code="1", network={"hosts": ["pypi.org"]})
+
     def test_pause_resume(self):
         with self.nsbox.session(idle_action="pause") as s:
             s.exec("x = 41")
