@@ -166,6 +166,14 @@ func TestToolDescriptions(t *testing.T) {
 		{"minimal rootfs, own limits", Config{Info: dataSciInfo(), Rootfs: "minimal", Limits: agentapi.Limits{TimeoutMs: 10_000, MemoryBytes: 256 << 20, OutputBytes: 1 << 20}}, []want{
 			{ToolRunPython, []string{"(minimal) has the Python standard library only", "stopped after 10 s", "256 MiB of memory", "1 MiB of stdout"}, []string{"pre-imported"}, 120, true},
 		}},
+		{"network allowed by the operator", Config{Info: dataSciInfo(), Network: &agentapi.Network{Allow: []string{"pypi.org", "files.pythonhosted.org"}}}, []want{
+			{ToolRunPython, []string{"network only to pypi.org, files.pythonhosted.org", "pip works"}, []string{"no network"}, 120, true},
+			{ToolRunShell, []string{"It has network only to pypi.org"}, []string{"no network"}, 120, true},
+		}},
+		{"no network by default", Config{Info: dataSciInfo()}, []want{
+			{ToolRunPython, []string{"(no network, "}, []string{"pypi"}, 120, true},
+			{ToolRunShell, []string{"It has no network and no sudo"}, nil, 120, true},
+		}},
 		{"no daemon", Config{}, []want{
 			{ToolRunPython, []string{"depends on the rootfs", "try an import", "timeout_s may be up to 600 s"}, []string{"memory"}, 600, true},
 		}},
