@@ -126,6 +126,12 @@ func TestConfigExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	on := regexp.MustCompile(`(?m)^#(\[|[a-z_]+ = )`).ReplaceAll(data, []byte("$1"))
+	// The example's secret file, made for real.
+	secret := filepath.Join(t.TempDir(), "github")
+	if err := os.WriteFile(secret, []byte("ghp_example"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	on = bytes.ReplaceAll(on, []byte("/etc/nsbox/secrets/github"), []byte(secret))
 	if bytes.Equal(on, data) {
 		t.Fatal("found no commented-out setting in the example")
 	}

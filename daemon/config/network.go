@@ -28,6 +28,8 @@ type NetworkConfig struct {
 	// CacheBytes caps the shared package cache under
 	// <state_dir>/egress/cache; 0 turns it off.
 	CacheBytes int64
+
+	secretFiles map[string]bool // secrets whose file key was given
 }
 
 func defaultNetworkConfig() NetworkConfig {
@@ -126,6 +128,10 @@ func (cfg *Config) setSecretKey(name, key string, v *unstable.Node) error {
 		if err != nil {
 			return err
 		}
+		if n.secretFiles == nil {
+			n.secretFiles = map[string]bool{}
+		}
+		n.secretFiles[name] = true // an unreadable one is reported once, here
 		val, err := readSecret(path)
 		if err != nil {
 			return err
@@ -202,7 +208,7 @@ func (cfg *Config) checkNetwork(bad func(key, format string, args ...any)) {
 	for name, s := range cfg.Network.Secrets {
 		key := "network.secrets." + name
 		switch {
-		case s.Value == "":
+		case s.Value == "" && !cfg.Network.secretFiles[name]:
 			bad(key, "has no file: give file = \"/etc/nsbox/secrets/%s\" (mode 600)", strings.ToLower(name))
 		case len(s.Hosts) == 0:
 			bad(key, "has no hosts: give hosts = [\"api.example.com\"], the hosts its value may be sent to")

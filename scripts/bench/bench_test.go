@@ -25,10 +25,11 @@ func TestValidate(t *testing.T) {
 		{"defaults", func(*Options) {}, ""},
 		{"only engine", func(o *Options) { o.Only = "engine" }, ""},
 		{"only daemon", func(o *Options) { o.Only = "daemon" }, ""},
+		{"only egress", func(o *Options) { o.Only = "egress" }, ""},
 		{"smallest counts", func(o *Options) {
 			o.Runs, o.Rounds, o.DaemonRuns, o.PandasRuns, o.Round, o.Concurrency = 1, 1, 1, 1, time.Millisecond, []int{1}
 		}, ""},
-		{"only unknown", func(o *Options) { o.Only = "zygote" }, `bench: --only "zygote": use engine or daemon`},
+		{"only unknown", func(o *Options) { o.Only = "zygote" }, `bench: --only "zygote": use engine, daemon or egress`},
 		{"no runs", func(o *Options) { o.Runs = 0 }, "bench: --runs 0: must be at least 1"},
 		{"no rounds", func(o *Options) { o.Rounds = 0 }, "bench: --rounds 0: must be at least 1"},
 		{"negative daemon runs", func(o *Options) { o.DaemonRuns = -1 }, "bench: --daemon-runs -1: must be at least 1"},
