@@ -146,7 +146,8 @@ type report struct {
 	ZygoteLatency    []daemonLatency    `json:"zygote_latency,omitempty"`
 	ZygoteThroughput []daemonThroughput `json:"zygote_throughput,omitempty"`
 
-	Egress []egressRow `json:"egress,omitempty"`
+	Egress     []egressRow `json:"egress,omitempty"`
+	EgressLoad string      `json:"egress_load,omitempty"` // load averages before -> after
 
 	Skipped []string `json:"skipped,omitempty"`
 }

@@ -186,6 +186,8 @@ func benchEgress(ctx context.Context, o Options, rep *report) error {
 	direct := func(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", port, path) }
 	tdirect := func(path string) string { return fmt.Sprintf("https://127.0.0.1:%d%s", tport, path) }
 
+	before := loadAvg()
+	defer func() { rep.EgressLoad = before + " -> " + loadAvg() }()
 	var directRate, proxRate, tdirectRate, tproxRate []float64
 	var directMs, proxMs []float64
 	for range egressRounds {

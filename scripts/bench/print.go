@@ -65,7 +65,10 @@ func printEgress(w io.Writer, rep *report) {
 	if len(rep.Egress) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\negress: through the daemon's proxy vs the same client on the host, one loopback server (alternating)\n\n")
+	if len(rep.Latency) == 0 { // --only egress: the machine line is here
+		fmt.Fprintln(w, rep.Machine)
+	}
+	fmt.Fprintf(w, "\negress: through the daemon's proxy vs the same client on the host, one loopback server (alternating)\nload average %s\n\n", rep.EgressLoad)
 	tw := newTable(w)
 	fmt.Fprintln(tw, "EGRESS\tUNIT\tBASELINE\tVALUE\tRATIO\tTARGET\t")
 	for _, e := range rep.Egress {

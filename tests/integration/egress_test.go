@@ -481,6 +481,26 @@ func TestEgressPipAndSessions(t *testing.T) {
 		}
 	})
 
+	t.Run("requests through the proxy", func(t *testing.T) {
+		// requests reads HTTP(S)_PROXY like pip does; a refused host is a
+		// ProxyError at once, with the proxy's reason.
+		code := fmt.Sprintf(`
+import requests
+print(requests.get("http://files.test:%d/hello", timeout=20).text)
+try:
+    requests.get("https://other-tls.test:%d/hello", timeout=20)
+except requests.exceptions.ProxyError as e:
+    print("refused:", "nsbox egress" in str(e), "not allowed" in str(e))
+`, p, tp)
+		res, err := s.d.client.Run(ctx, &agentapi.RunRequest{Language: agentapi.LanguagePython, Code: code, Network: allowNet(files)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Stdout != "hello from upstream\nrefused: True True\n" {
+			t.Fatalf("got %q (stderr %q)", res.Stdout, res.Stderr)
+		}
+	})
+
 	t.Run("session: pip in one cell, import in the next", func(t *testing.T) {
 		sess, err := s.d.client.CreateSession(ctx, &agentapi.SessionRequest{Network: allowNet(files)})
 		if err != nil {
