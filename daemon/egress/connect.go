@@ -102,13 +102,19 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 // reason phrase too, because clients (urllib3: "Tunnel connection failed:
 // 403 ...") show the status line of a failed CONNECT, not its body.
 func refuseRaw(conn net.Conn, code int, reason string) {
-	msg := "nsbox egress: " + strings.Map(func(r rune) rune {
+	rawResponse(conn, code, "nsbox egress: "+reason)
+}
+
+// rawResponse writes a whole response whose reason phrase and body are
+// msg (made printable ASCII), and which closes the connection.
+func rawResponse(w io.Writer, code int, msg string) {
+	msg = strings.Map(func(r rune) rune {
 		if r < ' ' || r > '~' {
 			return ' '
 		}
 		return r
-	}, reason)
-	fmt.Fprintf(conn, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n",
+	}, msg)
+	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n",
 		code, msg, len(msg)+1, msg)
 }
 

@@ -181,8 +181,16 @@ func (p *Proxy) writeError(w http.ResponseWriter, err error) {
 }
 
 // writeText is every answer the proxy makes itself: one line a person
-// reading a Python traceback can act on.
+// reading a Python traceback can act on. It is the reason phrase as well
+// as the body, since urllib's HTTPError and requests' exceptions show the
+// status line, not the body; net/http writes only standard phrases, so
+// the connection is taken over for it (and closed after).
 func writeText(w http.ResponseWriter, code int, msg string) {
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		defer conn.Close()
+		rawResponse(conn, code, msg)
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")

@@ -128,14 +128,4 @@ func hostOnly(h string) string {
 }
 
 // writeTextResponse is writeText on a connection the proxy reads itself.
-func writeTextResponse(w io.Writer, code int, msg string) {
-	body := msg + "\n"
-	resp := &http.Response{
-		StatusCode: code, ProtoMajor: 1, ProtoMinor: 1,
-		Header:        http.Header{"Content-Type": {"text/plain; charset=utf-8"}},
-		Body:          io.NopCloser(strings.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Close:         true,
-	}
-	resp.Write(w)
-}
+func writeTextResponse(w io.Writer, code int, msg string) { rawResponse(w, code, msg) }

@@ -358,6 +358,22 @@ except OSError as e:
 		}
 	})
 
+	t.Run("nsbox exec --allow-net", func(t *testing.T) {
+		get := fmt.Sprintf("import urllib.request; print(urllib.request.urlopen('http://files.test:%d/hello').read().decode())", p)
+		out, err := execNsbox("exec", "--socket", s.d.sock, "--allow-net", files, "--", "python3", "-c", get).CombinedOutput()
+		if err != nil || string(out) != "hello from upstream\n" {
+			t.Fatalf("allowed: %v %q", err, out)
+		}
+		out, err = execNsbox("exec", "--socket", s.d.sock, "--allow-net", fmt.Sprintf("other.test:%d", p), "--", "python3", "-c", get).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "nsbox egress: files.test:") || !strings.Contains(string(out), "add it to network.allow") {
+			t.Fatalf("refused: %v %q", err, out)
+		}
+		out, err = execNsbox("exec", "--socket", s.d.sock, "--allow-net", "evil.example", "--", "true").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "network.allow[0]") || !strings.Contains(string(out), "[network] allow") {
+			t.Fatalf("outside the operator's list: %v %q", err, out)
+		}
+	})
+
 	t.Run("isolation holds with a policy", func(t *testing.T) {
 		// The proxy adds a listener to the sandbox's namespace and nothing
 		// else: the rest of the isolation is the engine's, unchanged.
