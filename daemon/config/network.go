@@ -28,17 +28,21 @@ type NetworkConfig struct {
 	// CacheBytes caps the shared package cache under
 	// <state_dir>/egress/cache; 0 turns it off.
 	CacheBytes int64
+	// CacheHosts are the package hosts whose TLS the proxy terminates so
+	// that their files can be cached (egress.Options.Intercept).
+	CacheHosts []egress.Rule
 
 	secretFiles map[string]bool // secrets whose file key was given
 }
 
 func defaultNetworkConfig() NetworkConfig {
-	return NetworkConfig{Network: policy.Network{MaxConnections: 1000, MaxBytes: 4 << 30}, CacheBytes: 2 << 30}
+	return NetworkConfig{Network: policy.Network{MaxConnections: 1000, MaxBytes: 4 << 30}, CacheBytes: 2 << 30,
+		CacheHosts: []egress.Rule{{Host: "pypi.org"}, {Host: "files.pythonhosted.org"}}}
 }
 
 // String is the restart-only part, for RestartKeys.
 func (n NetworkConfig) String() string {
-	return fmt.Sprintf("open=%v hosts=%v cache=%d", n.Open, n.Hosts, n.CacheBytes)
+	return fmt.Sprintf("open=%v hosts=%v cache=%d cache_hosts=%v", n.Open, n.Hosts, n.CacheBytes, n.CacheHosts)
 }
 
 // setNetworkKey stores a key of [network] and its subtables.
@@ -57,6 +61,19 @@ func (cfg *Config) setNetworkKey(key []string, v *unstable.Node) error {
 				return err
 			}
 			n.Allow = append(n.Allow, r)
+		}
+	case len(key) == 2 && key[1] == "cache_hosts":
+		l, err := tomlStrings(v, `["pypi.org", "files.pythonhosted.org"]`)
+		if err != nil {
+			return err
+		}
+		n.CacheHosts = []egress.Rule{}
+		for _, s := range l {
+			r, err := egress.ParseRule(s)
+			if err != nil {
+				return err
+			}
+			n.CacheHosts = append(n.CacheHosts, r)
 		}
 	case len(key) == 2 && key[1] == "open":
 		l, err := tomlStrings(v, `["127.0.0.1:8080", "10.0.0.0/8"]`)
@@ -105,7 +122,7 @@ func (cfg *Config) setNetworkKey(key []string, v *unstable.Node) error {
 	case len(key) == 4 && key[1] == "secrets":
 		return cfg.setSecretKey(key[2], key[3], v)
 	default:
-		return fmt.Errorf("unknown key; [network] has allow, open, max_connections, max_bytes and cache, with the tables [network.hosts] and [network.secrets.NAME] (file, hosts)")
+		return fmt.Errorf("unknown key; [network] has allow, open, max_connections, max_bytes, cache and cache_hosts, with the tables [network.hosts] and [network.secrets.NAME] (file, hosts)")
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		rec.Reason = fmt.Sprintf("SNI %q differs from CONNECT host %s (domain fronting refused)", sni, rec.Host)
 		return
 	}
-	if len(secrets) > 0 {
+	if len(secrets) > 0 || p.intercepts(rec.Host, rec.Port) {
 		counted := &countedConn{Conn: &readerConn{Conn: conn, r: io.MultiReader(bytes.NewReader(hello), sandbox.r)}, f: f}
 		p.terminate(r.Context(), counted, rec, addr, secrets)
 		return

@@ -59,6 +59,11 @@ type Options struct {
 	CA *CA
 	// Cache, when set, keeps immutable package artifacts (cache.go).
 	Cache *Cache
+	// Intercept are the hosts whose TLS the proxy terminates (with CA,
+	// verifying the upstream in full) so that the package files fetched
+	// from them over HTTPS can be cached: package indexes such as
+	// pypi.org and files.pythonhosted.org. Needs CA and Cache.
+	Intercept []Rule
 	// RootCAs verifies upstream certificates; nil uses the host's.
 	RootCAs *x509.CertPool
 	Log     *slog.Logger

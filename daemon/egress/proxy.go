@@ -61,7 +61,7 @@ func New(opts *Options, runID string, p Policy) (*Proxy, error) {
 	if p.MaxConnections < 0 || p.MaxBytes < 0 {
 		return nil, fmt.Errorf("%w: negative cap", ErrInvalidPolicy)
 	}
-	if len(p.Secrets) > 0 && opts.CA == nil {
+	if (len(p.Secrets) > 0 || len(opts.Intercept) > 0) && opts.CA == nil {
 		return nil, ErrNoCA
 	}
 	px := &Proxy{
@@ -243,7 +243,7 @@ func (p *Proxy) Env(proxyAddr, caBundlePath string) []string {
 	for _, s := range p.policy.Secrets {
 		env = append(env, s.Name+"="+p.placeholders[s.Name])
 	}
-	if len(p.policy.Secrets) > 0 && caBundlePath != "" {
+	if p.terminates() && caBundlePath != "" {
 		for _, k := range []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "PIP_CERT"} {
 			env = append(env, k+"="+caBundlePath)
 		}
@@ -251,14 +251,44 @@ func (p *Proxy) Env(proxyAddr, caBundlePath string) []string {
 	return env
 }
 
+// terminates says whether the proxy may terminate this sandbox's TLS:
+// it has secrets, or one of its rules may reach a host intercepted for
+// the package cache.
+func (p *Proxy) terminates() bool {
+	if len(p.policy.Secrets) > 0 {
+		return true
+	}
+	for _, r := range p.policy.Allow {
+		for _, i := range p.opts.Intercept {
+			if r.overlaps(i) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// intercepts says whether host:port is terminated for the cache.
+func (p *Proxy) intercepts(host string, port int) bool {
+	if p.opts.Cache == nil {
+		return false
+	}
+	for _, r := range p.opts.Intercept {
+		if r.Matches(host, port) {
+			return true
+		}
+	}
+	return false
+}
+
 // systemRoots is the host's bundle, which the sandbox keeps trusting for
 // the hosts the proxy does not terminate.
 const systemRoots = "/etc/ssl/certs/ca-certificates.crt"
 
-// CABundle is the PEM a sandbox should trust when the policy has secrets
-// (the host's roots and the daemon's CA), nil otherwise.
+// CABundle is the PEM a sandbox should trust when the proxy may terminate
+// its TLS (the host's roots and the daemon's CA), nil otherwise.
 func (p *Proxy) CABundle() []byte {
-	if len(p.policy.Secrets) == 0 {
+	if !p.terminates() {
 		return nil
 	}
 	b, _ := os.ReadFile(systemRoots)

@@ -143,3 +143,21 @@ func (r Rule) Within(allowed []Rule) bool {
 	}
 	return false
 }
+
+// overlaps says whether some host:port matches both r and o (a wildcard
+// against a name it covers, or the same name; ports alike).
+func (r Rule) overlaps(o Rule) bool {
+	portsMeet := r.Port == o.Port || r.Port == 0 && (o.Port == 80 || o.Port == 443) || o.Port == 0 && (r.Port == 80 || r.Port == 443)
+	if !portsMeet {
+		return false
+	}
+	switch {
+	case r.Host == o.Host:
+		return true
+	case strings.HasPrefix(r.Host, "*."):
+		// One-label wildcards of different suffixes share no name.
+		return r.matchesHost(o.Host)
+	default:
+		return o.matchesHost(r.Host)
+	}
+}

@@ -152,3 +152,26 @@ func FuzzParseRule(f *testing.F) {
 		}
 	})
 }
+
+func TestRuleOverlaps(t *testing.T) {
+	for _, c := range []struct {
+		r, o string
+		want bool
+	}{
+		{"pypi.org", "pypi.org", true},
+		{"pypi.org:443", "pypi.org", true},
+		{"pypi.org:8080", "pypi.org", false},
+		{"*.pythonhosted.org", "files.pythonhosted.org", true},
+		{"files.pythonhosted.org", "*.pythonhosted.org", true},
+		{"*.pythonhosted.org", "*.pythonhosted.org", true},
+		{"*.a.pythonhosted.org", "*.pythonhosted.org", false},
+		{"pythonhosted.org", "*.pythonhosted.org", false},
+		{"example.org", "pypi.org", false},
+	} {
+		r, o := mustRule(t, c.r), mustRule(t, c.o)
+		if got := r.overlaps(o); got != c.want {
+			t.Errorf("%s overlaps %s = %v, want %v", c.r, c.o, got, c.want)
+		}
+	}
+}
+

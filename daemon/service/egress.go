@@ -42,7 +42,8 @@ func egressOptions(cfg config.Config, log *slog.Logger) (*egress.Options, error)
 		if o.Cache, err = egress.OpenCache(filepath.Join(dir, "cache"), n.CacheBytes); err != nil {
 			return nil, err
 		}
+		o.Intercept = n.CacheHosts
 	}
-	log.Info("egress proxy ready", "allow", len(n.Allow), "secrets", len(n.Secrets), "open", len(n.Open), "cache_bytes", n.CacheBytes)
+	log.Info("egress proxy ready", "allow", len(n.Allow), "secrets", len(n.Secrets), "open", len(n.Open), "cache_bytes", n.CacheBytes, "cache_hosts", len(o.Intercept))
 	return o, nil
 }

@@ -69,8 +69,7 @@ func newUpstream(t *testing.T, cert *tls.Certificate) *upstream {
 		w.Header().Set("Content-Length", strconv.Itoa(n))
 		w.Write(bytes.Repeat([]byte("x"), n))
 	})
-	mux.Handle("/simple/", index)
-	mux.Handle("/files/", index)
+	mux.Handle("/", index) // /PREFIX/simple/nsboxdemo/ and /PREFIX/files/WHEEL
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
 		u.hits[r.URL.Path]++
@@ -153,6 +152,7 @@ func newEgressSetup(t *testing.T, rootfs string, extra ...string) *egressSetup {
 [network]
 allow = ["files.test:%d", "other.test:%d", "tls.test:%d", "other-tls.test:%d", "rebind.test:%d", "meta.test", "*.wild.test:%d"]
 open = ["127.0.0.1:%d", "127.0.0.1:%d"]
+cache_hosts = ["tls.test:%d"]
 
 [network.hosts]
 "files.test" = "127.0.0.1"
@@ -166,7 +166,7 @@ open = ["127.0.0.1:%d", "127.0.0.1:%d"]
 [network.secrets.NSBOX_TEST_TOKEN]
 file = %q
 hosts = ["tls.test:%d"]
-`, p, p, tp, tp, s.closedPort, p, p, tp, secretFile, tp)
+`, p, p, tp, tp, s.closedPort, p, p, tp, tp, secretFile, tp)
 	confFile := filepath.Join(dir, "nsbox.toml")
 	if err := os.WriteFile(confFile, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -494,6 +494,26 @@ func TestEgressPipAndSessions(t *testing.T) {
 		}
 		if got := s.plain.hit("/simple/nsboxdemo/"); got != 2 {
 			t.Errorf("the index page was fetched %d times, want 2 (never cached)", got)
+		}
+	})
+
+	t.Run("pip install over HTTPS, then again from the cache", func(t *testing.T) {
+		// tls.test is a cache host: the proxy terminates its TLS (the
+		// sandbox trusts the daemon's CA through PIP_CERT) and caches the
+		// wheel its index page vouches for.
+		pipTLS := fmt.Sprintf("python3 -m pip install -q --index-url https://tls.test:%d/https/simple/ nsboxdemo && python3 -c 'import nsboxdemo; print(nsboxdemo.VALUE)'", tp)
+		tlsNet := allowNet(fmt.Sprintf("tls.test:%d", tp))
+		for i := range 2 {
+			res, err := s.d.client.Run(ctx, &agentapi.RunRequest{Language: agentapi.LanguageBash, Code: pipTLS, Network: tlsNet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != agentapi.StatusOK || strings.TrimSpace(res.Stdout) != "42" {
+				t.Fatalf("install %d: %s %q %q", i+1, res.Status, res.Stdout, res.Stderr)
+			}
+		}
+		if got := s.tls.hit("/https/files/" + wheelName); got != 1 {
+			t.Errorf("the HTTPS index served the wheel %d times, want 1", got)
 		}
 	})
 
