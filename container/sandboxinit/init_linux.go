@@ -101,7 +101,7 @@ func runInit() error {
 	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
 		return fmt.Errorf("sethostname: %w", err)
 	}
-	if err := loopbackUp(); err != nil {
+	if err := LoopbackUp(); err != nil {
 		return fmt.Errorf("bring up lo: %w", err)
 	}
 	if err := setRlimits(&cfg); err != nil {
@@ -351,8 +351,9 @@ func remountReadOnly(p string) error {
 	return nil
 }
 
-// loopbackUp sets IFF_UP on lo, the only interface of a fresh netns.
-func loopbackUp() error {
+// LoopbackUp sets IFF_UP on lo, the only interface of a fresh netns, in
+// the calling thread's namespace (the daemon's egress proxy uses it too).
+func LoopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err

@@ -156,21 +156,9 @@ func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 // tomlModules reads a module list: an array of strings or one
 // comma-separated string.
 func tomlModules(v *unstable.Node) ([]string, error) {
-	var out []string
-	switch v.Kind {
-	case unstable.String:
-		out = splitList(string(v.Data))
-	case unstable.Array:
-		it := v.Children()
-		for it.Next() {
-			s, err := tomlString(it.Node())
-			if err != nil {
-				return nil, fmt.Errorf("module list: %w", err)
-			}
-			out = append(out, s)
-		}
-	default:
-		return nil, fmt.Errorf("want a list of module names like [\"numpy\", \"pandas\"], got a TOML %s", kindName(v.Kind))
+	out, err := tomlStrings(v, `["numpy", "pandas"]`)
+	if err != nil {
+		return nil, err
 	}
 	for _, m := range out {
 		if m == "" || strings.Trim(m, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != "" {

@@ -7,6 +7,8 @@ import (
 	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nsbox/nsbox/container/sandboxinit"
 )
 
 // ListenIn listens on addr (e.g. "127.0.0.1:3128") inside the network
@@ -49,7 +51,7 @@ func ListenIn(pid int, addr string) (net.Listener, error) {
 			return
 		}
 		var r result
-		if err := loopbackUp(); err != nil {
+		if err := sandboxinit.LoopbackUp(); err != nil {
 			r.err = fmt.Errorf("egress: bring lo up in the sandbox: %w", err)
 		} else {
 			r.l, r.err = net.Listen("tcp", addr)
@@ -61,22 +63,4 @@ func ListenIn(pid int, addr string) (net.Listener, error) {
 	}()
 	r := <-ch
 	return r.l, r.err
-}
-
-// loopbackUp sets IFF_UP on lo in the calling thread's namespace.
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return err
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
