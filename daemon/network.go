@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
@@ -20,6 +21,9 @@ const (
 	egressAddr     = "127.0.0.1:3128"
 	egressCAFile   = ".nsbox/ca-bundle.pem" // relative to /workspace
 	egressCABundle = "/workspace/" + egressCAFile
+	// egressConns is how many connections one sandbox may have open to
+	// its proxy at once.
+	egressConns = 128
 )
 
 // pipEnv makes `pip install` work in a sandbox: into the user site under
@@ -131,6 +135,10 @@ func (nr *netRun) listen(pid int) error {
 	if err != nil {
 		return err
 	}
+	// A sandbox may open connections to its proxy faster than it uses
+	// them; past egressConns open at once, the rest wait in the kernel's
+	// backlog, so the daemon's descriptors stay bounded whatever it does.
+	l = netutil.LimitListener(l, egressConns)
 	nr.mu.Lock()
 	if nr.ln != nil {
 		nr.ln.Close()

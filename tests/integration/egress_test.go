@@ -396,6 +396,47 @@ print(os.getuid(), st["CapEff"], st["CapBnd"], st["NoNewPrivs"], st["Seccomp"])
 		}
 	})
 
+	t.Run("a flood of idle connections to the proxy", func(t *testing.T) {
+		// 1000 connections that send nothing: the daemon keeps at most a
+		// bounded number open (the rest wait in the sandbox's own backlog),
+		// another sandbox's egress is untouched, and the flood ends with
+		// its run.
+		flood := `
+import socket
+socks = []
+for i in range(1000):
+    s = socket.socket()
+    s.setblocking(False)
+    try:
+        s.connect(("127.0.0.1", 3128))
+    except BlockingIOError:
+        pass
+    socks.append(s)
+print(len(socks))
+import time; time.sleep(3)
+`
+		done := make(chan *agentapi.RunResult, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, _ := s.d.client.Run(ctx, &agentapi.RunRequest{Language: agentapi.LanguagePython, Code: flood, Network: allowNet(files),
+				Limits: &agentapi.Limits{Pids: 16}})
+			done <- res
+		}()
+		time.Sleep(1500 * time.Millisecond)
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.d.Cmd.Process.Pid))
+		if len(fds) > 400 {
+			t.Errorf("the daemon holds %d descriptors during the flood", len(fds))
+		}
+		res := s.run(t, fetchPy+fmt.Sprintf("print(fetch('http://files.test:%d/hello'))", p), allowNet(files))
+		if strings.TrimSpace(res.Stdout) != "200 hello from upstream" {
+			t.Errorf("another sandbox during the flood: %q %q", res.Stdout, res.Stderr)
+		}
+		if r := <-done; r == nil || r.Status != agentapi.StatusOK || strings.TrimSpace(r.Stdout) != "1000" {
+			t.Errorf("the flooding run: %+v", r)
+		}
+	})
+
 	t.Run("caps end the run's connections", func(t *testing.T) {
 		code := fetchPy + fmt.Sprintf("for i in range(3): print(fetch('http://files.test:%d/hello'))", p)
 		res := s.run(t, code, &agentapi.Network{Allow: []string{files}, MaxConnections: 2})
