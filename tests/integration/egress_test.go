@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,6 +124,7 @@ type egressSetup struct {
 	closedPort int
 	caPEM      []byte
 	secret     string
+	secretFile string
 }
 
 func newEgressSetup(t *testing.T, rootfs string, extra ...string) *egressSetup {
@@ -144,6 +146,7 @@ func newEgressSetup(t *testing.T, rootfs string, extra ...string) *egressSetup {
 	s.secret = "real-" + hex.EncodeToString(b)
 	dir := t.TempDir()
 	secretFile := filepath.Join(dir, "token")
+	s.secretFile = secretFile
 	if err := os.WriteFile(secretFile, []byte(s.secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -489,6 +492,32 @@ print(fetch('http://files.test:%d/auth', {"Authorization": "Bearer " + tok}))
 		}
 		if !swapped {
 			t.Errorf("no record says the secret was used: %+v", res.Network.Records)
+		}
+	})
+
+	t.Run("a reload rotates the secret", func(t *testing.T) {
+		rotated := s.secret + "-rotated"
+		if err := os.WriteFile(s.secretFile, []byte(rotated), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		defer os.WriteFile(s.secretFile, []byte(s.secret), 0o600)
+		before := strings.Count(s.d.log.String(), "reload: configuration applied")
+		s.d.Cmd.Process.Signal(syscall.SIGHUP)
+		for deadline := time.Now().Add(10 * time.Second); strings.Count(s.d.log.String(), "reload: configuration applied") == before; {
+			if time.Now().After(deadline) {
+				t.Fatal("the daemon did not reload")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		code := fetchPy + fmt.Sprintf(`
+import os
+print(fetch('https://tls.test:%d/auth', {"Authorization": "Bearer " + os.environ["NSBOX_TEST_TOKEN"]}))`, tp)
+		res := s.run(t, code, &agentapi.Network{Allow: []string{fmt.Sprintf("tls.test:%d", tp)}, Secrets: []string{"NSBOX_TEST_TOKEN"}})
+		if strings.TrimSpace(res.Stdout) != "200 ok" {
+			t.Fatalf("got %q %q", res.Stdout, res.Stderr)
+		}
+		if got := s.tls.auth("/auth"); got[len(got)-1] != "Bearer "+rotated {
+			t.Errorf("after the reload the upstream saw %q, want the rotated value", got[len(got)-1])
 		}
 	})
 }
