@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -468,3 +470,21 @@ func TestStreamOutput(t *testing.T) {
 type countingWriter struct{ n int64 }
 
 func (w *countingWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); return len(p), nil }
+
+// TestSignalDispositionsReset: an engine started with signals ignored (a
+// shell's background job ignores SIGINT and SIGQUIT, nohup SIGHUP) passes
+// none of that on: the sandboxed command starts with every signal at its
+// default and none blocked.
+func TestSignalDispositionsReset(t *testing.T) {
+	sigs := []os.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP}
+	signal.Ignore(sigs...)
+	defer signal.Reset(sigs...)
+	e := newTestEngine(t) // after Ignore: its spare inits inherit it too
+	res, err := e.Run(context.Background(), Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"sh", "-c", "grep -E '^Sig(Blk|Ign)' /proc/self/status"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, want := mustOK(t, res), "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000"; out != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -145,6 +146,9 @@ func runInit() error {
 	}
 	if err := unix.CloseRange(first, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("close_range: %w", err)
+	}
+	if err := resetSignals(); err != nil {
+		return fmt.Errorf("reset signals: %w", err)
 	}
 	if !cfg.Zygote {
 		if err := filter.Install(cfg.Seccomp); err != nil {
@@ -439,4 +443,33 @@ func lookPath(name string, env []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: command not found in PATH %s", name, path)
+}
+
+// resetSignals gives the command default signal dispositions and an empty
+// signal mask. exec keeps SIG_IGN and the mask, so a signal ignored by
+// whoever started the daemon (SIGINT and SIGQUIT for a shell's background
+// job, SIGHUP under nohup) would be ignored by every sandboxed program too.
+// Only ignored signals are touched: those Go handles, exec resets itself.
+func resetSignals() error {
+	// The kernel's struct sigaction; a zero one is SIG_DFL, no flags, no
+	// mask, on every architecture (the handler comes first).
+	type sigaction struct{ handler, flags, restorer, mask uint64 }
+	const sigIgn = 1
+	for sig := 1; sig <= 64; sig++ {
+		if sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP) {
+			continue
+		}
+		var old sigaction
+		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
+			continue // a number this kernel does not have
+		}
+		if old.handler != sigIgn {
+			continue
+		}
+		var dfl sigaction
+		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0); e != 0 {
+			return fmt.Errorf("signal %d: %w", sig, e)
+		}
+	}
+	return unix.PthreadSigmask(unix.SIG_SETMASK, &unix.Sigset_t{}, nil)
 }
