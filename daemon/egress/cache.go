@@ -2,6 +2,7 @@ package egress
 
 import (
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,10 +17,10 @@ import (
 	"time"
 )
 
-// The cache keeps package files by their sha256 and serves one only for a
-// URL whose hash the sandbox's own proxy learned from an index page it
+// The cache keeps package files by their digest and serves one only for a
+// URL whose digest the sandbox's own proxy learned from an index page it
 // forwarded (PEP 503 links carry "#sha256=..."; PEP 691 JSON a "hashes"
-// object). A file is kept only if its content has that hash, so nothing a
+// object; npm's abbreviated metadata a sha512 "integrity"). A file is kept only if its content has that hash, so nothing a
 // sandbox sends can put bytes in the cache under a name they do not have.
 // The URL-to-hash index lives in each Proxy, not the Cache: a page served
 // by a host one sandbox may reach cannot steer what another is served.
@@ -28,7 +29,7 @@ type cacheImpl struct {
 	max int64
 
 	mu    sync.Mutex
-	files map[string]*cacheFile // by sha256, hex
+	files map[string]*cacheFile // by digest ("sha256-HEX"), also the file's name
 	size  int64
 }
 
@@ -53,7 +54,7 @@ func OpenCache(dir string, maxBytes int64) (*Cache, error) {
 		case err != nil:
 		case strings.HasPrefix(e.Name(), "tmp-"): // a download cut by a restart
 			os.Remove(filepath.Join(dir, e.Name()))
-		case isSHA256(e.Name()) && fi.Mode().IsRegular():
+		case validDigest(e.Name()) && fi.Mode().IsRegular():
 			c.impl.files[e.Name()] = &cacheFile{size: fi.Size(), used: fi.ModTime()}
 			c.impl.size += fi.Size()
 		}
@@ -64,9 +65,41 @@ func OpenCache(dir string, maxBytes int64) (*Cache, error) {
 	return c, nil
 }
 
-func isSHA256(s string) bool {
-	b, err := hex.DecodeString(s)
-	return err == nil && len(b) == sha256.Size && s == strings.ToLower(s)
+// A digest names a file by its content and is its name in the cache:
+// "sha256-HEX" or "sha512-HEX" (lower-case hex). Weaker hashes (npm's
+// sha1 shasum, md5) are never taken: a collision would let a sandbox
+// choose what another is served.
+var digestSizes = map[string]int{"sha256": sha256.Size, "sha512": sha512.Size}
+
+// newDigest makes the digest of algo and sum (raw bytes), "" for an
+// algorithm or size not taken.
+func newDigest(algo string, sum []byte) string {
+	if n, ok := digestSizes[algo]; !ok || len(sum) != n {
+		return ""
+	}
+	return algo + "-" + hex.EncodeToString(sum)
+}
+
+// hexDigest is newDigest for a hex sum.
+func hexDigest(algo, sum string) string {
+	b, err := hex.DecodeString(sum)
+	if err != nil {
+		return ""
+	}
+	return newDigest(algo, b)
+}
+
+func validDigest(s string) bool {
+	algo, sum, ok := strings.Cut(s, "-")
+	return ok && sum == strings.ToLower(sum) && hexDigest(algo, sum) == s
+}
+
+// digestHash is a fresh hash of a valid digest's algorithm.
+func digestHash(d string) hash.Hash {
+	if strings.HasPrefix(d, "sha512-") {
+		return sha512.New()
+	}
+	return sha256.New()
 }
 
 // open returns the file with hash sum if the cache holds it.
@@ -118,7 +151,7 @@ func (c *cacheImpl) tee(body io.ReadCloser, want string) io.ReadCloser {
 	if err != nil {
 		return body
 	}
-	return &fill{ReadCloser: body, c: c, want: want, tmp: tmp, hash: sha256.New()}
+	return &fill{ReadCloser: body, c: c, want: want, tmp: tmp, hash: digestHash(want)}
 }
 
 func (f *fill) Read(p []byte) (int, error) {
@@ -150,7 +183,8 @@ func (f *fill) abandon() {
 }
 
 func (f *fill) commit() {
-	if hex.EncodeToString(f.hash.Sum(nil)) != f.want || f.tmp.Close() != nil {
+	algo, _, _ := strings.Cut(f.want, "-")
+	if newDigest(algo, f.hash.Sum(nil)) != f.want || f.tmp.Close() != nil {
 		f.abandon()
 		return
 	}

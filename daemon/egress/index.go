@@ -3,6 +3,7 @@ package egress
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -21,7 +22,7 @@ const (
 	maxHashes = 500_000
 )
 
-// hashIndex maps the URLs of package files (cacheKey) to the sha256 the
+// hashIndex maps the URLs of package files (cacheKey) to the digests the
 // index pages this proxy forwarded gave them.
 type hashIndex struct {
 	mu sync.Mutex
@@ -34,10 +35,9 @@ func (x *hashIndex) lookup(key string) string {
 	return x.m[key]
 }
 
-func (x *hashIndex) add(page *url.URL, href, sum string) {
+func (x *hashIndex) add(page *url.URL, href, digest string) {
 	ref, err := url.Parse(strings.TrimSpace(href))
-	sum = strings.ToLower(sum)
-	if err != nil || !isSHA256(sum) {
+	if err != nil || digest == "" {
 		return
 	}
 	u := page.ResolveReference(ref)
@@ -50,12 +50,15 @@ func (x *hashIndex) add(page *url.URL, href, sum string) {
 		x.m = map[string]string{}
 	}
 	if len(x.m) < maxHashes {
-		x.m[cacheKey(u)] = sum
+		x.m[cacheKey(u)] = digest
 	}
 }
 
 // pageKind says whether a response is an index page to learn from: PEP
-// 503 HTML (pypi.org still answers text/html to pip) or PEP 691 JSON.
+// 503 HTML (pypi.org still answers text/html to pip), PEP 691 JSON, or
+// npm's abbreviated package metadata (what npm install asks for; the full
+// document, plain application/json, is not read: any JSON API answers
+// that).
 func pageKind(contentType string) string {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	switch mt {
@@ -63,6 +66,8 @@ func pageKind(contentType string) string {
 		return "html"
 	case "application/vnd.pypi.simple.v1+json":
 		return "json"
+	case "application/vnd.npm.install-v1+json":
+		return "npm"
 	}
 	return ""
 }
@@ -82,9 +87,12 @@ func (x *hashIndex) learnFrom(page *url.URL, kind, encoding string, body io.Read
 		} else if encoding != "" && encoding != "identity" {
 			return
 		}
-		if kind == "json" {
+		switch kind {
+		case "json":
 			x.learnJSON(page, b)
-		} else {
+		case "npm":
+			x.learnNPM(page, b)
+		default:
 			x.learnHTML(page, b)
 		}
 	}}
@@ -110,7 +118,7 @@ func (x *hashIndex) learnHTML(page *url.URL, b []byte) {
 				}
 				if _, frag, ok := strings.Cut(string(v), "#"); ok {
 					if sum, ok := strings.CutPrefix(frag, "sha256="); ok {
-						x.add(page, string(v), sum)
+						x.add(page, string(v), hexDigest("sha256", strings.ToLower(sum)))
 					}
 				}
 			}
@@ -131,7 +139,33 @@ func (x *hashIndex) learnJSON(page *url.URL, b []byte) {
 	}
 	for _, f := range doc.Files {
 		if sum := f.Hashes["sha256"]; sum != "" {
-			x.add(page, f.URL, sum)
+			x.add(page, f.URL, hexDigest("sha256", strings.ToLower(sum)))
+		}
+	}
+}
+
+// learnNPM takes versions.*.dist.tarball with its sha512 integrity (npm's
+// abbreviated metadata; Subresource Integrity form "sha512-BASE64").
+func (x *hashIndex) learnNPM(page *url.URL, b []byte) {
+	var doc struct {
+		Versions map[string]struct {
+			Dist struct {
+				Tarball   string `json:"tarball"`
+				Integrity string `json:"integrity"`
+			} `json:"dist"`
+		} `json:"versions"`
+	}
+	if json.Unmarshal(b, &doc) != nil {
+		return
+	}
+	for _, v := range doc.Versions {
+		// An integrity may list several hashes; the sha512 one counts.
+		for _, i := range strings.Fields(v.Dist.Integrity) {
+			if sum, ok := strings.CutPrefix(i, "sha512-"); ok {
+				if raw, err := base64.StdEncoding.DecodeString(sum); err == nil {
+					x.add(page, v.Dist.Tarball, newDigest("sha512", raw))
+				}
+			}
 		}
 	}
 }

@@ -174,4 +174,3 @@ func TestRuleOverlaps(t *testing.T) {
 		}
 	}
 }
-

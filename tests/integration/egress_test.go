@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha512"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -71,6 +73,15 @@ func newUpstream(t *testing.T, cert *tls.Certificate) *upstream {
 		w.Write(bytes.Repeat([]byte("x"), n))
 	})
 	mux.Handle("/", index) // /PREFIX/simple/nsboxdemo/ and /PREFIX/files/WHEEL
+	// An npm registry of one package, as `npm install` asks for it.
+	tarball := []byte("an npm tarball")
+	integrity := sha512.Sum512(tarball)
+	mux.HandleFunc("/npm/demo", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.npm.install-v1+json")
+		fmt.Fprintf(w, `{"name":"demo","versions":{"1.0.0":{"dist":{"tarball":"http://%s/npm/demo/-/demo-1.0.0.tgz","integrity":"sha512-%s"}}}}`,
+			r.Host, base64.StdEncoding.EncodeToString(integrity[:]))
+	})
+	mux.HandleFunc("/npm/demo/-/demo-1.0.0.tgz", func(w http.ResponseWriter, r *http.Request) { w.Write(tarball) })
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
 		u.hits[r.URL.Path]++
@@ -243,6 +254,27 @@ func TestEgress(t *testing.T) {
 		r := n.Records[0]
 		if r.Host != "files.test" || r.Port != p || !r.Allowed || r.Addr != fmt.Sprintf("127.0.0.1:%d", p) || r.Received < int64(len("hello from upstream")) || r.Sent == 0 {
 			t.Errorf("record %+v", r)
+		}
+	})
+
+	t.Run("npm tarballs are cached by their sha512 integrity", func(t *testing.T) {
+		// What npm install does: the abbreviated metadata, then the
+		// tarball; a second sandbox gets the tarball from the cache.
+		code := fetchPy + fmt.Sprintf(`
+accept = {"Accept": "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*"}
+print(fetch('http://files.test:%d/npm/demo', accept)[:3])
+print(fetch('http://files.test:%d/npm/demo/-/demo-1.0.0.tgz'))`, p, p)
+		for i := range 2 {
+			res := s.run(t, code, allowNet(files))
+			if res.Stdout != "200\n200 an npm tarball\n" {
+				t.Fatalf("sandbox %d: %q %q", i+1, res.Stdout, res.Stderr)
+			}
+			if cached := res.Network.Records[len(res.Network.Records)-1].Cached; cached != (i == 1) {
+				t.Errorf("sandbox %d: the tarball's record cached=%v", i+1, cached)
+			}
+		}
+		if got := s.plain.hit("/npm/demo/-/demo-1.0.0.tgz"); got != 1 {
+			t.Errorf("the registry served the tarball %d times, want 1", got)
 		}
 	})
 
