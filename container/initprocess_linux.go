@@ -84,6 +84,11 @@ func (p *initProcess) launch(d *description, workspace *os.File) error {
 	if err := p.Place(); err != nil {
 		return err
 	}
+	if d.beforeStart != nil {
+		if err := d.beforeStart(p.pid()); err != nil {
+			return err
+		}
+	}
 	if err := p.Go(); err != nil {
 		return p.Failed(err)
 	}

@@ -57,6 +57,10 @@ type description struct {
 	masked   []string
 	readOnly []string
 	control  bool
+	// beforeStart is Spec.BeforeStart: launch calls it once the process
+	// is in its namespaces (a zygote child: verified) and before the
+	// command runs.
+	beforeStart func(pid int) error
 }
 
 // Fixed facts of every sandbox.
@@ -74,7 +78,7 @@ func (e *Engine) describe(spec *Spec, lim Limits, env []string) *description {
 	}
 	return &description{
 		id: spec.ID, rootfs: spec.RootfsDir, argv: spec.Argv, env: env, limits: lim,
-		seccomp: prog, masked: e.masked, readOnly: e.ro, control: spec.Control,
+		seccomp: prog, masked: e.masked, readOnly: e.ro, control: spec.Control, beforeStart: spec.BeforeStart,
 	}
 }
 

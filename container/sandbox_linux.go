@@ -186,12 +186,6 @@ func (e *Engine) start(ctx context.Context, spec Spec, log *slog.Logger, newProc
 		}
 	}
 
-	if spec.BeforeStart != nil {
-		if err := spec.BeforeStart(p.pid()); err != nil {
-			return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
-		}
-	}
-
 	var notFound *errCommandNotFound
 	if err := p.launch(d, ws.Mount()); err != nil && !errors.As(err, &notFound) {
 		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)

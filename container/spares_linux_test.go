@@ -52,6 +52,31 @@ func TestIsolationWithZygote(t *testing.T) {
 	}
 }
 
+// The same suite on sandboxes with the egress proxy's listener in their
+// network namespace (what a run with a network policy gets), cold and
+// forked from a zygote: the listener adds a way to the daemon's proxy and
+// nothing else.
+func TestIsolationWithEgressListener(t *testing.T) {
+	testListener = true
+	defer func() { testListener = false }()
+	for _, zygote := range []bool{false, true} {
+		name := "cold"
+		if zygote {
+			name = "zygote"
+		}
+		t.Run(name, func(t *testing.T) {
+			testZygote = zygote
+			defer func() { testZygote = false }()
+			for _, tc := range isolationSuite() {
+				if tc.name == "InitRunsFromASealedCopy" && zygote {
+					continue
+				}
+				t.Run(tc.name, tc.fn)
+			}
+		})
+	}
+}
+
 type namedTest struct {
 	name string
 	fn   func(*testing.T)

@@ -2,6 +2,7 @@ package container
 
 import (
 	"context"
+	"github.com/nsbox/nsbox/daemon/egress"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,12 @@ var testInitBinary string
 // on a zygote started for the test (TestIsolationWithZygote), and check at
 // cleanup that the test's runs were forked by it.
 var testZygote bool
+
+// testListener, when true, makes startSpec give every sandbox what a
+// network policy gives it: the daemon's egress listener on 127.0.0.1:3128
+// inside its network namespace (it accepts and closes), so the isolation
+// suite also runs on networked sandboxes.
+var testListener bool
 
 // newTestEngine returns an engine whose cgroups live under a name unique to
 // this test process, and checks at cleanup that nothing of it remains.
@@ -118,6 +125,25 @@ func mustOK(t testing.TB, res *Result) string {
 // commands (python3 -c CODE runs as python3 -I -c CODE there).
 func startSpec(t testing.TB, ctx context.Context, e *Engine, spec Spec) (*Sandbox, error) {
 	t.Helper()
+	if testListener && spec.BeforeStart == nil {
+		spec.BeforeStart = func(pid int) error {
+			l, err := egress.ListenIn(pid, "127.0.0.1:3128")
+			if err != nil {
+				return err
+			}
+			t.Cleanup(func() { l.Close() })
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+			return nil
+		}
+	}
 	if testZygote && len(spec.Argv) >= 3 && spec.Argv[0] == "python3" && spec.Argv[1] == "-c" {
 		spec.Argv = append([]string{"python3", "-I"}, spec.Argv[1:]...)
 		return zygoteFor(t, e, spec.RootfsDir).Start(ctx, spec)

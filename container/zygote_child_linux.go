@@ -110,7 +110,7 @@ func (c *zygoteChild) launch(d *description, workspace *os.File) error {
 	if err != nil {
 		return err
 	}
-	if err := c.setUp(zyproto.Run{Argv: d.argv, Env: d.env}); err != nil {
+	if err := c.setUp(zyproto.Run{Argv: d.argv, Env: d.env}, d.beforeStart); err != nil {
 		return fmt.Errorf("zygote child: %w", err)
 	}
 	c.z.forks.Add(1)
@@ -136,9 +136,9 @@ func (c *zygoteChild) signal(sig syscall.Signal) error {
 }
 
 // setUp is the engine's half of the child's set-up: learn its host pid,
-// place it in its cgroup, verify what it made of itself, and say go with
-// the run's command and environment.
-func (c *zygoteChild) setUp(run zyproto.Run) error {
+// place it in its cgroup, verify what it made of itself, run beforeStart
+// (Spec.BeforeStart) and say go with the run's command and environment.
+func (c *zygoteChild) setUp(run zyproto.Run, beforeStart func(pid int) error) error {
 	if err := c.files.Run.SetDeadline(time.Now().Add(zygoteSetupTimeout)); err != nil {
 		return err
 	}
@@ -171,6 +171,11 @@ func (c *zygoteChild) setUp(run zyproto.Run) error {
 	want := verify.Want{HostID: c.hostID, SandboxUID: SandboxUID, Cgroup: c.name, Foreign: []map[string]string{c.z.ns, c.z.hostNS}}
 	if err := verify.Sandboxed(pid, want); err != nil {
 		return fmt.Errorf("verification failed, the child never got its code: %w", err)
+	}
+	if beforeStart != nil {
+		if err := beforeStart(pid); err != nil {
+			return err
+		}
 	}
 	if err := h.Go(run); err != nil {
 		return err

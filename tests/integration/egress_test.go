@@ -619,6 +619,25 @@ func TestEgressPipAndSessions(t *testing.T) {
 		}
 	})
 
+	t.Run("networked Python runs fork from the zygote", func(t *testing.T) {
+		// The listener is made once the child is verified and before its
+		// code runs: a networked run is no reason to start cold.
+		forks := func() string {
+			return s.d.metric(t, fmt.Sprintf(`nsbox_zygote_forks_total{rootfs=%q}`, name))
+		}
+		before := forks()
+		res := s.run(t, fetchPy+fmt.Sprintf("import pandas\nprint(fetch('http://files.test:%d/hello'))", p), allowNet(files))
+		if strings.TrimSpace(res.Stdout) != "200 hello from upstream" {
+			t.Fatalf("got %q %q", res.Stdout, res.Stderr)
+		}
+		if after := forks(); after == before {
+			t.Errorf("zygote forks %s -> %s: the networked run did not fork from the zygote", before, after)
+		}
+		if fb := s.d.metric(t, fmt.Sprintf(`nsbox_zygote_fallbacks_total{rootfs=%q}`, name)); fb != "0" {
+			t.Errorf("zygote fallbacks: %s", fb)
+		}
+	})
+
 	t.Run("requests through the proxy", func(t *testing.T) {
 		// requests reads HTTP(S)_PROXY like pip does; a refused host is a
 		// ProxyError at once, with the proxy's reason.
