@@ -35,6 +35,11 @@ type Info struct {
 	// Zygotes are the pre-imported interpreters whose children serve
 	// Python runs and sessions, one per rootfs (empty when off).
 	Zygotes []ZygoteInfo `json:"zygotes"`
+
+	// Network is what a run may ask for in its network policy: the
+	// operator's allow list, the names of its secrets (never their values)
+	// and its caps; absent when no run may have network.
+	Network *Network `json:"network,omitempty"`
 }
 
 // ZygoteInfo describes one zygote: Python runs and sessions on Rootfs are

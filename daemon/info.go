@@ -34,5 +34,6 @@ func (d *Daemon) Info() (*agentapi.Info, error) {
 		Queued:        d.adm.queued(),
 		Pools:         d.poolInfo(),
 		Zygotes:       d.zygoteInfo(),
+		Network:       pol.Network.Wire(),
 	}, nil
 }

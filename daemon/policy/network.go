@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -26,6 +27,17 @@ type Network struct {
 
 // Enabled says whether any run may have network.
 func (n *Network) Enabled() bool { return len(n.Allow) > 0 }
+
+// Wire is the operator's network for GET /v1/info: the allow list, the
+// secrets by name, the caps; nil when no run may have network.
+func (n *Network) Wire() *agentapi.Network {
+	if !n.Enabled() {
+		return nil
+	}
+	w := WireNetwork(&egress.Policy{Allow: n.Allow, MaxConnections: n.MaxConnections, MaxBytes: n.MaxBytes})
+	w.Secrets = slices.Sorted(maps.Keys(n.Secrets))
+	return w
+}
 
 // Bounds on a request's network policy.
 const (
@@ -125,11 +137,5 @@ func secretList(m map[string]egress.Secret) string {
 	if len(m) == 0 {
 		return "it has none"
 	}
-	return "it has " + strings.Join(slices.Sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}), ", ")
+	return "it has " + strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }

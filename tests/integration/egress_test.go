@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -390,6 +391,21 @@ except OSError as e:
 		res := s.run(t, code, allowNet(files))
 		if !strings.HasPrefix(res.Stdout, "['lo']\ndirect refused\n") {
 			t.Fatalf("got %q %q", res.Stdout, res.Stderr)
+		}
+	})
+
+	t.Run("GET /v1/info says what may be asked for", func(t *testing.T) {
+		info, err := s.d.client.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := info.Network
+		if n == nil || len(n.Allow) != 7 || n.Allow[0] != files || len(n.Secrets) != 1 || n.Secrets[0] != "NSBOX_TEST_TOKEN" || n.MaxConnections != 1000 {
+			t.Fatalf("info network %+v", n)
+		}
+		raw, _ := json.Marshal(info)
+		if strings.Contains(string(raw), s.secret) {
+			t.Error("info holds the secret's value")
 		}
 	})
 
@@ -782,6 +798,9 @@ func TestEgressRefusedWithoutConfig(t *testing.T) {
 	_, err = d.client.CreateSession(ctx, &agentapi.SessionRequest{Network: allowNet("pypi.org")})
 	if !isStatus(err, http.StatusBadRequest) {
 		t.Fatalf("session: got %v, want a 400", err)
+	}
+	if info, err := d.client.Info(ctx); err != nil || info.Network != nil {
+		t.Errorf("info network %+v %v, want none", info.Network, err)
 	}
 	if got := d.metric(t, "nsbox_runs_total"); strings.Contains(got, `status="ok"`) {
 		t.Errorf("a run started: %s", got)
