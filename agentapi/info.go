@@ -36,6 +36,10 @@ type Info struct {
 	// Python runs and sessions, one per rootfs (empty when off).
 	Zygotes []ZygoteInfo `json:"zygotes"`
 
+	// Languages are the run languages of each rootfs: python and bash,
+	// and those the operator declared ([languages.NAME]) for it.
+	Languages map[string][]string `json:"languages"`
+
 	// Network is what a run may ask for in its network policy: the
 	// operator's allow list, the names of its secrets (never their values)
 	// and its caps; absent when no run may have network.

@@ -18,7 +18,12 @@ func (d *Daemon) Info() (*agentapi.Info, error) {
 		names = []string{}
 	}
 	pol := d.pol.Load()
+	langs := make(map[string][]string, len(names))
+	for _, n := range names {
+		langs[n] = pol.Languages(n)
+	}
 	return &agentapi.Info{
+		Languages:     langs,
 		APIVersion:    agentapi.Version,
 		Version:       d.cfg.Version,
 		CgroupMode:    d.cfg.CgroupMode,

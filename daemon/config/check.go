@@ -73,6 +73,7 @@ func (cfg *Config) check() []Error {
 	cfg.checkSessions(bad)
 	cfg.checkPool(bad)
 	cfg.checkNetwork(bad)
+	cfg.checkLanguages(bad)
 	return errs
 }
 

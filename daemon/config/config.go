@@ -47,6 +47,8 @@ type Config struct {
 	Zygote ZygoteConfig
 	// Network is [network] (network.go).
 	Network NetworkConfig
+	// Languages are [languages.NAME] (languages.go).
+	Languages []Language
 
 	lines map[string]int // key ("max_limits.memory") -> its line in File; 0 when an override set it
 }

@@ -13,7 +13,7 @@ type Policy = policy.Policy
 // Policy is the part of cfg that applies live.
 func (cfg Config) Policy() Policy {
 	d, m := cfg.Limits()
-	return Policy{DefaultRootfs: cfg.DefaultRootfs, DefaultLimits: d, MaxLimits: m, Profiles: cfg.Profiles, Sessions: cfg.Sessions, Network: cfg.Network.Network}
+	return Policy{DefaultRootfs: cfg.DefaultRootfs, DefaultLimits: d, MaxLimits: m, Profiles: cfg.Profiles, Sessions: cfg.Sessions, Network: cfg.Network.Network, Languages: cfg.Languages}
 }
 
 // RestartKeys names the settings that differ between cfg and next and only

@@ -10,6 +10,7 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon/policy"
 )
 
 // parse reads a TOML config file over cfg and returns every
@@ -71,6 +72,13 @@ func checkTable(t []string) string {
 		return profileNameError(t[1])
 	case len(t) == 1 && (t[0] == "sessions" || t[0] == "pool" || t[0] == "pools" || t[0] == "zygote" || t[0] == "network"):
 		return ""
+	case len(t) == 1 && t[0] == "languages":
+		return ""
+	case len(t) == 2 && t[0] == "languages":
+		if err := policy.ValidLanguageName(t[1]); err != nil {
+			return err.Error()
+		}
+		return ""
 	case len(t) == 2 && t[0] == "network" && (t[1] == "hosts" || t[1] == "secrets"):
 		return ""
 	case len(t) == 3 && t[0] == "network" && t[1] == "secrets":
@@ -84,7 +92,7 @@ func checkTable(t []string) string {
 		}
 		return profileNameError(t[1])
 	}
-	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [sessions], [pool], [pools.NAME], [zygote], [network], [network.hosts] and [network.secrets.NAME]", strings.Join(t, "."))
+	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [sessions], [pool], [pools.NAME], [zygote], [network], [network.hosts], [network.secrets.NAME] and [languages.NAME]", strings.Join(t, "."))
 }
 
 type configWalker struct {
@@ -160,6 +168,10 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 		return cfg.setZygoteKey(key[1], v)
 	case len(key) >= 2 && key[0] == "network":
 		return cfg.setNetworkKey(key, v)
+	case len(key) == 3 && key[0] == "languages":
+		return cfg.setLanguageKey(key[1], key[2], v)
+	case len(key) == 2 && key[0] == "languages":
+		return fmt.Errorf("must be a table ([languages.%s])", key[1])
 	case len(key) == 1:
 		if dst, ok := cfg.stringKeys()[key[0]]; ok {
 			s, err := tomlString(v)
@@ -189,7 +201,7 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 				return err
 			}
 			cfg.ShutdownGrace = d
-		case "default_limits", "max_limits", "profiles", "sessions", "pool", "pools", "zygote", "network":
+		case "default_limits", "max_limits", "profiles", "sessions", "pool", "pools", "zygote", "network", "languages":
 			return fmt.Errorf("must be a table ([%s])", key[0])
 		default:
 			return fmt.Errorf("unknown key; see scripts/nsbox.conf.example for the keys")

@@ -26,6 +26,8 @@ type Policy struct {
 	Profiles      []agentapi.Profile
 	Sessions      Sessions
 	Network       Network
+	// Languages are the operator's declared one-shot languages.
+	Languages []Language
 }
 
 // Sessions are the session settings.
@@ -66,6 +68,7 @@ type Rules struct {
 	Defaults, Max container.Limits
 	Sessions      Sessions
 	Network       Network
+	languages     map[string]Language
 	profiles      map[string]agentapi.Profile
 	names         []string // sorted
 }
@@ -120,6 +123,16 @@ func New(p Policy) (*Rules, error) {
 		pol.names = append(pol.names, pr.Name)
 	}
 	sort.Strings(pol.names)
+	pol.languages = make(map[string]Language, len(p.Languages))
+	for _, l := range p.Languages {
+		if err := l.Check(); err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		if _, dup := pol.languages[l.Name]; dup {
+			return nil, fmt.Errorf("policy: language %q declared twice", l.Name)
+		}
+		pol.languages[l.Name] = l
+	}
 	return pol, nil
 }
 

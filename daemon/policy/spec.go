@@ -3,6 +3,8 @@ package policy
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
@@ -20,6 +22,7 @@ func (j *Job) Spec(id, dir string) container.Spec {
 		ReturnFiles: j.ReturnFiles,
 	}
 	switch j.Language {
+	case "":
 	case agentapi.LanguagePython:
 		sp.Argv = []string{"python3", "-c", j.Code}
 	case agentapi.LanguageBash:
@@ -28,6 +31,15 @@ func (j *Job) Spec(id, dir string) container.Spec {
 			sh = "bash"
 		}
 		sp.Argv = []string{sh, "-c", j.Code}
+	default:
+		argv, file, stdin := j.declared.program(j.Code)
+		sp.Argv = argv
+		if file != nil {
+			sp.Files = append(slices.Clone(sp.Files), *file)
+		}
+		if stdin {
+			sp.Stdin = strings.NewReader(j.Code)
+		}
 	}
 	return sp
 }

@@ -68,6 +68,8 @@ type Job struct {
 	AllowedImports []string
 	// Network is the run's egress policy; nil means loopback only.
 	Network *egress.Policy
+	// declared is Language's declaration when it is not built in.
+	declared *Language
 }
 
 // validate checks req against the request rules and the daemon's maxima and
@@ -101,7 +103,14 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 		j.Argv = req.Argv
 	case req.Language != "":
 		if req.Language != agentapi.LanguagePython && req.Language != agentapi.LanguageBash {
-			return nil, errdefs.Field("language", "%q is not supported; use %q or %q", req.Language, agentapi.LanguagePython, agentapi.LanguageBash)
+			l, err := pol.declared(req.Language, j.Rootfs)
+			if err != nil {
+				return nil, err
+			}
+			j.declared = &l
+			if req.Stdin != "" && !strings.Contains(strings.Join(l.Argv, " "), FileArg) {
+				return nil, errdefs.Field("stdin", "language %q reads its program from standard input; give the program's input as files instead", l.Name)
+			}
 		}
 		if strings.IndexByte(req.Code, 0) >= 0 {
 			return nil, errdefs.Field("code", "contains NUL")
@@ -111,7 +120,7 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 		}
 		j.Language, j.Code = req.Language, req.Code
 	case req.Code != "":
-		return nil, errdefs.Field("language", "required with code (%q or %q)", agentapi.LanguagePython, agentapi.LanguageBash)
+		return nil, errdefs.Field("language", "required with code: one of %s", strings.Join(pol.Languages(j.Rootfs), ", "))
 	default:
 		return nil, errdefs.Field("argv", "required: give argv, or language and code")
 	}
