@@ -13,7 +13,7 @@ APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap 
 
 export CGO_ENABLED := 1
 
-.PHONY: help deps build test test-unit rootfs-test rootfs-default demo lint bench soak loadtest image test-image clean install uninstall
+.PHONY: help deps build generate test test-unit rootfs-test rootfs-default demo lint bench soak loadtest image test-image clean install uninstall
 
 help: ## show this help
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,6 +32,11 @@ build: ## build the static binaries bin/nsbox (cgo, libseccomp linked statically
 	$(GO) build $(GOFLAGS_STATIC) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nsbox
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(INIT_BIN) ./cmd/nsbox-init
 	@for b in $(BIN) $(INIT_BIN); do ldd $$b 2>&1 | grep -q 'not a dynamic executable' || { echo "build: $$b is not static"; exit 1; }; done
+
+generate: ## regenerate the E2B envd protocol's Go code from its .proto files (needs protoc; the plugins come from the Go module proxy)
+	GOBIN=$(CURDIR)/.cache/gobin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	GOBIN=$(CURDIR)/.cache/gobin $(GO) install connectrpc.com/connect/cmd/protoc-gen-connect-go@v1.21.1
+	cd agentapi/e2b/envd && PATH=$(CURDIR)/.cache/gobin:$$PATH $(GO) generate .
 
 rootfs-test: build ## build the minimal rootfs the tests use (skipped when present)
 	@if $(BIN) rootfs list --store $(STORE) --json | grep -q '"name": *"$(TEST_ROOTFS)"'; then \

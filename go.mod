@@ -24,6 +24,7 @@ require (
 )
 
 require (
+	connectrpc.com/connect v1.21.1 // indirect
 	cyphar.com/go-pathrs v0.2.6 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
