@@ -39,6 +39,8 @@ func daemonCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-format", Usage: "json or text", DefaultText: "text", EnvVars: env("LOG_FORMAT")},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", DefaultText: "info", EnvVars: env("LOG_LEVEL")},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "also serve /metrics on this loopback TCP address (127.0.0.1:PORT)", EnvVars: env("METRICS_LISTEN")},
+			&cli.StringFlag{Name: "e2b-listen", Usage: "serve the E2B-compatible endpoint on this TCP address (127.0.0.1:49999; docs/E2B.md)", EnvVars: env("E2B_LISTEN")},
+			&cli.StringFlag{Name: "e2b-keys", Usage: "the E2B endpoint's API keys: a root-owned file, mode 0600, one e2b_HEX key per line", EnvVars: env("E2B_KEYS")},
 			&cli.StringFlag{Name: "cgroup-name", Hidden: true, EnvVars: env("CGROUP_NAME")},
 		}, append(poolFlags(), zygoteFlags()...)...),
 		Action: runDaemon,

@@ -12,6 +12,7 @@ var flagKeys = []struct{ flag, key string }{
 	{"socket", "socket"}, {"state-dir", "state_dir"}, {"run-dir", "run_dir"}, {"rootfs-store", "rootfs_store"},
 	{"default-rootfs", "default_rootfs"}, {"log-format", "log_format"}, {"log-level", "log_level"},
 	{"metrics-listen", "metrics_listen"}, {"cgroup-name", "cgroup_name"},
+	{"e2b-listen", "e2b.listen"}, {"e2b-keys", "e2b.keys_file"},
 	{"max-concurrent", "max_concurrent"}, {"queue", "queue"}, {"shutdown-grace", "shutdown_grace"},
 	{"max-sessions", "sessions.max"}, {"session-idle-timeout", "sessions.idle_timeout"}, {"session-max-lifetime", "sessions.max_lifetime"},
 	{"session-idle-action", "sessions.idle_action"},

@@ -74,6 +74,7 @@ func (cfg *Config) check() []Error {
 	cfg.checkPool(bad)
 	cfg.checkNetwork(bad)
 	cfg.checkLanguages(bad)
+	cfg.checkE2B(bad)
 	return errs
 }
 

@@ -49,6 +49,8 @@ type Config struct {
 	Network NetworkConfig
 	// Languages are [languages.NAME] (languages.go).
 	Languages []Language
+	// E2B is [e2b] (e2b.go).
+	E2B E2BConfig
 
 	lines map[string]int // key ("max_limits.memory") -> its line in File; 0 when an override set it
 }
@@ -141,6 +143,7 @@ func (cfg *Config) overrideKeys() map[string]any {
 		"sessions.idle_action": &cfg.Sessions.IdleAction,
 		"pool.size":            &cfg.Pool.Size, "pool.refills": &cfg.Pool.Refills, "pool.spare_inits": &cfg.Pool.SpareInits, "pool.preimport": &cfg.Pool.Preimport,
 		"zygote.enabled": &cfg.Zygote.Enabled, "zygote.bare": &cfg.Zygote.Bare,
+		"e2b.listen": &cfg.E2B.Listen, "e2b.keys_file": &cfg.E2B.KeysFile,
 	}
 	for k, p := range cfg.stringKeys() {
 		m[k] = p

@@ -31,6 +31,7 @@ func (cfg Config) RestartKeys(next Config) []string {
 		{"log_format", a.LogFormat, b.LogFormat}, {"metrics_listen", a.MetricsListen, b.MetricsListen},
 		{"shutdown_grace", a.ShutdownGrace, b.ShutdownGrace}, {"pool", a.Pool.String(), b.Pool.String()},
 		{"zygote", a.Zygote.String(), b.Zygote.String()}, {"network", a.Network.String(), b.Network.String()},
+		{"e2b.listen", a.E2B.Listen, b.E2B.Listen}, {"e2b.keys_file", a.E2B.KeysFile, b.E2B.KeysFile},
 	} {
 		if k.x != k.y {
 			keys = append(keys, k.key)

@@ -70,7 +70,7 @@ func checkTable(t []string) string {
 		return ""
 	case len(t) == 2 && t[0] == "profiles":
 		return profileNameError(t[1])
-	case len(t) == 1 && (t[0] == "sessions" || t[0] == "pool" || t[0] == "pools" || t[0] == "zygote" || t[0] == "network"):
+	case len(t) == 1 && (t[0] == "sessions" || t[0] == "pool" || t[0] == "pools" || t[0] == "zygote" || t[0] == "network" || t[0] == "e2b"):
 		return ""
 	case len(t) == 1 && t[0] == "languages":
 		return ""
@@ -92,7 +92,7 @@ func checkTable(t []string) string {
 		}
 		return profileNameError(t[1])
 	}
-	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [sessions], [pool], [pools.NAME], [zygote], [network], [network.hosts], [network.secrets.NAME] and [languages.NAME]", strings.Join(t, "."))
+	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [sessions], [pool], [pools.NAME], [zygote], [network], [network.hosts], [network.secrets.NAME], [languages.NAME] and [e2b]", strings.Join(t, "."))
 }
 
 type configWalker struct {
@@ -166,6 +166,8 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 		return cfg.setSessionsKey(key[1], v)
 	case len(key) == 2 && key[0] == "zygote":
 		return cfg.setZygoteKey(key[1], v)
+	case len(key) == 2 && key[0] == "e2b":
+		return cfg.setE2BKey(key[1], v)
 	case len(key) >= 2 && key[0] == "network":
 		return cfg.setNetworkKey(key, v)
 	case len(key) == 3 && key[0] == "languages":
@@ -201,7 +203,7 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 				return err
 			}
 			cfg.ShutdownGrace = d
-		case "default_limits", "max_limits", "profiles", "sessions", "pool", "pools", "zygote", "network", "languages":
+		case "default_limits", "max_limits", "profiles", "sessions", "pool", "pools", "zygote", "network", "languages", "e2b":
 			return fmt.Errorf("must be a table ([%s])", key[0])
 		default:
 			return fmt.Errorf("unknown key; see scripts/nsbox.conf.example for the keys")
