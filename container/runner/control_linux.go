@@ -9,7 +9,32 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/container/internal/frame"
+	"github.com/nsbox/nsbox/container/procs"
 )
+
+// StartAgent forks the sandbox's process agent from the runner and
+// returns the host's end of it (package procs). The agent serves over a
+// socketpair made here, whose other end goes to the runner over the
+// control socket: it listens on nothing in the sandbox. It waits for a
+// running cell to end, like Exec; the agent's processes run alongside
+// later cells. The agent ends with the sandbox, or at Agent.Close.
+func (r *Runner) StartAgent(ctx context.Context) (*procs.Agent, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("process agent socket: %w", err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "agent"), os.NewFile(uintptr(fds[1]), "agent-sandbox")
+	rep, err := r.control(ctx, agentRequest{Agent: true, Source: procs.AgentSource}, []*os.File{theirs})
+	theirs.Close()
+	if err == nil && (rep.Error != "" || rep.AgentPid == 0) {
+		err = fmt.Errorf("%w: the runner did not start the process agent: %s", ErrProtocol, rep.Error)
+	}
+	if err != nil {
+		ours.Close()
+		return nil, fmt.Errorf("start process agent: %w", err)
+	}
+	return procs.New(ours, rep.AgentPid)
+}
 
 // DropContext makes the runner forget the named context id: its next cell
 // starts in a fresh namespace at execution count 1. Dropping a context
@@ -38,8 +63,16 @@ func (r *Runner) control(ctx context.Context, req any, files []*os.File) (*reply
 	if err != nil {
 		return nil, err
 	}
-	if err := sendFiles(r.ctl, b, files); err != nil {
+	if _, err := r.ctl.Write(b); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDead, err)
+	}
+	// The files go with one byte of their own after the frame: the runner
+	// reads frames with read(), which would drop them, and that byte with
+	// recvmsg.
+	if len(files) > 0 {
+		if err := sendFiles(r.ctl, []byte{0}, files); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrDead, err)
+		}
 	}
 	select {
 	case rep, ok := <-r.replies:
@@ -60,10 +93,6 @@ func (r *Runner) control(ctx context.Context, req any, files []*os.File) (*reply
 // Fd() would turn a zygote child's non-blocking socket blocking under the
 // reader.
 func sendFiles(sock *os.File, b []byte, files []*os.File) error {
-	if len(files) == 0 {
-		_, err := sock.Write(b)
-		return err
-	}
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())

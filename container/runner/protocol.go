@@ -31,6 +31,13 @@ type request struct {
 	Context string `json:"context,omitempty"`
 }
 
+// agentRequest asks the runner to fork the process agent, which runs
+// Source; one byte carrying the agent's socket follows the frame.
+type agentRequest struct {
+	Agent  bool   `json:"agent"`
+	Source string `json:"source"`
+}
+
 // dropRequest makes the runner forget a named context (or empty the
 // default one).
 type dropRequest struct {
@@ -51,6 +58,10 @@ type reply struct {
 	ElapsedUs int64 `json:"elapsed_us,omitempty"`
 	// Dropped answers a dropRequest: the context existed.
 	Dropped bool `json:"dropped,omitempty"`
+	// AgentPid answers an agentRequest: the agent's pid in the sandbox.
+	AgentPid int `json:"agent_pid,omitempty"`
+	// Error says why a request that is not a cell failed.
+	Error string `json:"error,omitempty"`
 }
 
 // Exception is an exception raised by a cell.

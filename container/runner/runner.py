@@ -287,6 +287,40 @@ def _drop(cid):
     return {'dropped': True}
 
 
+def _agent(req):
+    """Forks the process agent. The host sends one byte with one fd (a
+    socketpair end, SCM_RIGHTS) right after the request's frame; read()
+    would drop the fd, so that byte alone is read with recvmsg. The child
+    runs the agent's source (the request's) on that fd and never returns."""
+    import socket, array
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, _CTL)
+    try:
+        msg, anc, _, _ = s.recvmsg(1, socket.CMSG_SPACE(16), socket.MSG_CMSG_CLOEXEC)
+    finally:
+        s.detach()
+    fds = array.array('i')
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+    if msg != b'\0' or len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        return {'error': 'agent: expected one byte with one fd, got %r with %d' % (msg, len(fds))}
+    try:
+        code = compile(req['source'], '<nsbox-agent>', 'exec')
+        pid = os.fork()
+    except BaseException as e:
+        os.close(fds[0])
+        return {'error': 'agent: %r' % e}
+    if pid == 0:  # fd 3 is closed (_forget_ctl)
+        try:
+            exec(code, {'__name__': '_nsbox_agent', 'FD': fds[0]})
+        finally:
+            os._exit(0)
+    os.close(fds[0])
+    return {'agent_pid': pid}
+
+
 def main():
     count = 0
     _send({'ready': True})
@@ -301,6 +335,9 @@ def main():
             if not req['drop_context']:
                 count = 0
             _send(rep)
+            continue
+        if req.get('agent'):
+            _send(_agent(req))
             continue
         cid = req.get('context')
         setup = req.get('setup')
