@@ -58,7 +58,9 @@ func start(t testing.TB, a *procs.Agent, cfg procs.Config) *procs.Process {
 	return p
 }
 
-func sh(script string) procs.Config { return procs.Config{Cmd: "/bin/sh", Args: []string{"-c", script}} }
+func sh(script string) procs.Config {
+	return procs.Config{Cmd: "/bin/sh", Args: []string{"-c", script}}
+}
 
 // output holds what a subscription saw.
 type output struct {
