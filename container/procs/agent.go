@@ -40,6 +40,9 @@ type Agent struct {
 	closed  bool
 	readErr error
 	done    chan struct{}
+
+	quit     chan struct{} // closed by Close: stop waiting for subscribers
+	quitOnce sync.Once
 }
 
 // call is a request waiting for its reply.
@@ -71,7 +74,7 @@ func New(sock *os.File, pid int) (*Agent, error) {
 		c.Close()
 		return nil, fmt.Errorf("process agent socket: %T is not a Unix socket", c)
 	}
-	a := &Agent{conn: uc, pid: pid, slow: SlowTimeout, calls: map[uint64]*call{}, procs: map[uint32]*proc{}, done: make(chan struct{})}
+	a := &Agent{conn: uc, pid: pid, slow: SlowTimeout, calls: map[uint64]*call{}, procs: map[uint32]*proc{}, done: make(chan struct{}), quit: make(chan struct{})}
 	go a.read()
 	return a, nil
 }
@@ -85,6 +88,7 @@ func (a *Agent) Done() <-chan struct{} { return a.done }
 // Close ends the agent: it kills the process groups it started and exits.
 // Subscriptions end with ErrClosed.
 func (a *Agent) Close() error {
+	a.quitOnce.Do(func() { close(a.quit) })
 	err := a.conn.Close()
 	<-a.done
 	return err
@@ -138,10 +142,22 @@ func (a *Agent) List() []Info {
 	return out
 }
 
+// inputChunk bounds the data of one input frame (the agent takes frames
+// of up to 16 MiB, base64 included).
+const inputChunk = 1 << 20
+
 // SendInput writes data to the process's stdin; it returns once the
 // process's pipe took it all (a process that does not read holds it up).
 func (a *Agent) SendInput(ctx context.Context, sel Selector, data []byte) error {
-	return a.op(ctx, sel, request{Op: "input", Data: data})
+	for {
+		n := min(len(data), inputChunk)
+		if err := a.op(ctx, sel, request{Op: "input", Data: data[:n]}); err != nil {
+			return err
+		}
+		if data = data[n:]; len(data) == 0 {
+			return nil
+		}
+	}
 }
 
 // CloseStdin closes the process's stdin, after what SendInput wrote.
@@ -371,6 +387,8 @@ func (a *Agent) deliver(s *Process, ev Event) bool {
 		s.finish(nil)
 	case <-t.C:
 		s.finish(ErrSlow)
+	case <-a.quit:
+		s.finish(ErrClosed)
 	}
 	return false
 }
