@@ -3,6 +3,7 @@ package procs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -221,5 +222,21 @@ func TestAgentEndsWithItsSandbox(t *testing.T) {
 	}
 	if _, err := a.Start(context.Background(), procs.Config{Cmd: "true"}); !errors.Is(err, procs.ErrClosed) {
 		t.Fatalf("Start after the sandbox ended: %v", err)
+	}
+}
+
+// What a command leaves behind is the agent's (a subreaper): reaped when it
+// ends, not left a zombie.
+func TestOrphansAreReaped(t *testing.T) {
+	_, a := startAgent(t)
+	o := collect(t, start(t, a, sh("sleep 1000 >/dev/null 2>&1 & echo $!")))
+	child := strings.TrimSpace(o.stdout.String())
+	o = collect(t, start(t, a, sh("grep PPid /proc/"+child+"/status")))
+	if got, want := strings.Fields(o.stdout.String()), fmt.Sprint(a.Pid()); len(got) != 2 || got[1] != want {
+		t.Fatalf("the orphan's parent: %q, want the agent (%s)", o.stdout.String(), want)
+	}
+	o = collect(t, start(t, a, sh("kill "+child+"; sleep 0.3; cat /proc/"+child+"/stat 2>/dev/null || echo gone")))
+	if got := o.stdout.String(); got != "gone\n" {
+		t.Fatalf("the orphan after its kill: %q", got)
 	}
 }
