@@ -26,6 +26,22 @@ type request struct {
 	// AllowedImports, when set, restricts the cell's own imports to these
 	// modules and their submodules (an empty list: none).
 	AllowedImports *[]string `json:"allowed_imports,omitempty"`
+	// Context names the namespace the cell runs in ("": the default
+	// __main__).
+	Context string `json:"context,omitempty"`
+}
+
+// agentRequest asks the runner to fork the process agent, which runs
+// Source; one byte carrying the agent's socket follows the frame.
+type agentRequest struct {
+	Agent  bool   `json:"agent"`
+	Source string `json:"source"`
+}
+
+// dropRequest makes the runner forget a named context (or empty the
+// default one).
+type dropRequest struct {
+	Drop string `json:"drop_context"`
 }
 
 // reply is the runner's answer to one cell (or its first "ready" frame).
@@ -40,6 +56,12 @@ type reply struct {
 	// ElapsedUs is the cell's run time as the runner measured it, inside
 	// the sandbox.
 	ElapsedUs int64 `json:"elapsed_us,omitempty"`
+	// Dropped answers a dropRequest: the context existed.
+	Dropped bool `json:"dropped,omitempty"`
+	// AgentPid answers an agentRequest: the agent's pid in the sandbox.
+	AgentPid int `json:"agent_pid,omitempty"`
+	// Error says why a request that is not a cell failed.
+	Error string `json:"error,omitempty"`
 }
 
 // Exception is an exception raised by a cell.

@@ -135,18 +135,18 @@ def _user_site():
     importlib.invalidate_caches()
 
 
-def _run(count, code):
-    name = '<cell %d>' % count
+def _run(count, code, ns=_ns, ctx=''):
+    name = '<cell %s:%d>' % (ctx, count) if ctx else '<cell %d>' % count
     linecache.cache[name] = (len(code), None, code.splitlines(True), name)
     tree = compile(code, name, 'exec', ast.PyCF_ONLY_AST)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    exec(compile(tree, name, 'exec'), _ns)
+    exec(compile(tree, name, 'exec'), ns)
     if last is not None:
-        v = eval(compile(last, name, 'eval'), _ns)
+        v = eval(compile(last, name, 'eval'), ns)
         if v is not None:
-            _ns['_'] = v
+            ns['_'] = v
             r = repr(v)
             if len(r) > _REPR_CAP:
                 r = r[:_REPR_CAP] + '...'
@@ -266,6 +266,61 @@ def _child_exit(rep):
         os._exit(1 if exc else 0)
 
 
+# Named contexts: a request's 'context' (not empty) runs the cell in a
+# namespace of its own, with its own execution count; no 'context' is the
+# default __main__, as before contexts. 'drop_context' forgets one (the
+# default is emptied): its next cell starts fresh, at count 1.
+_contexts = {}
+
+
+def _fresh(ns):
+    import builtins
+    ns.clear()
+    ns.update(__name__='__main__', __builtins__=builtins)
+    return ns
+
+
+def _drop(cid):
+    if cid:
+        return {'dropped': _contexts.pop(cid, None) is not None}
+    _fresh(_ns)
+    return {'dropped': True}
+
+
+def _agent(req):
+    """Forks the process agent. The host sends one byte with one fd (a
+    socketpair end, SCM_RIGHTS) right after the request's frame; read()
+    would drop the fd, so that byte alone is read with recvmsg. The child
+    runs the agent's source (the request's) on that fd and never returns."""
+    import socket, array
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, _CTL)
+    try:
+        msg, anc, _, _ = s.recvmsg(1, socket.CMSG_SPACE(16), socket.MSG_CMSG_CLOEXEC)
+    finally:
+        s.detach()
+    fds = array.array('i')
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+    if msg != b'\0' or len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        return {'error': 'agent: expected one byte with one fd, got %r with %d' % (msg, len(fds))}
+    try:
+        code = compile(req['source'], '<nsbox-agent>', 'exec')
+        pid = os.fork()
+    except BaseException as e:
+        os.close(fds[0])
+        return {'error': 'agent: %r' % e}
+    if pid == 0:  # fd 3 is closed (_forget_ctl)
+        try:
+            exec(code, {'__name__': '_nsbox_agent', 'FD': fds[0]})
+        finally:
+            os._exit(0)
+    os.close(fds[0])
+    return {'agent_pid': pid}
+
+
 def main():
     count = 0
     _send({'ready': True})
@@ -275,10 +330,28 @@ def main():
             req = _recv()
         except EOFError:
             return
+        if 'drop_context' in req:
+            rep = _drop(req['drop_context'])
+            if not req['drop_context']:
+                count = 0
+            _send(rep)
+            continue
+        if req.get('agent'):
+            _send(_agent(req))
+            continue
+        cid = req.get('context')
         setup = req.get('setup')
-        if not setup:
-            count += 1
-        rep = {'count': count}
+        if cid:
+            c = _contexts.get(cid)
+            if c is None:
+                c = _contexts[cid] = [_fresh({}), 0]
+            c[1] += 1
+            n, ns = c[1], c[0]
+        else:
+            if not setup:
+                count += 1
+            n, ns = count, _ns
+        rep = {'count': n}
         global _in_cell
         try:
             _in_cell = True
@@ -293,7 +366,7 @@ def main():
                     _user_site()
                     t0 = time.monotonic()
                     try:
-                        v = _run(count, req['code'])
+                        v = _run(n, req['code'], ns, cid)
                     finally:
                         # The cell's own time, from inside the sandbox: a
                         # host that looks late (stopped, starved) judges

@@ -222,6 +222,11 @@ type ExecRequest struct {
 	// may import (each allows its submodules); any other import it makes
 	// raises ImportError. Modules import freely. Empty: no import at all.
 	AllowedImports []string
+	// Context names the namespace the cell runs in: "" is the default
+	// (__main__); any other name gets a namespace of its own, made at its
+	// first cell, with its own execution count. Names share the modules
+	// imported, not the variables.
+	Context string
 }
 
 // Exec runs one cell and returns its result. The error is non-nil only
@@ -276,7 +281,7 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 
 	res := &Result{}
 	frame := request{Code: req.Code, Marker: marker, Setup: setup, Preimport: preimport,
-		Stream: req.OnStdout != nil || req.OnStderr != nil}
+		Stream: req.OnStdout != nil || req.OnStderr != nil, Context: req.Context}
 	if req.AllowedImports != nil {
 		frame.AllowedImports = &req.AllowedImports
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -143,9 +144,16 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
 	r.LimitOutput(limits.OutputBytes)
+	var agent *procs.Agent
+	if opts.Processes {
+		if agent, err = r.StartAgent(ctx); err != nil {
+			r.Kill(container.StatusError)
+			return nil, fmt.Errorf("session %s: %w", id, err)
+		}
+	}
 	now := time.Now()
 	s := &Session{
-		m: m, id: id, opts: opts, r: r, log: m.log.With("session", id), pooled: pooled,
+		m: m, id: id, opts: opts, r: r, agent: agent, log: m.log.With("session", id), pooled: pooled,
 		sem: make(chan struct{}, 1), state: StateIdle, created: now, lastUsed: now,
 	}
 	if pooled {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -58,6 +59,10 @@ type Options struct {
 	// BeforeStart is the sandbox's container.Spec.BeforeStart; a session
 	// with one never takes a pooled runner.
 	BeforeStart func(pid int) error
+	// Processes starts the sandbox's process agent with the session
+	// (Session.Procs): commands run beside the interpreter, in the same
+	// sandbox, and end with it.
+	Processes bool
 }
 
 // Info describes a session.
@@ -81,6 +86,8 @@ type Info struct {
 	IdleAction     string   // Options.IdleAction, filled
 	// Paused is when the session was paused, for StatePaused.
 	Paused time.Time
+	// Processes: the session has a process agent (Options.Processes).
+	Processes bool
 }
 
 // Session is one live (or dead, not yet removed) session.
@@ -89,7 +96,9 @@ type Session struct {
 	id   string
 	opts Options
 	r    *runner.Runner
-	log  *slog.Logger
+	// agent is the process agent, with Options.Processes.
+	agent *procs.Agent
+	log   *slog.Logger
 	// pooled: r came from the warm pool; lifeTimer ends it at MaxLifetime.
 	pooled    bool
 	lifeTimer *time.Timer
@@ -120,7 +129,7 @@ func (s *Session) Info() Info {
 		Created: s.created, LastUsed: s.lastUsed, ExecCount: s.execs,
 		IdleTimeout: s.opts.IdleTimeout, Limits: s.opts.Limits, Pooled: s.pooled, Owner: s.opts.Owner,
 		Expires: s.created.Add(s.opts.Lifetime), AllowedImports: s.opts.AllowedImports,
-		IdleAction: s.opts.IdleAction, Paused: s.paused,
+		IdleAction: s.opts.IdleAction, Paused: s.paused, Processes: s.agent != nil,
 	}
 }
 
@@ -207,6 +216,40 @@ func (s *Session) Exec(ctx context.Context, req runner.ExecRequest) (*ExecResult
 	return out, nil
 }
 
+// DropContext forgets the named context of the session's interpreter
+// (runner.Runner.DropContext): its next exec starts fresh. It waits for a
+// running exec, like Exec.
+func (s *Session) DropContext(ctx context.Context, id string) error {
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.release()
+	if err := s.resumeHeld(); err != nil {
+		return err
+	}
+	if err := s.r.DropContext(ctx, id); err != nil {
+		return fmt.Errorf("session %s: %w", s.id, err)
+	}
+	return nil
+}
+
+// Procs is the session's process agent: ErrNoProcesses when the session
+// was created without Options.Processes, ErrDead once it ended (the
+// agent's calls then fail with procs.ErrClosed). The agent's calls do not
+// wait for an exec, do not resume a paused session (they wait until it
+// is resumed) and do not count as use for the idle timeout.
+func (s *Session) Procs() (*procs.Agent, error) {
+	if s.agent == nil {
+		return nil, fmt.Errorf("session %s: %w", s.id, ErrNoProcesses)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == StateDead {
+		return nil, fmt.Errorf("session %s: %w: %s", s.id, ErrDead, s.deadWhy)
+	}
+	return s.agent, nil
+}
+
 // Pause freezes the session's sandbox: its interpreter and whatever it
 // started keep their memory and use no CPU until Resume or the next exec.
 // A session running an exec is not paused (ErrBusy); pausing a paused one
@@ -284,6 +327,9 @@ func (s *Session) die(st runner.Status, why string) {
 		s.lifeTimer.Stop()
 	}
 	res, err := s.r.Kill(container.StatusKilled)
+	if s.agent != nil { // its processes died with the sandbox
+		s.agent.Close()
+	}
 	if s.opts.Release != nil {
 		s.opts.Release()
 	}

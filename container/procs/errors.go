@@ -1,0 +1,21 @@
+package procs
+
+import "errors"
+
+// Sentinel errors; wrapped with context.
+var (
+	// ErrNotFound: no running process has that pid or tag.
+	ErrNotFound = errors.New("no such process")
+	// ErrClosed: the agent is gone (closed, or its sandbox ended).
+	ErrClosed = errors.New("the process agent is closed")
+	// ErrStart: the command could not be started (not found, not
+	// executable, a missing working directory).
+	ErrStart = errors.New("the command could not be started")
+	// ErrStdin: the process's stdin is closed or was not asked for.
+	ErrStdin = errors.New("the process's stdin is not open")
+	// ErrSlow: the subscriber did not read its events for SlowTimeout and
+	// was dropped; the process goes on.
+	ErrSlow = errors.New("the subscriber fell behind the process's output and was dropped")
+	// ErrProtocol: the agent sent something that is not a valid frame.
+	ErrProtocol = errors.New("process agent protocol error")
+)
