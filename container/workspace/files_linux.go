@@ -20,7 +20,10 @@ type Entry struct {
 	ModTime time.Time `json:"mtime"`
 	Dir     bool      `json:"dir,omitempty"`
 	Symlink bool      `json:"symlink,omitempty"`
-	ino     uint64
+	// Target is a symlink's target as written, never followed (Stat and
+	// ListDir fill it; List does not).
+	Target string `json:"target,omitempty"`
+	ino    uint64
 }
 
 // mapErr turns resolution failures into the package's sentinels. A symlink
@@ -35,6 +38,8 @@ func mapErr(op, p string, err error) error {
 		return fmt.Errorf("%s %s: %w: a component is not a directory (symlinks are not followed)", op, p, ErrInvalidPath)
 	case errors.Is(err, unix.EISDIR):
 		return fmt.Errorf("%s %s: %w: is a directory", op, p, ErrNotRegular)
+	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
+		return fmt.Errorf("%s %s: %w", op, p, ErrFull)
 	}
 	return fmt.Errorf("%s %s: %w", op, p, err)
 }

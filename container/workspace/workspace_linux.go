@@ -1,9 +1,9 @@
 package workspace
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -80,54 +80,8 @@ func (w *Workspace) openat(p string, flags uint64, mode uint64) (int, error) {
 // owned by the sandbox user. Nothing on the way is followed if it is a
 // symlink.
 func (w *Workspace) WriteFile(p string, data []byte, perm uint32) error {
-	if err := ValidPath(p); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidPath, err)
-	}
-	if perm == 0 {
-		perm = 0o644
-	}
-	if dir := path.Dir(p); dir != "." {
-		if err := w.mkdirAll(dir); err != nil {
-			return err
-		}
-	}
-	fd, err := w.openat(p, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, uint64(perm&0o777))
-	if err != nil {
-		return mapErr("create", p, err)
-	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	if err := f.Chown(w.uid, w.gid); err != nil {
-		return fmt.Errorf("chown %s: %w", p, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		if errors.Is(err, unix.ENOSPC) {
-			return fmt.Errorf("write %s: %w", p, ErrFull)
-		}
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	return nil
-}
-
-func (w *Workspace) mkdirAll(dir string) error {
-	cur := ""
-	for _, c := range splitPath(dir) {
-		cur = path.Join(cur, c)
-		err := unix.Mkdirat(w.fd, cur, 0o755)
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return mapErr("mkdir", cur, err)
-		}
-		fd, err := w.openat(cur, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-		if err != nil {
-			return mapErr("mkdir", cur, err)
-		}
-		err = unix.Fchown(fd, w.uid, w.gid)
-		unix.Close(fd)
-		if err != nil {
-			return fmt.Errorf("chown %s: %w", cur, err)
-		}
-	}
-	return nil
+	_, err := w.WriteFrom(p, bytes.NewReader(data), perm)
+	return err
 }
 
 func splitPath(p string) []string {
