@@ -11,4 +11,5 @@ var (
 	ErrNotRegular  = errors.New("not a regular file")
 	ErrTooLarge    = errors.New("file too large")
 	ErrFull        = errors.New("the workspace is full")
+	ErrClosed      = errors.New("the workspace is gone (its sandbox has ended)")
 )

@@ -91,6 +91,14 @@ func isSymlinkAt(dfd int, name string) bool {
 // Stat describes p ("" is the workspace's root, whose Path is "") without
 // following it: a symlink is described itself, with its target.
 func (w *Workspace) Stat(p string) (Entry, error) {
+	if err := w.hold(); err != nil {
+		return Entry{}, err
+	}
+	defer w.mu.RUnlock()
+	return w.stat(p)
+}
+
+func (w *Workspace) stat(p string) (Entry, error) {
 	if p == "" {
 		var st unix.Stat_t
 		if err := unix.Fstat(w.fd, &st); err != nil {
@@ -122,9 +130,13 @@ func (w *Workspace) ListDir(dir string, depth int) (_ []Entry, truncated bool, _
 		}
 	}
 	depth = max(depth, 1)
+	if err := w.hold(); err != nil {
+		return nil, false, err
+	}
+	defer w.mu.RUnlock()
 	fd, err := w.openDir(dir)
 	if errors.Is(err, unix.ENOTDIR) {
-		if e, serr := w.Stat(dir); serr == nil && !e.Dir && !e.Symlink {
+		if e, serr := w.stat(dir); serr == nil && !e.Dir && !e.Symlink {
 			return nil, false, fmt.Errorf("list %s: %w", dir, ErrNotDir)
 		}
 	}
@@ -179,6 +191,10 @@ func (w *Workspace) MakeDir(p string) (created bool, err error) {
 	if err := checkPath(p); err != nil {
 		return false, err
 	}
+	if err := w.hold(); err != nil {
+		return false, err
+	}
+	defer w.mu.RUnlock()
 	fd, created, err := w.mkdirAll(p)
 	if err != nil {
 		return false, err
@@ -236,6 +252,10 @@ func (w *Workspace) Rename(from, to string) error {
 	if err := checkPath(to); err != nil {
 		return err
 	}
+	if err := w.hold(); err != nil {
+		return err
+	}
+	defer w.mu.RUnlock()
 	fdir, fname, err := w.parent("rename", from)
 	if err != nil {
 		return err
@@ -270,6 +290,10 @@ func (w *Workspace) RemoveAll(p string) error {
 	if err := checkPath(p); err != nil {
 		return err
 	}
+	if err := w.hold(); err != nil {
+		return err
+	}
+	defer w.mu.RUnlock()
 	dfd, name, err := w.parent("remove", p)
 	if errors.Is(err, ErrNotExist) {
 		return nil
@@ -341,6 +365,10 @@ func (w *Workspace) Open(p string) (*os.File, error) {
 	if err := checkPath(p); err != nil {
 		return nil, err
 	}
+	if err := w.hold(); err != nil {
+		return nil, err
+	}
+	defer w.mu.RUnlock()
 	fd, err := w.openat(p, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, mapErr("open", p, err)
@@ -370,25 +398,10 @@ func (w *Workspace) WriteFrom(p string, r io.Reader, perm uint32) (int64, error)
 	if perm == 0 {
 		perm = 0o644
 	}
-	dfd, _, err := w.mkdirAll(path.Dir(p))
+	f, err := w.create(p, perm)
 	if err != nil {
 		return 0, err
 	}
-	// O_NONBLOCK: a FIFO the sandbox put there fails (ENXIO) or is refused
-	// below, instead of blocking the host until a reader comes.
-	fd, err := unix.Openat2(dfd, path.Base(p), &unix.OpenHow{
-		Flags:   unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Mode:    uint64(perm & 0o777),
-		Resolve: beneath,
-	})
-	unix.Close(dfd)
-	if errors.Is(err, unix.ENXIO) {
-		return 0, fmt.Errorf("create %s: %w", p, ErrNotRegular)
-	}
-	if err != nil {
-		return 0, mapErr("create", p, err)
-	}
-	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		return 0, fmt.Errorf("create %s: %w (%v)", p, ErrNotRegular, err)
@@ -404,4 +417,33 @@ func (w *Workspace) WriteFrom(p string, r io.Reader, perm uint32) (int64, error)
 		return n, fmt.Errorf("write %s: %w", p, err)
 	}
 	return n, nil
+}
+
+// create opens p for WriteFrom, its parents made. Only this holds the
+// workspace: the copy into the open file may take as long as the caller's
+// reader, and the file needs no more of the mount's fd.
+func (w *Workspace) create(p string, perm uint32) (*os.File, error) {
+	if err := w.hold(); err != nil {
+		return nil, err
+	}
+	defer w.mu.RUnlock()
+	dfd, _, err := w.mkdirAll(path.Dir(p))
+	if err != nil {
+		return nil, err
+	}
+	// O_NONBLOCK: a FIFO the sandbox put there fails (ENXIO) or is refused
+	// below, instead of blocking the host until a reader comes.
+	fd, err := unix.Openat2(dfd, path.Base(p), &unix.OpenHow{
+		Flags:   unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Mode:    uint64(perm & 0o777),
+		Resolve: beneath,
+	})
+	unix.Close(dfd)
+	if errors.Is(err, unix.ENXIO) {
+		return nil, fmt.Errorf("create %s: %w", p, ErrNotRegular)
+	}
+	if err != nil {
+		return nil, mapErr("create", p, err)
+	}
+	return os.NewFile(uintptr(fd), p), nil
 }

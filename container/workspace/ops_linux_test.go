@@ -468,3 +468,51 @@ func TestWriteFromStreams(t *testing.T) {
 		t.Fatalf("Open of a FIFO: %v", err)
 	}
 }
+
+// TestClosedWorkspace: after Close (the sandbox's teardown), every
+// operation fails with ErrClosed; a Close during operations waits for
+// them instead of closing the fd under them.
+func TestClosedWorkspace(t *testing.T) {
+	w := newTestWorkspace(t, 16<<20)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := fmt.Sprintf("d%d/f", i%10)
+			if err := w.WriteFile(p, []byte("x"), 0); err != nil && !errors.Is(err, ErrClosed) {
+				t.Errorf("WriteFile during Close: %v", err)
+			}
+			if _, _, err := w.ListDir("", 2); err != nil && !errors.Is(err, ErrClosed) {
+				t.Errorf("ListDir during Close: %v", err)
+			}
+			if err := w.RemoveAll(p); err != nil && !errors.Is(err, ErrClosed) {
+				t.Errorf("RemoveAll during Close: %v", err)
+			}
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	w.Close()
+	close(stop)
+	<-done
+	for name, err := range map[string]error{
+		"Stat":      func() error { _, err := w.Stat("x"); return err }(),
+		"ListDir":   func() error { _, _, err := w.ListDir("", 1); return err }(),
+		"MakeDir":   func() error { _, err := w.MakeDir("x"); return err }(),
+		"Rename":    w.Rename("a", "b"),
+		"RemoveAll": w.RemoveAll("x"),
+		"WriteFile": w.WriteFile("x", nil, 0),
+		"ReadFile":  func() error { _, err := w.ReadFile("x", 1); return err }(),
+		"List":      func() error { _, _, err := w.List(""); return err }(),
+		"Open":      func() error { _, err := w.Open("x"); return err }(),
+	} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path"
 	"sort"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,6 +24,22 @@ type Workspace struct {
 	fd  int      // O_PATH fd of the detached mount's root
 	uid int      // host uid/gid owning new files (the sandbox user)
 	gid int
+	// mu is held for reading by every operation and for writing by Close:
+	// the sandbox's teardown may close the workspace while a session's
+	// file operation runs in another goroutine, and an fd closed under
+	// that operation could be reused for another file (another sandbox's
+	// workspace) before its next openat2.
+	mu sync.RWMutex
+}
+
+// hold takes the workspace for one operation (release with w.mu.RUnlock).
+func (w *Workspace) hold() error {
+	w.mu.RLock()
+	if w.mnt == nil {
+		w.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
 }
 
 // New creates the tmpfs with the given size, owned by uid/gid.
@@ -61,6 +78,8 @@ func (w *Workspace) Mount() *os.File { return w.mnt }
 // Close drops the engine's reference; the tmpfs is freed once the
 // sandbox's mount namespace is gone too.
 func (w *Workspace) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.mnt == nil {
 		return nil
 	}
@@ -105,6 +124,10 @@ func splitPath(p string) []string {
 // reading inline content for paths matching patterns up to MaxInlineBytes.
 // Symlinks and special files are never opened.
 func (w *Workspace) Collect(inputs map[string]string, patterns []string) (_ []FileInfo, truncated bool, _ error) {
+	if err := w.hold(); err != nil {
+		return nil, false, err
+	}
+	defer w.mu.RUnlock()
 	var files []FileInfo
 	inline := int64(0)
 	var walk func(dir string) error
