@@ -9,4 +9,5 @@ var (
 	ErrDead     = errors.New("the session is dead; create a new one")
 	ErrClosed   = errors.New("the session manager is shutting down")
 	ErrBusy     = errors.New("the session is running an exec; pause it once the exec is over")
+	ErrLifetime = errors.New("invalid session lifetime")
 )
