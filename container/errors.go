@@ -16,4 +16,7 @@ var (
 	ErrNotExist    = workspace.ErrNotExist
 	ErrNotRegular  = workspace.ErrNotRegular
 	ErrTooLarge    = workspace.ErrTooLarge
+	ErrExist       = workspace.ErrExist
+	ErrNotDir      = workspace.ErrNotDir
+	ErrFull        = workspace.ErrFull
 )

@@ -232,6 +232,9 @@ func setupMounts(cfg *Config, workspace int) error {
 		return fmt.Errorf("attach /workspace: %w", err)
 	}
 	unix.Close(workspace)
+	if err := mountHome(root); err != nil {
+		return err
+	}
 
 	for _, p := range cfg.Masked {
 		if err := maskPath(at(p), at("dev/null")); err != nil {
@@ -258,6 +261,54 @@ func setupMounts(cfg *Config, workspace int) error {
 		return fmt.Errorf("detach old root: %w", err)
 	}
 	return unix.Chdir("/")
+}
+
+// HomeUser is where a sandbox sees its workspace a second time: the home
+// directory E2B's SDKs and templates expect. The same tmpfs, so
+// /home/user/x is /workspace/x.
+const HomeUser = "/home/user"
+
+// homeOpts is the tmpfs that holds the /home/user mount point on a rootfs
+// whose /home lacks one: it only needs the one directory.
+const homeOpts = "size=4k,nr_inodes=4,mode=755"
+
+// mountHome binds the workspace (already at root/workspace) onto
+// root/home/user. The rootfs is read-only and usually has an empty /home,
+// so a tiny tmpfs covers /home to hold the mount point and is made
+// read-only after. A rootfs that has /home/user gets the bind alone; one
+// with no /home (or a symlink there, never followed) gets nothing.
+func mountHome(root string) error {
+	home := filepath.Join(root, "home")
+	user := filepath.Join(home, "user")
+	ws := filepath.Join(root, "workspace")
+	if !isDir(home) {
+		return nil
+	}
+	const tmpfsFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	covered := !isDir(user)
+	if covered {
+		if err := unix.Mount("tmpfs", home, "tmpfs", tmpfsFlags, homeOpts); err != nil {
+			return fmt.Errorf("mount /home: %w", err)
+		}
+		if err := unix.Mkdir(user, 0o755); err != nil {
+			return fmt.Errorf("mkdir %s: %w", HomeUser, err)
+		}
+	}
+	if err := unix.Mount(ws, user, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind /workspace on %s: %w", HomeUser, err)
+	}
+	if covered {
+		if err := unix.Mount("", home, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|tmpfsFlags, ""); err != nil {
+			return fmt.Errorf("remount /home read-only: %w", err)
+		}
+	}
+	return nil
+}
+
+// isDir says whether p is a directory, not following a symlink at p.
+func isDir(p string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 // devNodes are the only devices a sandbox sees; they are bind mounts of the

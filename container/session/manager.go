@@ -127,13 +127,17 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 	if opts.IdleAction == "" {
 		opts.IdleAction = IdleEnd
 	}
+	maxLife := lifetime
 	if opts.Lifetime > 0 && opts.Lifetime < lifetime {
 		lifetime = opts.Lifetime
 	}
 	opts.Lifetime = lifetime
 	opts.Limits = opts.Limits.WithDefaults()
 	limits := opts.Limits
-	limits.Timeout = lifetime
+	// The sandbox's own life limit is the longest the session may live, a
+	// backstop: the life timer ends it at its lifetime, which SetLifetime
+	// moves (a pooled sandbox's own limit is further still).
+	limits.Timeout = maxLife
 	limits.OutputBytes = m.cfg.OutputBytes
 	id := opts.ID
 	if id == "" {
@@ -155,11 +159,9 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 	s := &Session{
 		m: m, id: id, opts: opts, r: r, agent: agent, log: m.log.With("session", id), pooled: pooled,
 		sem: make(chan struct{}, 1), state: StateIdle, created: now, lastUsed: now,
+		maxLife: maxLife, expires: now.Add(lifetime),
 	}
-	if pooled {
-		// The pooled sandbox's own life limit is far away; end it here.
-		s.lifeTimer = time.AfterFunc(lifetime, func() { r.Sandbox().Kill(container.StatusTimeout) })
-	}
+	s.armLifeTimer(lifetime)
 	s.idleTimer = time.AfterFunc(opts.IdleTimeout, s.expire)
 	m.mu.Lock()
 	m.sessions[id] = s

@@ -50,12 +50,17 @@ type Options struct {
 	// Owner is the uid of the session's creator, for Info; -1: none.
 	Owner int64
 	// Lifetime ends the session that long after its creation (0, or more
-	// than the Manager's MaxLifetime: MaxLifetime).
+	// than the Manager's MaxLifetime: MaxLifetime); SetLifetime moves the
+	// end.
 	Lifetime time.Duration
 	// AllowedImports binds every exec (runner.ExecRequest.AllowedImports).
 	AllowedImports []string
 	// IdleAction is IdleEnd (or empty) or IdlePause.
 	IdleAction string
+	// NoIdleEnd: the session ends only at its lifetime (an E2B sandbox),
+	// never at an idle timeout, whatever IdleAction says; IdleTimeout then
+	// only says how long a dead session stays listed.
+	NoIdleEnd bool
 	// BeforeStart is the sandbox's container.Spec.BeforeStart; a session
 	// with one never takes a pooled runner.
 	BeforeStart func(pid int) error
@@ -80,8 +85,9 @@ type Info struct {
 	// Pooled: the session took a runner from the warm pool.
 	Pooled bool
 	Owner  int64 // Options.Owner
-	// Expires is when the session's lifetime ends.
+	// Expires is when the session's lifetime ends (SetLifetime moves it).
 	Expires        time.Time
+	NoIdleEnd      bool     // Options.NoIdleEnd
 	AllowedImports []string // Options.AllowedImports
 	IdleAction     string   // Options.IdleAction, filled
 	// Paused is when the session was paused, for StatePaused.
@@ -99,11 +105,14 @@ type Session struct {
 	// agent is the process agent, with Options.Processes.
 	agent *procs.Agent
 	log   *slog.Logger
-	// pooled: r came from the warm pool; lifeTimer ends it at MaxLifetime.
-	pooled    bool
+	// pooled: r came from the warm pool.
+	pooled bool
+	// maxLife bounds the session's life from its creation (the Manager's
+	// MaxLifetime then); lifeTimer ends it at expires (lifetime.go).
+	maxLife   time.Duration
 	lifeTimer *time.Timer
 
-	sem chan struct{} // one exec or file operation at a time
+	sem chan struct{} // one exec at a time; file operations do not take it (files_linux.go)
 
 	mu        sync.Mutex
 	state     State
@@ -115,6 +124,7 @@ type Session struct {
 	idleTimer *time.Timer
 	ended     bool
 	paused    time.Time // when it was paused, while StatePaused
+	expires   time.Time // when its lifetime ends
 }
 
 // ID is the session's id.
@@ -128,7 +138,7 @@ func (s *Session) Info() Info {
 		ID: s.id, Rootfs: s.opts.Rootfs, State: s.state, DeadReason: s.deadWhy, DeadStatus: s.deadSt,
 		Created: s.created, LastUsed: s.lastUsed, ExecCount: s.execs,
 		IdleTimeout: s.opts.IdleTimeout, Limits: s.opts.Limits, Pooled: s.pooled, Owner: s.opts.Owner,
-		Expires: s.created.Add(s.opts.Lifetime), AllowedImports: s.opts.AllowedImports,
+		Expires: s.expires, NoIdleEnd: s.opts.NoIdleEnd, AllowedImports: s.opts.AllowedImports,
 		IdleAction: s.opts.IdleAction, Paused: s.paused, Processes: s.agent != nil,
 	}
 }
@@ -323,9 +333,7 @@ func (s *Session) die(st runner.Status, why string) {
 	if wasPaused { // let the interpreter see its end: a frozen one would hold the teardown
 		_ = s.r.Sandbox().Resume()
 	}
-	if s.lifeTimer != nil {
-		s.lifeTimer.Stop()
-	}
+	s.stopLifeTimer()
 	res, err := s.r.Kill(container.StatusKilled)
 	if s.agent != nil { // its processes died with the sandbox
 		s.agent.Close()
@@ -377,8 +385,12 @@ func (s *Session) expire() {
 		<-s.sem
 		return
 	}
-	if idle < s.opts.IdleTimeout || s.state == StatePaused {
-		s.idleTimer.Reset(max(s.opts.IdleTimeout-idle, time.Second))
+	if idle < s.opts.IdleTimeout || s.state == StatePaused || s.opts.NoIdleEnd {
+		next := max(s.opts.IdleTimeout-idle, time.Second)
+		if s.opts.NoIdleEnd { // the timer only forgets it once it is dead
+			next = s.opts.IdleTimeout
+		}
+		s.idleTimer.Reset(next)
 		s.mu.Unlock()
 		<-s.sem
 		return

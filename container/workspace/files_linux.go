@@ -20,7 +20,10 @@ type Entry struct {
 	ModTime time.Time `json:"mtime"`
 	Dir     bool      `json:"dir,omitempty"`
 	Symlink bool      `json:"symlink,omitempty"`
-	ino     uint64
+	// Target is a symlink's target as written, never followed (Stat and
+	// ListDir fill it; List does not).
+	Target string `json:"target,omitempty"`
+	ino    uint64
 }
 
 // mapErr turns resolution failures into the package's sentinels. A symlink
@@ -35,6 +38,8 @@ func mapErr(op, p string, err error) error {
 		return fmt.Errorf("%s %s: %w: a component is not a directory (symlinks are not followed)", op, p, ErrInvalidPath)
 	case errors.Is(err, unix.EISDIR):
 		return fmt.Errorf("%s %s: %w: is a directory", op, p, ErrNotRegular)
+	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
+		return fmt.Errorf("%s %s: %w", op, p, ErrFull)
 	}
 	return fmt.Errorf("%s %s: %w", op, p, err)
 }
@@ -45,6 +50,10 @@ func (w *Workspace) ReadFile(p string, limit int64) ([]byte, error) {
 	if err := ValidPath(p); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidPath, err)
 	}
+	if err := w.hold(); err != nil {
+		return nil, err
+	}
+	defer w.mu.RUnlock()
 	fd, err := w.openat(p, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, mapErr("read", p, err)
@@ -76,6 +85,10 @@ func (w *Workspace) Remove(p string) error {
 	if err := ValidPath(p); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidPath, err)
 	}
+	if err := w.hold(); err != nil {
+		return err
+	}
+	defer w.mu.RUnlock()
 	dir, name := path.Split(p)
 	dfd := w.fd
 	if dir != "" {
@@ -100,6 +113,14 @@ func (w *Workspace) Remove(p string) error {
 // depth first, sorted by path, at most MaxListed; truncated says there
 // were more. Symlinks are listed, never followed.
 func (w *Workspace) List(dir string) (_ []Entry, truncated bool, _ error) {
+	if err := w.hold(); err != nil {
+		return nil, false, err
+	}
+	defer w.mu.RUnlock()
+	return w.list(dir)
+}
+
+func (w *Workspace) list(dir string) (_ []Entry, truncated bool, _ error) {
 	if dir == "" {
 		dir = "."
 	} else if err := ValidPath(dir); err != nil {
@@ -184,7 +205,11 @@ func snapshotOf(entries []Entry) Snapshot {
 // MaxInlineBytes in all. Truncated says the workspace had more than
 // MaxListed entries, so changed files may be missing.
 func (w *Workspace) Changed(before Snapshot, patterns []string) (_ []FileInfo, truncated bool, _ error) {
-	entries, truncated, err := w.List("")
+	if err := w.hold(); err != nil {
+		return nil, false, err
+	}
+	defer w.mu.RUnlock()
+	entries, truncated, err := w.list("")
 	if err != nil {
 		return nil, false, err
 	}

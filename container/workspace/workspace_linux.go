@@ -1,15 +1,16 @@
 package workspace
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
 	"sort"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,6 +24,22 @@ type Workspace struct {
 	fd  int      // O_PATH fd of the detached mount's root
 	uid int      // host uid/gid owning new files (the sandbox user)
 	gid int
+	// mu is held for reading by every operation and for writing by Close:
+	// the sandbox's teardown may close the workspace while a session's
+	// file operation runs in another goroutine, and an fd closed under
+	// that operation could be reused for another file (another sandbox's
+	// workspace) before its next openat2.
+	mu sync.RWMutex
+}
+
+// hold takes the workspace for one operation (release with w.mu.RUnlock).
+func (w *Workspace) hold() error {
+	w.mu.RLock()
+	if w.mnt == nil {
+		w.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
 }
 
 // New creates the tmpfs with the given size, owned by uid/gid.
@@ -61,6 +78,8 @@ func (w *Workspace) Mount() *os.File { return w.mnt }
 // Close drops the engine's reference; the tmpfs is freed once the
 // sandbox's mount namespace is gone too.
 func (w *Workspace) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.mnt == nil {
 		return nil
 	}
@@ -80,54 +99,8 @@ func (w *Workspace) openat(p string, flags uint64, mode uint64) (int, error) {
 // owned by the sandbox user. Nothing on the way is followed if it is a
 // symlink.
 func (w *Workspace) WriteFile(p string, data []byte, perm uint32) error {
-	if err := ValidPath(p); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidPath, err)
-	}
-	if perm == 0 {
-		perm = 0o644
-	}
-	if dir := path.Dir(p); dir != "." {
-		if err := w.mkdirAll(dir); err != nil {
-			return err
-		}
-	}
-	fd, err := w.openat(p, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, uint64(perm&0o777))
-	if err != nil {
-		return mapErr("create", p, err)
-	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	if err := f.Chown(w.uid, w.gid); err != nil {
-		return fmt.Errorf("chown %s: %w", p, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		if errors.Is(err, unix.ENOSPC) {
-			return fmt.Errorf("write %s: %w", p, ErrFull)
-		}
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	return nil
-}
-
-func (w *Workspace) mkdirAll(dir string) error {
-	cur := ""
-	for _, c := range splitPath(dir) {
-		cur = path.Join(cur, c)
-		err := unix.Mkdirat(w.fd, cur, 0o755)
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return mapErr("mkdir", cur, err)
-		}
-		fd, err := w.openat(cur, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-		if err != nil {
-			return mapErr("mkdir", cur, err)
-		}
-		err = unix.Fchown(fd, w.uid, w.gid)
-		unix.Close(fd)
-		if err != nil {
-			return fmt.Errorf("chown %s: %w", cur, err)
-		}
-	}
-	return nil
+	_, err := w.WriteFrom(p, bytes.NewReader(data), perm)
+	return err
 }
 
 func splitPath(p string) []string {
@@ -151,6 +124,10 @@ func splitPath(p string) []string {
 // reading inline content for paths matching patterns up to MaxInlineBytes.
 // Symlinks and special files are never opened.
 func (w *Workspace) Collect(inputs map[string]string, patterns []string) (_ []FileInfo, truncated bool, _ error) {
+	if err := w.hold(); err != nil {
+		return nil, false, err
+	}
+	defer w.mu.RUnlock()
 	var files []FileInfo
 	inline := int64(0)
 	var walk func(dir string) error

@@ -125,6 +125,15 @@ def _read_only(p):
     _mount(None, p, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
+def _home_user():
+    """Show the workspace at /home/user too, as init does: the zygote's
+    own tree has the mount point (init's tmpfs on /home) unless the rootfs
+    has no /home; a symlink there is never followed."""
+    if os.path.islink('/home') or os.path.islink('/home/user') or not os.path.isdir('/home/user'):
+        return
+    _mount('/workspace', '/home/user', None, MS_BIND)
+
+
 def _loopback_up():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
@@ -210,6 +219,7 @@ def _child(req, run, fds):
         _mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, size)
         _mount('tmpfs', '/dev/shm', 'tmpfs', MS_NOSUID | MS_NODEV | MS_NOEXEC, size)
         _sys('move_mount', fds[4], b'', AT_FDCWD, b'/workspace', MOVE_MOUNT_F_EMPTY_PATH)
+        _home_user()
         step = 'uts and net'
         h = req['hostname'].encode()
         _check(_libc.sethostname(h, len(h)), 'sethostname')
