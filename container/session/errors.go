@@ -11,5 +11,5 @@ var (
 	ErrBusy     = errors.New("the session is running an exec; pause it once the exec is over")
 	// ErrNoProcesses: the session was created without Options.Processes.
 	ErrNoProcesses = errors.New("the session has no process agent (create it with processes enabled)")
-	ErrLifetime = errors.New("invalid session lifetime")
+	ErrLifetime    = errors.New("invalid session lifetime")
 )
