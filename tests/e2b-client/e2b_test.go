@@ -32,6 +32,9 @@ import (
 // narrows the run to the node tests whose names match it (node's
 // --test-name-pattern).
 func TestE2BClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a real daemon and sandboxes; not in -short")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("requires root: the daemon runs sandboxes")
 	}
