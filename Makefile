@@ -27,6 +27,7 @@ deps: ## install what building and testing need (Debian/Ubuntu, as root; idempot
 	@command -v $(GO) >/dev/null || { echo "deps: Go is not installed (https://go.dev/dl, 1.26+)"; exit 1; }
 	@command -v node >/dev/null && command -v npm >/dev/null || { echo "deps: installing nodejs npm"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm; }
 	@test -d tests/mcp-client/node_modules/@modelcontextprotocol/sdk || (cd tests/mcp-client && npm ci --no-audit --no-fund)
+	@test -d tests/e2b-client/node_modules/@e2b/code-interpreter || (cd tests/e2b-client && npm ci --no-audit --no-fund)
 
 build: ## build the static binaries bin/nsbox (cgo, libseccomp linked statically) and bin/nsbox-init (the sandbox init)
 	$(GO) build $(GOFLAGS_STATIC) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nsbox

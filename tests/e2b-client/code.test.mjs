@@ -1,0 +1,134 @@
+// @e2b/code-interpreter's runCode (POST /execute, JSON lines) and code
+// contexts (/contexts): state across calls, the main result, logs and
+// callbacks, a figure as png, an exception with its traceback, a cell
+// timeout after which the context lives on, separate contexts, restart
+// and remove.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { Sandbox } from "@e2b/code-interpreter";
+import { NotFoundError, SandboxError, TimeoutError } from "e2b";
+import { DATASCI, PNG_MAGIC, create } from "./lib.mjs";
+
+// run runs code and fails the test on a Python error.
+async function run(sbx, code, opts) {
+  const e = await sbx.runCode(code, opts);
+  assert.equal(e.error, undefined, e.error && `${e.error.name}: ${e.error.value}\n${e.error.traceback}`);
+  return e;
+}
+
+test("state across calls and the main result", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const first = await run(sbx, "x = 1");
+  assert.deepEqual(first.results, [], "a statement has no result");
+  assert.equal(first.text, undefined);
+  const e = await run(sbx, "x + 1");
+  assert.equal(e.text, "2");
+  assert.equal(e.results.length, 1);
+  assert.equal(e.results[0].text, "2");
+  assert.equal(e.results[0].isMainResult, true);
+  assert.equal(typeof e.executionCount, "number");
+  assert.ok(e.executionCount > first.executionCount, `execution count ${first.executionCount} then ${e.executionCount}`);
+  assert.equal((await run(sbx, "'a' * 3")).text, "'aaa'", "the main result's text is its repr");
+});
+
+test("stdout and stderr as logs and callbacks", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const out = [];
+  const err = [];
+  const e = await run(sbx, 'import sys\nprint("out1")\nprint("err1", file=sys.stderr)\nprint("out2")\n7 * 6', {
+    onStdout: (m) => out.push(m.line),
+    onStderr: (m) => err.push(m.line),
+  });
+  assert.equal(e.logs.stdout.join(""), "out1\nout2\n");
+  assert.equal(e.logs.stderr.join(""), "err1\n");
+  assert.equal(out.join(""), "out1\nout2\n");
+  assert.equal(err.join(""), "err1\n");
+  assert.equal(e.text, "42");
+});
+
+test("a matplotlib figure is a png result", { timeout: 120_000 }, async (t) => {
+  const sbx = await create(t, Sandbox, {}, DATASCI);
+  const results = [];
+  const e = await run(sbx, "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.title('nsbox')\nplt.show()", {
+    onResult: (r) => results.push(r),
+  });
+  const png = e.results.find((r) => r.png);
+  assert.ok(png, `no png result among ${JSON.stringify(e.results.map((r) => r.formats()))}`);
+  assert.ok(png.formats().includes("png"));
+  const bytes = Buffer.from(png.png, "base64");
+  assert.ok(bytes.subarray(0, 8).equals(PNG_MAGIC), "the png decodes to a PNG");
+  assert.ok(bytes.length > 1000, `a ${bytes.length}-byte PNG`);
+  assert.ok(results.some((r) => r.png), "onResult sees the figure");
+});
+
+test("an exception is an execution error with its traceback", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const errors = [];
+  const e = await sbx.runCode('def f():\n    raise ValueError("boom")\n\nf()', { onError: (x) => errors.push(x) });
+  assert.ok(e.error, "execution.error is set");
+  assert.equal(e.error.name, "ValueError");
+  assert.equal(e.error.value, "boom");
+  assert.equal(typeof e.error.traceback, "string");
+  assert.match(e.error.traceback, /raise ValueError\("boom"\)/, "the traceback shows the raising line");
+  assert.match(e.error.traceback, /ValueError/);
+  assert.deepEqual(e.results, []);
+  assert.equal(errors.length, 1);
+  // The context survives an exception.
+  assert.equal((await run(sbx, "f.__name__")).text, "'f'");
+});
+
+test("a cell timeout is TimeoutError and the context lives on", { timeout: 120_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  await run(sbx, "z = 42");
+  const start = Date.now();
+  await assert.rejects(sbx.runCode("import time\ntime.sleep(600)", { timeoutMs: 2_000 }), TimeoutError);
+  assert.ok(Date.now() - start < 15_000, `the timeout took ${Date.now() - start} ms`);
+  // The server stopped the cell when the client went away: the next one
+  // runs at once, in the same namespace.
+  const e = await run(sbx, "z", { timeoutMs: 30_000 });
+  assert.equal(e.text, "42");
+});
+
+test("contexts do not share variables; restart and remove", { timeout: 120_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const ctx = await sbx.createCodeContext();
+  assert.equal(typeof ctx.id, "string");
+  assert.ok(ctx.id.length > 0);
+  assert.equal(ctx.language, "python");
+  assert.equal(typeof ctx.cwd, "string");
+
+  await run(sbx, "a = 1");
+  await run(sbx, "a = 2", { context: ctx });
+  assert.equal((await run(sbx, "a", { context: ctx })).text, "2");
+  assert.equal((await run(sbx, "a")).text, "1", "the default context keeps its own a");
+  await run(sbx, "only_in_ctx = True", { context: ctx });
+  const e = await sbx.runCode("only_in_ctx");
+  assert.equal(e.error?.name, "NameError", "the default context does not see another context's variables");
+
+  const other = await sbx.createCodeContext({ language: "python" });
+  assert.notEqual(other.id, ctx.id);
+  const e2 = await sbx.runCode("a", { context: other });
+  assert.equal(e2.error?.name, "NameError", "a new context starts empty");
+
+  const ids = (await sbx.listCodeContexts()).map((c) => c.id);
+  assert.ok(ids.includes(ctx.id) && ids.includes(other.id), `listCodeContexts: ${ids}`);
+
+  await sbx.restartCodeContext(ctx);
+  const e3 = await sbx.runCode("a", { context: ctx });
+  assert.equal(e3.error?.name, "NameError", "restart clears the context's variables");
+  await run(sbx, "a = 3", { context: ctx });
+  assert.equal((await run(sbx, "a", { context: ctx })).text, "3", "a restarted context runs code");
+  assert.equal((await run(sbx, "a")).text, "1", "restart leaves other contexts alone");
+
+  await sbx.removeCodeContext(other.id);
+  const after = (await sbx.listCodeContexts()).map((c) => c.id);
+  assert.ok(!after.includes(other.id), `a removed context is not listed: ${after}`);
+  assert.ok(after.includes(ctx.id));
+  await assert.rejects(sbx.runCode("1", { context: other }), SandboxError, "code in a removed context is refused");
+  await assert.rejects(sbx.removeCodeContext(other.id), NotFoundError);
+});
+
+test("runCode with language python", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  assert.equal((await run(sbx, "1 + 1", { language: "python" })).text, "2");
+});

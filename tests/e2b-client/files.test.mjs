@@ -1,0 +1,135 @@
+// sandbox.files through envd's REST /files and the filesystem.Filesystem
+// service: write, read (text and bytes), list, exists, getInfo, makeDir,
+// rename, remove, a 10 MiB upload, one filesystem shared with
+// commands.run and runCode, and no way out of the workspace.
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { test } from "node:test";
+import { Sandbox as CodeSandbox } from "@e2b/code-interpreter";
+import { NotFoundError, Sandbox } from "e2b";
+import { create, sha256 } from "./lib.mjs";
+
+test("write and read text and bytes", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const text = "hello nsbox\nsecond line: é ü\n";
+  const info = await sbx.files.write("/home/user/hello.txt", text);
+  assert.equal(info.path, "/home/user/hello.txt");
+  assert.equal(info.name, "hello.txt");
+  assert.equal(await sbx.files.read("/home/user/hello.txt"), text);
+  const bytes = await sbx.files.read("/home/user/hello.txt", { format: "bytes" });
+  assert.ok(bytes instanceof Uint8Array);
+  assert.deepEqual(Buffer.from(bytes), Buffer.from(text));
+
+  // A relative path is relative to the user's home, as in E2B.
+  await sbx.files.write("relative.txt", "rel");
+  assert.equal(await sbx.files.read("/home/user/relative.txt"), "rel");
+
+  // Writing creates the parent directories; overwriting replaces.
+  await sbx.files.write("/home/user/a/b/c.txt", "first");
+  await sbx.files.write("/home/user/a/b/c.txt", "2nd");
+  assert.equal(await sbx.files.read("/home/user/a/b/c.txt"), "2nd");
+
+  // An empty file reads as "".
+  await sbx.files.write("/home/user/empty.txt", "");
+  assert.equal(await sbx.files.read("/home/user/empty.txt"), "");
+
+  await assert.rejects(sbx.files.read("/home/user/missing.txt"), NotFoundError);
+});
+
+test("write several files at once", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const infos = await sbx.files.write([
+    { path: "/home/user/multi/one.txt", data: "1" },
+    { path: "/home/user/multi/two.txt", data: new TextEncoder().encode("2") },
+  ]);
+  assert.deepEqual(infos.map((i) => i.path).sort(), ["/home/user/multi/one.txt", "/home/user/multi/two.txt"]);
+  assert.equal(await sbx.files.read("/home/user/multi/one.txt"), "1");
+  assert.equal(await sbx.files.read("/home/user/multi/two.txt"), "2");
+});
+
+test("makeDir, list, exists, getInfo, rename, remove", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  assert.equal(await sbx.files.makeDir("/home/user/d"), true);
+  assert.equal(await sbx.files.makeDir("/home/user/d"), false, "makeDir of an existing dir");
+  assert.equal(await sbx.files.makeDir("/home/user/d/x/y"), true, "makeDir makes the parents");
+  await sbx.files.write("/home/user/d/a.txt", "aaa");
+  await sbx.files.write("/home/user/d/b.txt", "bb");
+  await sbx.files.write("/home/user/d/sub/c.txt", "c");
+
+  const top = await sbx.files.list("/home/user/d");
+  assert.deepEqual(top.map((e) => `${e.name}:${e.type}`).sort(), ["a.txt:file", "b.txt:file", "sub:dir", "x:dir"]);
+  const a = top.find((e) => e.name === "a.txt");
+  assert.equal(a.path, "/home/user/d/a.txt");
+  assert.equal(a.size, 3);
+  const deep = await sbx.files.list("/home/user/d", { depth: 2 });
+  assert.ok(deep.some((e) => e.path === "/home/user/d/sub/c.txt"), `depth 2 lists sub/c.txt: ${deep.map((e) => e.path)}`);
+  assert.ok(deep.some((e) => e.path === "/home/user/d/x/y" && e.type === "dir"));
+  assert.ok(!deep.some((e) => e.path.split("/").length > 6), "no deeper than 2");
+
+  assert.equal(await sbx.files.exists("/home/user/d/a.txt"), true);
+  assert.equal(await sbx.files.exists("/home/user/d"), true);
+  assert.equal(await sbx.files.exists("/home/user/d/nope"), false);
+
+  const st = await sbx.files.getInfo("/home/user/d/b.txt");
+  assert.equal(st.name, "b.txt");
+  assert.equal(st.type, "file");
+  assert.equal(st.size, 2);
+  assert.ok(st.modifiedTime instanceof Date);
+  assert.equal((await sbx.files.getInfo("/home/user/d")).type, "dir");
+
+  const moved = await sbx.files.rename("/home/user/d/a.txt", "/home/user/d/moved.txt");
+  assert.equal(moved.path, "/home/user/d/moved.txt");
+  assert.equal(await sbx.files.exists("/home/user/d/a.txt"), false);
+  assert.equal(await sbx.files.read("/home/user/d/moved.txt"), "aaa");
+
+  await sbx.files.remove("/home/user/d/moved.txt");
+  assert.equal(await sbx.files.exists("/home/user/d/moved.txt"), false);
+  await sbx.files.remove("/home/user/d");
+  assert.equal(await sbx.files.exists("/home/user/d"), false, "remove of a directory removes its tree");
+  await assert.rejects(sbx.files.list("/home/user/d"), NotFoundError);
+});
+
+test("a 10 MiB upload reads back equal", { timeout: 120_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const data = new Uint8Array(randomBytes(10 << 20));
+  const want = sha256(data);
+  await sbx.files.write("/home/user/big.bin", data);
+  assert.equal((await sbx.files.getInfo("/home/user/big.bin")).size, 10 << 20);
+  const got = await sbx.files.read("/home/user/big.bin", { format: "bytes" });
+  assert.equal(got.length, data.length);
+  assert.equal(sha256(got), want);
+  const r = await sbx.commands.run("sha256sum /home/user/big.bin");
+  assert.equal(r.stdout.split(" ")[0], want, "the sandbox sees the same bytes");
+});
+
+test("files.write and commands.run share one filesystem", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  await sbx.files.write("/home/user/shared.txt", "from files.write");
+  assert.equal((await sbx.commands.run("cat /home/user/shared.txt")).stdout, "from files.write");
+  assert.equal((await sbx.commands.run("cat /workspace/shared.txt")).stdout, "from files.write", "the workspace is /home/user and /workspace");
+  await sbx.commands.run("echo from commands > /home/user/from-cmd.txt");
+  assert.equal(await sbx.files.read("/home/user/from-cmd.txt"), "from commands\n");
+});
+
+test("files.write and runCode share one filesystem", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, CodeSandbox);
+  await sbx.files.write("/home/user/for-code.txt", "from files.write");
+  const e = await sbx.runCode('open("/home/user/for-code.txt").read()');
+  assert.equal(e.error, undefined, e.error && e.error.traceback);
+  assert.equal(e.text, "'from files.write'");
+  const w = await sbx.runCode('open("/home/user/from-code.txt", "w").write("from runCode")');
+  assert.equal(w.error, undefined, w.error && w.error.traceback);
+  assert.equal(await sbx.files.read("/home/user/from-code.txt"), "from runCode");
+});
+
+test("no file operation leaves the workspace", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  await sbx.commands.run("ln -s /etc /home/user/etc-link && ln -s /etc/passwd /home/user/passwd-link");
+  await assert.rejects(sbx.files.read("/home/user/etc-link/passwd"), "a read through a symlinked directory");
+  await assert.rejects(sbx.files.read("/home/user/passwd-link"), "a read of a symlink");
+  await assert.rejects(sbx.files.write("/home/user/etc-link/nsbox-e2b", "x"), "a write through a symlinked directory");
+  await assert.rejects(sbx.files.read("/home/user/../../etc/shadow"), "a read with ..");
+  await assert.rejects(sbx.files.list("/home/user/etc-link"), "a list through a symlink");
+  await assert.rejects(sbx.files.rename("/home/user/etc-link/hostname", "/home/user/stolen"), "a rename out of a symlinked directory");
+  assert.equal((await sbx.commands.run("test -e /etc/nsbox-e2b; echo $?")).stdout, "1\n");
+});

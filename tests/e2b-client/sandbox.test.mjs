@@ -1,0 +1,152 @@
+// The control plane through e2b's Sandbox: create, getInfo, connect,
+// list (metadata and state filters), kill, setTimeout, a sandbox that ends
+// at its timeout, metrics, pause refused, env vars at create.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { NotFoundError, Sandbox, SandboxError } from "e2b";
+import { RUN, create, eventually, listAll, sleep } from "./lib.mjs";
+
+test("create, getInfo, connect and isRunning", { timeout: 60_000 }, async (t) => {
+  const before = Date.now();
+  const sbx = await create(t, Sandbox, { timeoutMs: 60_000, metadata: { purpose: "info" } });
+  assert.match(sbx.sandboxId, /^[A-Za-z0-9_-]+$/, "a sandbox id usable in a PORT-ID.HOST name");
+
+  const info = await sbx.getInfo();
+  assert.equal(info.sandboxId, sbx.sandboxId);
+  assert.equal(typeof info.templateId, "string");
+  assert.deepEqual(info.metadata, { run: RUN, purpose: "info" });
+  assert.equal(info.state, "running");
+  assert.ok(info.startedAt.getTime() >= before - 5_000 && info.startedAt.getTime() <= Date.now() + 5_000, `startedAt ${info.startedAt.toISOString()}`);
+  const ttl = info.endAt.getTime() - info.startedAt.getTime();
+  assert.ok(ttl > 50_000 && ttl < 70_000, `endAt - startedAt = ${ttl} ms, want about the 60 s timeout`);
+  assert.equal(typeof info.envdVersion, "string");
+
+  const same = await Sandbox.getInfo(sbx.sandboxId);
+  assert.equal(same.sandboxId, sbx.sandboxId);
+  assert.deepEqual(same.metadata, info.metadata);
+
+  assert.equal(await sbx.isRunning(), true);
+
+  // connect returns a handle with its own access token that drives the
+  // same sandbox.
+  await sbx.files.write("/home/user/connect.txt", "seen through connect");
+  const again = await Sandbox.connect(sbx.sandboxId);
+  assert.equal(again.sandboxId, sbx.sandboxId);
+  const r = await again.commands.run("cat /home/user/connect.txt");
+  assert.equal(r.stdout, "seen through connect");
+});
+
+test("list filters by metadata and state", { timeout: 60_000 }, async (t) => {
+  const tag = `list-${Date.now()}`;
+  const a = await create(t, Sandbox, { metadata: { tag, idx: "a" } });
+  const b = await create(t, Sandbox, { metadata: { tag, idx: "b" } });
+  const other = await create(t, Sandbox, { metadata: { tag: `${tag}-other` } });
+
+  const mine = await listAll(Sandbox.list({ query: { metadata: { run: RUN, tag } } }));
+  assert.deepEqual(mine.map((s) => s.sandboxId).sort(), [a.sandboxId, b.sandboxId].sort(), "metadata filter");
+  for (const s of mine) {
+    assert.equal(s.state, "running");
+    assert.equal(s.metadata.tag, tag);
+    assert.ok(s.endAt > s.startedAt);
+  }
+
+  const one = await listAll(Sandbox.list({ query: { metadata: { tag, idx: "b" } } }));
+  assert.deepEqual(one.map((s) => s.sandboxId), [b.sandboxId], "every metadata pair must match");
+
+  const running = await listAll(Sandbox.list({ query: { state: ["running"], metadata: { run: RUN } } }));
+  const ids = running.map((s) => s.sandboxId);
+  for (const s of [a, b, other]) assert.ok(ids.includes(s.sandboxId), `running list lacks ${s.sandboxId}`);
+
+  const paused = await listAll(Sandbox.list({ query: { state: ["paused"], metadata: { run: RUN } } }));
+  assert.deepEqual(paused, [], "no sandbox is paused");
+
+  const all = await listAll(Sandbox.list());
+  for (const s of [a, b, other]) assert.ok(all.some((x) => x.sandboxId === s.sandboxId), `unfiltered list lacks ${s.sandboxId}`);
+});
+
+test("kill ends the sandbox", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  await sbx.commands.run("true");
+  assert.equal(await sbx.kill(), true);
+
+  await assert.rejects(sbx.getInfo(), NotFoundError);
+  await assert.rejects(Sandbox.connect(sbx.sandboxId), NotFoundError);
+  assert.equal(await Sandbox.kill(sbx.sandboxId), false, "a second kill finds nothing");
+  const left = await listAll(Sandbox.list({ query: { metadata: { run: RUN } } }));
+  assert.ok(!left.some((s) => s.sandboxId === sbx.sandboxId), "a killed sandbox is not listed");
+  // The SDK reads 502 from /health as "not running".
+  assert.equal(await sbx.isRunning(), false);
+  await assert.rejects(sbx.commands.run("true"));
+});
+
+test("an unknown sandbox is NotFoundError", { timeout: 30_000 }, async () => {
+  await assert.rejects(Sandbox.getInfo("nsbox-no-such-sandbox"), NotFoundError);
+  await assert.rejects(Sandbox.connect("nsbox-no-such-sandbox"), NotFoundError);
+  await assert.rejects(Sandbox.setTimeout("nsbox-no-such-sandbox", 10_000), NotFoundError);
+  assert.equal(await Sandbox.kill("nsbox-no-such-sandbox"), false);
+});
+
+test("an unknown template is refused", { timeout: 30_000 }, async (t) => {
+  await assert.rejects(async () => {
+    const sbx = await Sandbox.create("nsbox-no-such-template", { timeoutMs: 10_000 });
+    t.after(() => sbx.kill().catch(() => {}));
+  }, SandboxError);
+});
+
+test("setTimeout moves the sandbox's end", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox, { timeoutMs: 30_000 });
+  await sbx.setTimeout(300_000);
+  let info = await sbx.getInfo();
+  let left = info.endAt.getTime() - Date.now();
+  assert.ok(left > 280_000 && left < 320_000, `after setTimeout(300 s) the sandbox ends in ${left} ms`);
+
+  await sbx.setTimeout(2_000);
+  info = await sbx.getInfo();
+  left = info.endAt.getTime() - Date.now();
+  assert.ok(left < 5_000, `after setTimeout(2 s) the sandbox ends in ${left} ms`);
+  await eventually(() => assert.rejects(Sandbox.getInfo(sbx.sandboxId), NotFoundError), 20_000);
+});
+
+test("a sandbox ends at its timeout", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox, { timeoutMs: 3_000 });
+  const bg = await sbx.commands.run("sleep 1000", { background: true });
+  assert.ok(bg.pid > 0);
+  assert.equal(await sbx.isRunning(), true);
+  await sleep(3_000);
+  await eventually(async () => {
+    await assert.rejects(Sandbox.getInfo(sbx.sandboxId), NotFoundError);
+    await assert.rejects(Sandbox.connect(sbx.sandboxId), NotFoundError);
+  }, 20_000);
+  const left = await listAll(Sandbox.list({ query: { metadata: { run: RUN } } }));
+  assert.ok(!left.some((s) => s.sandboxId === sbx.sandboxId), "an expired sandbox is not listed");
+  assert.equal(await sbx.isRunning(), false);
+  await assert.rejects(sbx.commands.run("true"), "the expired sandbox's handle is dead");
+  assert.equal(await sbx.kill(), false, "nothing left to kill");
+});
+
+test("create passes env vars to every command", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox, { envs: { NSBOX_E2B_A: "alpha", NSBOX_E2B_B: "two words" } });
+  const r = await sbx.commands.run('printf "%s|%s" "$NSBOX_E2B_A" "$NSBOX_E2B_B"');
+  assert.equal(r.stdout, "alpha|two words");
+});
+
+test("getMetrics answers a list of samples", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const metrics = await sbx.getMetrics();
+  assert.ok(Array.isArray(metrics));
+  for (const m of metrics) {
+    assert.ok(m.timestamp instanceof Date && !Number.isNaN(m.timestamp.getTime()));
+    for (const k of ["cpuUsedPct", "cpuCount", "memUsed", "memTotal"]) assert.equal(typeof m[k], "number", k);
+  }
+});
+
+test("pause is refused clearly and the sandbox keeps running", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  await assert.rejects(sbx.pause(), (err) => {
+    assert.ok(err instanceof SandboxError, `want a SandboxError, got ${err}`);
+    assert.match(err.message, /not supported/i);
+    return true;
+  });
+  assert.equal(await sbx.isRunning(), true);
+  assert.equal((await sbx.commands.run("echo alive")).stdout, "alive\n");
+});
