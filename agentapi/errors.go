@@ -14,6 +14,7 @@ const (
 	CodeRequestTimeout       = "request_timeout"        // 408: the body did not arrive in time
 	CodePayloadTooLarge      = "payload_too_large"      // 413
 	CodeUnsupportedMediaType = "unsupported_media_type" // 415
+	CodeNoSpace              = "no_space"               // 507: a workspace is full
 	CodeResourceExhausted    = "resource_exhausted"     // 429
 	CodeInternal             = "internal"               // 500
 	CodeUnavailable          = "unavailable"            // 503

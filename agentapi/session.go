@@ -78,6 +78,10 @@ type SessionList struct {
 // RunResult (or, with Accept: application/x-ndjson, a stream of Events).
 type ExecRequest struct {
 	Code string `json:"code"`
+	// Context names a Python namespace of the session's interpreter
+	// (letters, digits, '-', '_', '.', at most 64): cells in different
+	// contexts share files but not variables. Empty: the default one.
+	Context string `json:"context,omitempty"`
 	// TimeoutMs bounds this exec; 0 means the session's limits.timeout_ms.
 	TimeoutMs int64 `json:"timeout_ms,omitempty"`
 }
@@ -92,6 +96,9 @@ type WorkspaceFile struct {
 	Mime    string    `json:"mime,omitempty"`
 	Dir     bool      `json:"dir,omitempty"`
 	Symlink bool      `json:"symlink,omitempty"` // listed, never followed
+	// SymlinkTarget is a symlink's target as written (where a listing
+	// reads it), never followed.
+	SymlinkTarget string `json:"symlink_target,omitempty"`
 }
 
 // FileList is the response of GET /v1/sessions/{id}/files.

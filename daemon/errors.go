@@ -35,7 +35,7 @@ func classify(err error) error {
 		class = errdefs.ErrNotFound
 	case errors.Is(err, session.ErrTooMany):
 		class = errdefs.ErrExhausted
-	case errors.Is(err, session.ErrDead), errors.Is(err, session.ErrBusy):
+	case errors.Is(err, session.ErrDead), errors.Is(err, session.ErrBusy), errors.Is(err, session.ErrNoProcesses):
 		class = errdefs.ErrConflict
 	case errors.Is(err, session.ErrClosed):
 		return fmt.Errorf("%w: %w", err, ErrShuttingDown)
@@ -44,6 +44,12 @@ func classify(err error) error {
 		class = errdefs.ErrInvalidArgument
 	case errors.Is(err, container.ErrTooLarge):
 		class = errdefs.ErrTooLarge
+	case errors.Is(err, container.ErrFull):
+		class = errdefs.ErrNoSpace
+	case errors.Is(err, container.ErrExist):
+		class = errdefs.ErrConflict
+	case errors.Is(err, container.ErrNotDir), errors.Is(err, session.ErrLifetime):
+		class = errdefs.ErrInvalidArgument
 	default:
 		return err
 	}

@@ -17,6 +17,26 @@ import (
 // CreateSession starts a session and returns once its interpreter is
 // ready.
 func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest) (*agentapi.Session, error) {
+	return d.CreateSessionWith(ctx, req, SessionOptions{})
+}
+
+// SessionOptions carry what a transport adds to a session request; no
+// wire request of /v1 sets them.
+type SessionOptions struct {
+	// ID names the session; empty: a fresh container.NewID(). The E2B
+	// endpoint uses longer ids, since an id is half of a sandbox's
+	// address there.
+	ID string
+	// Processes starts the sandbox's process agent with the session
+	// (Processes: commands beside the interpreter).
+	Processes bool
+	// NoIdleEnd: the session ends at its lifetime only, never for being
+	// idle (an E2B sandbox lives until its timeout).
+	NoIdleEnd bool
+}
+
+// CreateSessionWith is CreateSession with a transport's options.
+func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionRequest, so SessionOptions) (*agentapi.Session, error) {
 	if err := d.admit(); err != nil {
 		return nil, err
 	}
@@ -54,7 +74,11 @@ func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest
 	}
 	// The session's egress lives as long as its sandbox: the proxy ends
 	// with the sandbox's release.
-	spec := container.Spec{ID: container.NewID(), Env: j.Env, Files: j.Files}
+	id := so.ID
+	if id == "" {
+		id = container.NewID()
+	}
+	spec := container.Spec{ID: id, Env: j.Env, Files: j.Files}
 	nr, err := d.startEgress(&spec, j.Network)
 	if err != nil {
 		release()
@@ -68,7 +92,7 @@ func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest
 		ID: spec.ID, Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
 		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: spec.Env, Files: spec.Files, Owner: owner(ctx),
 		Lifetime: time.Duration(req.LifetimeMs) * time.Millisecond, AllowedImports: req.AllowedImports,
-		IdleAction: idleAction, BeforeStart: spec.BeforeStart,
+		IdleAction: idleAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd,
 	})
 	if err != nil {
 		return nil, classify(err)
@@ -149,7 +173,10 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 	if opts.OnStart != nil {
 		opts.OnStart(id)
 	}
-	res, err := sess.Exec(ctx, runner.ExecRequest{Code: req.Code, Timeout: timeout, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr})
+	if err := validContext(req.Context); err != nil {
+		return nil, err
+	}
+	res, err := sess.Exec(ctx, runner.ExecRequest{Code: req.Code, Context: req.Context, Timeout: timeout, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr})
 	if err != nil {
 		return nil, classify(err)
 	}

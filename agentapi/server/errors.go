@@ -45,6 +45,7 @@ var httpErrors = []struct {
 	{errdefs.ErrNotFound, http.StatusNotFound, agentapi.CodeNotFound},
 	{errdefs.ErrConflict, http.StatusConflict, agentapi.CodeSessionDead},
 	{errdefs.ErrTooLarge, http.StatusRequestEntityTooLarge, agentapi.CodePayloadTooLarge},
+	{errdefs.ErrNoSpace, http.StatusInsufficientStorage, agentapi.CodeNoSpace},
 	{errdefs.ErrExhausted, http.StatusTooManyRequests, agentapi.CodeResourceExhausted},
 	{errdefs.ErrUnavailable, http.StatusServiceUnavailable, agentapi.CodeUnavailable},
 }

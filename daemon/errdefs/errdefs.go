@@ -16,6 +16,7 @@ var (
 	ErrConflict        = errors.New("conflict") // the session died; GET it for the reason
 	ErrTooLarge        = errors.New("too large")
 	ErrExhausted       = errors.New("resource exhausted")
+	ErrNoSpace         = errors.New("no space left") // a workspace (or volume) is full
 	ErrUnavailable     = errors.New("unavailable")
 )
 

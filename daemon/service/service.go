@@ -186,6 +186,14 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		defer stopMetrics()
 	}
 
+	if cfg.E2B.Listen != "" {
+		stopE2B, err := serveE2B(ctx, cfg, core, log.With("component", "e2b"))
+		if err != nil {
+			return err
+		}
+		defer stopE2B()
+	}
+
 	addr := ln.Addr().String()
 	apply := func(next config.Config) error { return core.Reconfigure(next.Policy()) }
 	rl := &reloader{load: opts.Reload, started: cfg, apply: apply, level: opts.Level, log: log, status: "serving on " + addr}

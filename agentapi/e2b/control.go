@@ -1,0 +1,408 @@
+package e2b
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon"
+	"github.com/nsbox/nsbox/daemon/errdefs"
+)
+
+// DefaultTimeout is a sandbox's life when create names none (E2B's).
+const DefaultTimeout = 300 * time.Second
+
+// The templates the SDKs use by default; both mean the daemon's default
+// rootfs.
+var defaultTemplates = []string{"base", "code-interpreter-v1", "code-interpreter"}
+
+// createRequest is the body of POST /sandboxes (E2B's NewSandbox).
+type createRequest struct {
+	TemplateID          string            `json:"templateID"`
+	Timeout             *int64            `json:"timeout"` // seconds
+	Metadata            map[string]string `json:"metadata"`
+	EnvVars             map[string]string `json:"envVars"`
+	Secure              *bool             `json:"secure"`
+	AllowInternetAccess *bool             `json:"allow_internet_access"`
+	AutoPause           *bool             `json:"autoPause"`
+	Network             any               `json:"network"`
+	VolumeMounts        any               `json:"volumeMounts"`
+	MCP                 any               `json:"mcp"`
+	AutoResume          any               `json:"autoResume"`
+	Alias               string            `json:"alias"`
+}
+
+// sandboxJSON is E2B's Sandbox / SandboxDetail / ListedSandbox in one.
+type sandboxJSON struct {
+	SandboxID          string            `json:"sandboxID"`
+	TemplateID         string            `json:"templateID"`
+	Alias              string            `json:"alias,omitempty"`
+	ClientID           string            `json:"clientID"`
+	EnvdVersion        string            `json:"envdVersion"`
+	EnvdAccessToken    string            `json:"envdAccessToken,omitempty"`
+	TrafficAccessToken string            `json:"trafficAccessToken,omitempty"`
+	StartedAt          *time.Time        `json:"startedAt,omitempty"`
+	EndAt              *time.Time        `json:"endAt,omitempty"`
+	CPUCount           *float64          `json:"cpuCount,omitempty"`
+	MemoryMB           *int64            `json:"memoryMB,omitempty"`
+	DiskSizeMB         *int64            `json:"diskSizeMB,omitempty"`
+	Metadata           map[string]string `json:"metadata,omitempty"`
+	State              string            `json:"state,omitempty"`
+}
+
+// clientID is what E2B reports as the sandbox's host; nsbox has one.
+const clientID = "nsbox"
+
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	var req createRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := unsupportedCreate(&req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	timeout := DefaultTimeout
+	if req.Timeout != nil {
+		if *req.Timeout <= 0 {
+			writeErr(w, errdefs.Field("timeout", "%d: must be a positive number of seconds", *req.Timeout))
+			return
+		}
+		timeout = time.Duration(*req.Timeout) * time.Second
+	}
+	sreq, err := s.sessionRequest(req.TemplateID, req.EnvVars)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	sreq.LifetimeMs = timeout.Milliseconds()
+	id := randomHex(16)
+	sess, err := s.core.CreateSessionWith(r.Context(), sreq, daemon.SessionOptions{ID: id, Processes: true, NoIdleEnd: true})
+	if err != nil {
+		s.log.Info("e2b: create refused", "template", req.TemplateID, "err", err)
+		writeErr(w, err)
+		return
+	}
+	template := req.TemplateID
+	if template == "" {
+		template = defaultTemplates[0]
+	}
+	sb := &sandbox{
+		id: sess.ID, key: keyOf(r.Context()), token: randomHex(24), traffic: randomHex(24),
+		template: template, alias: req.Alias, metadata: req.Metadata, envs: req.EnvVars, started: sess.CreatedAt,
+		cpus: sess.Limits.CPUs, memoryMB: sess.Limits.MemoryBytes >> 20, diskMB: sess.Limits.DiskBytes >> 20,
+		contexts: map[string]codeContext{},
+	}
+	s.mu.Lock()
+	s.sandboxes[sb.id] = sb
+	s.mu.Unlock()
+	s.log.Info("e2b: sandbox created", "sandbox", sb.id, "template", template, "rootfs", sess.Rootfs, "timeout", timeout)
+	writeJSON(w, http.StatusCreated, s.describe(sb, sess, true))
+}
+
+// unsupportedCreate refuses what nsbox cannot do rather than ignore it.
+func unsupportedCreate(req *createRequest) error {
+	switch {
+	case req.AutoPause != nil && *req.AutoPause:
+		return errdefs.Field("autoPause", "pausing on timeout is not supported by nsbox's E2B endpoint yet; a sandbox ends at its timeout")
+	case req.AutoResume != nil:
+		return errdefs.Field("autoResume", "not supported by nsbox's E2B endpoint")
+	case req.Network != nil:
+		return errdefs.Field("network", "E2B network rules are not supported; nsbox sandboxes have loopback only, and per-run egress is configured through nsbox's own API (docs/NETWORK.md)")
+	case req.VolumeMounts != nil:
+		return errdefs.Field("volumeMounts", "volumes are not supported by nsbox's E2B endpoint")
+	case req.MCP != nil:
+		return errdefs.Field("mcp", "the MCP gateway is not supported by nsbox's E2B endpoint")
+	}
+	return nil
+}
+
+// sessionRequest maps a template to a session: a rootfs of that name, a
+// profile of that name (its limits, on the default rootfs), or one of the
+// SDKs' default templates (the default rootfs, the daemon's limits). Each
+// exec may run as long as the daemon's maximum: an E2B cell has no timeout
+// of its own, the SDK's is on the client.
+func (s *Server) sessionRequest(template string, envs map[string]string) (*agentapi.SessionRequest, error) {
+	info, err := s.core.Info()
+	if err != nil {
+		return nil, err
+	}
+	limits := info.DefaultLimits
+	req := &agentapi.SessionRequest{Env: envs, IdleAction: "end"}
+	switch {
+	case template == "" || slices.Contains(defaultTemplates, template):
+	case slices.Contains(info.Rootfs, template):
+		req.Rootfs = template
+	default:
+		i := slices.IndexFunc(info.Profiles, func(p agentapi.Profile) bool { return p.Name == template })
+		if i < 0 {
+			return nil, errdefs.In(errdefs.ErrNotFound, fmt.Errorf("template %q: not a rootfs (%s), a profile or a default template (%s) of this nsbox daemon",
+				template, strings.Join(info.Rootfs, ", "), strings.Join(defaultTemplates, ", ")))
+		}
+		limits = info.Profiles[i].Limits
+	}
+	limits.TimeoutMs = info.MaxLimits.TimeoutMs
+	req.Limits = &limits
+	return req, nil
+}
+
+// describe is a sandbox as E2B reports it; secrets only to its creator's
+// create and connect answers.
+func (s *Server) describe(sb *sandbox, sess *agentapi.Session, secrets bool) sandboxJSON {
+	out := sandboxJSON{
+		SandboxID: sb.id, TemplateID: sb.template, Alias: sb.alias, ClientID: clientID, EnvdVersion: EnvdVersion,
+		Metadata: sb.metadata, State: "running",
+	}
+	if secrets {
+		out.EnvdAccessToken, out.TrafficAccessToken = sb.token, sb.traffic
+	}
+	if sess != nil {
+		started, end := sess.CreatedAt, sess.ExpiresAt
+		out.StartedAt, out.EndAt = &started, &end
+		if sess.State == agentapi.SessionPaused {
+			out.State = "paused"
+		}
+	}
+	out.CPUCount, out.MemoryMB, out.DiskSizeMB = &sb.cpus, &sb.memoryMB, &sb.diskMB
+	if out.Metadata == nil {
+		out.Metadata = map[string]string{}
+	}
+	return out
+}
+
+// live returns the caller's sandbox id and its session, forgetting a
+// sandbox whose session has ended; a missing one is a 404.
+func (s *Server) live(ctx context.Context, id string) (*sandbox, *agentapi.Session, error) {
+	sb := s.owned(keyOf(ctx), id)
+	if sb == nil {
+		return nil, nil, errdefs.In(errdefs.ErrNotFound, fmt.Errorf("sandbox %q not found", id))
+	}
+	sess, err := s.core.Session(ctx, id)
+	if err == nil && sess.State == agentapi.SessionDead {
+		_ = s.core.DeleteSession(ctx, id)
+		err = errdefs.In(errdefs.ErrNotFound, fmt.Errorf("sandbox %q ended: %s", id, sess.DeadReason))
+	}
+	if err != nil {
+		if errors.Is(err, errdefs.ErrNotFound) {
+			s.forget(id)
+		}
+		return nil, nil, err
+	}
+	return sb, sess, nil
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	sb, sess, err := s.live(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.describe(sb, sess, true))
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var states []string
+	for _, v := range q["state"] {
+		states = append(states, strings.Split(v, ",")...)
+	}
+	want, err := metadataQuery(q.Get("metadata"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out := []sandboxJSON{}
+	for _, sb := range s.ofKey(keyOf(r.Context())) {
+		_, sess, err := s.live(r.Context(), sb.id)
+		if err != nil {
+			continue
+		}
+		d := s.describe(sb, sess, false)
+		if len(states) > 0 && !slices.Contains(states, d.State) {
+			continue
+		}
+		if t := q.Get("template"); t != "" && t != sb.template {
+			continue
+		}
+		if !matches(sb.metadata, want) {
+			continue
+		}
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b sandboxJSON) int { return a.StartedAt.Compare(*b.StartedAt) })
+	writeJSON(w, http.StatusOK, out)
+}
+
+// metadataQuery parses the list filter: "k=v&k2=v2" with each key and
+// value URL-encoded once more (the SDKs encode each, then the pairs, and
+// the query parameter is encoded again on the wire).
+func metadataQuery(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	v, err := url.ParseQuery(s)
+	if err != nil {
+		return nil, errdefs.Field("metadata", "%v", err)
+	}
+	out := map[string]string{}
+	for k := range v {
+		key, err1 := url.QueryUnescape(k)
+		val, err2 := url.QueryUnescape(v.Get(k))
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, errdefs.Field("metadata", "%v", err)
+		}
+		out[key] = val
+	}
+	return out, nil
+}
+
+func matches(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if s.owned(keyOf(r.Context()), id) == nil {
+		writeErr(w, errdefs.In(errdefs.ErrNotFound, fmt.Errorf("sandbox %q not found", id)))
+		return
+	}
+	err := s.core.DeleteSession(r.Context(), id)
+	s.forget(id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.log.Info("e2b: sandbox killed", "sandbox", id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// timeoutRequest is the body of /timeout, /connect and /refreshes.
+type timeoutRequest struct {
+	Timeout  *int64 `json:"timeout"`  // seconds
+	Duration *int64 `json:"duration"` // seconds, /refreshes
+}
+
+// setTimeout makes the sandbox end d from now.
+func (s *Server) setTimeout(ctx context.Context, id string, secs *int64) (*sandbox, *agentapi.Session, error) {
+	sb, sess, err := s.live(ctx, id)
+	if err != nil || secs == nil {
+		return sb, sess, err
+	}
+	if *secs <= 0 {
+		return nil, nil, errdefs.Field("timeout", "%d: must be a positive number of seconds", *secs)
+	}
+	sess, err = s.core.SetSessionLifetime(ctx, id, time.Duration(*secs)*time.Second)
+	return sb, sess, err
+}
+
+func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
+	var req timeoutRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if req.Timeout == nil {
+		writeErr(w, errdefs.Field("timeout", "is required (seconds)"))
+		return
+	}
+	if _, _, err := s.setTimeout(r.Context(), r.PathValue("id"), req.Timeout); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
+	var req timeoutRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if _, _, err := s.setTimeout(r.Context(), r.PathValue("id"), req.Duration); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleConnect answers a running sandbox (its timeout extended when one
+// is given); nsbox has no paused E2B sandboxes to resume.
+func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
+	var req timeoutRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	sb, sess, err := s.setTimeout(r.Context(), r.PathValue("id"), req.Timeout)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.describe(sb, sess, true))
+}
+
+// metric is one of E2B's SandboxMetric samples.
+type metric struct {
+	Timestamp     time.Time `json:"timestamp"`
+	TimestampUnix int64     `json:"timestampUnix"`
+	CPUCount      float64   `json:"cpuCount"`
+	CPUUsedPct    float64   `json:"cpuUsedPct"`
+	MemUsed       int64     `json:"memUsed"`
+	MemTotal      int64     `json:"memTotal"`
+	DiskUsed      int64     `json:"diskUsed"`
+	DiskTotal     int64     `json:"diskTotal"`
+}
+
+// handleMetrics answers one sample taken now (nsbox keeps no history):
+// CPU use since the previous sample (or since the start), the memory high
+// mark, the workspace's use.
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	sb, _, err := s.live(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	st, err := s.core.SessionStats(r.Context(), sb.id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	now := time.Now()
+	sb.mu.Lock()
+	since, from := sb.lastCPU, sb.lastAt
+	if from.IsZero() {
+		from = sb.started
+	}
+	sb.lastCPU, sb.lastAt = st.CPU, now
+	sb.mu.Unlock()
+	pct := 0.0
+	if el := now.Sub(from); el > 0 && sb.cpus > 0 {
+		pct = min(100, 100*float64(st.CPU-since)/float64(el)/sb.cpus)
+	}
+	writeJSON(w, http.StatusOK, []metric{{
+		Timestamp: now.UTC(), TimestampUnix: now.Unix(), CPUCount: sb.cpus, CPUUsedPct: pct,
+		MemUsed: st.MemoryBytes, MemTotal: sb.memoryMB << 20, DiskUsed: st.DiskUsedBytes, DiskTotal: sb.diskMB << 20,
+	}})
+}
+
+func (s *Server) handleUnsupported(op string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.owned(keyOf(r.Context()), r.PathValue("id")) == nil {
+			writeAPIError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", r.PathValue("id")))
+			return
+		}
+		writeAPIError(w, http.StatusNotImplemented, fmt.Sprintf("%s is not supported by nsbox's E2B endpoint yet (docs/E2B.md); the sandbox is unchanged", op))
+	}
+}

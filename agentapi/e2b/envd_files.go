@@ -1,0 +1,142 @@
+package e2b
+
+import (
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"path"
+	"strconv"
+
+	"github.com/nsbox/nsbox/daemon/errdefs"
+)
+
+// envdError is envd's REST error body.
+type envdError struct {
+	Message string `json:"message"`
+	Code    int    `json:"code"`
+}
+
+func writeEnvdError(w http.ResponseWriter, err error) {
+	st := statusOf(err)
+	writeJSON(w, st, envdError{Message: err.Error(), Code: st})
+}
+
+// entryJSON is envd's EntryInfo as /files answers it.
+type entryJSON struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Path string `json:"path"`
+}
+
+func (s *Server) handleEnvs(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxOf(r.Context())
+	envs := map[string]string{}
+	for k, v := range sb.envs {
+		envs[k] = v
+	}
+	writeJSON(w, http.StatusOK, envs)
+}
+
+// handleDownload is GET /files?path=P: the file's bytes.
+func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxOf(r.Context())
+	rel, err := workspacePath("path", r.URL.Query().Get("path"))
+	if err != nil {
+		writeEnvdError(w, err)
+		return
+	}
+	f, err := s.core.OpenFile(r.Context(), sb.id, rel)
+	if err != nil {
+		writeEnvdError(w, err)
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		writeEnvdError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(sandboxPath(rel))}))
+	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+	w.WriteHeader(http.StatusOK)
+	// The size is the one just read: a file the sandbox grows meanwhile
+	// is cut there, one it shrinks ends the body early.
+	_, _ = io.CopyN(w, f, st.Size())
+}
+
+// handleUpload is POST /files: a multipart form of "file" parts (each
+// part's file name is its path when ?path is absent) or, with
+// Content-Type application/octet-stream, the body as the file at ?path
+// (gzip when Content-Encoding says so). Parent directories are made.
+func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxOf(r.Context())
+	qpath := r.URL.Query().Get("path")
+	var out []entryJSON
+	write := func(p string, body io.Reader) error {
+		rel, err := workspacePath("path", p)
+		if err != nil {
+			return err
+		}
+		if rel == "" {
+			return errdefs.Field("path", "%q is the home directory itself; name a file under it", p)
+		}
+		if _, err := s.core.WriteFrom(r.Context(), sb.id, rel, body); err != nil {
+			return err
+		}
+		out = append(out, entryJSON{Name: path.Base(rel), Type: "file", Path: sandboxPath(rel)})
+		return nil
+	}
+	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	var err error
+	switch ct {
+	case "application/octet-stream":
+		var body io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			zr, zerr := gzip.NewReader(r.Body)
+			if zerr != nil {
+				writeEnvdError(w, errdefs.Field("", "gzip body: %v", zerr))
+				return
+			}
+			defer zr.Close()
+			body = io.LimitReader(zr, s.cfg.MaxBodyBytes+1)
+		}
+		err = write(qpath, body)
+	case "multipart/form-data":
+		mr := multipart.NewReader(r.Body, params["boundary"])
+		for {
+			part, perr := mr.NextPart()
+			if errors.Is(perr, io.EOF) {
+				break
+			}
+			if perr != nil {
+				err = errdefs.Field("", "multipart body: %v", perr)
+				break
+			}
+			if part.FormName() != "file" {
+				continue
+			}
+			p := qpath
+			if p == "" {
+				p = part.FileName()
+			}
+			if err = write(p, part); err != nil {
+				break
+			}
+		}
+		if err == nil && len(out) == 0 {
+			err = errdefs.Field("file", "the form has no file part")
+		}
+	default:
+		err = errdefs.Field("Content-Type", "%q: send multipart/form-data (file parts) or application/octet-stream", ct)
+	}
+	if err != nil {
+		writeEnvdError(w, fmt.Errorf("upload: %w", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}

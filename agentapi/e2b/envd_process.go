@@ -1,0 +1,248 @@
+package e2b
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"syscall"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/nsbox/nsbox/agentapi/e2b/envd/process"
+	"github.com/nsbox/nsbox/agentapi/e2b/envd/process/processconnect"
+	"github.com/nsbox/nsbox/container/procs"
+)
+
+// processService is envd's process.Process over the session's process
+// agent: commands run in the sandbox beside its interpreter, as its user,
+// each in a process group of its own, and end with the sandbox.
+type processService struct {
+	processconnect.UnimplementedProcessHandler
+	s *Server
+}
+
+var _ processconnect.ProcessHandler = (*processService)(nil)
+
+func (ps *processService) agent(ctx context.Context) (*procs.Agent, error) {
+	a, err := ps.s.core.Processes(ctx, sandboxOf(ctx).id)
+	return a, connectError(err)
+}
+
+func selector(sel *process.ProcessSelector) (procs.Selector, error) {
+	switch {
+	case sel == nil:
+		return procs.Selector{}, connect.NewError(connect.CodeInvalidArgument, errors.New("process: a pid or a tag is required"))
+	case sel.GetTag() != "":
+		return procs.Selector{Tag: sel.GetTag()}, nil
+	}
+	return procs.Selector{Pid: sel.GetPid()}, nil
+}
+
+// keepalive is the interval the SDK asks for (Keepalive-Ping-Interval,
+// seconds); a stream sends an empty event that often so that proxies and
+// the SDK's idle timers see it alive.
+func keepalive(h interface{ Get(string) string }) time.Duration {
+	if n, err := strconv.Atoi(h.Get("Keepalive-Ping-Interval")); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	return 50 * time.Second
+}
+
+// pump sends a process's events to the client until its end event or
+// the client goes. The process is not killed when the client goes: it
+// runs on (background commands keep no stream open), and ends with
+// SendSignal or the sandbox.
+func pump(ctx context.Context, sub *procs.Process, every time.Duration, send func(*process.ProcessEvent) error) error {
+	defer sub.Close()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	events := sub.Events()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if err := send(&process.ProcessEvent{Event: &process.ProcessEvent_Keepalive{Keepalive: &process.ProcessEvent_KeepAlive{}}}); err != nil {
+				return err
+			}
+		case ev, ok := <-events:
+			if !ok {
+				return connectError(sub.Err())
+			}
+			pe := wireEvent(ev)
+			if pe == nil {
+				continue
+			}
+			if err := send(pe); err != nil {
+				return err
+			}
+			if ev.End != nil {
+				return nil
+			}
+		}
+	}
+}
+
+func wireEvent(ev procs.Event) *process.ProcessEvent {
+	switch {
+	case ev.Start != nil:
+		return &process.ProcessEvent{Event: &process.ProcessEvent_Start{Start: &process.ProcessEvent_StartEvent{Pid: ev.Start.Pid}}}
+	case ev.Data != nil && ev.Data.Stdout != nil:
+		return &process.ProcessEvent{Event: &process.ProcessEvent_Data{Data: &process.ProcessEvent_DataEvent{Output: &process.ProcessEvent_DataEvent_Stdout{Stdout: ev.Data.Stdout}}}}
+	case ev.Data != nil && ev.Data.Stderr != nil:
+		return &process.ProcessEvent{Event: &process.ProcessEvent_Data{Data: &process.ProcessEvent_DataEvent{Output: &process.ProcessEvent_DataEvent_Stderr{Stderr: ev.Data.Stderr}}}}
+	case ev.End != nil:
+		end := &process.ProcessEvent_EndEvent{ExitCode: ev.End.ExitCode, Exited: ev.End.Exited, Status: ev.End.Status}
+		if ev.End.Error != "" {
+			end.Error = &ev.End.Error
+		}
+		return &process.ProcessEvent{Event: &process.ProcessEvent_End{End: end}}
+	}
+	return nil
+}
+
+func (ps *processService) Start(ctx context.Context, req *connect.Request[process.StartRequest], stream *connect.ServerStream[process.StartResponse]) error {
+	if req.Msg.Pty != nil {
+		return unimplemented("a pty")
+	}
+	cfg := req.Msg.GetProcess()
+	if cfg == nil || cfg.GetCmd() == "" {
+		return connect.NewError(connect.CodeInvalidArgument, errors.New("process.cmd is required"))
+	}
+	a, err := ps.agent(ctx)
+	if err != nil {
+		return err
+	}
+	sub, err := a.Start(ctx, procs.Config{
+		Cmd: cfg.GetCmd(), Args: cfg.GetArgs(), Env: cfg.GetEnvs(), Cwd: cfg.GetCwd(), Stdin: req.Msg.GetStdin(), Tag: req.Msg.GetTag(),
+	})
+	if err != nil {
+		return connectError(err)
+	}
+	return pump(ctx, sub, keepalive(req.Header()), func(ev *process.ProcessEvent) error {
+		return stream.Send(&process.StartResponse{Event: ev})
+	})
+}
+
+func (ps *processService) Connect(ctx context.Context, req *connect.Request[process.ConnectRequest], stream *connect.ServerStream[process.ConnectResponse]) error {
+	sel, err := selector(req.Msg.GetProcess())
+	if err != nil {
+		return err
+	}
+	a, err := ps.agent(ctx)
+	if err != nil {
+		return err
+	}
+	sub, err := a.Connect(ctx, sel)
+	if err != nil {
+		return connectError(err)
+	}
+	return pump(ctx, sub, keepalive(req.Header()), func(ev *process.ProcessEvent) error {
+		return stream.Send(&process.ConnectResponse{Event: ev})
+	})
+}
+
+func (ps *processService) List(ctx context.Context, _ *connect.Request[process.ListRequest]) (*connect.Response[process.ListResponse], error) {
+	a, err := ps.agent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &process.ListResponse{}
+	for _, p := range a.List() {
+		pi := &process.ProcessInfo{Pid: p.Pid, Config: &process.ProcessConfig{Cmd: p.Config.Cmd, Args: p.Config.Args, Envs: p.Config.Env}}
+		if p.Config.Cwd != "" {
+			cwd := p.Config.Cwd
+			pi.Config.Cwd = &cwd
+		}
+		if p.Tag != "" {
+			tag := p.Tag
+			pi.Tag = &tag
+		}
+		out.Processes = append(out.Processes, pi)
+	}
+	return connect.NewResponse(out), nil
+}
+
+func (ps *processService) SendInput(ctx context.Context, req *connect.Request[process.SendInputRequest]) (*connect.Response[process.SendInputResponse], error) {
+	if err := ps.input(ctx, req.Msg.GetProcess(), req.Msg.GetInput()); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&process.SendInputResponse{}), nil
+}
+
+func (ps *processService) input(ctx context.Context, psel *process.ProcessSelector, in *process.ProcessInput) error {
+	sel, err := selector(psel)
+	if err != nil {
+		return err
+	}
+	if in.GetPty() != nil {
+		return unimplemented("a pty")
+	}
+	a, err := ps.agent(ctx)
+	if err != nil {
+		return err
+	}
+	return connectError(a.SendInput(ctx, sel, in.GetStdin()))
+}
+
+func (ps *processService) StreamInput(ctx context.Context, stream *connect.ClientStream[process.StreamInputRequest]) (*connect.Response[process.StreamInputResponse], error) {
+	var sel *process.ProcessSelector
+	for stream.Receive() {
+		switch ev := stream.Msg().GetEvent().(type) {
+		case *process.StreamInputRequest_Start:
+			sel = ev.Start.GetProcess()
+		case *process.StreamInputRequest_Data:
+			if err := ps.input(ctx, sel, ev.Data.GetInput()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&process.StreamInputResponse{}), nil
+}
+
+func (ps *processService) SendSignal(ctx context.Context, req *connect.Request[process.SendSignalRequest]) (*connect.Response[process.SendSignalResponse], error) {
+	sel, err := selector(req.Msg.GetProcess())
+	if err != nil {
+		return nil, err
+	}
+	var sig syscall.Signal
+	switch req.Msg.GetSignal() {
+	case process.Signal_SIGNAL_SIGKILL:
+		sig = syscall.SIGKILL
+	case process.Signal_SIGNAL_SIGTERM:
+		sig = syscall.SIGTERM
+	default:
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("signal: SIGTERM or SIGKILL"))
+	}
+	a, err := ps.agent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Signal(ctx, sel, sig); err != nil {
+		return nil, connectError(err)
+	}
+	return connect.NewResponse(&process.SendSignalResponse{}), nil
+}
+
+func (ps *processService) CloseStdin(ctx context.Context, req *connect.Request[process.CloseStdinRequest]) (*connect.Response[process.CloseStdinResponse], error) {
+	sel, err := selector(req.Msg.GetProcess())
+	if err != nil {
+		return nil, err
+	}
+	a, err := ps.agent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.CloseStdin(ctx, sel); err != nil {
+		return nil, connectError(err)
+	}
+	return connect.NewResponse(&process.CloseStdinResponse{}), nil
+}
+
+func (ps *processService) Update(context.Context, *connect.Request[process.UpdateRequest]) (*connect.Response[process.UpdateResponse], error) {
+	return nil, unimplemented("resizing a pty")
+}

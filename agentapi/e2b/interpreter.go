@@ -1,0 +1,221 @@
+package e2b
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon"
+	"github.com/nsbox/nsbox/daemon/errdefs"
+)
+
+// defaultContext is the id the interpreter's default Python context is
+// listed under; code sent without a context runs there (the session's
+// __main__, as /v1 execs do).
+const defaultContext = "default"
+
+// executeRequest is the body of POST /execute.
+type executeRequest struct {
+	Code      string            `json:"code"`
+	ContextID string            `json:"context_id"`
+	Language  string            `json:"language"`
+	EnvVars   map[string]string `json:"env_vars"`
+}
+
+// line is one JSON line of /execute's answer, as the code interpreter
+// streams them (stdout, stderr, result, error, number_of_executions,
+// end_of_execution).
+type line struct {
+	Type      string `json:"type"`
+	Text      string `json:"text,omitempty"`
+	Timestamp string `json:"timestamp,omitempty"`
+	// result
+	PNG          string `json:"png,omitempty"`
+	IsMainResult *bool  `json:"is_main_result,omitempty"`
+	// error
+	Name      string `json:"name,omitempty"`
+	Value     string `json:"value,omitempty"`
+	Traceback string `json:"traceback,omitempty"`
+	// number_of_executions
+	ExecutionCount *int `json:"execution_count,omitempty"`
+}
+
+func isPython(lang string) bool { return lang == "" || lang == "python" || lang == "python3" }
+
+// handleExecute runs code in a context of the session's interpreter and
+// streams its output as it comes, then its results. A client that goes
+// away (the SDK's timeoutMs) interrupts the cell; the context lives on.
+func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxOf(r.Context())
+	var req executeRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if !isPython(req.Language) {
+		writeErr(w, errdefs.Field("language", "%q: nsbox's code interpreter runs python", req.Language))
+		return
+	}
+	if len(req.EnvVars) > 0 {
+		writeErr(w, errdefs.Field("env_vars", "per-execution environment variables are not supported; pass envs to Sandbox.create, or set os.environ in the code"))
+		return
+	}
+	ctxID := req.ContextID
+	if ctxID == defaultContext {
+		ctxID = ""
+	}
+	if ctxID != "" && !sb.hasContext(ctxID) {
+		writeErr(w, errdefs.In(errdefs.ErrNotFound, fmt.Errorf("context %q not found in sandbox %s", req.ContextID, sb.id)))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	var mu sync.Mutex
+	started := false
+	flusher, _ := w.(http.Flusher)
+	emit := func(l line) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !started {
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		b, _ := json.Marshal(l)
+		_, _ = w.Write(append(b, '\n'))
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	now := func() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+	res, err := s.core.Exec(r.Context(), sb.id, &agentapi.ExecRequest{Code: req.Code, Context: ctxID}, daemon.RunOptions{
+		OnStdout: func(b []byte) { emit(line{Type: "stdout", Text: string(b), Timestamp: now()}) },
+		OnStderr: func(b []byte) { emit(line{Type: "stderr", Text: string(b), Timestamp: now()}) },
+	})
+	if err != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		if started {
+			b, _ := json.Marshal(line{Type: "error", Name: "SandboxError", Value: err.Error()})
+			_, _ = w.Write(append(b, '\n'))
+			return
+		}
+		writeErr(w, err)
+		return
+	}
+	for _, f := range res.Figures {
+		if f.Mime == "image/png" {
+			emit(line{Type: "result", PNG: f.DataBase64, Text: "<Figure>", IsMainResult: new(bool)})
+		}
+	}
+	if res.Value != "" {
+		main := true
+		emit(line{Type: "result", Text: res.Value, IsMainResult: &main})
+	}
+	switch {
+	case res.Exception != nil:
+		emit(line{Type: "error", Name: res.Exception.Name, Value: res.Exception.Value, Traceback: res.Exception.Traceback})
+	case res.Status != agentapi.StatusOK:
+		emit(line{Type: "error", Name: res.Status, Value: res.Error})
+	}
+	n := res.ExecutionCount
+	emit(line{Type: "number_of_executions", ExecutionCount: &n})
+	emit(line{Type: "end_of_execution"})
+}
+
+func (sb *sandbox) hasContext(id string) bool {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	_, ok := sb.contexts[id]
+	return ok
+}
+
+// createContextRequest is the body of POST /contexts.
+type createContextRequest struct {
+	Language string `json:"language"`
+	Cwd      string `json:"cwd"`
+}
+
+// handleCreateContext makes a Python context: a namespace of its own in
+// the session's interpreter (variables are not shared; files are).
+func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxOf(r.Context())
+	var req createContextRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if !isPython(req.Language) {
+		writeErr(w, errdefs.Field("language", "%q: nsbox's code interpreter runs python", req.Language))
+		return
+	}
+	if req.Cwd != "" && req.Cwd != Home && req.Cwd != "/workspace" {
+		writeErr(w, errdefs.Field("cwd", "%q: a context's working directory is the sandbox's home, %s (contexts share one interpreter)", req.Cwd, Home))
+		return
+	}
+	c := codeContext{ID: randomHex(8), Language: "python", Cwd: Home}
+	sb.mu.Lock()
+	sb.contexts[c.ID] = c
+	sb.mu.Unlock()
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) handleListContexts(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxOf(r.Context())
+	out := []codeContext{{ID: defaultContext, Language: "python", Cwd: Home}}
+	sb.mu.Lock()
+	for _, c := range sb.contexts {
+		out = append(out, c)
+	}
+	sb.mu.Unlock()
+	slices.SortFunc(out[1:], func(a, b codeContext) int {
+		if a.ID < b.ID {
+			return -1
+		}
+		return 1
+	})
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleRemoveContext forgets a context and its variables.
+func (s *Server) handleRemoveContext(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxOf(r.Context())
+	id := r.PathValue("ctx")
+	if id == defaultContext {
+		writeErr(w, errdefs.Field("context", "the default context cannot be removed; restart it to clear it"))
+		return
+	}
+	if !sb.hasContext(id) {
+		writeErr(w, errdefs.In(errdefs.ErrNotFound, fmt.Errorf("context %q not found", id)))
+		return
+	}
+	if err := s.core.DropContext(r.Context(), sb.id, id); err != nil {
+		writeErr(w, err)
+		return
+	}
+	sb.mu.Lock()
+	delete(sb.contexts, id)
+	sb.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleRestartContext clears a context's variables (E2B restarts its
+// kernel); the context stays.
+func (s *Server) handleRestartContext(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxOf(r.Context())
+	id := r.PathValue("ctx")
+	drop := id
+	if id == defaultContext {
+		drop = ""
+	} else if !sb.hasContext(id) {
+		writeErr(w, errdefs.In(errdefs.ErrNotFound, fmt.Errorf("context %q not found", id)))
+		return
+	}
+	if err := s.core.DropContext(r.Context(), sb.id, drop); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,98 @@
+package e2b
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"syscall"
+)
+
+// keyPattern is the form the SDKs accept without E2B_VALIDATE_API_KEY=false.
+var keyPattern = regexp.MustCompile(`^e2b_[0-9a-f]{16,}$`)
+
+// Keys are the API keys of the endpoint. A sandbox belongs to the key that
+// created it: another key neither sees it nor reaches it.
+type Keys struct {
+	keys [][]byte
+}
+
+// NewKeys checks keys and returns them; each must be e2b_ and at least 16
+// lowercase hex digits.
+func NewKeys(keys []string) (*Keys, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("no API keys: the keys file needs one e2b_HEX key per line")
+	}
+	k := &Keys{}
+	for i, s := range keys {
+		if !keyPattern.MatchString(s) {
+			return nil, fmt.Errorf("key %d: not of the form e2b_ and at least 16 lowercase hex digits, which the E2B SDKs require (make one with: echo e2b_$(openssl rand -hex 20))", i+1)
+		}
+		k.keys = append(k.keys, []byte(s))
+	}
+	return k, nil
+}
+
+// LoadKeys reads a keys file: one key per line, blank lines and lines
+// starting with # ignored. The file must be a regular file owned by root
+// that neither group nor others can read or write: the keys are bearer
+// credentials for every sandbox they create.
+func LoadKeys(path string) (*Keys, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("e2b keys file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("e2b keys file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("e2b keys file %s: not a regular file", path)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
+		return nil, fmt.Errorf("e2b keys file %s: owned by uid %d, must be owned by root (chown root: %s)", path, sys.Uid, path)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("e2b keys file %s: mode %04o lets others read it; chmod 600 %s", path, st.Mode().Perm(), path)
+	}
+	var keys []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		keys = append(keys, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("e2b keys file %s: %w", path, err)
+	}
+	k, err := NewKeys(keys)
+	if err != nil {
+		return nil, fmt.Errorf("e2b keys file %s: %w", path, err)
+	}
+	return k, nil
+}
+
+// Match returns the index of key, or -1. Every key is compared in constant
+// time.
+func (k *Keys) Match(key string) int {
+	found := -1
+	b := []byte(key)
+	for i, want := range k.keys {
+		if len(b) == len(want) && subtle.ConstantTimeCompare(b, want) == 1 {
+			found = i
+		}
+	}
+	return found
+}
+
+// equalToken compares two secrets in constant time.
+func equalToken(a, b string) bool {
+	return len(a) == len(b) && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 && !bytes.Equal([]byte(a), nil)
+}

@@ -1,0 +1,113 @@
+package e2b
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// sandbox is what the endpoint keeps of an E2B sandbox beyond its nsbox
+// session: who owns it, its tokens, and what E2B reports of it.
+type sandbox struct {
+	id       string
+	key      int    // the index of the API key that created it
+	token    string // envdAccessToken
+	traffic  string // trafficAccessToken (the code interpreter's plane)
+	template string
+	alias    string
+	metadata map[string]string
+	envs     map[string]string
+	started  time.Time
+	cpus     float64
+	memoryMB int64
+	diskMB   int64
+
+	mu       sync.Mutex
+	contexts map[string]codeContext
+	// The last CPU sample, for metrics' cpuUsedPct.
+	lastCPU time.Duration
+	lastAt  time.Time
+}
+
+// codeContext is one code interpreter context (a Python namespace of the
+// session's interpreter).
+type codeContext struct {
+	ID       string `json:"id"`
+	Language string `json:"language"`
+	Cwd      string `json:"cwd"`
+}
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// validSignature checks a signed /files URL as the SDKs make it
+// (downloadUrl, uploadUrl): signature = "v1_" + base64(sha256(
+// "PATH:OPERATION:USER:TOKEN[:EXPIRATION]")) without padding.
+func (sb *sandbox) validSignature(r *http.Request, now time.Time) bool {
+	q := r.URL.Query()
+	sig := q.Get("signature")
+	if sig == "" {
+		return false
+	}
+	op := "read"
+	if r.Method == http.MethodPost {
+		op = "write"
+	}
+	raw := q.Get("path") + ":" + op + ":" + q.Get("username") + ":" + sb.token
+	if exp := q.Get("signature_expiration"); exp != "" {
+		n, err := strconv.ParseInt(exp, 10, 64)
+		if err != nil || now.Unix() > n {
+			return false
+		}
+		raw += ":" + exp
+	}
+	sum := sha256.Sum256([]byte(raw))
+	want := "v1_" + strings.TrimRight(base64.StdEncoding.EncodeToString(sum[:]), "=")
+	return equalToken(sig, want)
+}
+
+// lookup returns the live sandbox with id, or nil.
+func (s *Server) lookup(id string) *sandbox {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sandboxes[id]
+}
+
+// forget drops a sandbox whose session is gone.
+func (s *Server) forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sandboxes, id)
+}
+
+// owned returns the sandbox with id if the caller's key created it.
+func (s *Server) owned(key int, id string) *sandbox {
+	sb := s.lookup(id)
+	if sb == nil || sb.key != key {
+		return nil
+	}
+	return sb
+}
+
+// ofKey lists the sandboxes of a key.
+func (s *Server) ofKey(key int) []*sandbox {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*sandbox
+	for _, sb := range s.sandboxes {
+		if sb.key == key {
+			out = append(out, sb)
+		}
+	}
+	return out
+}

@@ -1,0 +1,266 @@
+package e2b
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem/filesystemconnect"
+	"github.com/nsbox/nsbox/agentapi/e2b/envd/process/processconnect"
+	"github.com/nsbox/nsbox/daemon"
+)
+
+// The ports E2B's SDKs address inside a sandbox: envd and the code
+// interpreter. Both are served by the one listener.
+const (
+	EnvdPort        = 49983
+	InterpreterPort = 49999
+)
+
+// EnvdVersion is the envd version nsbox answers as: new enough for every
+// SDK feature it implements (stdin control, octet-stream uploads), below
+// 0.6.2 so that SDKs refuse file metadata, which it does not keep, with
+// their own clear error.
+const EnvdVersion = "0.6.1"
+
+// Config configures a Server. Core and Keys are required.
+type Config struct {
+	Core   Core
+	Keys   *Keys
+	Logger *slog.Logger // nil discards
+	// MaxBodyBytes bounds one request body (default 128 MiB): an upload
+	// is held in memory once on its way into the workspace.
+	MaxBodyBytes int64
+	// ShutdownGrace is how long requests in flight may finish on shutdown
+	// (default 30s).
+	ShutdownGrace time.Duration
+}
+
+// Server serves E2B's protocol over the core.
+type Server struct {
+	cfg         Config
+	core        Core
+	log         *slog.Logger
+	control     *http.ServeMux
+	envd        *http.ServeMux
+	interpreter *http.ServeMux
+
+	mu        sync.Mutex
+	sandboxes map[string]*sandbox
+}
+
+// New checks cfg and returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Core == nil || cfg.Keys == nil {
+		return nil, errors.New("e2b: Config.Core and Config.Keys are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 128 << 20
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 30 * time.Second
+	}
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, sandboxes: map[string]*sandbox{}}
+	s.control = s.controlRoutes()
+	s.envd = s.envdRoutes()
+	s.interpreter = s.interpreterRoutes()
+	return s, nil
+}
+
+func (s *Server) controlRoutes() *http.ServeMux {
+	m := http.NewServeMux()
+	for _, p := range []string{"/sandboxes", "/v2/sandboxes"} {
+		m.HandleFunc("POST "+p, s.handleCreate)
+		m.HandleFunc("GET "+p, s.handleList)
+	}
+	m.HandleFunc("GET /sandboxes/{id}", s.handleGet)
+	m.HandleFunc("DELETE /sandboxes/{id}", s.handleKill)
+	m.HandleFunc("POST /sandboxes/{id}/timeout", s.handleTimeout)
+	m.HandleFunc("POST /sandboxes/{id}/connect", s.handleConnect)
+	m.HandleFunc("POST /v2/sandboxes/{id}/connect", s.handleConnect)
+	m.HandleFunc("POST /sandboxes/{id}/refreshes", s.handleRefresh)
+	m.HandleFunc("GET /sandboxes/{id}/metrics", s.handleMetrics)
+	for _, op := range []string{"pause", "resume", "fork", "snapshots", "network"} {
+		m.HandleFunc("/sandboxes/{id}/"+op, s.handleUnsupported(op))
+	}
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeAPIError(w, http.StatusNotFound, fmt.Sprintf("%s %s is not part of nsbox's E2B endpoint (docs/E2B.md lists what is)", r.Method, r.URL.Path))
+	})
+	return m
+}
+
+func (s *Server) envdRoutes() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	m.HandleFunc("GET /envs", s.handleEnvs)
+	m.HandleFunc("GET /files", s.handleDownload)
+	m.HandleFunc("POST /files", s.handleUpload)
+	path, h := processconnect.NewProcessHandler(&processService{s: s})
+	m.Handle(path, h)
+	path, h = filesystemconnect.NewFilesystemHandler(&filesystemService{s: s})
+	m.Handle(path, h)
+	return m
+}
+
+func (s *Server) interpreterRoutes() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, "OK") })
+	m.HandleFunc("POST /execute", s.handleExecute)
+	m.HandleFunc("GET /contexts", s.handleListContexts)
+	m.HandleFunc("POST /contexts", s.handleCreateContext)
+	m.HandleFunc("DELETE /contexts/{ctx}", s.handleRemoveContext)
+	m.HandleFunc("POST /contexts/{ctx}/restart", s.handleRestartContext)
+	return m
+}
+
+// ServeHTTP routes a request to a sandbox's plane or the control plane,
+// after checking its credentials.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Origin") != "" && r.Header.Get("E2b-Sandbox-Id") == "" && r.Header.Get("X-API-KEY") == "" {
+		writeAPIError(w, http.StatusForbidden, "requests from a browser page are refused")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	id, port := r.Header.Get("E2b-Sandbox-Id"), r.Header.Get("E2b-Sandbox-Port")
+	if id == "" {
+		port, id = hostRoute(r.Host)
+	}
+	if id == "" {
+		key := s.cfg.Keys.Match(r.Header.Get("X-API-KEY"))
+		if key < 0 {
+			s.log.Warn("e2b: request refused: missing or unknown API key", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+			writeAPIError(w, http.StatusUnauthorized, "missing or unknown X-API-KEY: use a key from the daemon's [e2b] keys_file")
+			return
+		}
+		s.control.ServeHTTP(w, r.WithContext(withKey(r.Context(), key)))
+		return
+	}
+	sb := s.lookup(id)
+	var plane *http.ServeMux
+	switch port {
+	case strconv.Itoa(EnvdPort):
+		plane = s.envd
+	case strconv.Itoa(InterpreterPort):
+		plane = s.interpreter
+	default:
+		writeAPIError(w, http.StatusBadGateway, fmt.Sprintf("port %q: nsbox serves only envd (%d) and the code interpreter (%d) of a sandbox", port, EnvdPort, InterpreterPort))
+		return
+	}
+	if sb == nil {
+		// As E2B's proxy answers for a sandbox that is gone: the SDKs
+		// read 502 as "not running" (isRunning false, TimeoutError).
+		writeAPIError(w, http.StatusBadGateway, fmt.Sprintf("sandbox %q not found (it ended, or never existed)", id))
+		return
+	}
+	if sess, err := s.core.Session(withSandbox(r.Context(), sb), sb.id); err != nil || sess.State == agentapi.SessionDead {
+		// Its timeout passed, or it died: gone, as E2B's are.
+		if err == nil {
+			_ = s.core.DeleteSession(withSandbox(r.Context(), sb), sb.id)
+		}
+		s.forget(sb.id)
+		writeAPIError(w, http.StatusBadGateway, fmt.Sprintf("sandbox %q is not running (it ended)", id))
+		return
+	}
+	if !s.authorized(r, sb) {
+		s.log.Warn("e2b: sandbox request refused: no valid access token", "sandbox", id, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+		writeAPIError(w, http.StatusUnauthorized, "missing or wrong X-Access-Token for this sandbox")
+		return
+	}
+	plane.ServeHTTP(w, r.WithContext(withSandbox(r.Context(), sb)))
+}
+
+// authorized: the sandbox's access token (envd) or traffic token (the
+// interpreter), the API key that created it, or a signed file URL.
+func (s *Server) authorized(r *http.Request, sb *sandbox) bool {
+	if t := r.Header.Get("X-Access-Token"); t != "" && equalToken(t, sb.token) {
+		return true
+	}
+	if t := r.Header.Get("E2B-Traffic-Access-Token"); t != "" && equalToken(t, sb.traffic) {
+		return true
+	}
+	if k := r.Header.Get("X-API-KEY"); k != "" && s.cfg.Keys.Match(k) == sb.key {
+		return true
+	}
+	return r.URL.Path == "/files" && sb.validSignature(r, time.Now())
+}
+
+// hostRoute reads a Host of the form PORT-ID.DOMAIN (E2B's sandbox hosts).
+func hostRoute(host string) (port, id string) {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	first, _, ok := strings.Cut(host, ".")
+	if !ok {
+		return "", ""
+	}
+	port, id, ok = strings.Cut(first, "-")
+	if !ok || port == "" || id == "" || strings.Trim(port, "0123456789") != "" {
+		return "", ""
+	}
+	return port, id
+}
+
+// Run serves ln until ctx is done, then shuts down: new connections stop,
+// requests in flight get ShutdownGrace to finish. The sandboxes are
+// sessions of the core, which ends them when it closes.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("e2b: serving: %w", err)
+	case <-ctx.Done():
+	}
+	graceCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(graceCtx); err != nil {
+		hs.Close()
+	}
+	return nil
+}
+
+type ctxKey int
+
+const (
+	keyKey ctxKey = iota
+	sandboxKey
+)
+
+func withKey(ctx context.Context, key int) context.Context {
+	return context.WithValue(daemon.WithCaller(ctx, daemon.Caller{UID: 0}), keyKey, key)
+}
+
+func keyOf(ctx context.Context) int {
+	k, ok := ctx.Value(keyKey).(int)
+	if !ok {
+		return -1
+	}
+	return k
+}
+
+func withSandbox(ctx context.Context, sb *sandbox) context.Context {
+	return context.WithValue(daemon.WithCaller(ctx, daemon.Caller{UID: 0}), sandboxKey, sb)
+}
+
+func sandboxOf(ctx context.Context) *sandbox {
+	sb, _ := ctx.Value(sandboxKey).(*sandbox)
+	return sb
+}

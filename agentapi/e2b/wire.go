@@ -1,0 +1,70 @@
+package e2b
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/nsbox/nsbox/daemon/errdefs"
+)
+
+// apiError is the control plane's error body, as E2B's API answers.
+type apiError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeAPIError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, apiError{Code: status, Message: msg})
+}
+
+// statusOf is the one table from the core's error classes to HTTP
+// statuses on this endpoint's REST routes.
+func statusOf(err error) int {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errdefs.ErrInvalidArgument):
+		return http.StatusBadRequest
+	case errors.Is(err, errdefs.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, errdefs.ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, errdefs.ErrNoSpace):
+		return http.StatusInsufficientStorage
+	case errors.Is(err, errdefs.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errdefs.ErrExhausted):
+		return http.StatusTooManyRequests
+	case errors.Is(err, errdefs.ErrUnavailable):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	writeAPIError(w, statusOf(err), err.Error())
+}
+
+// decode reads a JSON body into v; an empty body leaves v as it is.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(v); err != nil {
+		if err.Error() == "EOF" {
+			return nil
+		}
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return errdefs.Field("", "request body: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container/procs"
+	"github.com/nsbox/nsbox/daemon/errdefs"
+)
+
+// validContext checks a context name: it is shown in tracebacks
+// ("<cell NAME:N>") and logs, so it stays short and plain.
+func validContext(name string) error {
+	if len(name) > 64 {
+		return errdefs.Field("context", "longer than 64 characters")
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return errdefs.Field("context", "%q: use letters, digits, '-', '_' and '.'", name)
+		}
+	}
+	return nil
+}
+
+// DropContext forgets a context of a session's interpreter and its
+// variables; "" empties the default one. An unknown name is no error.
+func (d *Daemon) DropContext(ctx context.Context, id, name string) error {
+	if err := validContext(name); err != nil {
+		return err
+	}
+	sess, err := d.session(ctx, id)
+	if err != nil {
+		return err
+	}
+	return classify(sess.DropContext(ctx, name))
+}
+
+// Processes is the process agent of a session created with
+// SessionOptions.Processes: commands run in its sandbox beside the
+// interpreter.
+func (d *Daemon) Processes(ctx context.Context, id string) (*procs.Agent, error) {
+	sess, err := d.session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	a, err := sess.Procs()
+	return a, classify(err)
+}
+
+// SetSessionLifetime makes a session end dur from now, idle or not (at
+// most the daemon's max_lifetime).
+func (d *Daemon) SetSessionLifetime(ctx context.Context, id string, dur time.Duration) (*agentapi.Session, error) {
+	if max := d.pol.Load().Sessions.MaxLifetime; dur <= 0 || dur > max {
+		return nil, errdefs.Field("lifetime_ms", "%d is outside 1 to %d (the daemon's max_lifetime, [sessions] in the config)", dur.Milliseconds(), max.Milliseconds())
+	}
+	sess, err := d.session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := sess.SetLifetime(dur); err != nil {
+		return nil, classify(err)
+	}
+	out := d.wireSession(sess.Info())
+	return &out, nil
+}
+
+// SessionStats are a session's resource use now.
+type SessionStats struct {
+	CPU           time.Duration // CPU time used so far, by everything in the sandbox
+	MemoryBytes   int64         // the memory high mark
+	Pids          int64         // processes and threads now
+	DiskUsedBytes int64         // what the workspace holds
+}
+
+// SessionStats reads a session's cgroup and workspace.
+func (d *Daemon) SessionStats(ctx context.Context, id string) (*SessionStats, error) {
+	sess, err := d.session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	st, used, err := sess.Stats()
+	if err != nil {
+		return nil, classify(err)
+	}
+	return &SessionStats{CPU: st.CPUUsage, MemoryBytes: st.MemoryPeakBytes, Pids: st.PidsCurrent, DiskUsedBytes: used}, nil
+}
