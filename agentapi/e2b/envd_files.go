@@ -122,7 +122,10 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 			}
 			p := qpath
 			if p == "" {
-				p = part.FileName()
+				// The part's file name is the file's whole path;
+				// Part.FileName would keep only its last element.
+				_, cd, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+				p = cd["filename"]
 			}
 			if err = write(p, part); err != nil {
 				break

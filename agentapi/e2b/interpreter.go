@@ -72,22 +72,23 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errdefs.In(errdefs.ErrNotFound, fmt.Errorf("context %q not found in sandbox %s", req.ContextID, sb.id)))
 		return
 	}
+	// The head goes out now: the SDK's timeoutMs counts from it, and a
+	// cell may print nothing for a long time.
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	var mu sync.Mutex
-	started := false
+	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
+	var mu sync.Mutex
 	emit := func(l line) {
 		mu.Lock()
 		defer mu.Unlock()
-		if !started {
-			w.WriteHeader(http.StatusOK)
-			started = true
-		}
 		b, _ := json.Marshal(l)
 		_, _ = w.Write(append(b, '\n'))
 		if flusher != nil {
 			flusher.Flush()
 		}
+	}
+	if flusher != nil {
+		flusher.Flush()
 	}
 	now := func() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 	res, err := s.core.Exec(r.Context(), sb.id, &agentapi.ExecRequest{Code: req.Code, Context: ctxID}, daemon.RunOptions{
@@ -95,14 +96,8 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		OnStderr: func(b []byte) { emit(line{Type: "stderr", Text: string(b), Timestamp: now()}) },
 	})
 	if err != nil {
-		mu.Lock()
-		defer mu.Unlock()
-		if started {
-			b, _ := json.Marshal(line{Type: "error", Name: "SandboxError", Value: err.Error()})
-			_, _ = w.Write(append(b, '\n'))
-			return
-		}
-		writeErr(w, err)
+		emit(line{Type: "error", Name: "SandboxError", Value: err.Error()})
+		emit(line{Type: "end_of_execution"})
 		return
 	}
 	for _, f := range res.Figures {
