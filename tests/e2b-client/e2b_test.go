@@ -66,6 +66,11 @@ func TestE2BClient(t *testing.T) {
 	for _, s := range scripts {
 		args = append(args, filepath.Base(s))
 	}
+	// A file on the host that no sandbox may read (isolation.test.mjs).
+	canary := filepath.Join(t.TempDir(), "host-canary")
+	if err := os.WriteFile(canary, []byte("host secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, args...)
@@ -75,6 +80,7 @@ func TestE2BClient(t *testing.T) {
 		"E2B_SANDBOX_URL=http://"+addr,
 		"E2B_API_KEY="+key,
 		"NSBOX_E2B_TEMPLATE_DATASCI="+datasci,
+		"NSBOX_E2B_HOST_CANARY="+canary,
 		"NO_COLOR=1",
 	)
 	out := &lineLogger{t: t}
