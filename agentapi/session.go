@@ -82,6 +82,9 @@ type ExecRequest struct {
 	// (letters, digits, '-', '_', '.', at most 64): cells in different
 	// contexts share files but not variables. Empty: the default one.
 	Context string `json:"context,omitempty"`
+	// Env holds environment variables for this exec only (os.environ and
+	// what the cell starts); the session's own come back after it.
+	Env map[string]string `json:"env,omitempty"`
 	// TimeoutMs bounds this exec; 0 means the session's limits.timeout_ms.
 	TimeoutMs int64 `json:"timeout_ms,omitempty"`
 }

@@ -176,7 +176,10 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 	if err := validContext(req.Context); err != nil {
 		return nil, err
 	}
-	res, err := sess.Exec(ctx, runner.ExecRequest{Code: req.Code, Context: req.Context, Timeout: timeout, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr})
+	if err := policy.ValidEnv("env", req.Env); err != nil {
+		return nil, err
+	}
+	res, err := sess.Exec(ctx, runner.ExecRequest{Code: req.Code, Context: req.Context, Env: req.Env, Timeout: timeout, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr})
 	if err != nil {
 		return nil, classify(err)
 	}

@@ -218,6 +218,13 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	var after time.Time
+	if v := q.Get("startedAfter"); v != "" {
+		if after, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			writeErr(w, errdefs.Field("startedAfter", "%q: want an RFC 3339 time", v))
+			return
+		}
+	}
 	out := []sandboxJSON{}
 	for _, sb := range s.ofKey(keyOf(r.Context())) {
 		_, sess, err := s.live(r.Context(), sb.id)
@@ -231,12 +238,17 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		if t := q.Get("template"); t != "" && t != sb.template {
 			continue
 		}
-		if !matches(sb.metadata, want) {
+		if !matches(sb.metadata, want) || d.StartedAt.Before(after) {
 			continue
 		}
 		out = append(out, d)
 	}
+	// One page, oldest first (or newest first with order=desc): nsbox
+	// keeps at most [sessions] max sandboxes, so nextToken is never set.
 	slices.SortFunc(out, func(a, b sandboxJSON) int { return a.StartedAt.Compare(*b.StartedAt) })
+	if q.Get("order") == "desc" {
+		slices.Reverse(out)
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

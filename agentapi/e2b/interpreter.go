@@ -60,10 +60,6 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errdefs.Field("language", "%q: nsbox's code interpreter runs python", req.Language))
 		return
 	}
-	if len(req.EnvVars) > 0 {
-		writeErr(w, errdefs.Field("env_vars", "per-execution environment variables are not supported; pass envs to Sandbox.create, or set os.environ in the code"))
-		return
-	}
 	ctxID := req.ContextID
 	if ctxID == defaultContext {
 		ctxID = ""
@@ -91,7 +87,7 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		flusher.Flush()
 	}
 	now := func() string { return time.Now().UTC().Format(time.RFC3339Nano) }
-	res, err := s.core.Exec(r.Context(), sb.id, &agentapi.ExecRequest{Code: req.Code, Context: ctxID}, daemon.RunOptions{
+	res, err := s.core.Exec(r.Context(), sb.id, &agentapi.ExecRequest{Code: req.Code, Context: ctxID, Env: req.EnvVars}, daemon.RunOptions{
 		OnStdout: func(b []byte) { emit(line{Type: "stdout", Text: string(b), Timestamp: now()}) },
 		OnStderr: func(b []byte) { emit(line{Type: "stderr", Text: string(b), Timestamp: now()}) },
 	})

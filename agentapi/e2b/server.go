@@ -136,6 +136,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id == "" {
 		port, id = hostRoute(r.Host)
 	}
+	if id == "" && r.URL.Path == "/files" && r.URL.Query().Get("signature") != "" {
+		// A signed URL (uploadUrl, downloadUrl) on E2B_SANDBOX_URL has
+		// no routing headers: the sandbox is the one whose token signed it.
+		if sb := s.signedBy(r); sb != nil {
+			id, port = sb.id, strconv.Itoa(EnvdPort)
+		}
+	}
 	if id == "" {
 		key := s.cfg.Keys.Match(r.Header.Get("X-API-KEY"))
 		if key < 0 {
@@ -193,6 +200,23 @@ func (s *Server) authorized(r *http.Request, sb *sandbox) bool {
 		return true
 	}
 	return r.URL.Path == "/files" && sb.validSignature(r, time.Now())
+}
+
+// signedBy finds the sandbox whose token signed a /files URL.
+func (s *Server) signedBy(r *http.Request) *sandbox {
+	s.mu.Lock()
+	all := make([]*sandbox, 0, len(s.sandboxes))
+	for _, sb := range s.sandboxes {
+		all = append(all, sb)
+	}
+	s.mu.Unlock()
+	now := time.Now()
+	for _, sb := range all {
+		if sb.validSignature(r, now) {
+			return sb
+		}
+	}
+	return nil
 }
 
 // hostRoute reads a Host of the form PORT-ID.DOMAIN (E2B's sandbox hosts).

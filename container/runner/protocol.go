@@ -29,6 +29,8 @@ type request struct {
 	// Context names the namespace the cell runs in ("": the default
 	// __main__).
 	Context string `json:"context,omitempty"`
+	// Env is set in os.environ for the cell only.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // agentRequest asks the runner to fork the process agent, which runs

@@ -236,6 +236,15 @@ class _Imports:
         raise ImportError('import of %r is not allowed: allowed_imports is %r' % (what, list(cls.allowed)), name=name)
 
 
+def _restore_env(saved):
+    # A cell's own environment variables (ExecRequest.Env) end with it.
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
 def _flush():
     for f in (sys.stdout, sys.stderr):
         try:
@@ -364,10 +373,16 @@ def main():
                         _Imports.restrict(req['allowed_imports'])
                     _buffering(bool(req.get('stream')))
                     _user_site()
+                    env = req.get('env')
+                    saved = {k: os.environ.get(k) for k in env} if env else None
                     t0 = time.monotonic()
                     try:
+                        if env:
+                            os.environ.update(env)
                         v = _run(n, req['code'], ns, cid)
                     finally:
+                        if saved:
+                            _restore_env(saved)
                         # The cell's own time, from inside the sandbox: a
                         # host that looks late (stopped, starved) judges
                         # the timeout by it, not by when it looked.

@@ -227,6 +227,9 @@ type ExecRequest struct {
 	// first cell, with its own execution count. Names share the modules
 	// imported, not the variables.
 	Context string
+	// Env holds environment variables set for this cell only (os.environ
+	// and what the cell starts); the previous values come back after it.
+	Env map[string]string
 }
 
 // Exec runs one cell and returns its result. The error is non-nil only
@@ -281,7 +284,7 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 
 	res := &Result{}
 	frame := request{Code: req.Code, Marker: marker, Setup: setup, Preimport: preimport,
-		Stream: req.OnStdout != nil || req.OnStderr != nil, Context: req.Context}
+		Stream: req.OnStdout != nil || req.OnStderr != nil, Context: req.Context, Env: req.Env}
 	if req.AllowedImports != nil {
 		frame.AllowedImports = &req.AllowedImports
 	}

@@ -160,8 +160,8 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 		j.Files = append(j.Files, cf)
 	}
 
-	if len(req.Env) > maxEnv {
-		return nil, errdefs.Field("env", "more than %d variables", maxEnv)
+	if err := ValidEnv("env", req.Env); err != nil {
+		return nil, err
 	}
 	keys := make([]string, 0, len(req.Env))
 	for k := range req.Env {
@@ -169,17 +169,7 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v := req.Env[k]
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return nil, errdefs.Field("env", "%q is not a variable name", k)
-		}
-		if strings.IndexByte(v, 0) >= 0 {
-			return nil, errdefs.Field("env."+k, "value contains NUL")
-		}
-		if len(k)+1+len(v) > MaxArgBytes {
-			return nil, errdefs.Field("env."+k, "%d bytes, above the kernel's limit of %d for one variable; pass large data as a file (files)", len(k)+1+len(v), MaxArgBytes)
-		}
-		j.Env = append(j.Env, k+"="+v)
+		j.Env = append(j.Env, k+"="+req.Env[k])
 	}
 
 	total := 0 // Python code goes to the runner, not through exec
@@ -256,4 +246,30 @@ func validModule(n string) bool {
 		}
 	}
 	return true
+}
+
+// ValidEnv checks environment variables given in field: their number,
+// names and sizes.
+func ValidEnv(field string, env map[string]string) error {
+	if len(env) > maxEnv {
+		return errdefs.Field(field, "more than %d variables", maxEnv)
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := env[k]
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return errdefs.Field(field, "%q is not a variable name", k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return errdefs.Field(field+"."+k, "value contains NUL")
+		}
+		if len(k)+1+len(v) > MaxArgBytes {
+			return errdefs.Field(field+"."+k, "%d bytes, above the kernel's limit of %d for one variable; pass large data as a file (files)", len(k)+1+len(v), MaxArgBytes)
+		}
+	}
+	return nil
 }

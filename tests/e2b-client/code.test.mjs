@@ -132,3 +132,15 @@ test("runCode with language python", { timeout: 60_000 }, async (t) => {
   const sbx = await create(t, Sandbox);
   assert.equal((await run(sbx, "1 + 1", { language: "python" })).text, "2");
 });
+
+test("envs hold for one execution only", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox, { envs: { FROM_CREATE: "c" } });
+  const e = await run(sbx, "import os, subprocess\n(os.environ.get('ONE'), os.environ.get('FROM_CREATE'), subprocess.run(['sh', '-c', 'echo $ONE'], capture_output=True, text=True).stdout.strip())", { envs: { ONE: "1" } });
+  assert.equal(e.text, "('1', 'c', '1')");
+  assert.equal((await run(sbx, "import os\nos.environ.get('ONE'), os.environ.get('FROM_CREATE')")).text, "(None, 'c')");
+});
+
+test("another language is refused with a clear error", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  await assert.rejects(sbx.runCode("console.log(1)", { language: "js" }), /400/);
+});

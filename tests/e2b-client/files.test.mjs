@@ -133,3 +133,32 @@ test("no file operation leaves the workspace", { timeout: 60_000 }, async (t) =>
   await assert.rejects(sbx.files.rename("/home/user/etc-link/hostname", "/home/user/stolen"), "a rename out of a symlinked directory");
   assert.equal((await sbx.commands.run("test -e /etc/nsbox-e2b; echo $?")).stdout, "1\n");
 });
+
+test("signed download and upload URLs work with no other credential", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  await sbx.files.write("/home/user/shared.txt", "signed content");
+  const down = await sbx.downloadUrl("/home/user/shared.txt", { useSignatureExpiration: 60 });
+  const res = await fetch(down); // a plain URL: no token, no routing headers
+  assert.equal(res.status, 200, await res.clone().text());
+  assert.equal(await res.text(), "signed content");
+
+  // The signature binds the path and the operation.
+  const other = new URL(down);
+  other.searchParams.set("path", "/home/user/other.txt");
+  assert.notEqual((await fetch(other)).status, 200);
+  const tampered = new URL(down);
+  tampered.searchParams.set("signature", "v1_" + "A".repeat(43));
+  assert.notEqual((await fetch(tampered)).status, 200);
+
+  const up = await sbx.uploadUrl("/home/user/uploaded.txt");
+  const form = new FormData();
+  form.append("file", new Blob(["from a signed URL"]), "/home/user/uploaded.txt");
+  const put = await fetch(up, { method: "POST", body: form });
+  assert.equal(put.status, 200, await put.clone().text());
+  assert.equal(await sbx.files.read("/home/user/uploaded.txt"), "from a signed URL");
+  // A read signature does not write.
+  const form2 = new FormData();
+  form2.append("file", new Blob(["no"]), "/home/user/shared.txt");
+  assert.notEqual((await fetch(down, { method: "POST", body: form2 })).status, 200);
+  assert.equal(await sbx.files.read("/home/user/shared.txt"), "signed content");
+});
