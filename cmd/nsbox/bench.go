@@ -37,8 +37,12 @@ Then egress (private daemons only): a 100 MiB download and the time to the
 first byte of a new connection through the proxy of a networked sandbox,
 against the same Python client on the host talking to the same loopback
 server directly; and pip install of a 20 MiB wheel from a local index,
-fetched and then from the daemon's package cache (on "default"). README
-"Benchmarks" says how to read the tables.`,
+fetched and then from the daemon's package cache (on "default").
+
+Then e2b (private daemons only, on "default"): Sandbox.create() and
+runCode("x += 1") through the unmodified E2B SDK (node, --e2b-client)
+against a session's creation and exec through /v1. README "Benchmarks" says
+how to read the tables.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "rootfs", Value: "minimal", Usage: "rootfs `NAME` for the cold runs"},
 			&cli.StringFlag{Name: "store", Value: rootfs.DefaultStoreRoot, EnvVars: []string{"NSBOX_ROOTFS_STORE"}, Usage: "rootfs store `DIR`"},
@@ -50,7 +54,8 @@ fetched and then from the daemon's package cache (on "default"). README
 			&cli.StringFlag{Name: "socket", Usage: "measure the daemon at this `SOCKET` instead of starting a private one"},
 			&cli.IntFlag{Name: "daemon-runs", Value: 100, Usage: "rounds of the latency comparison through the daemon"},
 			&cli.IntFlag{Name: "pandas-runs", Value: 10, Usage: "rounds of the import pandas comparison through the daemon"},
-			&cli.StringFlag{Name: "only", Usage: "run only the `engine`, the `daemon` or the `egress` part"},
+			&cli.StringFlag{Name: "only", Usage: "run only the `engine`, the `daemon`, the `egress` or the `e2b` part"},
+			&cli.StringFlag{Name: "e2b-client", Value: "tests/e2b-client", Usage: "`DIR` of the E2B SDKs' node client (its node_modules: make deps)"},
 		},
 		Action: func(c *cli.Context) error {
 			// The private daemons are this binary (bench.Options.Nsbox
@@ -66,6 +71,7 @@ fetched and then from the daemon's package cache (on "default"). README
 				DaemonRuns:  c.Int("daemon-runs"),
 				PandasRuns:  c.Int("pandas-runs"),
 				Only:        c.String("only"),
+				E2BClient:   c.String("e2b-client"),
 				JSON:        c.Bool("json"),
 			}, os.Stdout)
 		},

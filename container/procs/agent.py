@@ -1,4 +1,4 @@
-# nsbox process agent. The runner forks it and runs this script with FD,
+# nsbox process agent. The runner starts it (a fresh python3 -I -S) with FD,
 # one end of a socketpair the host made, passed over the runner's control
 # socket. It starts processes and passes their output on; frames both ways
 # are a 4-byte big-endian length, then JSON (bytes as base64).

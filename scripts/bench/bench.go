@@ -39,7 +39,12 @@ type Options struct {
 	DaemonRuns int // rounds of the latency comparison through the daemon
 	PandasRuns int // rounds of the import pandas comparison through the daemon
 
-	// Only is "engine", "daemon" or "egress" to run one part, "" for all.
+	// E2BClient is the directory of the E2B SDKs' node client
+	// (tests/e2b-client, with its node_modules).
+	E2BClient string
+
+	// Only is "engine", "daemon", "egress" or "e2b" to run one part, ""
+	// for all.
 	Only string
 	JSON bool // print the report as JSON instead of tables
 
@@ -52,9 +57,9 @@ type Options struct {
 // Validate reports settings the bench cannot run with.
 func (o Options) Validate() error {
 	switch o.Only {
-	case "", "engine", "daemon", "egress":
+	case "", "engine", "daemon", "egress", "e2b":
 	default:
-		return fmt.Errorf("bench: --only %q: use engine, daemon or egress", o.Only)
+		return fmt.Errorf("bench: --only %q: use engine, daemon, egress or e2b", o.Only)
 	}
 	for _, c := range []struct {
 		flag string
@@ -121,6 +126,11 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 			return fmt.Errorf("bench egress: %w", err)
 		}
 	}
+	if o.Only == "" || o.Only == "e2b" {
+		if err := benchE2B(ctx, o, rep); err != nil {
+			return fmt.Errorf("bench e2b: %w", err)
+		}
+	}
 	if o.JSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -148,6 +158,9 @@ type report struct {
 
 	Egress     []egressRow `json:"egress,omitempty"`
 	EgressLoad string      `json:"egress_load,omitempty"` // load averages before -> after
+
+	E2B     []e2bRow `json:"e2b,omitempty"`
+	E2BLoad string   `json:"e2b_load,omitempty"` // load averages before -> after
 
 	Skipped []string `json:"skipped,omitempty"`
 }

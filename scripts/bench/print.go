@@ -15,6 +15,7 @@ func printReport(w io.Writer, rep *report, systems []system) {
 	printDaemon(w, rep)
 	printZygote(w, rep)
 	printEgress(w, rep)
+	printE2B(w, rep)
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(w, "  skipped %s\n", s)
 	}
@@ -119,4 +120,20 @@ func ratio(r float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fx", r)
+}
+
+func printE2B(w io.Writer, rep *report) {
+	if len(rep.E2B) == 0 {
+		return
+	}
+	if len(rep.Latency) == 0 { // --only e2b: the machine line is here
+		fmt.Fprintln(w, rep.Machine)
+	}
+	fmt.Fprintf(w, "\ne2b: the E2B SDK against the same work through /v1, one private daemon on \"default\" (alternating rounds)\nload average %s\n\n", rep.E2BLoad)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "E2B\tRUNS\tP50\tP95\tVS /v1\tTARGET\t")
+	for _, e := range rep.E2B {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f ms\t%.2f ms\t%s\t%s\t\n", e.System, e.Runs, e.P50Ms, e.P95Ms, ratio(e.VsV1), e.Target)
+	}
+	tw.Flush()
 }
