@@ -82,3 +82,30 @@ test("runCode is confined like a command", { timeout: 60_000 }, async (t) => {
 test("a timeout above the operator's maximum is refused", { timeout: 30_000 }, async () => {
   await assert.rejects(Sandbox.create({ timeoutMs: 400 * 24 * 3600 * 1000 }), /max_lifetime/);
 });
+
+test("sandboxed code cannot open the process agent's channel to the daemon", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  await sbx.files.write("probe.py", [
+    "import glob, os",
+    "sockets = opened = 0",
+    "for p in glob.glob('/proc/[0-9]*/fd/*'):",
+    "    try:",
+    "        if not os.readlink(p).startswith('socket:'):",
+    "            continue",
+    "    except OSError:",
+    "        continue",
+    "    sockets += 1",
+    "    try:",
+    "        os.close(os.open(p, os.O_RDWR))",
+    "        opened += 1",
+    "    except OSError:",
+    "        pass",
+    "print(sockets, opened)",
+  ].join("\n"));
+  // The agent's end of its socketpair is there to see (the runner, a
+  // zygote child, is not dumpable: its fds are not even listed), and no
+  // socket can be opened.
+  const [sockets, opened] = (await sbx.commands.run("python3 probe.py")).stdout.trim().split(" ").map(Number);
+  assert.ok(sockets >= 1, `the probe saw ${sockets} sockets`);
+  assert.equal(opened, 0, "a socket of the runner or the agent was opened through /proc");
+});
