@@ -150,18 +150,7 @@ func (w *Workspace) list(dir string) (_ []Entry, truncated bool, _ error) {
 				continue // removed meanwhile
 			}
 			p := path.Join(d, n)
-			e := Entry{
-				Path:    p,
-				Size:    st.Size,
-				Mode:    st.Mode & 0o7777,
-				ModTime: time.Unix(st.Mtim.Unix()),
-				Dir:     st.Mode&unix.S_IFMT == unix.S_IFDIR,
-				Symlink: st.Mode&unix.S_IFMT == unix.S_IFLNK,
-				ino:     st.Ino,
-			}
-			if e.Dir {
-				e.Size = 0
-			}
+			e := entryOf(p, &st)
 			out = append(out, e)
 			if e.Dir {
 				if err := walk(p); err != nil {

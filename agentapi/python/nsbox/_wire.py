@@ -281,7 +281,8 @@ def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idl
                 network=check_network(network))
 
 
-def exec_body(code: str, timeout_ms: Optional[int]) -> Dict[str, Any]:
+def exec_body(code: str, timeout_ms: Optional[int], context: Optional[str] = None,
+              env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     if not isinstance(code, str):
         raise TypeError("code must be a str of source code, not %s" % type(code).__name__)
     if timeout_ms is not None and (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)):
@@ -289,6 +290,15 @@ def exec_body(code: str, timeout_ms: Optional[int]) -> Dict[str, Any]:
     req: Dict[str, Any] = {"code": code}
     if timeout_ms:
         req["timeout_ms"] = timeout_ms
+    if context is not None:
+        if not isinstance(context, str):
+            raise TypeError("context: give a str (a namespace's name), not %s" % type(context).__name__)
+        if context:
+            req["context"] = context
+    if env:
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            raise TypeError("env: give a mapping of str to str")
+        req["env"] = dict(env)
     return req
 
 

@@ -336,8 +336,9 @@ class AsyncSession:
         return await self.client._json("GET", self._path)
 
     async def exec(self, code: str, timeout_ms: Optional[int] = None, on_stdout: Output = None,
-                   on_stderr: Output = None) -> Result:
-        req = _wire.exec_body(code, timeout_ms)
+                   on_stderr: Output = None, context: Optional[str] = None,
+                   env: Optional[Mapping[str, str]] = None) -> Result:
+        req = _wire.exec_body(code, timeout_ms, context, env)
         deadline = self.client._deadline(timeout_ms, _wire.exec_fallback_ms(self.created))
         if on_stdout is not None or on_stderr is not None:
             return await self.client._stream(self._path + "/exec", req, on_stdout, on_stderr, deadline)

@@ -288,11 +288,15 @@ class Session:
         return self.client._json("GET", self._path)
 
     def exec(self, code: str, timeout_ms: Optional[int] = None, on_stdout: Output = None,
-             on_stderr: Output = None) -> Result:
+             on_stderr: Output = None, context: Optional[str] = None,
+             env: Optional[Mapping[str, str]] = None) -> Result:
         """Runs code in the session and returns its Result: value (repr of
         the last expression), exception, figures, files changed. State
-        persists between execs. on_stdout/on_stderr stream the output."""
-        req = _wire.exec_body(code, timeout_ms)
+        persists between execs. on_stdout/on_stderr stream the output.
+        context names a namespace of the interpreter of its own (its own
+        variables; the same files); env holds variables for this exec
+        only."""
+        req = _wire.exec_body(code, timeout_ms, context, env)
         deadline = self.client._deadline(timeout_ms, _wire.exec_fallback_ms(self.created))
         if on_stdout is not None or on_stderr is not None:
             return self.client._stream(self._path + "/exec", req, on_stdout, on_stderr, deadline)

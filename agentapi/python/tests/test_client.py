@@ -172,6 +172,22 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(nsbox.NotFound):
             s.exec("1")
 
+    def test_contexts_and_exec_env(self):
+        with self.nsbox.session() as s:
+            self.assertTrue(s.exec("x = 'default'").ok)
+            self.assertTrue(s.exec("x = 'other'", context="other").ok)
+            self.assertEqual(s.exec("x", context="other").value, "'other'")
+            self.assertEqual(s.exec("x").value, "'default'", "contexts do not share variables")
+            r = s.exec("y = 1; y", context="third")
+            self.assertEqual((r.value, r.execution_count), ("1", 1), "a context counts its own execs")
+            r = s.exec("import os; os.environ.get('MODE')", env={"MODE": "fast"})
+            self.assertEqual(r.value, "'fast'")
+            self.assertEqual(s.exec("os.environ.get('MODE') is None").value, "True", "env holds for one exec")
+            with self.assertRaises(nsbox.InvalidArgument):
+                s.exec("1", context="no spaces")
+            with self.assertRaises(TypeError):
+                s.exec("1", env={"A": 1})
+
     def test_bad_input(self):
         # Caught before any request, each naming the fix.
         with self.assertRaisesRegex(TypeError, "code must be a str"):
