@@ -2,7 +2,6 @@ package e2b
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -92,7 +91,8 @@ func (k *Keys) Match(key string) int {
 	return found
 }
 
-// equalToken compares two secrets in constant time.
+// equalToken compares two secrets in constant time; an empty one never
+// matches.
 func equalToken(a, b string) bool {
-	return len(a) == len(b) && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 && !bytes.Equal([]byte(a), nil)
+	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }

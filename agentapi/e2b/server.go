@@ -268,6 +268,9 @@ const (
 	sandboxKey
 )
 
+// The core sees E2B callers as root (daemon.Caller UID 0): their sessions
+// are root's, so that no non-root user of the Unix socket sees or reaches
+// them; which key may use which sandbox is this package's to decide.
 func withKey(ctx context.Context, key int) context.Context {
 	return context.WithValue(daemon.WithCaller(ctx, daemon.Caller{UID: 0}), keyKey, key)
 }

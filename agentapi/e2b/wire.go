@@ -3,6 +3,7 @@ package e2b
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 
 	"github.com/nsbox/nsbox/daemon/errdefs"
@@ -57,7 +58,7 @@ func writeErr(w http.ResponseWriter, err error) {
 func decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	if err := dec.Decode(v); err != nil {
-		if err.Error() == "EOF" {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		var mbe *http.MaxBytesError
