@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"time"
 
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
@@ -75,6 +76,9 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 // (gzip when Content-Encoding says so). Parent directories are made.
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
+	// A client that stops sending mid-body does not hold its connection
+	// (and a place of MaxConns) for ever.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	qpath := r.URL.Query().Get("path")
 	var out []entryJSON
 	write := func(p string, body io.Reader) error {

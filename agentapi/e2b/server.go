@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem/filesystemconnect"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/process/processconnect"
@@ -42,6 +44,13 @@ type Config struct {
 	// ShutdownGrace is how long requests in flight may finish on shutdown
 	// (default 30s).
 	ShutdownGrace time.Duration
+	// MaxConns bounds the connections open at once (default 1024);
+	// further ones wait in the kernel's backlog. Anyone on the host can
+	// connect to a loopback port, key or not: this keeps the daemon's
+	// descriptors bounded whatever they do.
+	MaxConns int
+	// BodyTimeout is how long an upload may take (default 5 minutes).
+	BodyTimeout time.Duration
 }
 
 // Server serves E2B's protocol over the core.
@@ -70,6 +79,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 30 * time.Second
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 1024
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 5 * time.Minute
 	}
 	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, sandboxes: map[string]*sandbox{}}
 	s.control = s.controlRoutes()
@@ -246,6 +261,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	ln = netutil.LimitListener(ln, s.cfg.MaxConns)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -13,7 +13,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,6 +92,8 @@ func TestE2BClient(t *testing.T) {
 	if err != nil {
 		t.Errorf("node --test: %v", err)
 	}
+
+	t.Run("a flood of idle connections", func(t *testing.T) { connectionFlood(t, d, addr, key) })
 
 	// Every sandbox was killed by its test or ended at its timeout: no
 	// session, and no more cgroups, mounts or processes than before.
@@ -246,5 +250,67 @@ func (l *lineLogger) flush() {
 	if l.buf.Len() > 0 {
 		l.t.Log(l.buf.String())
 		l.buf.Reset()
+	}
+}
+
+// connectionFlood opens more idle TCP connections to the E2B port than
+// the endpoint holds (1024): anyone on the host can, key or not. The
+// daemon's descriptors stay bounded, the Unix socket API answers
+// throughout, and once the flood ends an E2B client is served again.
+func connectionFlood(t *testing.T, d *testdaemon.Daemon, addr, key string) {
+	fds := func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", d.Pid()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 1500; i++ {
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			t.Logf("dial %d: %v", i, err)
+			break
+		}
+		conns = append(conns, c)
+	}
+	if len(conns) < 1100 {
+		t.Fatalf("only %d connections opened: the flood did not pass the cap", len(conns))
+	}
+	time.Sleep(time.Second)
+	during := fds()
+	t.Logf("daemon fds: %d before, %d with %d idle connections open", before, during, len(conns))
+	if during > before+1024+32 {
+		t.Errorf("daemon fds %d with %d connections (before %d): the connection cap does not hold", during, len(conns), before)
+	}
+	if _, err := d.Client.Info(context.Background()); err != nil {
+		t.Errorf("the Unix socket API during the flood: %v", err)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/v2/sandboxes", nil)
+		req.Header.Set("X-API-KEY", key)
+		res, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("status %d", res.StatusCode)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the E2B endpoint after the flood: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
