@@ -125,6 +125,9 @@ func profiles() map[string]profile {
 				// pip and venv for installs through the egress proxy
 				// (docs/NETWORK.md), and requests, the HTTP client agents use
 				"python3-pip", "python3-venv", "python3-requests",
+				// JavaScript and TypeScript (issue 18): Node.js, acorn
+				// (the runner's top-level await), esbuild (strips types)
+				"nodejs", "node-acorn", "esbuild",
 			},
 			imports:   datasciCheck,
 			purge:     append(commonPurge(), datasciPurge()...),
