@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -49,6 +50,32 @@ type Trim struct {
 type Package struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
+}
+
+// Version returns the upstream version of the installed Debian package pkg
+// ("18.20.4" for nodejs 18.20.4+dfsg-1~deb12u2), or "" when the tree does
+// not have it.
+func (m Meta) Version(pkg string) string {
+	for _, p := range m.Packages {
+		if p.Name == pkg {
+			return upstreamVersion(p.Version)
+		}
+	}
+	return ""
+}
+
+// upstreamVersion strips a Debian version of its epoch ("1:"), its
+// revision ("-1~deb12u2", after the last "-") and a repack suffix ("+dfsg",
+// "+ds+~cs25.17.7"): what the program itself reports as its version.
+func upstreamVersion(v string) string {
+	if i := strings.IndexByte(v, ':'); i >= 0 {
+		v = v[i+1:]
+	}
+	if i := strings.LastIndexByte(v, '-'); i >= 0 {
+		v = v[:i]
+	}
+	v, _, _ = strings.Cut(v, "+")
+	return v
 }
 
 const metaFile = "meta.json"

@@ -198,14 +198,7 @@ func ReadPackages(tree string) ([]Package, error) {
 func pythonVersion(tree string, pkgs []Package) string {
 	for _, p := range pkgs {
 		if p.Name == "python3" {
-			v := p.Version
-			if i := strings.IndexByte(v, ':'); i >= 0 {
-				v = v[i+1:]
-			}
-			if i := strings.IndexByte(v, '-'); i >= 0 {
-				v = v[:i]
-			}
-			return v
+			return upstreamVersion(p.Version)
 		}
 	}
 	best, bestMinor := "", -1

@@ -151,11 +151,11 @@ func rootfsList(c *cli.Context) error {
 		return enc.Encode(metas)
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPROFILE\tPYTHON\tPACKAGES\tSIZE\tCREATED\tDIGEST")
+	fmt.Fprintln(tw, "NAME\tPROFILE\tPYTHON\tNODE\tESBUILD\tPACKAGES\tSIZE\tCREATED\tDIGEST")
 	for _, r := range list {
 		m := r.Meta
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Name, m.Profile, orDash(m.Python),
-			len(m.Packages), rootfs.HumanSize(m.SizeBytes), m.Created.Local().Format("2006-01-02 15:04"), shortDigest(m.Digest))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Name, m.Profile, orDash(m.Python),
+			orDash(m.Version("nodejs")), orDash(m.Version("esbuild")), len(m.Packages), rootfs.HumanSize(m.SizeBytes), m.Created.Local().Format("2006-01-02 15:04"), shortDigest(m.Digest))
 	}
 	return tw.Flush()
 }
@@ -175,8 +175,9 @@ func rootfsRemove(c *cli.Context) error {
 func printSummary(r *rootfs.Rootfs, took time.Duration) {
 	m := r.Meta
 	fmt.Printf("rootfs %s ready in %s\n", r.Name, took.Round(100*time.Millisecond))
-	fmt.Printf("  profile   %s\n  python    %s\n  size      %s\n  packages  %d\n  digest    %s\n  path      %s\n",
-		m.Profile, orDash(m.Python), rootfs.HumanSize(m.SizeBytes), len(m.Packages), m.Digest, r.Dir)
+	fmt.Printf("  profile   %s\n  python    %s\n  node      %s\n  esbuild   %s\n  size      %s\n  packages  %d\n  digest    %s\n  path      %s\n",
+		m.Profile, orDash(m.Python), orDash(m.Version("nodejs")), orDash(m.Version("esbuild")),
+		rootfs.HumanSize(m.SizeBytes), len(m.Packages), m.Digest, r.Dir)
 }
 
 func orDash(s string) string {
