@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -88,6 +87,12 @@ func Run(ctx context.Context, s rootfs.Store, o Options, progress func(rootfs.Pr
 			return m, err
 		}
 		m.Python = v
+		if prof.has("nodejs") {
+			progress(rootfs.Progress{Phase: "check", Percent: -1, Message: "node and esbuild in the new tree"})
+			if err := checkNode(ctx, tree, prof); err != nil {
+				return m, err
+			}
+		}
 		return m, nil
 	})
 }
@@ -210,35 +215,4 @@ func openPty() (master, slave *os.File, err error) {
 		return nil, nil, err
 	}
 	return master, slave, nil
-}
-
-// checkPython runs the profile's imports in the new tree (chroot, no bytecode
-// writes) and returns the Python version.
-func checkPython(ctx context.Context, tree string, prof profile) (string, error) {
-	run := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "chroot", append([]string{tree, "/usr/bin/python3", "-I", "-B"}, args...)...)
-		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8",
-			"MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/.nsbox-check"}
-		out, err := cmd.CombinedOutput()
-		return strings.TrimSpace(string(out)), err
-	}
-	defer os.RemoveAll(filepath.Join(tree, "tmp/.nsbox-check"))
-	out, err := run("--version")
-	if err != nil {
-		return "", fmt.Errorf("%w: python3 does not run in the new tree: %v: %s", ErrBuildFailed, err, out)
-	}
-	version := strings.TrimPrefix(out, "Python ")
-	if prof.imports != "" {
-		if out, err := run("-c", prof.imports); err != nil {
-			return "", fmt.Errorf("%w: import check failed in the new tree: %v: %s", ErrBuildFailed, err, lastLine(out))
-		}
-	}
-	return version, nil
-}
-
-func lastLine(s string) string {
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }

@@ -2,6 +2,7 @@ package build
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -26,6 +27,9 @@ type profile struct {
 	// sandbox's cache dir from it at Python start-up.
 	fontCache bool
 }
+
+// has reports whether the profile installs pkg.
+func (p profile) has(pkg string) bool { return slices.Contains(p.packages, pkg) }
 
 // commonExcludes are dpkg path-exclude globs every build applies: files no
 // sandbox reads (docs, man pages, translations, C headers, static libraries).

@@ -34,12 +34,17 @@ func TestToPurge(t *testing.T) {
 }
 
 func TestProfilesKeepRuntime(t *testing.T) {
-	// Shared libraries the datasci imports load at run time: purging one
-	// would pass dpkg (--force-depends) and fail only at import.
+	// Shared libraries the datasci imports and node load at run time:
+	// purging one would pass dpkg (--force-depends) and fail only at import
+	// or at node's start.
 	runtime := []string{
 		"python3", "python3.11", "libpython3.11-stdlib", "libstdc++6", "libgcc-s1",
 		"libgfortran5", "libquadmath0", "libgomp1", "libopenblas0-pthread",
 		"liblapack3", "libblas3", "libxml2", "libicu72", "perl-base", "zlib1g", "libexpat1",
+		// node's: libnode loads these, and Debian's node loads some of its
+		// builtins (acorn, cjs-module-lexer, undici) from /usr/share/nodejs
+		"libnode108", "libuv1", "libc-ares2", "libnghttp2-14", "libbrotli1", "libssl3",
+		"node-acorn", "node-cjs-module-lexer", "node-undici", "node-busboy", "node-xtend",
 	}
 	for name, p := range profiles() {
 		for _, pkg := range p.purge {
