@@ -156,7 +156,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (*Sandbox, error) {
 // and deadline.
 func (e *Engine) start(ctx context.Context, spec Spec, log *slog.Logger, newProcess func(*description) (process, error)) (*Sandbox, error) {
 	lim := spec.Limits.WithDefaults()
-	env, err := runenv.Build(spec.Env, threads(lim.CPUs))
+	env, err := runenv.Build(spec.Env, threads(lim.CPUs), lim.MemoryBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
