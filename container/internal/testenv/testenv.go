@@ -61,3 +61,18 @@ func CgroupName() string {
 	}
 	return fmt.Sprintf("nsbox-test-%d-%s", os.Getpid(), hex.EncodeToString(b[:]))
 }
+
+// NodeRootfs returns a rootfs tree with Node.js: NSBOX_TEST_NODE_ROOTFS (a
+// directory) or the store's "default-node"; it skips when /usr/bin/node is
+// not in it.
+func NodeRootfs(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("NSBOX_TEST_NODE_ROOTFS")
+	if dir == "" {
+		dir = filepath.Join(StoreRoot, "default-node", "rootfs")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "usr/bin/node")); err != nil {
+		t.Skipf("no test rootfs with node at %s (build it: nsbox rootfs build --profile datasci --name default-node, or set NSBOX_TEST_NODE_ROOTFS): %v", dir, err)
+	}
+	return dir
+}
