@@ -30,7 +30,7 @@ func rootfsCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:      "build",
-				Usage:     "build a Python rootfs from Debian packages (mmdebstrap)",
+				Usage:     "build a rootfs from Debian packages (mmdebstrap): Python; datasci adds its libraries, Node.js and esbuild",
 				ArgsUsage: " ",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "profile", Value: build.DefaultProfile, Usage: "package set: " + strings.Join(build.Profiles(), " or ")},

@@ -57,7 +57,7 @@ func TestBuildMinimal(t *testing.T) {
 }
 
 // TestBuildDatasci runs a real datasci build (network, ~3 min): the import
-// and computation check must pass without the toolchain.
+// and computation check and the node check must pass without the toolchain.
 func TestBuildDatasci(t *testing.T) {
 	requireRealBuild(t)
 	s := rootfs.Store{Root: t.TempDir()}
@@ -74,7 +74,10 @@ func TestBuildDatasci(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(r.Dir, r.Meta.Trim.FontCache, "fontlist-*.json")); len(m) != 1 {
 		t.Errorf("font cache files: %v", m)
 	}
-	for _, p := range []string{"usr/bin/g++", "usr/lib/gcc", "usr/include/boost"} {
+	if r.Meta.Version("nodejs") == "" || r.Meta.Version("esbuild") == "" {
+		t.Errorf("no nodejs or esbuild in the package list: node %q, esbuild %q", r.Meta.Version("nodejs"), r.Meta.Version("esbuild"))
+	}
+	for _, p := range []string{"usr/bin/g++", "usr/lib/gcc", "usr/include/boost", "usr/lib/x86_64-linux-gnu/nodejs/esbuild-wasm/esbuild.wasm"} {
 		if _, err := os.Lstat(filepath.Join(r.Dir, p)); err == nil {
 			t.Errorf("/%s still in the tree", p)
 		}

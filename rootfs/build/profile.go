@@ -133,8 +133,11 @@ func profiles() map[string]profile {
 				// (the runner's top-level await), esbuild (strips types)
 				"nodejs", "node-acorn", "esbuild",
 			},
-			imports:   datasciCheck,
-			purge:     append(commonPurge(), datasciPurge()...),
+			imports: datasciCheck,
+			purge:   append(commonPurge(), datasciPurge()...),
+			// esbuild's WebAssembly build (11 MiB), for platforms without
+			// the native binary; require("esbuild") runs /usr/bin/esbuild
+			exclude:   []string{"/usr/lib/*/nodejs/esbuild-wasm/*"},
 			fontCache: true,
 			trimTests: []string{
 				"numpy", "pandas", "scipy", "sklearn", "matplotlib", "mpl_toolkits",
