@@ -318,30 +318,45 @@ func TestNodePreimport(t *testing.T) {
 	}
 }
 
-// BenchmarkNodeStart measures a Node runner's start: the sandbox, node's
-// start-up and the runner's ready frame.
+// BenchmarkNodeStart measures a runner's start, Node's next to Python's
+// on the same rootfs: the sandbox, the interpreter's start-up and the
+// runner's ready frame.
 func BenchmarkNodeStart(b *testing.B) {
 	dir := nodeRootfs(b)
 	e := newEngine(b)
 	spec := container.Spec{RootfsDir: dir, Limits: container.Limits{Timeout: time.Minute, OutputBytes: 64 << 20}}
-	for b.Loop() {
-		r, err := StartLang(context.Background(), e, spec, JavaScript)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		r.Close()
-		b.StartTimer()
+	for _, lang := range []Language{JavaScript, Python} {
+		b.Run(string(lang), func(b *testing.B) {
+			for b.Loop() {
+				r, err := StartLang(context.Background(), e, spec, lang)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				r.Close()
+				b.StartTimer()
+			}
+		})
 	}
 }
 
-// BenchmarkNodeExec measures the round trip of a `1+1` cell.
+// BenchmarkNodeExec measures the round trip of a cell: `1+1` in
+// JavaScript, in TypeScript (esbuild's run included) and with a top-level
+// await (acorn's parse and the rewrite included).
 func BenchmarkNodeExec(b *testing.B) {
 	r := startNode(b)
-	exec(b, r, "1+1")
-	for b.Loop() {
-		if res := exec(b, r, "1+1"); res.Status != StatusOK {
-			b.Fatalf("%+v", res)
-		}
+	for _, c := range []struct {
+		name, code string
+		ts         bool
+	}{{"js", "1+1", false}, {"ts", "1+1", true}, {"await", "await 1+1", false}} {
+		b.Run(c.name, func(b *testing.B) {
+			req := ExecRequest{Code: c.code, TypeScript: c.ts, Timeout: time.Minute}
+			execReq(b, r, req)
+			for b.Loop() {
+				if res := execReq(b, r, req); res.Status != StatusOK || res.Value != "2" {
+					b.Fatalf("%+v", res)
+				}
+			}
+		})
 	}
 }
