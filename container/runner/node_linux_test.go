@@ -102,13 +102,14 @@ func TestNodeCells(t *testing.T) {
 		{name: "require fs", code: "const fs = require('fs')\nfs.writeFileSync('m.js', 'module.exports = 6')\nfs.existsSync('/workspace/m.js')", status: StatusOK, value: "true"},
 		{name: "require relative", code: "require('./m.js') * 7", status: StatusOK, value: "42"},
 		{name: "require acorn", code: "require('acorn').parse('1', {ecmaVersion: 2020}).type", status: StatusOK, value: "'Program'"},
+		{name: "import()", code: "const { parse } = await import('acorn')\nconst path = await import('node:path');\n[typeof parse, path.basename('/a/b.js')]", status: StatusOK, value: "[ 'function', 'b.js' ]"},
 		{name: "globals", code: "[typeof Buffer, typeof URL, typeof TextEncoder, typeof setTimeout, typeof process.env, typeof global]", status: StatusOK,
 			value: "[ 'function', 'function', 'function', 'function', 'object', 'object' ]"},
 		{name: "last value is _", code: "_", status: StatusOK, value: "[ 'function', 'function', 'function', 'function', 'object', 'object' ]"},
 		{name: "runner names hidden", code: "[typeof contexts, typeof send, typeof handle]", status: StatusOK, value: "[ 'undefined', 'undefined', 'undefined' ]"},
-		{name: "thrown", code: "const a = 1\nnull.f", status: StatusException, exc: "TypeError", excValue: "Cannot read properties of null (reading 'f')", tb: "<cell 21>:2:"},
+		{name: "thrown", code: "const a = 1\nnull.f", status: StatusException, exc: "TypeError", excValue: "Cannot read properties of null (reading 'f')", tb: "<cell 22>:2:"},
 		{name: "throw a string", code: "throw 'no'", status: StatusException, exc: "Uncaught", excValue: "'no'"},
-		{name: "syntax error", code: "let y = 1\nlet z = ;", status: StatusException, exc: "SyntaxError", tb: "<cell 23>:2"},
+		{name: "syntax error", code: "let y = 1\nlet z = ;", status: StatusException, exc: "SyntaxError", tb: "<cell 24>:2"},
 		{name: "exit(0) is ok", code: "process.exit(0)", status: StatusOK},
 		{name: "exit(3) raises", code: "process.exit(3)", status: StatusException, exc: "ProcessExit", excValue: "process.exit(3)"},
 		{name: "still alive", code: "x", status: StatusOK, value: "41"},
@@ -128,6 +129,20 @@ func TestNodeTopLevelAwait(t *testing.T) {
 		{name: "await in a function is no TLA", code: "async function g() { return await 3 }\ng()", status: StatusOK, value: "Promise { <pending> }"},
 		{name: "for await", code: "let s = 0\nfor await (const v of [1, 2]) s += v\ns", status: StatusOK, value: "3"},
 	})
+}
+
+func TestNodeErrorsLaterAreReported(t *testing.T) {
+	r := startNode(t)
+	exec(t, r, "setTimeout(() => { throw new Error('later') }, 10)\nPromise.reject(new RangeError('nobody'))\nsetTimeout(() => process.exit(4), 20); 0")
+	res := exec(t, r, "await new Promise(r => setTimeout(r, 200)); 1")
+	if res.Status != StatusOK || res.Value != "1" {
+		t.Fatalf("the runner did not survive: %+v", res)
+	}
+	for _, want := range []string{"Uncaught Error: later", "Unhandled promise rejection: RangeError: nobody", "Uncaught ProcessExit: process.exit(4)"} {
+		if !strings.Contains(string(res.Stderr), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.Stderr)
+		}
+	}
 }
 
 func TestNodeTracebackPointsAtUserLine(t *testing.T) {

@@ -2,8 +2,9 @@
 // contexts. Frames are a 4-byte big-endian length then JSON, as for
 // runner.py, and the replies are the same. The source is run by NodeArgv's
 // bootstrap as a function of require, with the filename nsbox-runner (its
-// frames are cut from the user's stack traces by that name).
-(function (require) {
+// frames are cut from the user's stack traces by that name), and of
+// importModule, the bootstrap's own import() (a vm script has none).
+(function (require, importModule) {
 'use strict';
 const fs = require('fs');
 const net = require('net');
@@ -130,6 +131,21 @@ function checkImport(id) {
   const e = new Error("require of '" + id + "' is not allowed: allowed_imports is " + JSON.stringify(allowed));
   e.code = 'ERR_NSBOX_IMPORT_NOT_ALLOWED';
   throw e;
+}
+
+// import() in a cell (node runs it with --experimental-vm-modules: a vm
+// script has no import() of its own otherwise): resolved from /workspace
+// as require resolves, and loaded by the runner's import().
+const workspaceRequire = Module.createRequire(WORKSPACE + '/');
+
+function dynamicImport(spec) {
+  spec = String(spec);
+  if (allowed !== null) checkImport(spec);
+  let target = spec;
+  if (!Module.isBuiltin(spec)) {
+    try { target = require('url').pathToFileURL(workspaceRequire.resolve(spec)).href; } catch (_) {}
+  }
+  return importModule(target);
 }
 
 function newContext() {
@@ -315,7 +331,7 @@ function relayout(js) {
 function fileName(ctx, n) { return ctx ? '<cell ' + ctx + ':' + n + '>' : '<cell ' + n + '>'; }
 
 function compile(code, file) {
-  const opts = { filename: file };
+  const opts = { filename: file, importModuleDynamically: dynamicImport };
   // As node's REPL: a cell that is one object literal is an object, not a block.
   if (/^\s*{/.test(code) && /}\s*$/.test(code)) {
     try { return new vm.Script('(' + code.trim() + ')\n', opts); } catch (_) {}

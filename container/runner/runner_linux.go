@@ -42,13 +42,17 @@ func ZygotePrelude() string {
 func Argv() []string { return []string{"python3", "-I", "-c", bootstrap, runnerSource} }
 
 // nodeBootstrap runs the Node runner's source, passed as argv[1], as a
-// function of require under the filename nsbox-runner: the runner cuts
-// frames of that name from the user's stack traces, and its names stay out
-// of the cells' contexts.
-const nodeBootstrap = "require('vm').runInThisContext(process.argv[1], {filename: 'nsbox-runner'})(require)"
+// function of require and import() under the filename nsbox-runner: the
+// runner cuts frames of that name from the user's stack traces, and its
+// names stay out of the cells' contexts.
+const nodeBootstrap = "require('vm').runInThisContext(process.argv[1], {filename: 'nsbox-runner'})(require, (s) => import(s))"
 
 // NodeArgv is the command that starts the Node.js runner in a sandbox.
-func NodeArgv() []string { return []string{"node", "-e", nodeBootstrap, nodeRunnerSource} }
+// --experimental-vm-modules lets a cell's import() load a module (vm
+// scripts have none without it); it prints no warning.
+func NodeArgv() []string {
+	return []string{"node", "--experimental-vm-modules", "-e", nodeBootstrap, nodeRunnerSource}
+}
 
 // Language is the interpreter a runner runs cells in.
 type Language string
