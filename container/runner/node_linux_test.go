@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -373,5 +374,30 @@ func BenchmarkNodeExec(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A synchronous loop that runs after a cell's first await is outside the
+// vm call that breakOnSigint guards, and blocks the SIGINT listener: the
+// sandbox is killed InterruptGrace later (docs/ARCHITECTURE.md, "Node
+// runner").
+func TestNodeLoopAfterAwaitIsKilled(t *testing.T) {
+	r := startNode(t)
+	res := execReq(t, r, ExecRequest{Code: "await null\nwhile (true) {}", Timeout: 200 * time.Millisecond})
+	if res.Status != StatusTimeout || !res.Killed {
+		t.Fatalf("got %+v", res)
+	}
+	if _, err := r.Exec(context.Background(), ExecRequest{Code: "1"}); err == nil {
+		t.Fatal("Exec on a killed runner succeeded")
+	}
+}
+
+func TestTypeScriptNeedsNode(t *testing.T) {
+	r := startRunner(t, newEngine(t), nodeRootfs(t))
+	if _, err := r.Exec(context.Background(), ExecRequest{Code: "1", TypeScript: true}); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("a TypeScript cell in Python: %v, want ErrUnsupported", err)
+	}
+	if res := exec(t, r, "1+1"); res.Value != "2" || r.Language() != Python {
+		t.Fatalf("after it: %+v (%s)", res, r.Language())
 	}
 }
