@@ -19,6 +19,11 @@ import (
 // running cell to end, like Exec; the agent's processes run alongside
 // later cells. The agent ends with the sandbox, or at Agent.Close.
 func (r *Runner) StartAgent(ctx context.Context) (*procs.Agent, error) {
+	if r.lang == JavaScript {
+		// The agent is Python, started by runner.py; runner.js answers an
+		// agent request with this error too.
+		return nil, fmt.Errorf("start process agent: processes are not supported in a Node session yet: %w", ErrUnsupported)
+	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("process agent socket: %w", err)

@@ -6,4 +6,8 @@
 // matplotlib figure as PNG. The cell's stdout and stderr go to the real fds
 // 1 and 2, so subprocess output is captured too; a per-cell marker written
 // to both streams at the cell's end tells Exec where the cell's output stops.
+//
+// A JavaScript runner (StartLang) speaks the same protocol from node: an
+// embedded runner.js runs cells in persistent vm contexts, with top-level
+// await, and TypeScript cells with their types stripped by esbuild.
 package runner

@@ -10,7 +10,10 @@ import (
 var (
 	// ErrDead: the interpreter or its sandbox is gone (OOM, crash, kill,
 	// Close); start a new runner.
-	ErrDead = errors.New("the Python runner is no longer running; start a new one")
+	ErrDead = errors.New("the runner is no longer running; start a new one")
+	// ErrUnsupported: the runner's language does not do this (a
+	// TypeScript cell in Python, processes beside a Node runner).
+	ErrUnsupported = errors.New("not supported by this runner's language")
 	// ErrProtocol: the runner sent something that is not a valid frame.
 	ErrProtocol = errors.New("runner protocol error")
 	// ErrFrameTooLarge: a frame's length is above MaxFrameBytes.

@@ -31,6 +31,9 @@ type request struct {
 	Context string `json:"context,omitempty"`
 	// Env is set in os.environ for the cell only.
 	Env map[string]string `json:"env,omitempty"`
+	// Lang "ts" makes a Node runner strip the cell's TypeScript types
+	// first; "" is the runner's own language.
+	Lang string `json:"lang,omitempty"`
 }
 
 // agentRequest asks the runner to fork the process agent, which runs

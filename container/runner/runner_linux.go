@@ -21,6 +21,9 @@ import (
 //go:embed runner.py
 var runnerSource string
 
+//go:embed runner.js
+var nodeRunnerSource string
+
 // bootstrap runs the runner script, passed as argv[1], in a module of its
 // own so that the user's __main__ namespace holds none of its names. In a
 // zygote's child it takes the script compiled by ZygotePrelude when that
@@ -35,8 +38,50 @@ func ZygotePrelude() string {
 	return "RUNNER_SOURCE = " + strconv.Quote(runnerSource) + "\nRUNNER = compile(RUNNER_SOURCE, '<nsbox-runner>', 'exec')\n"
 }
 
-// Argv is the command that starts the runner in a sandbox.
+// Argv is the command that starts the Python runner in a sandbox.
 func Argv() []string { return []string{"python3", "-I", "-c", bootstrap, runnerSource} }
+
+// nodeBootstrap runs the Node runner's source, passed as argv[1], as a
+// function of require and import() under the filename nsbox-runner: the
+// runner cuts frames of that name from the user's stack traces, and its
+// names stay out of the cells' contexts.
+const nodeBootstrap = "require('vm').runInThisContext(process.argv[1], {filename: 'nsbox-runner'})(require, (s) => import(s))"
+
+// NodeArgv is the command that starts the Node.js runner in a sandbox.
+// --experimental-vm-modules lets a cell's import() load a module (vm
+// scripts have none without it); it prints no warning.
+func NodeArgv() []string {
+	return []string{"node", "--experimental-vm-modules", "-e", nodeBootstrap, nodeRunnerSource}
+}
+
+// Language is the interpreter a runner runs cells in.
+type Language string
+
+// Languages a runner speaks.
+const (
+	Python     Language = "python"
+	JavaScript Language = "javascript" // Node.js; TypeScript cells too (ExecRequest.TypeScript)
+)
+
+// argv is the command that starts lang's runner.
+func (l Language) argv() []string {
+	if l == JavaScript {
+		return NodeArgv()
+	}
+	return Argv()
+}
+
+// what names lang's runner in errors, and what the rootfs must have.
+func (l Language) what() (name, needs string) {
+	if l == JavaScript {
+		return "Node.js runner", "node"
+	}
+	return "Python runner", "python3"
+}
+
+// nodeInterrupted is the name of the exception the Node runner reports for
+// a cell that the host's SIGINT stopped (Python's KeyboardInterrupt).
+const nodeInterrupted = "Interrupted"
 
 // InterruptGrace is how long a cell has to stop after its timeout's
 // KeyboardInterrupt before the whole sandbox is killed.
@@ -65,7 +110,7 @@ type ForkStarter interface {
 	StartForked(ctx context.Context, spec container.Spec) (sb *container.Sandbox, forked bool, err error)
 }
 
-// Runner is a live Python interpreter in a sandbox. Exec calls are
+// Runner is a live interpreter (Python or Node.js) in a sandbox. Exec calls are
 // serialised. Close ends it; it must always be called.
 type Runner struct {
 	sb      *container.Sandbox
@@ -77,6 +122,7 @@ type Runner struct {
 
 	sem    chan struct{} // one Exec at a time
 	forked bool          // a zygote's child
+	lang   Language
 
 	mu     sync.Mutex
 	dead   Status // "" while alive, else why it died
@@ -92,9 +138,17 @@ type Runner struct {
 // (killed or crashed under it) is started once more, cold or from the
 // zygote that replaced it: no code has run in it yet.
 func Start(ctx context.Context, eng Starter, spec container.Spec) (*Runner, error) {
-	r, err := start(ctx, eng, spec)
+	return StartLang(ctx, eng, spec, Python)
+}
+
+// StartLang is Start for a runner of lang. A JavaScript runner runs node
+// on the rootfs (it needs node, and esbuild for TypeScript cells); it is
+// always started cold: a zygote forks Python only (node cannot be forked
+// safely), so a ForkStarter starts it as an Engine would.
+func StartLang(ctx context.Context, eng Starter, spec container.Spec, lang Language) (*Runner, error) {
+	r, err := start(ctx, eng, spec, lang)
 	if errors.Is(err, errZygoteLost) && ctx.Err() == nil {
-		r, err = start(ctx, eng, spec)
+		r, err = start(ctx, eng, spec, lang)
 	}
 	return r, err
 }
@@ -106,14 +160,15 @@ const zygoteNews = 100 * time.Millisecond
 // errZygoteLost marks a start whose zygote's child died with its zygote.
 var errZygoteLost = errors.New("its zygote died under it")
 
-func start(ctx context.Context, eng Starter, spec container.Spec) (*Runner, error) {
+func start(ctx context.Context, eng Starter, spec container.Spec, lang Language) (*Runner, error) {
 	r := &Runner{
 		stdout:  &sink{},
 		stderr:  &sink{},
 		replies: make(chan *reply, 1),
 		sem:     make(chan struct{}, 1),
+		lang:    lang,
 	}
-	spec.Argv = Argv()
+	spec.Argv = lang.argv()
 	spec.Control = true
 	spec.Stdout, spec.Stderr = r.stdout, r.stderr
 	// Every Exec caps its own output; the engine keeps no lifetime copy.
@@ -122,7 +177,7 @@ func start(ctx context.Context, eng Starter, spec container.Spec) (*Runner, erro
 	// context it was started with ends.
 	var sb *container.Sandbox
 	var err error
-	if fs, ok := eng.(ForkStarter); ok {
+	if fs, ok := eng.(ForkStarter); ok && lang == Python {
 		sb, r.forked, err = fs.StartForked(context.WithoutCancel(ctx), spec)
 	} else {
 		sb, err = eng.Start(context.WithoutCancel(ctx), spec)
@@ -147,13 +202,14 @@ func start(ctx context.Context, eng Starter, spec container.Spec) (*Runner, erro
 	lost := ctx.Err() == nil && sb.ZygoteLost(zygoteNews)
 	sb.Kill(container.StatusError)
 	res, _ := sb.Wait()
+	name, needs := lang.what()
 	if lost {
-		return nil, fmt.Errorf("start Python runner: %w (%v)", errZygoteLost, err)
+		return nil, fmt.Errorf("start %s: %w (%v)", name, errZygoteLost, err)
 	}
 	if res != nil && len(res.Stderr) > 0 {
 		err = fmt.Errorf("%w; stderr: %s", err, trim(res.Stderr, 2048))
 	}
-	return nil, fmt.Errorf("start Python runner: %w (does the rootfs have python3?)", err)
+	return nil, fmt.Errorf("start %s: %w (does the rootfs have %s?)", name, err, needs)
 }
 
 func trim(b []byte, n int) string {
@@ -178,6 +234,9 @@ func (r *Runner) read() {
 
 // Sandbox is the runner's sandbox (for its workspace and stats).
 func (r *Runner) Sandbox() *container.Sandbox { return r.sb }
+
+// Language is the runner's interpreter.
+func (r *Runner) Language() Language { return r.lang }
 
 // Forked reports whether the runner's sandbox was forked from a zygote
 // (its interpreter starts with the zygote's modules imported) rather than
@@ -230,6 +289,10 @@ type ExecRequest struct {
 	// Env holds environment variables set for this cell only (os.environ
 	// and what the cell starts); the previous values come back after it.
 	Env map[string]string
+	// TypeScript marks the cell as TypeScript, for a JavaScript runner:
+	// its types are stripped (esbuild in the sandbox, which does not
+	// type-check) before it runs. A Python runner refuses it.
+	TypeScript bool
 }
 
 // Exec runs one cell and returns its result. The error is non-nil only
@@ -272,6 +335,9 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 	if st, why := r.Dead(); st != "" {
 		return nil, nil, fmt.Errorf("%w: %s", ErrDead, why)
 	}
+	if req.TypeScript && r.lang != JavaScript {
+		return nil, nil, fmt.Errorf("a TypeScript cell in a %s runner: %w", r.lang, ErrUnsupported)
+	}
 	if req.OutputBytes <= 0 {
 		req.OutputBytes = 1 << 20
 	}
@@ -285,6 +351,9 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 	res := &Result{}
 	frame := request{Code: req.Code, Marker: marker, Setup: setup, Preimport: preimport,
 		Stream: req.OnStdout != nil || req.OnStderr != nil, Context: req.Context, Env: req.Env}
+	if req.TypeScript {
+		frame.Lang = "ts"
+	}
 	if req.AllowedImports != nil {
 		frame.AllowedImports = &req.AllowedImports
 	}
@@ -376,7 +445,7 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 // inTime reports whether the runner's reply shows its cell ended within
 // timeout by the sandbox's own clock, and not by the interrupt.
 func inTime(rep *reply, timeout time.Duration) bool {
-	interrupted := rep.Exception != nil && rep.Exception.Name == "KeyboardInterrupt"
+	interrupted := rep.Exception != nil && (rep.Exception.Name == "KeyboardInterrupt" || rep.Exception.Name == nodeInterrupted)
 	return !interrupted && rep.ElapsedUs > 0 && time.Duration(rep.ElapsedUs)*time.Microsecond < timeout
 }
 
