@@ -70,7 +70,8 @@ type ZygoteInfo struct {
 type PoolInfo struct {
 	Name      string            `json:"name"`
 	Rootfs    string            `json:"rootfs"`
-	Limits    Limits            `json:"limits"` // timeout_ms and output_bytes are per run, not matched
+	Language  string            `json:"language"` // python, or javascript (Node runners, TypeScript included)
+	Limits    Limits            `json:"limits"`   // timeout_ms and output_bytes are per run, not matched
 	Env       map[string]string `json:"env,omitempty"`
 	Preimport []string          `json:"preimport,omitempty"`
 	// Skipped lists pre-imports the rootfs could not import.

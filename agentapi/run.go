@@ -4,6 +4,11 @@ package agentapi
 const (
 	LanguagePython = "python"
 	LanguageBash   = "bash"
+	// JavaScript and TypeScript run on Node.js, on a rootfs that has it
+	// (the data-science profile does): TypeScript has its types stripped
+	// (esbuild, in the sandbox) and is not type-checked.
+	LanguageJavaScript = "javascript"
+	LanguageTypeScript = "typescript"
 )
 
 // RunRequest is the body of POST /v1/runs. Exactly one of Argv or
@@ -12,7 +17,8 @@ type RunRequest struct {
 	// Argv is the command to run; Argv[0] is looked up in PATH inside the
 	// sandbox.
 	Argv []string `json:"argv,omitempty"`
-	// Language ("python" or "bash") and Code run a snippet instead of Argv.
+	// Language ("python", "bash", "javascript", "typescript" or one the
+	// operator declared) and Code run a snippet instead of Argv.
 	Language string `json:"language,omitempty"`
 	Code     string `json:"code,omitempty"`
 	// Stdin is fed to the command's standard input (UTF-8 text).

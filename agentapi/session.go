@@ -6,6 +6,10 @@ import "time"
 type SessionRequest struct {
 	// Rootfs names the root filesystem; empty means the daemon's default.
 	Rootfs string `json:"rootfs,omitempty"`
+	// Language is the session's interpreter: "python" (empty), or
+	// "javascript" or "typescript" (a Node.js runner; a TypeScript
+	// session's cells have their types stripped).
+	Language string `json:"language,omitempty"`
 	// Limits hold for the session's whole life (memory, pids, cpus, disk),
 	// except timeout_ms, the default timeout of each exec, and output_bytes,
 	// the output returned per exec and stream.
@@ -41,9 +45,10 @@ const (
 // Session describes a session (the response of POST /v1/sessions and
 // GET /v1/sessions/{id}).
 type Session struct {
-	ID     string `json:"id"`
-	Rootfs string `json:"rootfs"`
-	State  string `json:"state"` // idle, busy, paused or dead
+	ID       string `json:"id"`
+	Rootfs   string `json:"rootfs"`
+	Language string `json:"language"`
+	State    string `json:"state"` // idle, busy, paused or dead
 	// DeadStatus (oom, crashed, timeout, killed) and DeadReason say why a
 	// dead session died.
 	DeadStatus    string    `json:"dead_status,omitempty"`

@@ -119,6 +119,7 @@ func New(cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	pol.Builtins = d.builtins
 	d.pol.Store(pol)
 	d.metrics.gauges(d.adm)
 	d.egressMetrics = newEgressMetrics(d.metrics.reg)
@@ -158,6 +159,7 @@ func (d *Daemon) Reconfigure(p policy.Policy) error {
 	if err != nil {
 		return err
 	}
+	pol.Builtins = d.builtins
 	d.pol.Store(pol)
 	if d.sessions != nil {
 		d.sessions.SetLimits(pol.Sessions.Max, pol.Sessions.IdleTimeout, pol.Sessions.MaxLifetime)

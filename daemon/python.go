@@ -13,8 +13,18 @@ import (
 	"github.com/nsbox/nsbox/daemon/policy"
 )
 
-// runPython runs a one-shot Python snippet through the runner, so that it
-// gets the same rich result as a session exec: on a pooled runner when one
+// runnerLanguage is the runner a run or session of language needs: Node
+// for JavaScript and TypeScript, else Python.
+func runnerLanguage(language string) runner.Language {
+	if policy.IsNode(language) {
+		return runner.JavaScript
+	}
+	return runner.Python
+}
+
+// runPython runs a one-shot Python (or JavaScript, TypeScript) snippet
+// through the runner, so that it gets the same rich result as a session
+// exec: on a pooled runner when one
 // matches, else on one started for it (by the Starter: a zygote's child or
 // a cold sandbox). The sandbox lives a little longer than the code's
 // timeout: room for the KeyboardInterrupt's traceback.
@@ -74,10 +84,11 @@ func statusOf(out *agentapi.RunResult) string {
 func (d *Daemon) runPythonOn(ctx context.Context, spec container.Spec, j *policy.Job, opts RunOptions, pooled bool) (_ *agentapi.RunResult, closeLate func(), _ *container.Sandbox, _ error) {
 	lim := spec.Limits.WithDefaults()
 	spec.Limits = lim
-	cell := runner.ExecRequest{Code: j.Code, AllowedImports: j.AllowedImports}
+	lang := runnerLanguage(j.Language)
+	cell := runner.ExecRequest{Code: j.Code, AllowedImports: j.AllowedImports, TypeScript: j.Language == agentapi.LanguageTypeScript}
 	var tk *pool.Taken
 	if pooled && spec.BeforeStart == nil { // a networked run needs its own sandbox set up
-		tk = d.takePooled(j.Rootfs, spec)
+		tk = d.takePooled(j.Rootfs, spec, lang)
 	}
 	if tk != nil {
 		d.log.Debug("run takes a pooled runner", "run", spec.ID, "sandbox", tk.Sandbox().ID(), "pool", tk.Profile, "waited", tk.Waited)
@@ -96,7 +107,7 @@ func (d *Daemon) runPythonOn(ctx context.Context, spec container.Spec, j *policy
 	}
 	started := time.Now()
 	spec.Limits.Timeout += runner.InterruptGrace + time.Second
-	rn, err := runner.Start(ctx, d.cfg.Starter, spec) // writes spec.Files
+	rn, err := runner.StartLang(ctx, d.cfg.Starter, spec, lang) // writes spec.Files
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -3,7 +3,10 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
+	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 
 	"github.com/nsbox/nsbox/rootfs"
@@ -42,4 +45,40 @@ func (s Store) List() ([]string, error) {
 		names = append(names, r.Name)
 	}
 	return names, nil
+}
+
+// Dir is the tree of the rootfs name (for what it has, not to run in it:
+// Acquire holds it for that).
+func (s Store) Dir(name string) (string, error) {
+	r, err := s.Store.Lookup(name)
+	if err != nil {
+		return "", err
+	}
+	return r.Dir, nil
+}
+
+// builtins lists the built-in languages beyond python and bash that
+// rootfs has the programs for: javascript with node, typescript with node
+// and esbuild. policy.Rules.Builtins.
+func (d *Daemon) builtins(rootfs string) []string {
+	ds, ok := d.cfg.Rootfs.(interface{ Dir(string) (string, error) })
+	if !ok {
+		return nil
+	}
+	dir, err := ds.Dir(rootfs)
+	if err != nil || !hasFile(dir, "usr/bin/node") {
+		return nil
+	}
+	out := []string{agentapi.LanguageJavaScript}
+	if hasFile(dir, "usr/bin/esbuild") {
+		out = append(out, agentapi.LanguageTypeScript)
+	}
+	return out
+}
+
+// hasFile reports whether rel exists in the tree at dir (a symlink counts;
+// it is not followed).
+func hasFile(dir, rel string) bool {
+	_, err := os.Lstat(filepath.Join(dir, rel))
+	return err == nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/policy"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
@@ -54,7 +55,11 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		d.metrics.runs.WithLabelValues("invalid").Inc()
 		return nil, err
 	}
-	viaRunner := d.cfg.Starter != nil && j.Language == agentapi.LanguagePython && opts.Seccomp == nil
+	viaRunner := d.cfg.Starter != nil && (j.Language == agentapi.LanguagePython || policy.IsNode(j.Language)) && opts.Seccomp == nil
+	if j.Language == agentapi.LanguageTypeScript && !viaRunner {
+		d.metrics.runs.WithLabelValues("invalid").Inc()
+		return nil, errdefs.Field("language", "typescript needs the Node runner, and this run goes to the engine directly (a custom seccomp filter, or no runner); run it as javascript, or without the custom filter")
+	}
 	if j.AllowedImports != nil && !viaRunner {
 		d.metrics.runs.WithLabelValues("invalid").Inc()
 		return nil, errdefs.Field("allowed_imports", "needs the Python runner, and this run goes to the engine directly (a custom seccomp filter, or no runner); drop allowed_imports or the custom filter")

@@ -63,10 +63,26 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	default:
 		return nil, errdefs.Field("idle_action", "%q: use %q or %q", idleAction, policy.IdleEnd, policy.IdlePause)
 	}
-	// The run validator checks rootfs, limits, env and files the same way.
-	j, err := pol.Validate(&agentapi.RunRequest{Argv: []string{"python3"}, Rootfs: req.Rootfs, Limits: req.Limits, Env: req.Env, Files: req.Files, Network: req.Network})
+	// The run validator checks rootfs, language, limits, env and files
+	// the same way.
+	language := req.Language
+	if language == "" {
+		language = agentapi.LanguagePython
+	}
+	switch {
+	case language == agentapi.LanguagePython || policy.IsNode(language):
+	default:
+		return nil, errdefs.Field("language", "%q: a session runs python, javascript or typescript", req.Language)
+	}
+	if req.AllowedImports != nil && language != agentapi.LanguagePython {
+		return nil, errdefs.Field("allowed_imports", "applies to Python sessions only (language %q)", language)
+	}
+	j, err := pol.Validate(&agentapi.RunRequest{Language: language, Code: " ", Rootfs: req.Rootfs, Limits: req.Limits, Env: req.Env, Files: req.Files, Network: req.Network})
 	if err != nil {
 		return nil, err
+	}
+	if so.Processes && language != agentapi.LanguagePython {
+		return nil, errdefs.Field("language", "processes beside the interpreter are Python sessions' (E2B sandboxes) for now")
 	}
 	dir, release, err := d.acquireRootfs(j.Rootfs)
 	if err != nil {
@@ -93,6 +109,7 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: spec.Env, Files: spec.Files, Owner: owner(ctx),
 		Lifetime: time.Duration(req.LifetimeMs) * time.Millisecond, AllowedImports: req.AllowedImports,
 		IdleAction: idleAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd,
+		Language: runnerLanguage(language), TypeScript: language == agentapi.LanguageTypeScript,
 	})
 	if err != nil {
 		return nil, classify(err)
@@ -283,8 +300,15 @@ func (d *Daemon) sessionFile(ctx context.Context, id, path string) (*session.Ses
 }
 
 func (d *Daemon) wireSession(in session.Info) agentapi.Session {
+	lang := agentapi.LanguagePython
+	switch {
+	case in.TypeScript:
+		lang = agentapi.LanguageTypeScript
+	case in.Language == runner.JavaScript:
+		lang = agentapi.LanguageJavaScript
+	}
 	out := agentapi.Session{
-		ID: in.ID, Rootfs: in.Rootfs, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
+		ID: in.ID, Rootfs: in.Rootfs, Language: lang, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
 		CreatedAt: in.Created.UTC(), LastUsedAt: in.LastUsed.UTC(), ExecCount: in.ExecCount,
 		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: policy.WireLimits(in.Limits), Pooled: in.Pooled,
 		ExpiresAt: in.Expires.UTC(), AllowedImports: in.AllowedImports, IdleAction: in.IdleAction,

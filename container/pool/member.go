@@ -25,11 +25,11 @@ type member interface {
 // runnerMember is a *runner.Runner in the pool.
 type runnerMember struct{ *runner.Runner }
 
-// startRunner is the pool's way to start a member: runner.Start on the
-// Starter.
-func startRunner(st runner.Starter) func(context.Context, container.Spec) (member, error) {
-	return func(ctx context.Context, spec container.Spec) (member, error) {
-		rn, err := runner.Start(ctx, st, spec)
+// startRunner is the pool's way to start a member: runner.StartLang on
+// the Starter.
+func startRunner(st runner.Starter) func(context.Context, container.Spec, runner.Language) (member, error) {
+	return func(ctx context.Context, spec container.Spec, lang runner.Language) (member, error) {
+		rn, err := runner.StartLang(ctx, st, spec, lang)
 		if err != nil {
 			return nil, err
 		}

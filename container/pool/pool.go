@@ -46,6 +46,9 @@ type Profile struct {
 	Preimport []string
 	// Size is how many runners are kept ready.
 	Size int
+	// Language is the runners' interpreter (zero: Python). Node runners
+	// are never forked from a zygote.
+	Language runner.Language
 }
 
 // Key is what a run or session needs of a runner.
@@ -57,6 +60,8 @@ type Key struct {
 	// Stdin: a run with standard input can't use a runner that is already
 	// running.
 	Stdin bool
+	// Language is the interpreter the run or session needs (zero: Python).
+	Language runner.Language
 }
 
 // AcquireFunc resolves a rootfs name to its directory and holds it until
@@ -83,8 +88,8 @@ type Pool struct {
 	log       *slog.Logger
 	profiles  []*profile
 	unmatched atomic.Uint64
-	start     func(context.Context, container.Spec) (member, error) // startRunner; tests start fakes
-	zygotes   Zygotes                                               // nil: the Starter forks from no zygote
+	start     func(context.Context, container.Spec, runner.Language) (member, error) // startRunner; tests start fakes
+	zygotes   Zygotes                                                                // nil: the Starter forks from no zygote
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -121,11 +126,14 @@ func New(cfg Config) (*Pool, error) {
 			return nil, fmt.Errorf("%w: %q: size %d is negative", ErrInvalidProfile, pr.Name, pr.Size)
 		}
 		names[pr.Name] = true
+		if pr.Language == "" {
+			pr.Language = runner.Python
+		}
 		pr.Limits = pr.Limits.WithDefaults()
 		pr.Env = slices.Sorted(slices.Values(pr.Env))
 		for _, q := range p.profiles {
-			if q.Rootfs == pr.Rootfs && sameLimits(q.Limits, pr.Limits) && slices.Equal(q.Env, pr.Env) {
-				return nil, fmt.Errorf("%w: %q and %q have the same rootfs, limits and env (give one of them a different size instead)", ErrInvalidProfile, q.Name, pr.Name)
+			if q.Rootfs == pr.Rootfs && q.Language == pr.Language && sameLimits(q.Limits, pr.Limits) && slices.Equal(q.Env, pr.Env) {
+				return nil, fmt.Errorf("%w: %q and %q have the same rootfs, language, limits and env (give one of them a different size instead)", ErrInvalidProfile, q.Name, pr.Name)
 			}
 		}
 		p.profiles = append(p.profiles, &profile{Profile: pr, pool: p, kick: make(chan struct{}, 1), log: p.log.With("pool", pr.Name)})
@@ -269,12 +277,15 @@ func (p *Pool) match(k Key) *profile {
 		return nil
 	}
 	l := k.Limits.WithDefaults()
+	if k.Language == "" {
+		k.Language = runner.Python
+	}
 	env := k.Env
 	if !slices.IsSorted(env) {
 		env = slices.Sorted(slices.Values(env))
 	}
 	for _, pr := range p.profiles {
-		if pr.Size > 0 && pr.Rootfs == k.Rootfs && sameLimits(pr.Limits, l) && slices.Equal(pr.Env, env) {
+		if pr.Size > 0 && pr.Rootfs == k.Rootfs && pr.Language == k.Language && sameLimits(pr.Limits, l) && slices.Equal(pr.Env, env) {
 			return pr
 		}
 	}

@@ -190,7 +190,7 @@ func (pr *profile) spawn(ctx context.Context) (err error) {
 	lim.Timeout = Lifetime
 	m, err := pr.pool.start(ctx, container.Spec{
 		ID: "pool-" + container.NewID(), RootfsDir: dir, Env: pr.Env, Limits: lim,
-	})
+	}, pr.Language)
 	if err != nil {
 		release()
 		return fmt.Errorf("pool %s: %w", pr.Name, err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
 )
 
 // refillBuckets are the upper bounds, in seconds, of the refill-time
@@ -38,6 +39,7 @@ func (h *histogram) observe(d time.Duration) {
 type Stats struct {
 	Name      string
 	Rootfs    string
+	Language  runner.Language
 	Limits    container.Limits
 	Env       []string
 	Preimport []string
@@ -77,7 +79,7 @@ func (p *Pool) Stats() []Stats {
 			}
 		}
 		out = append(out, Stats{
-			Name: pr.Name, Rootfs: pr.Rootfs, Limits: pr.Limits, Env: pr.Env, Preimport: pr.Preimport, Skipped: pr.skipped,
+			Name: pr.Name, Rootfs: pr.Rootfs, Language: pr.Language, Limits: pr.Limits, Env: pr.Env, Preimport: pr.Preimport, Skipped: pr.skipped,
 			Size: pr.Size, Ready: len(pr.ready), Spawning: pr.spawning, Forked: forked,
 			Hits: pr.hits, Misses: pr.misses, Discarded: pr.discarded, Replaced: pr.replaced, Failures: pr.failures, LastError: pr.lastErr,
 			Refills: pr.refills.count, RefillSum: pr.refills.sum, LastRefill: pr.refills.last,

@@ -1,6 +1,10 @@
 package pool
 
-import "context"
+import (
+	"context"
+
+	"github.com/nsbox/nsbox/container/runner"
+)
 
 // Zygotes tells when the zygote of a rootfs is ready; zygote.Set
 // implements it. A pool whose Starter is also a Zygotes replaces, each time
@@ -19,6 +23,9 @@ type Zygotes interface {
 // wait for. A change is a state that differs from the last, so a zygote
 // seen ready again has been down in between.
 func (pr *profile) follow(ctx context.Context, zs Zygotes) {
+	if pr.Language == runner.JavaScript { // never forked: nothing to renew
+		return
+	}
 	for {
 		ready, changed := zs.ZygoteReady(pr.Rootfs)
 		if ready {

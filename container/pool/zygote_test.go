@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
 )
 
 // fakeMember is a pooled runner that needs no sandbox.
@@ -80,7 +81,7 @@ func (z *fakeZygote) setReady(ready bool) {
 
 // start is the pool's start: the runner is forked when the zygote is ready
 // as the start begins, as with zygote.Set.
-func (z *fakeZygote) start(ctx context.Context, _ container.Spec) (member, error) {
+func (z *fakeZygote) start(ctx context.Context, _ container.Spec, _ runner.Language) (member, error) {
 	n := z.inFlight.Add(1)
 	defer z.inFlight.Add(-1)
 	for {

@@ -193,14 +193,14 @@ func (m *Manager) start(ctx context.Context, id string, opts Options, limits con
 			return r, true, nil
 		}
 	}
-	r, err := runner.Start(ctx, m.cfg.Starter, container.Spec{
+	r, err := runner.StartLang(ctx, m.cfg.Starter, container.Spec{
 		ID:          id,
 		RootfsDir:   opts.RootfsDir,
 		Env:         opts.Env,
 		Files:       opts.Files,
 		Limits:      limits,
 		BeforeStart: opts.BeforeStart,
-	})
+	}, opts.Language)
 	return r, false, err
 }
 

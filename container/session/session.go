@@ -64,6 +64,10 @@ type Options struct {
 	// BeforeStart is the sandbox's container.Spec.BeforeStart; a session
 	// with one never takes a pooled runner.
 	BeforeStart func(pid int) error
+	// Language is the session's interpreter (zero: Python).
+	Language runner.Language
+	// TypeScript strips the types of every cell (a Node session).
+	TypeScript bool
 	// Processes starts the sandbox's process agent with the session
 	// (Session.Procs): commands run beside the interpreter, in the same
 	// sandbox, and end with it.
@@ -74,6 +78,8 @@ type Options struct {
 type Info struct {
 	ID          string
 	Rootfs      string
+	Language    runner.Language // Options.Language
+	TypeScript  bool            // Options.TypeScript
 	State       State
 	DeadReason  string // why it died, for StateDead
 	DeadStatus  runner.Status
@@ -135,7 +141,7 @@ func (s *Session) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Info{
-		ID: s.id, Rootfs: s.opts.Rootfs, State: s.state, DeadReason: s.deadWhy, DeadStatus: s.deadSt,
+		ID: s.id, Rootfs: s.opts.Rootfs, Language: s.opts.Language, TypeScript: s.opts.TypeScript, State: s.state, DeadReason: s.deadWhy, DeadStatus: s.deadSt,
 		Created: s.created, LastUsed: s.lastUsed, ExecCount: s.execs,
 		IdleTimeout: s.opts.IdleTimeout, Limits: s.opts.Limits, Pooled: s.pooled, Owner: s.opts.Owner,
 		Expires: s.expires, NoIdleEnd: s.opts.NoIdleEnd, AllowedImports: s.opts.AllowedImports,
@@ -205,6 +211,7 @@ func (s *Session) Exec(ctx context.Context, req runner.ExecRequest) (*ExecResult
 	if req.AllowedImports == nil {
 		req.AllowedImports = s.opts.AllowedImports
 	}
+	req.TypeScript = s.opts.TypeScript
 	ws := s.r.Sandbox().Workspace()
 	before, err := ws.Snapshot()
 	if err != nil {

@@ -141,7 +141,7 @@ func (cfg *Config) overrideKeys() map[string]any {
 		"max_concurrent": &cfg.MaxConcurrent, "queue": &cfg.Queue, "shutdown_grace": &cfg.ShutdownGrace,
 		"sessions.max": &cfg.Sessions.Max, "sessions.idle_timeout": &cfg.Sessions.IdleTimeout, "sessions.max_lifetime": &cfg.Sessions.MaxLifetime,
 		"sessions.idle_action": &cfg.Sessions.IdleAction,
-		"pool.size":            &cfg.Pool.Size, "pool.refills": &cfg.Pool.Refills, "pool.spare_inits": &cfg.Pool.SpareInits, "pool.preimport": &cfg.Pool.Preimport,
+		"pool.size":            &cfg.Pool.Size, "pool.refills": &cfg.Pool.Refills, "pool.spare_inits": &cfg.Pool.SpareInits, "pool.preimport": &cfg.Pool.Preimport, "pool.node_size": &cfg.Pool.NodeSize,
 		"zygote.enabled": &cfg.Zygote.Enabled, "zygote.bare": &cfg.Zygote.Bare,
 		"e2b.listen": &cfg.E2B.Listen, "e2b.keys_file": &cfg.E2B.KeysFile,
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/pool"
+	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -28,7 +29,12 @@ type PoolConfig struct {
 	// placed in their cgroups ahead of time, for any run (default 1).
 	SpareInits int
 	Preimport  []string
-	Extra      []PoolProfileConfig
+	// NodeSize is the size of the built-in pool of Node runners on the
+	// default rootfs ("node"; default 1): JavaScript and TypeScript runs
+	// and sessions take them, since Node cannot be forked from a zygote.
+	// The daemon drops it when the rootfs has no Node.js.
+	NodeSize int
+	Extra    []PoolProfileConfig
 }
 
 // PoolProfileConfig is one [pools.NAME] table.
@@ -38,6 +44,9 @@ type PoolProfileConfig struct {
 	Size      int             // default 1
 	Preimport []string        //
 	Limits    agentapi.Limits // unset: default_limits; timeout and output are per run
+	// Language is "python" (empty) or "javascript" (Node runners, which
+	// serve TypeScript too).
+	Language string
 }
 
 // limits resolves the pool's limits over the daemon's defaults d: timeout
@@ -48,7 +57,12 @@ func (pp PoolProfileConfig) limits(d container.Limits) container.Limits {
 	return l.Or(d)
 }
 
-func defaultPoolConfig() PoolConfig { return PoolConfig{Size: -1, Refills: 1, SpareInits: 1} }
+func defaultPoolConfig() PoolConfig {
+	return PoolConfig{Size: -1, Refills: 1, SpareInits: 1, NodeSize: 1}
+}
+
+// nodePoolName names the built-in pool of Node runners.
+const nodePoolName = "node"
 
 // defaultPoolSize sizes the default pool for the host: one runner per core,
 // at least two.
@@ -105,13 +119,19 @@ func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 				return err
 			}
 			cfg.Pool.SpareInits = int(n)
+		case "node_size":
+			n, err := tomlIntIn(v, 0, 1024, "(no Node pool)")
+			if err != nil {
+				return err
+			}
+			cfg.Pool.NodeSize = int(n)
 		default:
-			return fmt.Errorf("unknown key; [pool] has size, refills, preimport and spare_inits")
+			return fmt.Errorf("unknown key; [pool] has size, refills, preimport, spare_inits and node_size")
 		}
 		return nil
 	case len(key) == 3 && key[0] == "pools":
-		if key[1] == defaultPoolName {
-			return fmt.Errorf("the default pool is configured in [pool]")
+		if key[1] == defaultPoolName || key[1] == nodePoolName {
+			return fmt.Errorf("the %s pool is configured in [pool]", key[1])
 		}
 		if msg := profileNameError(key[1]); msg != "" {
 			return fmt.Errorf("pool %s", msg)
@@ -139,12 +159,21 @@ func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 				return err
 			}
 			pp.Preimport = l
+		case "language":
+			s, err := tomlString(v)
+			if err != nil {
+				return err
+			}
+			if s != agentapi.LanguagePython && s != agentapi.LanguageJavaScript {
+				return fmt.Errorf("%q: python or javascript (javascript runners serve typescript too)", s)
+			}
+			pp.Language = s
 		case "memory", "pids", "cpus", "disk":
 			return setLimit(&pp.Limits, key[2], v)
 		case "timeout", "output":
 			return fmt.Errorf("%s is per run, not part of a pool; leave it out", key[2])
 		default:
-			return fmt.Errorf("unknown key; [pools.NAME] has rootfs, size, preimport, memory, pids, cpus and disk")
+			return fmt.Errorf("unknown key; [pools.NAME] has rootfs, language, size, preimport, memory, pids, cpus and disk")
 		}
 		return nil
 	case len(key) == 2 && key[0] == "pools":
@@ -201,6 +230,9 @@ func (cfg Config) PoolProfiles() []pool.Profile {
 	if size > 0 {
 		out = append(out, pool.Profile{Name: defaultPoolName, Rootfs: cfg.DefaultRootfs, Limits: d, Preimport: cfg.Pool.Preimport, Size: size})
 	}
+	if cfg.Pool.NodeSize > 0 {
+		out = append(out, pool.Profile{Name: nodePoolName, Rootfs: cfg.DefaultRootfs, Limits: d, Size: cfg.Pool.NodeSize, Language: runner.JavaScript})
+	}
 	for _, pp := range cfg.Pool.Extra {
 		if pp.Size == 0 {
 			continue
@@ -209,12 +241,16 @@ func (cfg Config) PoolProfiles() []pool.Profile {
 		if r == "" {
 			r = cfg.DefaultRootfs
 		}
-		out = append(out, pool.Profile{Name: pp.Name, Rootfs: r, Limits: pp.limits(d), Preimport: slices.Clone(pp.Preimport), Size: pp.Size})
+		lang := runner.Python
+		if pp.Language == agentapi.LanguageJavaScript {
+			lang = runner.JavaScript
+		}
+		out = append(out, pool.Profile{Name: pp.Name, Rootfs: r, Limits: pp.limits(d), Preimport: slices.Clone(pp.Preimport), Size: pp.Size, Language: lang})
 	}
 	return out
 }
 
 // String summarises the pool settings (restart-only on reload).
 func (pc PoolConfig) String() string {
-	return fmt.Sprintf("%+v", pc.Extra) + fmt.Sprint(pc.Size, pc.Refills, pc.SpareInits, pc.Preimport)
+	return fmt.Sprintf("%+v", pc.Extra) + fmt.Sprint(pc.Size, pc.Refills, pc.SpareInits, pc.Preimport, pc.NodeSize)
 }

@@ -3,10 +3,12 @@ package config
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/pool"
+	"github.com/nsbox/nsbox/container/runner"
 )
 
 func TestPoolConfig(t *testing.T) {
@@ -19,13 +21,26 @@ func TestPoolConfig(t *testing.T) {
 	big.MemoryBytes, big.CPUs = 1<<30, 2
 	want := []pool.Profile{
 		{Name: "default", Rootfs: "default", Limits: d, Preimport: []string{"numpy", "pandas"}, Size: 3},
-		{Name: "datasci", Rootfs: "default", Limits: big, Preimport: []string{"numpy", "pandas", "matplotlib"}, Size: 2},
+		{Name: "node", Rootfs: "default", Limits: d, Size: 1, Language: runner.JavaScript},
+		{Name: "datasci", Rootfs: "default", Limits: big, Preimport: []string{"numpy", "pandas", "matplotlib"}, Size: 2, Language: runner.Python},
+		{Name: "js", Rootfs: "default", Limits: d, Size: 2, Language: runner.JavaScript},
 	}
 	if got := c.PoolProfiles(); !reflect.DeepEqual(got, want) {
 		t.Errorf("profiles\n got %+v\nwant %+v", got, want)
 	}
 	if c.Pool.Refills != 2 {
 		t.Errorf("refills %d, want 2", c.Pool.Refills)
+	}
+	// node_size = 0 drops the built-in Node pool; a bad language is refused.
+	c, err = Load(writeConf(t, "[pool]\nnode_size = 0\n"), nil)
+	if err != nil || slices.ContainsFunc(c.PoolProfiles(), func(p pool.Profile) bool { return p.Name == "node" }) {
+		t.Errorf("node_size = 0: %v %+v", err, c.PoolProfiles())
+	}
+	if _, err := Load(writeConf(t, "[pools.x]\nlanguage = \"ruby\"\n"), nil); err == nil || !strings.Contains(err.Error(), "python or javascript") {
+		t.Errorf("[pools.x] language = ruby: %v", err)
+	}
+	if _, err := Load(writeConf(t, "[pools.node]\nsize = 1\n"), nil); err == nil || !strings.Contains(err.Error(), "configured in [pool]") {
+		t.Errorf("[pools.node]: %v", err)
 	}
 }
 

@@ -46,7 +46,7 @@ func (l Language) Check() error {
 // [a-z0-9_+-], not a built-in one.
 func ValidLanguageName(name string) error {
 	switch {
-	case name == agentapi.LanguagePython || name == agentapi.LanguageBash:
+	case name == agentapi.LanguagePython || name == agentapi.LanguageBash || IsNode(name):
 		return fmt.Errorf("language %q is built in; declare another name", name)
 	case name == "" || len(name) > 32 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_+-") != "":
 		return fmt.Errorf("language name %q: use 1 to 32 of a-z, 0-9, _, + and -", name)
@@ -58,6 +58,9 @@ func ValidLanguageName(name string) error {
 // and those declared for it (or for every rootfs), sorted after them.
 func (pol *Rules) Languages(rootfs string) []string {
 	out := []string{agentapi.LanguagePython, agentapi.LanguageBash}
+	if pol.Builtins != nil {
+		out = append(out, pol.Builtins(rootfs)...)
+	}
 	var declared []string
 	for _, l := range pol.languages {
 		if len(l.Rootfs) == 0 || slices.Contains(l.Rootfs, rootfs) {
@@ -95,4 +98,19 @@ func (l Language) program(code string) (argv []string, file *container.File, std
 		}
 	}
 	return argv, file, file == nil
+}
+
+// IsNode reports a language that runs on Node.js (javascript, typescript).
+func IsNode(lang string) bool {
+	return lang == agentapi.LanguageJavaScript || lang == agentapi.LanguageTypeScript
+}
+
+// builtin checks that rootfs has a built-in language beyond python and
+// bash, and names what it has when it does not.
+func (pol *Rules) builtin(name, rootfs string) error {
+	if pol.Builtins != nil && slices.Contains(pol.Builtins(rootfs), name) {
+		return nil
+	}
+	return errdefs.Field("language", "%q needs Node.js%s in the rootfs, and rootfs %q has %s; use a rootfs of the datasci profile (nsbox rootfs build --profile datasci)",
+		name, map[bool]string{true: " and esbuild", false: ""}[name == agentapi.LanguageTypeScript], rootfs, strings.Join(pol.Languages(rootfs), ", "))
 }

@@ -64,6 +64,10 @@ func DefaultMaxLimits() container.Limits {
 // Rules are a checked Policy with its defaults filled. They do not change;
 // the daemon swaps whole Rules on Reconfigure.
 type Rules struct {
+	// Builtins, when set, lists the built-in languages beyond python and
+	// bash that a rootfs can run (javascript and typescript where it has
+	// Node.js and esbuild); the daemon sets it from its rootfs store.
+	Builtins      func(rootfs string) []string
 	DefaultRootfs string
 	Defaults, Max container.Limits
 	Sessions      Sessions

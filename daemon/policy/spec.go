@@ -25,6 +25,10 @@ func (j *Job) Spec(id, dir string) container.Spec {
 	case "":
 	case agentapi.LanguagePython:
 		sp.Argv = []string{"python3", "-c", j.Code}
+	case agentapi.LanguageJavaScript, agentapi.LanguageTypeScript:
+		// Both go to the Node runner (the daemon's runner path); this is
+		// what a run that cannot take it (a custom seccomp profile) gets.
+		sp.Argv = []string{"node", "-e", j.Code}
 	case agentapi.LanguageBash:
 		sh := "/bin/sh"
 		if hasFile(dir, "usr/bin/bash") || hasFile(dir, "bin/bash") {

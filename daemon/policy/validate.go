@@ -102,7 +102,11 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 		}
 		j.Argv = req.Argv
 	case req.Language != "":
-		if req.Language != agentapi.LanguagePython && req.Language != agentapi.LanguageBash {
+		if IsNode(req.Language) {
+			if err := pol.builtin(req.Language, j.Rootfs); err != nil {
+				return nil, err
+			}
+		} else if req.Language != agentapi.LanguagePython && req.Language != agentapi.LanguageBash {
 			l, err := pol.declared(req.Language, j.Rootfs)
 			if err != nil {
 				return nil, err

@@ -142,7 +142,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		}
 	}
 	var pl *pool.Pool
-	if profiles := cfg.PoolProfiles(); len(profiles) > 0 {
+	if profiles := nodePoolsWhereNode(cfg.PoolProfiles(), store, log); len(profiles) > 0 {
 		pl, err = pool.New(pool.Config{Starter: dcfg.Starter, Acquire: store.Acquire, Profiles: profiles, Refills: cfg.Pool.Refills, Logger: log.With("component", "pool")})
 		if err != nil {
 			return fmt.Errorf("warm pool: %w", err)
@@ -230,4 +230,26 @@ func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func() er
 	}()
 	log.Info("serving metrics", "addr", ln.Addr().String())
 	return ms.Close, nil
+}
+
+// nodePoolsWhereNode drops the pools of Node runners whose rootfs has no
+// Node.js (the built-in "node" pool on a minimal default rootfs): they
+// could never start a runner.
+func nodePoolsWhereNode(profiles []pool.Profile, store daemon.Store, log *slog.Logger) []pool.Profile {
+	out := profiles[:0:0]
+	for _, p := range profiles {
+		if p.Language == runner.JavaScript {
+			dir, err := store.Dir(p.Rootfs)
+			if err != nil {
+				log.Info("no Node pool: its rootfs is not in the store", "pool", p.Name, "rootfs", p.Rootfs, "err", err)
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "usr/bin/node")); err != nil {
+				log.Info("no Node pool: the rootfs has no Node.js (the datasci profile has it)", "pool", p.Name, "rootfs", p.Rootfs)
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }

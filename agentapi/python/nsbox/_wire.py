@@ -272,10 +272,12 @@ def batch_item(line: bytes, what: str) -> Tuple[str, int, Any]:
 def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idle_timeout_ms: Optional[int],
                  env: Optional[Mapping[str, str]], files: Optional[Files], lifetime_ms: Optional[int],
                  allowed_imports: Optional[Iterable[str]], idle_action: Optional[str],
-                 network: Any = None) -> Dict[str, Any]:
+                 network: Any = None, language: Optional[str] = None) -> Dict[str, Any]:
     if idle_action not in (None, "end", "pause"):
         raise _invalid("idle_action %r: use \"end\" or \"pause\"" % (idle_action,))
-    return _put({}, rootfs=rootfs, limits=check_limits(limits), idle_timeout_ms=idle_timeout_ms,
+    if language not in (None, "python", "javascript", "typescript"):
+        raise _invalid("language %r: a session runs \"python\", \"javascript\" or \"typescript\"" % (language,))
+    return _put({}, rootfs=rootfs, language=language, limits=check_limits(limits), idle_timeout_ms=idle_timeout_ms,
                 env=dict(env) if env is not None else None, files=files_list(files), lifetime_ms=lifetime_ms,
                 allowed_imports=check_imports(allowed_imports), idle_action=idle_action,
                 network=check_network(network))

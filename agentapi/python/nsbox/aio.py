@@ -303,10 +303,11 @@ class AsyncClient(_wire.ClientBase):
                       idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
                       files: Optional[Files] = None, lifetime_ms: Optional[int] = None,
                       allowed_imports: Optional[Iterable[str]] = None,
-                      idle_action: Optional[str] = None, network: Any = None) -> AsyncSession:
+                      idle_action: Optional[str] = None, network: Any = None,
+                      language: Optional[str] = None) -> AsyncSession:
         """As nsbox.Client.session; use the result with `async with`."""
         req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
-                                 idle_action, network)
+                                 idle_action, network, language)
         info = await self._json("POST", API + "/sessions", req)
         return AsyncSession(self, info["id"], info)
 

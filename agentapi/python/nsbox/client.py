@@ -247,15 +247,16 @@ class Client(_wire.ClientBase):
                 idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
                 files: Optional[Files] = None, lifetime_ms: Optional[int] = None,
                 allowed_imports: Optional[Iterable[str]] = None, idle_action: Optional[str] = None,
-                network: Any = None) -> Session:
+                network: Any = None, language: Optional[str] = None) -> Session:
         """Starts a session (a persistent Python interpreter and /workspace)
         and returns it once ready. Use it as a context manager to close it.
         lifetime_ms ends it that long after its creation (default: the
         daemon's max_lifetime); allowed_imports binds every exec;
         idle_action "pause" pauses it at its idle timeout instead of ending
-        it ("end")."""
+        it ("end"); language "javascript" or "typescript" makes it a Node.js
+        session (on a rootfs with Node.js)."""
         req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
-                                 idle_action, network)
+                                 idle_action, network, language)
         info = self._json("POST", API + "/sessions", req)
         return Session(self, info["id"], info)
 
