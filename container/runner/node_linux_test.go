@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,19 +13,11 @@ import (
 	"github.com/nsbox/nsbox/container/internal/testenv"
 )
 
-// nodeRootfs returns the rootfs with node the Node runner's tests use:
-// NSBOX_TEST_NODE_ROOTFS or the store's default-node; it skips when node
-// is not in it.
+// nodeRootfs returns the rootfs with node the Node runner's tests use
+// (testenv.NodeRootfs); it skips when there is none.
 func nodeRootfs(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("NSBOX_TEST_NODE_ROOTFS")
-	if dir == "" {
-		dir = filepath.Join(testenv.StoreRoot, "default-node", "rootfs")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "usr/bin/node")); err != nil {
-		t.Skipf("no rootfs with node at %s (build it: nsbox rootfs build --profile datasci --name default-node, or set NSBOX_TEST_NODE_ROOTFS): %v", dir, err)
-	}
-	return dir
+	return testenv.NodeRootfs(t)
 }
 
 // startNode starts a Node runner and closes it at cleanup.

@@ -12,7 +12,7 @@ import (
 )
 
 // nodeTree returns a tree with node and esbuild (NSBOX_TEST_NODE_ROOTFS, else
-// the store's default-node), skipping when there is none.
+// the store's data-science rootfs), skipping when there is none.
 func nodeTree(t *testing.T) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -20,11 +20,18 @@ func nodeTree(t *testing.T) string {
 	}
 	dir := os.Getenv("NSBOX_TEST_NODE_ROOTFS")
 	if dir == "" {
-		dir = "/var/lib/nsbox/rootfs/default-node/rootfs"
+		store, name := os.Getenv("NSBOX_TEST_ROOTFS_STORE"), os.Getenv("NSBOX_TEST_DATASCI_ROOTFS_NAME")
+		if store == "" {
+			store = "/var/lib/nsbox/rootfs"
+		}
+		if name == "" {
+			name = "default"
+		}
+		dir = filepath.Join(store, name, "rootfs")
 	}
 	for _, p := range []string{"usr/bin/node", "usr/bin/esbuild"} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
-			t.Skipf("no tree with node and esbuild at %s (build one: nsbox rootfs build --profile datasci --name default-node, or set NSBOX_TEST_NODE_ROOTFS): %v", dir, err)
+			t.Skipf("no tree with node and esbuild at %s (make rootfs-default builds the datasci profile, which has them; or set NSBOX_TEST_NODE_ROOTFS): %v", dir, err)
 		}
 	}
 	return dir

@@ -43,8 +43,8 @@ type Options struct {
 	// (tests/e2b-client, with its node_modules).
 	E2BClient string
 
-	// Only is "engine", "daemon", "egress" or "e2b" to run one part, ""
-	// for all.
+	// Only is "engine", "daemon", "egress", "node" or "e2b" to run one
+	// part, "" for all.
 	Only string
 	JSON bool // print the report as JSON instead of tables
 
@@ -57,9 +57,9 @@ type Options struct {
 // Validate reports settings the bench cannot run with.
 func (o Options) Validate() error {
 	switch o.Only {
-	case "", "engine", "daemon", "egress", "e2b":
+	case "", "engine", "daemon", "egress", "e2b", "node":
 	default:
-		return fmt.Errorf("bench: --only %q: use engine, daemon, egress or e2b", o.Only)
+		return fmt.Errorf("bench: --only %q: use engine, daemon, egress, e2b or node", o.Only)
 	}
 	for _, c := range []struct {
 		flag string
@@ -126,6 +126,11 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 			return fmt.Errorf("bench egress: %w", err)
 		}
 	}
+	if o.Only == "" || o.Only == "node" {
+		if err := benchNode(ctx, o, rep); err != nil {
+			return fmt.Errorf("bench node: %w", err)
+		}
+	}
 	if o.Only == "" || o.Only == "e2b" {
 		if err := benchE2B(ctx, o, rep); err != nil {
 			return fmt.Errorf("bench e2b: %w", err)
@@ -158,6 +163,9 @@ type report struct {
 
 	Egress     []egressRow `json:"egress,omitempty"`
 	EgressLoad string      `json:"egress_load,omitempty"` // load averages before -> after
+
+	Node     []nodeRow `json:"node,omitempty"`
+	NodeLoad string    `json:"node_load,omitempty"` // load averages before -> after
 
 	E2B     []e2bRow `json:"e2b,omitempty"`
 	E2BLoad string   `json:"e2b_load,omitempty"` // load averages before -> after

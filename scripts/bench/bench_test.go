@@ -27,10 +27,11 @@ func TestValidate(t *testing.T) {
 		{"only daemon", func(o *Options) { o.Only = "daemon" }, ""},
 		{"only egress", func(o *Options) { o.Only = "egress" }, ""},
 		{"only e2b", func(o *Options) { o.Only = "e2b" }, ""},
+		{"only node", func(o *Options) { o.Only = "node" }, ""},
 		{"smallest counts", func(o *Options) {
 			o.Runs, o.Rounds, o.DaemonRuns, o.PandasRuns, o.Round, o.Concurrency = 1, 1, 1, 1, time.Millisecond, []int{1}
 		}, ""},
-		{"only unknown", func(o *Options) { o.Only = "zygote" }, `bench: --only "zygote": use engine, daemon, egress or e2b`},
+		{"only unknown", func(o *Options) { o.Only = "zygote" }, `bench: --only "zygote": use engine, daemon, egress, e2b or node`},
 		{"no runs", func(o *Options) { o.Runs = 0 }, "bench: --runs 0: must be at least 1"},
 		{"no rounds", func(o *Options) { o.Rounds = 0 }, "bench: --rounds 0: must be at least 1"},
 		{"negative daemon runs", func(o *Options) { o.DaemonRuns = -1 }, "bench: --daemon-runs -1: must be at least 1"},

@@ -15,6 +15,7 @@ func printReport(w io.Writer, rep *report, systems []system) {
 	printDaemon(w, rep)
 	printZygote(w, rep)
 	printEgress(w, rep)
+	printNode(w, rep)
 	printE2B(w, rep)
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(w, "  skipped %s\n", s)
@@ -134,6 +135,22 @@ func printE2B(w io.Writer, rep *report) {
 	fmt.Fprintln(tw, "E2B\tRUNS\tP50\tP95\tVS /v1\tTARGET\t")
 	for _, e := range rep.E2B {
 		fmt.Fprintf(tw, "%s\t%d\t%.2f ms\t%.2f ms\t%s\t%s\t\n", e.System, e.Runs, e.P50Ms, e.P95Ms, ratio(e.VsV1), e.Target)
+	}
+	tw.Flush()
+}
+
+func printNode(w io.Writer, rep *report) {
+	if len(rep.Node) == 0 {
+		return
+	}
+	if len(rep.Latency) == 0 { // --only node: the machine line is here
+		fmt.Fprintln(w, rep.Machine)
+	}
+	fmt.Fprintf(w, "\nnode: JavaScript beside Python on \"default\" (alternating rounds)\nload average %s\n\n", rep.NodeLoad)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "NODE\tRUNS\tP50\tP95\tVS\tRATIO\tTARGET\t")
+	for _, n := range rep.Node {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f ms\t%.2f ms\t%s\t%s\t%s\t\n", n.System, n.Runs, n.P50Ms, n.P95Ms, n.Vs, ratio(n.Ratio), n.Target)
 	}
 	tw.Flush()
 }

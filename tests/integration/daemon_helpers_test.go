@@ -61,7 +61,7 @@ func startDaemonAt(t *testing.T, sock, runDir string, extra ...string) *daemon {
 	td := testdaemon.New(t, nsboxBin, "nsbox-it-", append([]string{"--log-level", "debug",
 		// No warm pool, spare inits or bare zygote unless a test asks (its
 		// own flags win): they are alive by design, not leftovers.
-		"--pool-size", "0", "--spare-inits", "0", "--zygote-bare=false"}, extra...)...)
+		"--pool-size", "0", "--pool-node-size", "0", "--spare-inits", "0", "--zygote-bare=false"}, extra...)...)
 	td.At(sock, runDir)
 	d := &daemon{Daemon: td, args: td.Args, sock: td.Sock, runDir: td.RunDir, cgroupName: td.CgroupName,
 		client: td.Client, http: td.HTTP, log: td.Log}

@@ -63,16 +63,21 @@ func CgroupName() string {
 }
 
 // NodeRootfs returns a rootfs tree with Node.js: NSBOX_TEST_NODE_ROOTFS (a
-// directory) or the store's "default-node"; it skips when /usr/bin/node is
-// not in it.
+// directory), else the store's data-science rootfs
+// (NSBOX_TEST_DATASCI_ROOTFS_NAME, default "default"), whose profile has
+// Node.js; it skips when /usr/bin/node is not in it.
 func NodeRootfs(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("NSBOX_TEST_NODE_ROOTFS")
 	if dir == "" {
-		dir = filepath.Join(StoreRoot, "default-node", "rootfs")
+		name := os.Getenv("NSBOX_TEST_DATASCI_ROOTFS_NAME")
+		if name == "" {
+			name = "default"
+		}
+		dir = filepath.Join(StoreRoot, name, "rootfs")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "usr/bin/node")); err != nil {
-		t.Skipf("no test rootfs with node at %s (build it: nsbox rootfs build --profile datasci --name default-node, or set NSBOX_TEST_NODE_ROOTFS): %v", dir, err)
+		t.Skipf("no test rootfs with node at %s (make rootfs-default builds the datasci profile, which has Node.js; or set NSBOX_TEST_NODE_ROOTFS): %v", dir, err)
 	}
 	return dir
 }
