@@ -391,16 +391,19 @@ async function runCell(req, c, n, rep) {
 const kInterrupted = Symbol('interrupted');
 
 // setup: preimport modules (require's cache keeps them) and warm the cell
-// path once (a context, a compile, a run, inspect, acorn for await).
-function setup(names) {
+// path once: a context, a compile with the import hook, a run that prints,
+// inspect, acorn for await. V8 compiles each function at its first call
+// and node makes process.stdout at its first use: done here, the first
+// real cell of a pooled runner costs what the next ones do. What the
+// scratch cell prints is the set-up's output, which the host discards.
+async function setup(names) {
   const skipped = [];
   const req = cellRequire();
   for (const n of names || []) {
     try { req(n); } catch (_) { skipped.push(n); }
   }
-  const c = context('');
-  new vm.Script('undefined', { filename: '<setup>' }).runInContext(c.g, { breakOnSigint: true });
-  show({ a: [1] });
+  context('');
+  await runCell({ code: 'console.log("")\n;({ a: [1] })' }, newContext(), 0, {});
   try { rewriteAwait('await 0'); } catch (_) {}
   return skipped;
 }
@@ -429,7 +432,7 @@ async function handle(req) {
   const rep = {};
   if (req.setup) {
     rep.count = context('').count;
-    try { rep.skipped = setup(req.preimport); } catch (e) { rep.exception = exception(e); }
+    try { rep.skipped = await setup(req.preimport); } catch (e) { rep.exception = exception(e); }
   } else {
     const c = context(req.context || '');
     const n = ++c.count;
