@@ -172,6 +172,19 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(nsbox.NotFound):
             s.exec("1")
 
+    @unittest.skipUnless(DATASCI, "set NSBOX_DATASCI_ROOTFS to a rootfs with Node.js (the datasci profile)")
+    def test_javascript_and_typescript(self):
+        r = self.nsbox.run(code="console.log(6 * 7); [1, 2]", language="javascript", rootfs=DATASCI)
+        self.assertEqual((r.status, r.stdout, r.value), ("ok", "42\n", "[ 1, 2 ]"))
+        r = self.nsbox.run(code="throw new RangeError('no')", language="javascript", rootfs=DATASCI)
+        self.assertEqual((r.status, r.exception["name"], r.exception["value"]), ("exception", "RangeError", "no"))
+        with self.nsbox.session(rootfs=DATASCI, language="typescript") as s:
+            self.assertTrue(s.exec("const xs: number[] = [1, 2, 3]").ok)
+            self.assertEqual(s.exec("xs.reduce((a: number, b: number) => a + b, 0)").value, "6")
+            self.assertEqual(s.info()["language"], "typescript")
+        with self.assertRaises(nsbox.InvalidArgument):
+            self.nsbox.session(language="cobol")
+
     def test_contexts_and_exec_env(self):
         with self.nsbox.session() as s:
             self.assertTrue(s.exec("x = 'default'").ok)
