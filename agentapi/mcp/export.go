@@ -43,12 +43,15 @@ type MCPTool struct {
 	InputSchema json.RawMessage `json:"inputSchema"`
 }
 
-// Definitions returns the tools `nsbox mcp` serves (per-connection mode,
-// described without asking a daemon) in format, ready to marshal:
+// Definitions returns the tools `nsbox mcp` serves (per-connection mode
+// on a rootfs with Node.js, described without asking a daemon) in format,
+// ready to marshal:
 // []OpenAITool, []AnthropicTool or []MCPTool. The input schemas are the
 // very ones the MCP server validates calls against.
 func Definitions(format string) (any, error) {
-	tools := definitions(newFacts(Config{}))
+	f := newFacts(Config{})
+	f.javascript, f.typescript = true, true
+	tools := definitions(f)
 	switch format {
 	case FormatOpenAI:
 		out := make([]OpenAITool, 0, len(tools))

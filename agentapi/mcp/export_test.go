@@ -39,7 +39,7 @@ func checkSchema(t *testing.T, name string, s map[string]any) {
 }
 
 func TestDefinitionsShape(t *testing.T) {
-	want := []string{ToolRunPython, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolResetSession}
+	want := []string{ToolRunPython, ToolRunJavaScript, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolResetSession}
 	tests := []struct {
 		format string
 		// tool extracts name, description and schema of one element.
@@ -114,7 +114,7 @@ func TestDefinitionsBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var code, timeout, enc map[string]any
+	var code, timeout, enc, ts map[string]any
 	for _, d := range defs.([]MCPTool) {
 		var s struct {
 			Properties map[string]map[string]any `json:"properties"`
@@ -131,6 +131,11 @@ func TestDefinitionsBounds(t *testing.T) {
 			}
 		case ToolWriteFile:
 			enc = s.Properties["encoding"]
+		case ToolRunJavaScript:
+			ts = s.Properties["typescript"]
+			if len(s.Required) != 1 || s.Required[0] != "code" {
+				t.Errorf("run_javascript required %v", s.Required)
+			}
 		}
 	}
 	if code["minLength"] != 1.0 || code["maxLength"] != float64(MaxCodeBytes) {
@@ -138,6 +143,9 @@ func TestDefinitionsBounds(t *testing.T) {
 	}
 	if timeout["type"] != "integer" || timeout["minimum"] != 1.0 || timeout["maximum"] != float64(MaxTimeoutS) {
 		t.Errorf("timeout_s bounds %v", timeout)
+	}
+	if ts["type"] != "boolean" {
+		t.Errorf("run_javascript typescript %v", ts)
 	}
 	if e, _ := enc["enum"].([]any); len(e) != 2 || e[0] != "utf-8" || e[1] != "base64" {
 		t.Errorf("encoding enum %v", enc["enum"])

@@ -24,6 +24,10 @@ type facts struct {
 	memory     int64    // bytes; 0 unknown
 	output     int64    // output kept per stream and call
 	allowNet   []string // hosts the sandboxes may reach through the daemon's proxy
+	// javascript and typescript say the rootfs runs them (Node.js, and
+	// esbuild for TypeScript): run_javascript is listed and takes
+	// typescript.
+	javascript, typescript bool
 }
 
 // network says what network the sandboxes have, for the descriptions.
@@ -64,6 +68,9 @@ func newFacts(cfg Config) facts {
 		f.memory = info.DefaultLimits.MemoryBytes
 	}
 	f.stack, f.stackKnown = dataStack(info, f.rootfs)
+	langs := info.Languages[f.rootfs]
+	f.javascript = slices.Contains(langs, agentapi.LanguageJavaScript)
+	f.typescript = f.javascript && slices.Contains(langs, agentapi.LanguageTypeScript)
 	return f
 }
 

@@ -24,13 +24,56 @@ func (s *Server) runPython(ctx context.Context, req *mcpsdk.CallToolRequest, in 
 		if err != nil {
 			return nil, nil, err
 		}
-		return pythonResult(res, nil, s.facts), res, nil
+		return cellResult(res, nil, s.facts), res, nil
 	}
-	res, notes, err := s.exec(ctx, req.Session, in.SessionID, in.Code, timeoutMs)
+	res, notes, err := s.exec(ctx, req.Session, "", in.SessionID, in.Code, timeoutMs)
 	if err != nil {
 		return nil, nil, err
 	}
-	return pythonResult(res, notes, s.facts), res, nil
+	return cellResult(res, notes, s.facts), res, nil
+}
+
+func (s *Server) runJavaScript(ctx context.Context, req *mcpsdk.CallToolRequest, in RunJavaScriptInput) (*mcpsdk.CallToolResult, any, error) {
+	timeoutMs := int64(in.TimeoutS) * 1000
+	lang := agentapi.LanguageJavaScript
+	if in.TypeScript {
+		lang = agentapi.LanguageTypeScript
+	}
+	if s.perCall() {
+		res, err := s.client.Run(ctx, &agentapi.RunRequest{
+			Language: lang, Code: in.Code, Rootfs: s.cfg.Rootfs, Limits: s.callLimits(timeoutMs), Network: s.cfg.Network,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return cellResult(res, nil, s.facts), res, nil
+	}
+	if in.SessionID != "" {
+		if err := s.checkNodeSession(ctx, in.SessionID, lang); err != nil {
+			return nil, nil, err
+		}
+	}
+	res, notes, err := s.exec(ctx, req.Session, lang, in.SessionID, in.Code, timeoutMs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cellResult(res, notes, s.facts), res, nil
+}
+
+// checkNodeSession checks that session id (named by the model) runs lang:
+// a TypeScript session runs both languages, a JavaScript one JavaScript.
+func (s *Server) checkNodeSession(ctx context.Context, id, lang string) error {
+	sess, err := s.client.Session(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case sess.Language == agentapi.LanguageTypeScript, sess.Language == lang:
+		return nil
+	case sess.Language == agentapi.LanguageJavaScript:
+		return fmt.Errorf("session %s: %w: it is a JavaScript session; send plain JavaScript (typescript: false) to it", id, ErrNodeLanguage)
+	}
+	return fmt.Errorf("session %s: %w: it is a %s session; run_javascript needs a javascript or typescript one", id, ErrNodeLanguage, sess.Language)
 }
 
 // ShellResult is the structured result of run_shell.
@@ -64,7 +107,7 @@ func (s *Server) runShell(ctx context.Context, req *mcpsdk.CallToolRequest, in R
 		s.facts.explainShell(out)
 		return shellResult(out, nil), out, nil
 	}
-	res, notes, err := s.exec(ctx, req.Session, in.SessionID, shellCode(in.Command), timeoutMs)
+	res, notes, err := s.exec(ctx, req.Session, "", in.SessionID, shellCode(in.Command), timeoutMs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -119,10 +162,11 @@ func (s *Server) callLimits(timeoutMs int64) *agentapi.Limits {
 	return &lim
 }
 
-// exec runs code in the explicit session, or in the connection's (made on
-// first use). A connection session that expired or died is replaced once,
-// with a note; one that dies in this exec is forgotten, with a note.
-func (s *Server) exec(ctx context.Context, ss *mcpsdk.ServerSession, explicit, code string, timeoutMs int64) (*agentapi.RunResult, []string, error) {
+// exec runs code in the explicit session, or in the connection's session
+// for lang ("" Python, else javascript or typescript), made on first use.
+// A connection session that expired or died is replaced once, with a note;
+// one that dies in this exec is forgotten, with a note.
+func (s *Server) exec(ctx context.Context, ss *mcpsdk.ServerSession, lang, explicit, code string, timeoutMs int64) (*agentapi.RunResult, []string, error) {
 	req := &agentapi.ExecRequest{Code: code, TimeoutMs: timeoutMs}
 	if explicit != "" {
 		res, err := s.client.Exec(ctx, explicit, req)
@@ -130,14 +174,14 @@ func (s *Server) exec(ctx context.Context, ss *mcpsdk.ServerSession, explicit, c
 	}
 	var notes []string
 	for attempt := 0; ; attempt++ {
-		id, created, err := s.session(ctx, ss)
+		id, created, err := s.session(ctx, ss, lang)
 		if err != nil {
 			return nil, notes, err
 		}
 		res, err := s.client.Exec(ctx, id, req)
 		if err != nil {
 			if isGone(err) {
-				s.forget(ss, id)
+				s.forget(ss, lang, id)
 				if !created && attempt == 0 {
 					notes = append(notes, "the previous sandbox session had ended (idle timeout or crash): this ran in a fresh session, earlier variables and files are gone")
 					continue
@@ -146,7 +190,7 @@ func (s *Server) exec(ctx context.Context, ss *mcpsdk.ServerSession, explicit, c
 			return nil, notes, err
 		}
 		if res.SessionDead {
-			s.forget(ss, id)
+			s.forget(ss, lang, id)
 			notes = append(notes, fmt.Sprintf("the sandbox session died (%s): its variables and files are lost; the next call starts a fresh session", res.Status))
 		}
 		return res, notes, nil
@@ -158,13 +202,13 @@ func (s *Server) withSession(ctx context.Context, ss *mcpsdk.ServerSession, expl
 	if explicit != "" {
 		return op(explicit)
 	}
-	id, _, err := s.session(ctx, ss)
+	id, _, err := s.session(ctx, ss, "")
 	if err != nil {
 		return err
 	}
 	err = op(id)
 	if isGone(err) && s.sessionGone(ctx, id) {
-		s.forget(ss, id)
+		s.forget(ss, "", id)
 		return fmt.Errorf("%w (the sandbox session had ended; the next call starts a fresh one, earlier files are gone)", err)
 	}
 	return err
@@ -306,12 +350,19 @@ func (s *Server) listFiles(ctx context.Context, req *mcpsdk.CallToolRequest, in 
 func (s *Server) resetSession(ctx context.Context, req *mcpsdk.CallToolRequest, _ ResetSessionInput) (*mcpsdk.CallToolResult, any, error) {
 	c := s.conn(req.Session)
 	c.mu.Lock()
-	had := c.id != ""
-	s.dropSession(c)
+	had, hadNode := c.id != "", c.node != ""
+	s.dropSessions(c)
 	c.mu.Unlock()
-	msg := "There was no sandbox session yet; the next call starts a fresh one."
-	if had {
+	var msg string
+	switch {
+	case had && hadNode:
+		msg = "The sandbox sessions were discarded, run_python's and run_javascript's (variables, imports and /workspace files are gone); the next call starts a fresh one."
+	case had:
 		msg = "The sandbox session was discarded (variables, imports and /workspace files are gone); the next call starts a fresh one."
+	case hadNode:
+		msg = "run_javascript's sandbox session was discarded (variables, modules and its /workspace files are gone); the next call starts a fresh one."
+	default:
+		msg = "There was no sandbox session yet; the next call starts a fresh one."
 	}
-	return textResult(msg), map[string]bool{"reset": had}, nil
+	return textResult(msg), map[string]bool{"reset": had || hadNode}, nil
 }

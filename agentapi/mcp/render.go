@@ -38,9 +38,9 @@ func truncationNotes(b *strings.Builder, stdoutCut bool, stdoutBytes int64, stdo
 	}
 }
 
-// pythonText renders a Python result as the text a model reads; f names
-// the limits a result may have run into.
-func pythonText(res *agentapi.RunResult, notes []string, f facts) string {
+// cellText renders the result of a Python or JavaScript cell as the text a
+// model reads; f names the limits a result may have run into.
+func cellText(res *agentapi.RunResult, notes []string, f facts) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "status: %s", res.Status)
 	if res.ExecutionCount > 0 {
@@ -91,11 +91,11 @@ func pythonText(res *agentapi.RunResult, notes []string, f facts) string {
 	return b.String()
 }
 
-// pythonResult is the tool result of run_python: the text, one image per
-// figure, isError unless the code ran to its end.
-func pythonResult(res *agentapi.RunResult, notes []string, f facts) *mcpsdk.CallToolResult {
+// cellResult is the tool result of run_python and run_javascript: the
+// text, one image per figure, isError unless the code ran to its end.
+func cellResult(res *agentapi.RunResult, notes []string, f facts) *mcpsdk.CallToolResult {
 	out := &mcpsdk.CallToolResult{
-		Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: pythonText(res, notes, f)}},
+		Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: cellText(res, notes, f)}},
 		IsError: res.Status != agentapi.StatusOK,
 	}
 	for _, f := range res.Figures {

@@ -22,7 +22,7 @@ func pngBytes(t *testing.T) []byte {
 	return b.Bytes()
 }
 
-func TestPythonResult(t *testing.T) {
+func TestCellResult(t *testing.T) {
 	img := pngBytes(t)
 	tests := []struct {
 		name    string
@@ -52,7 +52,7 @@ func TestPythonResult(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := pythonResult(tc.res, []string{"a note"}, facts{memory: 512 << 20, output: 128 << 10})
+			r := cellResult(tc.res, []string{"a note"}, facts{memory: 512 << 20, output: 128 << 10})
 			if r.IsError != tc.isError {
 				t.Errorf("isError %v, want %v", r.IsError, tc.isError)
 			}

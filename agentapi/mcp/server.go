@@ -74,10 +74,23 @@ type Server struct {
 	conns map[*mcpsdk.ServerSession]*connState
 }
 
-// connState is one MCP connection's nsbox session, created on first use.
+// connState is one MCP connection's nsbox sessions, each created on first
+// use: the Python one (run_python, run_shell, the file tools) and the
+// Node.js one (run_javascript).
 type connState struct {
-	mu sync.Mutex // held while the session is created or reset
-	id string
+	mu sync.Mutex // held while a session is created or reset
+	id string     // the Python session
+	// node is the Node.js session, nodeLang its language (javascript or
+	// typescript), fixed by the first run_javascript call.
+	node, nodeLang string
+}
+
+// slot returns the session id field of c for language lang ("" is Python).
+func (c *connState) slot(lang string) *string {
+	if lang == "" {
+		return &c.id
+	}
+	return &c.node
 }
 
 // New returns a server with its tools registered.
@@ -110,11 +123,15 @@ func New(cfg Config) (*Server, error) {
 	if version == "" {
 		version = "dev"
 	}
-	instructions := "Tools that run Python and shell commands in an isolated Linux sandbox (" + s.facts.network() + ", no host files). " +
-		"Use run_python for computation, data analysis and plots; write_file/read_file/list_files to move files in and out of /workspace."
+	what, js := "Python and shell commands", ""
+	if s.facts.javascript {
+		what, js = "Python, JavaScript and shell commands", " Use run_javascript for JavaScript or TypeScript on Node.js."
+	}
+	instructions := "Tools that run " + what + " in an isolated Linux sandbox (" + s.facts.network() + ", no host files). " +
+		"Use run_python for computation, data analysis and plots; write_file/read_file/list_files to move files in and out of /workspace." + js
 	if s.facts.perCall {
-		instructions = "Tools that run Python and shell commands, each call in a fresh isolated Linux sandbox (" + s.facts.network() + ", no host files). " +
-			"Use run_python for computation, data analysis and plots."
+		instructions = "Tools that run " + what + ", each call in a fresh isolated Linux sandbox (" + s.facts.network() + ", no host files). " +
+			"Use run_python for computation, data analysis and plots." + js
 	}
 	s.sdk = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "nsbox", Title: "nsbox sandbox", Version: version}, &mcpsdk.ServerOptions{
 		Instructions: instructions,
@@ -128,6 +145,8 @@ func New(cfg Config) (*Server, error) {
 			mcpsdk.AddTool(s.sdk, t, s.runPython)
 		case ToolRunShell:
 			mcpsdk.AddTool(s.sdk, t, s.runShell)
+		case ToolRunJavaScript:
+			mcpsdk.AddTool(s.sdk, t, s.runJavaScript)
 		case ToolWriteFile:
 			mcpsdk.AddTool(s.sdk, t, s.writeFile)
 		case ToolReadFile:
@@ -176,7 +195,7 @@ func (s *Server) endConnection(ss *mcpsdk.ServerSession) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s.dropSession(c)
+	s.dropSessions(c)
 }
 
 func (s *Server) conn(ss *mcpsdk.ServerSession) *connState {
@@ -190,18 +209,26 @@ func (s *Server) conn(ss *mcpsdk.ServerSession) *connState {
 	return c
 }
 
-// session returns the connection's session id, creating the session on
-// first use. created says it is new.
-func (s *Server) session(ctx context.Context, ss *mcpsdk.ServerSession) (id string, created bool, err error) {
+// session returns the connection's session for lang ("" the Python one,
+// else javascript or typescript: the Node.js one), creating it on first
+// use. created says it is new. A TypeScript call in a JavaScript session
+// is refused (ErrNodeLanguage): a session's language is fixed at creation.
+func (s *Server) session(ctx context.Context, ss *mcpsdk.ServerSession, lang string) (id string, created bool, err error) {
 	c := s.conn(ss)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.id != "" {
-		return c.id, false, nil
+	slot := c.slot(lang)
+	if *slot != "" {
+		if lang == agentapi.LanguageTypeScript && c.nodeLang != agentapi.LanguageTypeScript {
+			return "", false, fmt.Errorf("%w: this conversation's Node.js session was started by a JavaScript call; "+
+				"send plain JavaScript, or call reset_session (which also discards run_python's state) and start again with typescript: true", ErrNodeLanguage)
+		}
+		return *slot, false, nil
 	}
 	lim := s.cfg.Limits
 	sess, err := s.client.CreateSession(ctx, &agentapi.SessionRequest{
 		Rootfs:        s.cfg.Rootfs,
+		Language:      lang,
 		Limits:        &lim,
 		IdleTimeoutMs: s.cfg.IdleTimeout.Milliseconds(),
 		Network:       s.cfg.Network,
@@ -209,37 +236,47 @@ func (s *Server) session(ctx context.Context, ss *mcpsdk.ServerSession) (id stri
 	if err != nil {
 		return "", false, fmt.Errorf("starting a sandbox session: %w", err)
 	}
-	c.id = sess.ID
-	s.log.Info("session created", "session", sess.ID, "rootfs", sess.Rootfs)
-	return c.id, true, nil
+	*slot = sess.ID
+	if lang != "" {
+		c.nodeLang = lang
+	}
+	s.log.Info("session created", "session", sess.ID, "rootfs", sess.Rootfs, "language", sess.Language)
+	return sess.ID, true, nil
 }
 
-// forget drops the connection's session id if it is still id (the session
-// died or expired); the next call creates a new one.
-func (s *Server) forget(ss *mcpsdk.ServerSession, id string) {
+// forget drops the connection's session for lang if it is still id (the
+// session died or expired); the next call creates a new one.
+func (s *Server) forget(ss *mcpsdk.ServerSession, lang, id string) {
 	c := s.conn(ss)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.id == id {
-		s.dropSession(c)
+	if slot := c.slot(lang); *slot == id {
+		s.dropSession(slot)
 	}
 }
 
-// dropSession deletes c's session (c.mu held).
-func (s *Server) dropSession(c *connState) {
-	if c.id == "" {
+// dropSessions deletes both of c's sessions (c.mu held).
+func (s *Server) dropSessions(c *connState) {
+	s.dropSession(&c.id)
+	s.dropSession(&c.node)
+}
+
+// dropSession deletes the session *id, if any, and clears it (its
+// connState's mu held).
+func (s *Server) dropSession(id *string) {
+	if *id == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := s.client.DeleteSession(ctx, c.id)
+	err := s.client.DeleteSession(ctx, *id)
 	var ae *agentapi.Error
 	if err != nil && !(errors.As(err, &ae) && ae.Code == agentapi.CodeNotFound) {
-		s.log.Warn("deleting session", "session", c.id, "err", err)
+		s.log.Warn("deleting session", "session", *id, "err", err)
 	} else {
-		s.log.Info("session deleted", "session", c.id)
+		s.log.Info("session deleted", "session", *id)
 	}
-	c.id = ""
+	*id = ""
 }
 
 // isGone reports whether err says a session no longer exists or is dead.

@@ -23,10 +23,13 @@ func connect(t *testing.T, mode string) *mcpsdk.ClientSession {
 	return connectConfig(t, Config{SessionMode: mode})
 }
 
-// connectConfig is connect for a Server of cfg (its Client is set).
+// connectConfig is connect for a Server of cfg; a nil cfg.Client is one
+// whose socket does not exist.
 func connectConfig(t *testing.T, cfg Config) *mcpsdk.ClientSession {
 	t.Helper()
-	cfg.Client = &client.Client{Socket: filepath.Join(t.TempDir(), "none.sock")}
+	if cfg.Client == nil {
+		cfg.Client = &client.Client{Socket: filepath.Join(t.TempDir(), "none.sock")}
+	}
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -57,15 +60,20 @@ func TestNewSessionMode(t *testing.T) {
 
 func TestListTools(t *testing.T) {
 	tests := []struct {
-		mode string
+		name string
+		cfg  Config
 		want []string
 	}{
-		{SessionPerConnection, []string{ToolRunPython, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolResetSession}},
-		{SessionPerCall, []string{ToolRunPython, ToolRunShell}},
+		{"per-connection", Config{}, []string{ToolRunPython, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolResetSession}},
+		{"per-call", Config{SessionMode: SessionPerCall}, []string{ToolRunPython, ToolRunShell}},
+		{"per-connection, rootfs with node", Config{Info: dataSciInfo()},
+			[]string{ToolRunPython, ToolRunJavaScript, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolResetSession}},
+		{"per-call, rootfs with node", Config{Info: dataSciInfo(), SessionMode: SessionPerCall}, []string{ToolRunPython, ToolRunJavaScript, ToolRunShell}},
+		{"rootfs without node", Config{Info: dataSciInfo(), Rootfs: "minimal"}, []string{ToolRunPython, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolResetSession}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.mode, func(t *testing.T) {
-			cs := connect(t, tc.mode)
+		t.Run(tc.name, func(t *testing.T) {
+			cs := connectConfig(t, tc.cfg)
 			res, err := cs.ListTools(context.Background(), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -140,6 +148,10 @@ func dataSciInfo() *agentapi.Info {
 			{Rootfs: "default", State: "ready", Modules: []string{"numpy", "pandas", "matplotlib", "matplotlib.pyplot", "scipy", "sklearn"}, Skipped: []string{"sklearn"}},
 			{Rootfs: "minimal", State: "unused", Modules: []string{"numpy"}},
 		},
+		Languages: map[string][]string{
+			"default": {"python", "bash", "javascript", "typescript"},
+			"minimal": {"python", "bash"},
+		},
 	}
 }
 
@@ -173,6 +185,16 @@ func TestToolDescriptions(t *testing.T) {
 		{"no network by default", Config{Info: dataSciInfo()}, []want{
 			{ToolRunPython, []string{"(no network, "}, []string{"pypi"}, 120, true},
 			{ToolRunShell, []string{"It has no network and no sudo"}, nil, 120, true},
+		}},
+		{"javascript", Config{Info: dataSciInfo()}, []want{
+			{ToolRunJavaScript, []string{"Node.js", "as the Node REPL shows it", "<cell N>:LINE:COL", "separate from run_python's sandbox", "reset_session discards both",
+				"pass typescript: true on it", "The rootfs (default) has Node.js", "stopped after 30 s", "1 GiB of memory"}, nil, 120, true},
+		}},
+		{"javascript without typescript", Config{Info: &agentapi.Info{DefaultRootfs: "node", Languages: map[string][]string{"node": {"python", "bash", "javascript"}}}}, []want{
+			{ToolRunJavaScript, []string{"no TypeScript transpiler", "(node) has Node.js"}, []string{`"typescript"`}, 600, true},
+		}},
+		{"javascript per-call", Config{Info: dataSciInfo(), SessionMode: SessionPerCall}, []want{
+			{ToolRunJavaScript, []string{"fresh sandbox", "With typescript: true"}, []string{"session", "persist between", "write_file"}, 120, false},
 		}},
 		{"no daemon", Config{}, []want{
 			{ToolRunPython, []string{"depends on the rootfs", "try an import", "timeout_s may be up to 600 s"}, []string{"memory"}, 600, true},

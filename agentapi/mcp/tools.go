@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -9,12 +10,14 @@ import (
 
 // Tool names.
 const (
-	ToolRunPython    = "run_python"
-	ToolRunShell     = "run_shell"
-	ToolWriteFile    = "write_file"
-	ToolReadFile     = "read_file"
-	ToolListFiles    = "list_files"
-	ToolResetSession = "reset_session"
+	ToolRunPython = "run_python"
+	ToolRunShell  = "run_shell"
+	// ToolRunJavaScript is listed only where the rootfs has Node.js.
+	ToolRunJavaScript = "run_javascript"
+	ToolWriteFile     = "write_file"
+	ToolReadFile      = "read_file"
+	ToolListFiles     = "list_files"
+	ToolResetSession  = "reset_session"
 )
 
 // Bounds of the tools' inputs.
@@ -37,6 +40,14 @@ type RunPythonInput struct {
 	Code      string `json:"code" jsonschema:"Python 3 source to execute, like a notebook cell. The repr of the last expression is returned; matplotlib figures (open at the end or passed to plt.show()) come back as PNG images."`
 	SessionID string `json:"session_id,omitempty" jsonschema:"Run in this existing nsbox session instead of this conversation's own one (leave empty normally)."`
 	TimeoutS  int    `json:"timeout_s,omitempty" jsonschema:"Whole seconds before the cell is interrupted with KeyboardInterrupt."`
+}
+
+// RunJavaScriptInput is the input of run_javascript.
+type RunJavaScriptInput struct {
+	Code       string `json:"code" jsonschema:"JavaScript (or TypeScript when typescript is true) to execute on Node.js, like a Node REPL cell: the last expression's value is returned as the REPL shows it, and top-level await works. Use require() or await import() for modules."`
+	TypeScript bool   `json:"typescript,omitempty" jsonschema:"The code is TypeScript: its types are stripped (not checked) before it runs."`
+	SessionID  string `json:"session_id,omitempty" jsonschema:"Run in this existing nsbox session (a javascript or typescript one) instead of this conversation's own Node.js session (leave empty normally)."`
+	TimeoutS   int    `json:"timeout_s,omitempty" jsonschema:"Whole seconds before the cell is interrupted."`
 }
 
 // RunShellInput is the input of run_shell.
@@ -148,6 +159,7 @@ func definitions(f facts) []*mcpsdk.Tool {
 			}),
 			Annotations: &mcpsdk.ToolAnnotations{OpenWorldHint: ptr(false)},
 		},
+		javascriptTool(f),
 		{
 			Name:  ToolRunShell,
 			Title: "Run shell command",
@@ -207,8 +219,58 @@ func definitions(f facts) []*mcpsdk.Tool {
 			Annotations: &mcpsdk.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		},
 	}
-	if f.perCall {
-		return tools[:2]
+	return slices.DeleteFunc(tools, func(t *mcpsdk.Tool) bool {
+		switch t.Name {
+		case ToolRunJavaScript:
+			return !f.javascript
+		case ToolRunPython, ToolRunShell:
+			return false
+		}
+		return f.perCall
+	})
+}
+
+// javascriptTool is run_javascript, described with f.
+func javascriptTool(f facts) *mcpsdk.Tool {
+	state := "State persists across run_javascript calls like a Node REPL: variables, functions and require()d modules stay defined. " +
+		"This is a Node.js session of its own, separate from run_python's sandbox: it shares neither variables nor /workspace files " +
+		"with run_python, run_shell and the file tools (write_file, read_file and list_files reach run_python's /workspace); reset_session discards both. "
+	ts := "This rootfs has no TypeScript transpiler: write plain JavaScript. "
+	if f.typescript {
+		ts = "The first run_javascript call fixes the session's language: pass typescript: true on it if you will write TypeScript " +
+			"(a TypeScript session runs plain JavaScript too); types are stripped, not checked. "
 	}
-	return tools
+	if f.perCall {
+		state = "Every call runs in a fresh sandbox: nothing persists between calls, so each call must be self-contained. "
+		if f.typescript {
+			ts = "With typescript: true the code is TypeScript: types are stripped, not checked. "
+		}
+	}
+	env := "Node's built-in modules (fs, path, crypto, child_process, ...) are available; no npm packages are installed. "
+	switch {
+	case f.rootfs == "":
+		env = "It needs a rootfs with Node.js (the data-science rootfs, default, has it). " + env
+	default:
+		env = "The rootfs (" + f.rootfs + ") has Node.js. " + env
+	}
+	return &mcpsdk.Tool{
+		Name:  ToolRunJavaScript,
+		Title: "Run JavaScript",
+		Description: "Execute JavaScript (or TypeScript) on Node.js in an isolated Linux sandbox (" + f.network() + ", no access to the host's files) and return stdout, stderr, " +
+			"the value of the last expression as the Node REPL shows it, and the exception with its stack (<cell N>:LINE:COL) if the code threw; top-level await works. " +
+			state + ts + env + f.limits() +
+			"If the result has isError, read the stack, fix the code and call again.",
+		InputSchema: schemaFor[RunJavaScriptInput](func(s *jsonschema.Schema) {
+			boundString(s, "code", 1, MaxCodeBytes)
+			if !f.perCall {
+				s.Properties["code"].Description += " Variables and required modules persist between run_javascript calls."
+			}
+			if !f.typescript {
+				delete(s.Properties, "typescript")
+			}
+			boundTimeout(s, f, "the cell is interrupted")
+			boundSessionID(s, f)
+		}),
+		Annotations: &mcpsdk.ToolAnnotations{OpenWorldHint: ptr(false)},
+	}
 }

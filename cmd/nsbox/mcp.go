@@ -21,7 +21,7 @@ import (
 func mcpCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
-		Usage: "serve run_python, run_shell and file tools to an MCP client on stdio (Claude Desktop, IDE agents)",
+		Usage: "serve run_python, run_shell, run_javascript and file tools to an MCP client on stdio (Claude Desktop, IDE agents)",
 		Description: "Speaks the Model Context Protocol on stdin/stdout and runs every tool call in the nsbox daemon.\n" +
 			"Each MCP connection gets one session (state persists like a notebook), deleted when the connection ends.\n" +
 			"Logs go to stderr. Client configuration: {\"mcpServers\": {\"nsbox\": {\"command\": \"/usr/local/bin/nsbox\", \"args\": [\"mcp\"]}}}",

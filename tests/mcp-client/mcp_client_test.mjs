@@ -2,7 +2,10 @@
 // client nsbox did not write spawns the server on stdio and drives every
 // tool. Environment: NSBOX_BIN (the nsbox binary), NSBOX_SOCKET (a running
 // daemon), NSBOX_MCP_ROOTFS (rootfs for the session; the plot part needs
-// matplotlib), NSBOX_MCP_PLOT=0 to skip the plot part (no data-science rootfs).
+// matplotlib), NSBOX_MCP_PLOT=0 to skip the plot part (no data-science rootfs),
+// NSBOX_MCP_JS=0|1 whether the rootfs has Node.js, so that run_javascript is
+// listed and driven (default: as the plot part, the data-science rootfs has
+// Node.js), or not listed.
 // Exits non-zero on the first failed check.
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -13,6 +16,7 @@ const socket = process.env.NSBOX_SOCKET;
 assert.ok(socket, "NSBOX_SOCKET must name the daemon's socket");
 const rootfs = process.env.NSBOX_MCP_ROOTFS ?? "";
 const wantPlot = process.env.NSBOX_MCP_PLOT !== "0";
+const wantJS = process.env.NSBOX_MCP_JS ? process.env.NSBOX_MCP_JS !== "0" : wantPlot;
 
 const args = ["mcp", "--socket", socket, "--log-level", "debug"];
 if (rootfs) args.push("--rootfs", rootfs);
@@ -57,6 +61,14 @@ try {
   assert.equal(byName.run_python.inputSchema.properties.timeout_s.maximum, 600);
   assert.deepEqual(byName.run_shell.inputSchema.required, ["command"]);
   assert.deepEqual(byName.write_file.inputSchema.properties.encoding.enum, ["utf-8", "base64"]);
+  if (wantJS) {
+    assert.ok(byName.run_javascript, "run_javascript listed on a rootfs with Node.js");
+    assert.deepEqual(byName.run_javascript.inputSchema.required, ["code"]);
+    assert.equal(byName.run_javascript.inputSchema.properties.typescript.type, "boolean");
+    assert.match(byName.run_javascript.description, /separate from run_python's sandbox/);
+  } else {
+    assert.ok(!byName.run_javascript, "run_javascript not listed on a rootfs without Node.js");
+  }
   log(`listed ${tools.length} tools`);
 
   // State persists across calls.
@@ -151,6 +163,38 @@ try {
     log("SKIP plot: NSBOX_MCP_PLOT=0 (no data-science rootfs with matplotlib)");
   }
 
+  if (wantJS) {
+    // JavaScript: a Node.js session of its own, state across calls, the
+    // last value as the REPL shows it, top-level await.
+    res = await call("run_javascript", { code: "const xs = [1, 2, 3]\nconsole.log('sum', xs.reduce((a, b) => a + b))" });
+    assert.ok(!res.isError, text(res));
+    assert.match(text(res), /--- stdout ---\nsum 6/);
+    res = await call("run_javascript", { code: "xs.map((v) => v * 2)" });
+    assert.equal(res.structuredContent.value, "[ 2, 4, 6 ]");
+    res = await call("run_javascript", { code: "await new Promise((r) => setTimeout(() => r(42), 10))" });
+    assert.equal(res.structuredContent.value, "42", text(res));
+    // Apart from run_python's: neither its variables nor its /workspace.
+    res = await call("run_javascript", { code: "[typeof x, require('fs').existsSync('data/in.csv')]" });
+    assert.equal(res.structuredContent.value, "[ 'undefined', false ]", text(res));
+    // An exception is a tool error whose stack names the user's line.
+    res = await call("run_javascript", { code: "function f() {\n  throw new TypeError('bad')\n}\nf()" });
+    assert.equal(res.isError, true);
+    assert.equal(res.structuredContent.exception.name, "TypeError");
+    assert.match(text(res), /--- exception ---\n[^]*TypeError: bad[^]*<cell \d+>:2:\d+/);
+    // A timeout interrupts the cell; the session lives on.
+    res = await call("run_javascript", { code: "while (true) {}", timeout_s: 1 });
+    assert.equal(res.isError, true);
+    assert.equal(res.structuredContent.status, "timeout");
+    res = await call("run_javascript", { code: "xs.length" });
+    assert.equal(res.structuredContent.value, "3", text(res));
+    // The session is JavaScript (its first call said so): TypeScript is refused.
+    res = await call("run_javascript", { code: "const n: number = 1", typescript: true });
+    assert.equal(res.isError, true);
+    assert.match(text(res), /reset_session/);
+  } else {
+    log("SKIP run_javascript: the rootfs has no Node.js");
+  }
+
   // reset_session: state and files are gone.
   res = await call("reset_session", {});
   assert.ok(!res.isError, text(res));
@@ -159,6 +203,17 @@ try {
   assert.equal(res.structuredContent.exception.name, "NameError");
   res = await call("list_files", {});
   assert.ok(!res.structuredContent.files.some((f) => f.path === "data/in.csv"), "files gone after reset");
+  if (wantJS) {
+    // The Node.js session went too; a first call with typescript: true makes a TypeScript one.
+    res = await call("run_javascript", { code: "typeof xs" });
+    assert.equal(res.structuredContent.value, "'undefined'", text(res));
+    res = await call("reset_session", {});
+    res = await call("run_javascript", { code: "const n: number = 41\nn + 1", typescript: true });
+    assert.ok(!res.isError, text(res));
+    assert.equal(res.structuredContent.value, "42");
+    res = await call("run_javascript", { code: "n" });
+    assert.equal(res.structuredContent.value, "41", text(res));
+  }
 } finally {
   await client.close();
 }
