@@ -140,6 +140,24 @@ func TestNodeRunsAndSessions(t *testing.T) {
 			t.Errorf("after an exception and a timeout: %+v", res)
 		}
 	})
+	t.Run("a Node session whose interpreter dies is dead with the reason", func(t *testing.T) {
+		s, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{Language: "javascript"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.client.DeleteSession(ctx, s.ID)
+		res, err := d.client.Exec(ctx, s.ID, &agentapi.ExecRequest{Code: "process.abort()"})
+		if err != nil || !res.SessionDead || res.Error == "" {
+			t.Fatalf("a cell that kills its interpreter: %v %+v", err, res)
+		}
+		info, err := d.client.Session(ctx, s.ID)
+		if err != nil || info.State != agentapi.SessionDead || info.DeadReason == "" {
+			t.Fatalf("the session afterwards: %v %+v", err, info)
+		}
+		if _, err := d.client.Exec(ctx, s.ID, &agentapi.ExecRequest{Code: "1"}); !isStatus(err, http.StatusConflict) {
+			t.Errorf("an exec on the dead session: %v, want 409", err)
+		}
+	})
 	t.Run("a TypeScript session", func(t *testing.T) {
 		s, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{Language: "typescript"})
 		if err != nil {
