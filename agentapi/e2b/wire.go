@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 
+	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
@@ -51,7 +53,17 @@ func statusOf(err error) int {
 }
 
 func writeErr(w http.ResponseWriter, err error) {
-	writeAPIError(w, statusOf(err), err.Error())
+	st := statusOf(err)
+	if st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable {
+		// The SDKs retry a 429 that says when, within their request
+		// timeout (a full run queue says; a full session table: 1 s).
+		retry := 1
+		if be := (*daemon.BusyError)(nil); errors.As(err, &be) {
+			retry = max(1, int(be.RetryAfter.Seconds()))
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(retry))
+	}
+	writeAPIError(w, st, err.Error())
 }
 
 // decode reads a JSON body into v; an empty body leaves v as it is.

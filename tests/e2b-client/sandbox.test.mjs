@@ -3,7 +3,7 @@
 // at its timeout, metrics, pause refused, env vars at create.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { NotFoundError, Sandbox, SandboxError } from "e2b";
+import { NotFoundError, RateLimitError, Sandbox, SandboxError } from "e2b";
 import { RUN, create, eventually, listAll, sleep } from "./lib.mjs";
 
 test("create, getInfo, connect and isRunning", { timeout: 60_000 }, async (t) => {
@@ -149,4 +149,24 @@ test("pause is refused clearly and the sandbox keeps running", { timeout: 60_000
   });
   assert.equal(await sbx.isRunning(), true);
   assert.equal((await sbx.commands.run("echo alive")).stdout, "alive\n");
+});
+
+test("a flood of creates past [sessions] max gets RateLimitError and leaves the rest working", { timeout: 120_000 }, async (t) => {
+  // The daemon holds at most 16 sessions; 24 creates at once.
+  const results = await Promise.allSettled(Array.from({ length: 24 }, () =>
+    Sandbox.create({ timeoutMs: 60_000, requestTimeoutMs: 2_500, metadata: { run: RUN, flood: "1" } })));
+  const made = results.filter((r) => r.status === "fulfilled").map((r) => r.value);
+  t.after(() => Promise.all(made.map((s) => s.kill().catch(() => {}))));
+  const refused = results.filter((r) => r.status === "rejected");
+  assert.ok(made.length > 0 && made.length <= 16, `${made.length} created`);
+  assert.ok(refused.length >= 8, `${refused.length} refused`);
+  for (const r of refused) {
+    assert.ok(r.reason instanceof RateLimitError, `a refused create: ${r.reason}`);
+  }
+  // Those made work, and once they are gone a new one can be made.
+  assert.equal((await made[0].commands.run("echo ok")).stdout, "ok\n");
+  await Promise.all(made.map((s) => s.kill()));
+  made.length = 0;
+  const again = await create(t, Sandbox);
+  assert.equal((await again.commands.run("echo again")).stdout, "again\n");
 });
