@@ -8,25 +8,22 @@ import (
 	"github.com/nsbox/nsbox/container/internal/testenv"
 )
 
-func TestContexts(t *testing.T) {
-	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
+// contextStep is one cell of a contexts test: its context, code and what
+// it must answer.
+type contextStep struct {
+	ctx, code string
+	status    Status
+	value     string
+	count     int
+}
+
+// runContextSteps runs steps on r in turn, failing at the first wrong
+// answer; it returns a runner of cells in a context for more checks.
+func runContextSteps(t *testing.T, r *Runner, steps []contextStep) func(ctx, code string) *Result {
+	t.Helper()
 	in := func(ctx, code string) *Result {
 		t.Helper()
 		return execReq(t, r, ExecRequest{Code: code, Timeout: time.Minute, Context: ctx})
-	}
-	steps := []struct {
-		ctx, code string
-		status    Status
-		value     string
-		count     int
-	}{
-		{"", "x = 'main'", StatusOK, "", 1},
-		{"a", "x = 'a'", StatusOK, "", 1},
-		{"b", "x", StatusException, "", 1},
-		{"b", "x = 'b'; __name__", StatusOK, "'__main__'", 2},
-		{"a", "x", StatusOK, "'a'", 2},
-		{"", "x", StatusOK, "'main'", 2},
-		{"b", "x", StatusOK, "'b'", 3},
 	}
 	for i, s := range steps {
 		res := in(s.ctx, s.code)
@@ -35,6 +32,20 @@ func TestContexts(t *testing.T) {
 				i, s.code, s.ctx, res.Status, res.Value, res.Count, s.status, s.value, s.count, res.Exception)
 		}
 	}
+	return in
+}
+
+func TestContexts(t *testing.T) {
+	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
+	in := runContextSteps(t, r, []contextStep{
+		{"", "x = 'main'", StatusOK, "", 1},
+		{"a", "x = 'a'", StatusOK, "", 1},
+		{"b", "x", StatusException, "", 1},
+		{"b", "x = 'b'; __name__", StatusOK, "'__main__'", 2},
+		{"a", "x", StatusOK, "'a'", 2},
+		{"", "x", StatusOK, "'main'", 2},
+		{"b", "x", StatusOK, "'b'", 3},
+	})
 	if res := in("b", "1/0"); res.Exception == nil || res.Exception.Name != "ZeroDivisionError" {
 		t.Fatalf("exception in a context: %+v", res)
 	}

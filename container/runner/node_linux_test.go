@@ -226,30 +226,14 @@ func TestNodeOutputFlood(t *testing.T) {
 
 func TestNodeContexts(t *testing.T) {
 	r := startNode(t)
-	in := func(ctx, code string) *Result {
-		t.Helper()
-		return execReq(t, r, ExecRequest{Code: code, Timeout: time.Minute, Context: ctx})
-	}
-	steps := []struct {
-		ctx, code string
-		status    Status
-		value     string
-		count     int
-	}{
+	in := runContextSteps(t, r, []contextStep{
 		{"", "var x = 'main'", StatusOK, "", 1},
 		{"a", "var x = 'a'", StatusOK, "", 1},
 		{"b", "x", StatusException, "", 1},
 		{"b", "var x = 'b'; x", StatusOK, "'b'", 2},
 		{"a", "x", StatusOK, "'a'", 2},
 		{"", "x", StatusOK, "'main'", 2},
-	}
-	for i, s := range steps {
-		res := in(s.ctx, s.code)
-		if res.Status != s.status || res.Value != s.value || res.Count != s.count {
-			t.Fatalf("step %d (%q in %q): status %s value %q count %d, want %s %q %d (%+v)",
-				i, s.code, s.ctx, res.Status, res.Value, res.Count, s.status, s.value, s.count, res.Exception)
-		}
-	}
+	})
 	if res := in("b", "x"); res.Exception != nil || res.Value != "'b'" {
 		t.Fatalf("b: %+v", res)
 	}

@@ -63,15 +63,21 @@ func printDaemon(w io.Writer, rep *report) {
 	tw.Flush()
 }
 
+// section starts a part's table: the machine line when the engine part
+// (which prints it) did not run, the part's title and its load averages.
+func section(w io.Writer, rep *report, title, load string) *tabwriter.Writer {
+	if len(rep.Latency) == 0 { // --only PART: the machine line is here
+		fmt.Fprintln(w, rep.Machine)
+	}
+	fmt.Fprintf(w, "\n%s\nload average %s\n\n", title, load)
+	return newTable(w)
+}
+
 func printEgress(w io.Writer, rep *report) {
 	if len(rep.Egress) == 0 {
 		return
 	}
-	if len(rep.Latency) == 0 { // --only egress: the machine line is here
-		fmt.Fprintln(w, rep.Machine)
-	}
-	fmt.Fprintf(w, "\negress: through the daemon's proxy vs the same client on the host, one loopback server (alternating)\nload average %s\n\n", rep.EgressLoad)
-	tw := newTable(w)
+	tw := section(w, rep, "egress: through the daemon's proxy vs the same client on the host, one loopback server (alternating)", rep.EgressLoad)
 	fmt.Fprintln(tw, "EGRESS\tUNIT\tBASELINE\tVALUE\tRATIO\tTARGET\t")
 	for _, e := range rep.Egress {
 		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%s\t%s\t\n", e.What, e.Unit, e.Base, e.Value, ratio(e.Ratio), e.Target)
@@ -127,11 +133,7 @@ func printE2B(w io.Writer, rep *report) {
 	if len(rep.E2B) == 0 {
 		return
 	}
-	if len(rep.Latency) == 0 { // --only e2b: the machine line is here
-		fmt.Fprintln(w, rep.Machine)
-	}
-	fmt.Fprintf(w, "\ne2b: the E2B SDK against the same work through /v1, one private daemon on \"default\" (alternating rounds)\nload average %s\n\n", rep.E2BLoad)
-	tw := newTable(w)
+	tw := section(w, rep, "e2b: the E2B SDK against the same work through /v1, one private daemon on \"default\" (alternating rounds)", rep.E2BLoad)
 	fmt.Fprintln(tw, "E2B\tRUNS\tP50\tP95\tVS /v1\tTARGET\t")
 	for _, e := range rep.E2B {
 		fmt.Fprintf(tw, "%s\t%d\t%.2f ms\t%.2f ms\t%s\t%s\t\n", e.System, e.Runs, e.P50Ms, e.P95Ms, ratio(e.VsV1), e.Target)
@@ -143,11 +145,7 @@ func printNode(w io.Writer, rep *report) {
 	if len(rep.Node) == 0 {
 		return
 	}
-	if len(rep.Latency) == 0 { // --only node: the machine line is here
-		fmt.Fprintln(w, rep.Machine)
-	}
-	fmt.Fprintf(w, "\nnode: JavaScript beside Python on \"default\" (alternating rounds)\nload average %s\n\n", rep.NodeLoad)
-	tw := newTable(w)
+	tw := section(w, rep, "node: JavaScript beside Python on \"default\" (alternating rounds)", rep.NodeLoad)
 	fmt.Fprintln(tw, "NODE\tRUNS\tP50\tP95\tVS\tRATIO\tTARGET\t")
 	for _, n := range rep.Node {
 		fmt.Fprintf(tw, "%s\t%d\t%.2f ms\t%.2f ms\t%s\t%s\t%s\t\n", n.System, n.Runs, n.P50Ms, n.P95Ms, n.Vs, ratio(n.Ratio), n.Target)
