@@ -12,8 +12,8 @@ CodeExecutionTool, CodeExecutor, ResourceLimits) and nsbox.tools
 (CodeExecutionSession, PythonExecTool). docs/PYTHON.md describes the package.
 """
 
-from .aio import AsyncClient, AsyncSession
-from .client import DEFAULT_SOCKET, Batch, Client, Result, Retry, Session
+from .aio import AsyncClient, AsyncSession, AsyncVolume
+from .client import DEFAULT_SOCKET, Batch, Client, Result, Retry, Session, Volume
 from .errors import (DaemonUnreachable, Forbidden, InternalError, InvalidArgument, NotFound, NsboxError,
                      PayloadTooLarge, RequestTimeout, ResourceExhausted, SessionDead, Unavailable)
 from .executors import CodeExecutionTool, CodeExecutor, ExecutionResult, ResourceLimits, SecureExecutor
@@ -22,7 +22,7 @@ from .tools import CodeExecutionSession, PythonExecTool
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Session", "AsyncClient", "AsyncSession", "Result", "Batch", "Retry", "DEFAULT_SOCKET",
+    "Client", "Session", "Volume", "AsyncClient", "AsyncSession", "AsyncVolume", "Result", "Batch", "Retry", "DEFAULT_SOCKET",
     "NsboxError", "DaemonUnreachable", "RequestTimeout", "InvalidArgument", "Forbidden", "NotFound",
     "SessionDead", "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable",
     "SecureExecutor", "CodeExecutionTool", "CodeExecutor", "ExecutionResult", "ResourceLimits",

@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import random
+import re
 import urllib.parse
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
@@ -177,6 +178,64 @@ def files_list(files: Optional[Files]) -> Optional[List[Dict[str, Any]]]:
     return [dict(f) for f in files]
 
 
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+
+
+def check_volumes(volumes: Any) -> Optional[List[Dict[str, Any]]]:
+    """volumes: named volumes to mount under /mnt, each a name ("data",
+    at /mnt/data), "name:/mnt/path", "name:ro", "name:/mnt/path:ro", or the
+    API's object ({"name": ..., "path": ..., "read_only": ...})."""
+    if volumes is None:
+        return None
+    if isinstance(volumes, (str, Mapping)):
+        raise _invalid("volumes: give a list, e.g. [\"data\"] or [{\"name\": \"data\", \"read_only\": True}]")
+    out = []
+    for v in volumes:
+        if isinstance(v, str):
+            parts = v.split(":")
+            m: Dict[str, Any] = {"name": parts[0]}
+            for p in parts[1:]:
+                if p == "ro":
+                    m["read_only"] = True
+                elif p == "rw":
+                    pass
+                elif p.startswith("/mnt/") and "path" not in m:
+                    m["path"] = p
+                else:
+                    raise _invalid("volumes: %r: use NAME[:/mnt/PATH][:ro]" % v)
+        elif isinstance(v, Mapping):
+            unknown = sorted(set(v) - {"name", "path", "read_only"})
+            if unknown:
+                raise _invalid("volumes: unknown keys %s (known: name, path, read_only)" % ", ".join(unknown))
+            m = dict(v)
+        else:
+            raise _invalid("volumes: each is a name or a dict, not %s" % type(v).__name__)
+        if not isinstance(m.get("name"), str) or not _NAME_RE.match(m["name"]):
+            raise _invalid("volumes: name %r: 1-63 of a-z, 0-9, '.', '_', '-'" % (m.get("name"),))
+        out.append(m)
+    return out
+
+
+def check_datasets(datasets: Any) -> Optional[List[str]]:
+    """datasets: names of the operator's read-only datasets (info()["datasets"])."""
+    if datasets is None:
+        return None
+    if isinstance(datasets, str) or not all(isinstance(d, str) for d in datasets):
+        raise _invalid("datasets: give a list of dataset names, e.g. [\"corpus\"] (info()[\"datasets\"] lists them)")
+    return list(datasets)
+
+
+def volume_path(name: str) -> str:
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise _invalid("volume name %r: 1-63 of a-z, 0-9, '.', '_', '-', starting with a letter or digit" % (name,))
+    return "%s/volumes/%s" % (API, name)
+
+
+def volume_file_url(name: str, path: str) -> str:
+    _check_rel(path, "the volume")
+    return "%s/files/%s" % (volume_path(name), urllib.parse.quote(path, safe="/"))
+
+
 def _put(req: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
     for key, val in fields.items():
         if val is not None:
@@ -187,7 +246,8 @@ def _put(req: Dict[str, Any], **fields: Any) -> Dict[str, Any]:
 def run_body(code: Optional[str], argv: Optional[Sequence[str]], language: str, files: Optional[Files],
              limits: Optional[Mapping[str, Any]], stdin: Optional[str], env: Optional[Mapping[str, str]],
              rootfs: Optional[str], profile: Optional[str], return_files: Optional[Sequence[str]],
-             allowed_imports: Optional[Iterable[str]], network: Any = None) -> Dict[str, Any]:
+             allowed_imports: Optional[Iterable[str]], network: Any = None, volumes: Any = None,
+             datasets: Any = None) -> Dict[str, Any]:
     """The body of POST /v1/runs, checked for what the client can see."""
     if (code is None) == (argv is None):
         raise ValueError("give exactly one of code or argv")
@@ -202,12 +262,13 @@ def run_body(code: Optional[str], argv: Optional[Sequence[str]], language: str, 
     return _put(req, files=files_list(files), limits=check_limits(limits), stdin=stdin,
                 env=dict(env) if env is not None else None, rootfs=rootfs, profile=profile,
                 return_files=list(return_files) if return_files is not None else None,
-                allowed_imports=check_imports(allowed_imports), network=check_network(network))
+                allowed_imports=check_imports(allowed_imports), network=check_network(network),
+                volumes=check_volumes(volumes), datasets=check_datasets(datasets))
 
 
 #: The run() arguments a batch's run may carry.
 RUN_ARGS = ("code", "argv", "language", "files", "limits", "stdin", "env", "rootfs", "profile", "return_files",
-            "allowed_imports", "network")
+            "allowed_imports", "network", "volumes", "datasets")
 
 
 def batch_body(runs: Iterable[Mapping[str, Any]], concurrency: Optional[int]) -> Dict[str, Any]:
@@ -223,7 +284,8 @@ def batch_body(runs: Iterable[Mapping[str, Any]], concurrency: Optional[int]) ->
         try:
             out.append(run_body(r.get("code"), r.get("argv"), r.get("language", "python"), r.get("files"),
                                 r.get("limits"), r.get("stdin"), r.get("env"), r.get("rootfs"), r.get("profile"),
-                                r.get("return_files"), r.get("allowed_imports"), r.get("network")))
+                                r.get("return_files"), r.get("allowed_imports"), r.get("network"),
+                                r.get("volumes"), r.get("datasets")))
         except (TypeError, ValueError) as e:
             raise type(e)("runs[%d]: %s" % (i, e)) from e
     body: Dict[str, Any] = {"runs": out}
@@ -272,15 +334,22 @@ def batch_item(line: bytes, what: str) -> Tuple[str, int, Any]:
 def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idle_timeout_ms: Optional[int],
                  env: Optional[Mapping[str, str]], files: Optional[Files], lifetime_ms: Optional[int],
                  allowed_imports: Optional[Iterable[str]], idle_action: Optional[str],
-                 network: Any = None, language: Optional[str] = None) -> Dict[str, Any]:
-    if idle_action not in (None, "end", "pause"):
-        raise _invalid("idle_action %r: use \"end\" or \"pause\"" % (idle_action,))
+                 network: Any = None, language: Optional[str] = None, volumes: Any = None,
+                 datasets: Any = None) -> Dict[str, Any]:
+    if idle_action not in (None, "end", "pause", "park"):
+        raise _invalid("idle_action %r: use \"end\", \"pause\" or \"park\"" % (idle_action,))
     if language not in (None, "python", "javascript", "typescript"):
         raise _invalid("language %r: a session runs \"python\", \"javascript\" or \"typescript\"" % (language,))
     return _put({}, rootfs=rootfs, language=language, limits=check_limits(limits), idle_timeout_ms=idle_timeout_ms,
                 env=dict(env) if env is not None else None, files=files_list(files), lifetime_ms=lifetime_ms,
                 allowed_imports=check_imports(allowed_imports), idle_action=idle_action,
-                network=check_network(network))
+                network=check_network(network), volumes=check_volumes(volumes), datasets=check_datasets(datasets))
+
+
+def fork_body(count: int) -> Dict[str, Any]:
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 16:
+        raise _invalid("count %r: a fork makes 1 to 16 branches" % (count,))
+    return {"count": count}
 
 
 def exec_body(code: str, timeout_ms: Optional[int], context: Optional[str] = None,
@@ -377,12 +446,16 @@ def session_path(session_id: str) -> str:
     return "%s/sessions/%s" % (API, urllib.parse.quote(session_id, safe=""))
 
 
-def file_url(session_id: str, path: str) -> str:
+def _check_rel(path: Any, where: str) -> None:
     # Checked here as the daemon would: a URL with ".." or "//" would be
     # cleaned (and redirected) before the daemon saw the path.
     if not isinstance(path, str) or not path or path.startswith("/") or "\x00" in path or \
             any(e in ("", ".", "..") for e in path.split("/")):
-        raise _invalid("path %r: give a clean path relative to /workspace (no leading /, no . or .. elements)" % (path,))
+        raise _invalid("path %r: give a clean path relative to %s (no leading /, no . or .. elements)" % (path, where))
+
+
+def file_url(session_id: str, path: str) -> str:
+    _check_rel(path, "/workspace")
     return "%s/files/%s" % (session_path(session_id), urllib.parse.quote(path, safe="/"))
 
 

@@ -268,10 +268,10 @@ class AsyncClient(_wire.ClientBase):
                   stdin: Optional[str] = None, env: Optional[Mapping[str, str]] = None, rootfs: Optional[str] = None,
                   profile: Optional[str] = None, return_files: Optional[Sequence[str]] = None,
                   allowed_imports: Optional[Iterable[str]] = None, network: Any = None, on_stdout: Output = None,
-                  on_stderr: Output = None) -> Result:
+                  on_stderr: Output = None, volumes: Any = None, datasets: Optional[Sequence[str]] = None) -> Result:
         """As nsbox.Client.run."""
         req = _wire.run_body(code, argv, language, files, limits, stdin, env, rootfs, profile, return_files,
-                             allowed_imports, network)
+                             allowed_imports, network, volumes, datasets)
         # Always streamed, as nsbox.Client.run.
         return await self._stream(API + "/runs", req, on_stdout, on_stderr, await self._run_deadline(req), queued=True)
 
@@ -304,15 +304,29 @@ class AsyncClient(_wire.ClientBase):
                       files: Optional[Files] = None, lifetime_ms: Optional[int] = None,
                       allowed_imports: Optional[Iterable[str]] = None,
                       idle_action: Optional[str] = None, network: Any = None,
-                      language: Optional[str] = None) -> AsyncSession:
+                      language: Optional[str] = None, volumes: Any = None,
+                      datasets: Optional[Sequence[str]] = None) -> AsyncSession:
         """As nsbox.Client.session; use the result with `async with`."""
         req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
-                                 idle_action, network, language)
+                                 idle_action, network, language, volumes, datasets)
         info = await self._json("POST", API + "/sessions", req)
         return AsyncSession(self, info["id"], info)
 
     async def sessions(self) -> List[Dict[str, Any]]:
         return _wire.listed(await self._json("GET", API + "/sessions"), "sessions")
+
+    async def create_volume(self, name: str, size_bytes: int) -> AsyncVolume:
+        """As nsbox.Client.create_volume."""
+        _wire.volume_path(name)
+        await self._json("POST", API + "/volumes", {"name": name, "size_bytes": size_bytes})
+        return AsyncVolume(self, name)
+
+    def volume(self, name: str) -> AsyncVolume:
+        _wire.volume_path(name)
+        return AsyncVolume(self, name)
+
+    async def volumes(self) -> List[Dict[str, Any]]:
+        return _wire.listed(await self._json("GET", API + "/volumes"), "volumes")
 
 
 class AsyncSession:
@@ -351,6 +365,21 @@ class AsyncSession:
     async def resume(self) -> Dict[str, Any]:
         return await self.client._json("POST", self._path + "/resume")
 
+    async def fork(self, count: int = 1) -> List[AsyncSession]:
+        """As nsbox.Session.fork."""
+        answer = await self.client._json("POST", self._path + "/fork", _wire.fork_body(count))
+        return [AsyncSession(self.client, b["id"], b) for b in answer.get("sessions") or []]
+
+    async def park(self) -> Dict[str, Any]:
+        return await self.client._json("POST", self._path + "/park")
+
+    async def revive(self) -> Dict[str, Any]:
+        return await self.client._json("POST", self._path + "/revive")
+
+    @property
+    def not_carried(self) -> List[Dict[str, Any]]:
+        return list((self.created or {}).get("not_carried") or [])
+
     async def upload(self, path: str, data: Any) -> None:
         await self.client._call("PUT", _wire.file_url(self.id, path), _wire.upload_bytes(data),
                                 {"Content-Type": "application/octet-stream"})
@@ -369,3 +398,34 @@ class AsyncSession:
             await self.client._call("DELETE", self._path)
         except NotFound:
             pass
+
+
+class AsyncVolume:
+    """A named volume, as nsbox.Volume with coroutine methods."""
+
+    def __init__(self, client: AsyncClient, name: str):
+        self.client = client
+        self.name = name
+        self._path = _wire.volume_path(name)
+
+    def __repr__(self) -> str:
+        return "AsyncVolume(%r)" % self.name
+
+    async def info(self) -> Dict[str, Any]:
+        return await self.client._json("GET", self._path)
+
+    async def upload(self, path: str, data: Any) -> None:
+        await self.client._call("PUT", _wire.volume_file_url(self.name, path), _wire.upload_bytes(data),
+                                {"Content-Type": "application/octet-stream"})
+
+    async def download(self, path: str) -> bytes:
+        return await self.client._call("GET", _wire.volume_file_url(self.name, path))
+
+    async def delete_file(self, path: str) -> None:
+        await self.client._call("DELETE", _wire.volume_file_url(self.name, path))
+
+    async def files(self) -> List[Dict[str, Any]]:
+        return _wire.listed(await self.client._json("GET", self._path + "/files"), "files")
+
+    async def delete(self) -> None:
+        await self.client._call("DELETE", self._path)

@@ -199,7 +199,8 @@ class Client(_wire.ClientBase):
             files: Optional[Files] = None, limits: Optional[Mapping[str, Any]] = None, stdin: Optional[str] = None,
             env: Optional[Mapping[str, str]] = None, rootfs: Optional[str] = None, profile: Optional[str] = None,
             return_files: Optional[Sequence[str]] = None, allowed_imports: Optional[Iterable[str]] = None,
-            network: Any = None, on_stdout: Output = None, on_stderr: Output = None) -> Result:
+            network: Any = None, on_stdout: Output = None, on_stderr: Output = None,
+            volumes: Any = None, datasets: Optional[Sequence[str]] = None) -> Result:
         """Runs code (language "python" or "bash") or argv in a fresh sandbox
         and returns its Result.
 
@@ -211,10 +212,13 @@ class Client(_wire.ClientBase):
         boundary). network: hosts the run may reach through the daemon's
         egress proxy (["pypi.org"]), or {"allow": [...], "secrets": [...]};
         the result's .network has the audit. on_stdout/on_stderr: called with each chunk of output as
-        it is produced (the run streams).
+        it is produced (the run streams). volumes: named volumes to mount
+        ("data" at /mnt/data, "data:/mnt/in:ro", or {"name", "path",
+        "read_only"}); datasets: the operator's read-only datasets by name
+        (at /mnt/NAME).
         """
         req = _wire.run_body(code, argv, language, files, limits, stdin, env, rootfs, profile, return_files,
-                             allowed_imports, network)
+                             allowed_imports, network, volumes, datasets)
         # Always streamed: the answer starts when the run has a run slot, so
         # the time it queued and its own time get separate deadlines.
         return self._stream(API + "/runs", req, on_stdout, on_stderr, self._run_deadline(req), queued=True)
@@ -247,22 +251,42 @@ class Client(_wire.ClientBase):
                 idle_timeout_ms: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
                 files: Optional[Files] = None, lifetime_ms: Optional[int] = None,
                 allowed_imports: Optional[Iterable[str]] = None, idle_action: Optional[str] = None,
-                network: Any = None, language: Optional[str] = None) -> Session:
+                network: Any = None, language: Optional[str] = None, volumes: Any = None,
+                datasets: Optional[Sequence[str]] = None) -> Session:
         """Starts a session (a persistent Python interpreter and /workspace)
         and returns it once ready. Use it as a context manager to close it.
         lifetime_ms ends it that long after its creation (default: the
         daemon's max_lifetime); allowed_imports binds every exec;
         idle_action "pause" pauses it at its idle timeout instead of ending
-        it ("end"); language "javascript" or "typescript" makes it a Node.js
-        session (on a rootfs with Node.js)."""
+        it ("end"), "park" parks it; language "javascript" or "typescript"
+        makes it a Node.js session (on a rootfs with Node.js); volumes and
+        datasets are mounted for its whole life, as in run()."""
         req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
-                                 idle_action, network, language)
+                                 idle_action, network, language, volumes, datasets)
         info = self._json("POST", API + "/sessions", req)
         return Session(self, info["id"], info)
 
     def sessions(self) -> List[Dict[str, Any]]:
         """Lists the caller's sessions (dicts, as GET /v1/sessions)."""
         return _wire.listed(self._json("GET", API + "/sessions"), "sessions")
+
+    def create_volume(self, name: str, size_bytes: int) -> Volume:
+        """Creates a named volume of size_bytes (a write past it fails
+        inside with ENOSPC); mount it with run(volumes=[name]) or
+        session(volumes=[name]). It lives until deleted, across sessions
+        and daemon restarts."""
+        _wire.volume_path(name)
+        self._json("POST", API + "/volumes", {"name": name, "size_bytes": size_bytes})
+        return Volume(self, name)
+
+    def volume(self, name: str) -> Volume:
+        """An existing volume by name (no request is made)."""
+        _wire.volume_path(name)
+        return Volume(self, name)
+
+    def volumes(self) -> List[Dict[str, Any]]:
+        """Lists the volumes: dicts with name, size_bytes, used_bytes, in_use."""
+        return _wire.listed(self._json("GET", API + "/volumes"), "volumes")
 
 
 class Session:
@@ -312,6 +336,31 @@ class Session:
         """Thaws a paused session. Returns the session's info."""
         return self.client._json("POST", self._path + "/resume")
 
+    def fork(self, count: int = 1) -> List[Session]:
+        """Branches the session: count (1-16) new sessions, each starting
+        with this one's Python variables and a copy of its /workspace, in
+        sandboxes of their own. Each branch's .not_carried lists the
+        names its state left behind (open files, sockets, threads...)."""
+        answer = self.client._json("POST", self._path + "/fork", _wire.fork_body(count))
+        return [Session(self.client, b["id"], b) for b in answer.get("sessions") or []]
+
+    def park(self) -> Dict[str, Any]:
+        """Parks the session on the daemon's disk: its sandbox ends, its
+        state and /workspace wait there (across daemon restarts) until the
+        next exec or revive(). Returns the session's info ("parked")."""
+        return self.client._json("POST", self._path + "/park")
+
+    def revive(self) -> Dict[str, Any]:
+        """Revives a parked session into a fresh sandbox now (the next
+        exec would too). Returns its info with "not_carried"."""
+        return self.client._json("POST", self._path + "/revive")
+
+    @property
+    def not_carried(self) -> List[Dict[str, Any]]:
+        """What this session's state left behind when it was made by a
+        fork: dicts with name, reason (and context)."""
+        return list((self.created or {}).get("not_carried") or [])
+
     def upload(self, path: str, data: Any) -> None:
         """Writes data (bytes, str or a file object) to path under
         /workspace, creating parent directories."""
@@ -336,3 +385,42 @@ class Session:
             self.client._call("DELETE", self._path)
         except NotFound:
             pass
+
+
+class Volume:
+    """A named volume: files that outlive sandboxes, mounted by runs and
+    sessions under /mnt. Its file methods work on it from the host, never
+    following a symlink."""
+
+    def __init__(self, client: Client, name: str):
+        self.client = client
+        self.name = name
+        self._path = _wire.volume_path(name)
+
+    def __repr__(self) -> str:
+        return "Volume(%r)" % self.name
+
+    def info(self) -> Dict[str, Any]:
+        """name, size_bytes, used_bytes, in_use (live sandboxes mounting it)."""
+        return self.client._json("GET", self._path)
+
+    def upload(self, path: str, data: Any) -> None:
+        """Writes data (bytes, str or a file object) to path in the volume."""
+        self.client._call("PUT", _wire.volume_file_url(self.name, path), _wire.upload_bytes(data),
+                          {"Content-Type": "application/octet-stream"})
+
+    def download(self, path: str) -> bytes:
+        """Reads a file of the volume."""
+        return self.client._call("GET", _wire.volume_file_url(self.name, path))
+
+    def delete_file(self, path: str) -> None:
+        """Removes a file of the volume."""
+        self.client._call("DELETE", _wire.volume_file_url(self.name, path))
+
+    def files(self) -> List[Dict[str, Any]]:
+        """Lists the volume's files, as Session.files()."""
+        return _wire.listed(self.client._json("GET", self._path + "/files"), "files")
+
+    def delete(self) -> None:
+        """Deletes the volume and its files (refused while a sandbox mounts it)."""
+        self.client._call("DELETE", self._path)

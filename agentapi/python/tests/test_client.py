@@ -274,6 +274,65 @@ class ClientTest(unittest.TestCase):
         with self.assertRaisesRegex(nsbox.InvalidArgument, "idle_action"):
             self.nsbox.session(idle_action="sleep")
 
+    def test_fork_park_revive(self):
+        with self.nsbox.session() as s:
+            s.exec("x = 41\nclass P:\n    def __init__(self, v): self.v = v\np = P([1, 2])\nf = open('/etc/hostname')")
+            s.upload("notes.txt", "kept")
+            branches = s.fork(count=2)
+            try:
+                self.assertEqual(len(branches), 2)
+                for b in branches:
+                    self.assertNotEqual(b.id, s.id)
+                    self.assertEqual(b.exec("x + 1").value, "42")
+                    self.assertEqual(b.exec("p.v").value, "[1, 2]")
+                    self.assertEqual(b.download("notes.txt"), b"kept")
+                    self.assertIn("f", [n["name"] for n in b.not_carried], "an open file is listed, not dropped")
+                branches[0].exec("x = 0")
+                self.assertEqual(branches[1].exec("x").value, "41", "a branch's change is its own")
+                self.assertEqual(s.exec("x").value, "41", "and not the parent's")
+            finally:
+                for b in branches:
+                    b.close()
+            with self.assertRaisesRegex(nsbox.InvalidArgument, "1 to 16"):
+                s.fork(count=17)
+
+            info = s.park()
+            self.assertEqual(info["state"], "parked")
+            self.assertEqual(s.info()["state"], "parked")
+            revived = s.revive()
+            self.assertEqual(revived["state"], "idle")
+            self.assertIn("f", [n["name"] for n in revived.get("not_carried") or []])
+            self.assertEqual(s.exec("x + 1").value, "42")
+            s.park()
+            r = s.exec("p.v")  # an exec revives a parked session
+            self.assertEqual(r.value, "[1, 2]")
+            self.assertEqual(s.download("notes.txt"), b"kept")
+
+    def test_volumes(self):
+        name = "pyclient-%d" % os.getpid()
+        vol = self.nsbox.create_volume(name, 32 << 20)
+        try:
+            self.assertIn(name, [v["name"] for v in self.nsbox.volumes()])
+            self.assertEqual(vol.info()["size_bytes"], 32 << 20)
+            vol.upload("in/a.txt", "from the host")
+            r = self.nsbox.run(code="print(open('/mnt/%s/in/a.txt').read()); open('/mnt/%s/out.txt', 'w').write('hi')"
+                               % (name, name), volumes=[name])
+            self.assertTrue(r.ok, r.raw)
+            self.assertEqual(r.stdout, "from the host\n")
+            self.assertEqual(vol.download("out.txt"), b"hi", "a run's write outlives the run")
+            with self.nsbox.session(volumes=[name + ":/mnt/ro:ro"]) as s:
+                self.assertEqual(s.exec("open('/mnt/ro/out.txt').read()").value, "'hi'")
+                r = s.exec("open('/mnt/ro/x', 'w')")
+                self.assertIn("Read-only file system", r.exception["value"])
+            self.assertIn("out.txt", [f["path"] for f in vol.files()])
+            with self.assertRaises(nsbox.NotFound):
+                self.nsbox.run(code="1", volumes=["no-such-volume"])
+            with self.assertRaisesRegex(nsbox.InvalidArgument, "volumes"):
+                self.nsbox.run(code="1", volumes="data")
+        finally:
+            vol.delete()
+        self.assertNotIn(name, [v["name"] for v in self.nsbox.volumes()])
+
     def test_deadline(self):
         # A client deadline shorter than the daemon's answer: RequestTimeout,
         # which is also a TimeoutError.
