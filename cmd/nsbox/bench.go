@@ -43,6 +43,11 @@ Then node (on "default", with Node.js): node -e 'console.log(1)' in the
 engine cold against bwrap, then console.log(1) pooled and cold and a
 session round trip through private daemons, beside the same in Python.
 
+Then state (a private daemon on "default"): a session holding pandas and
+a 10 MB DataFrame forked into 1 and 8 branches, paused and resumed,
+parked and revived, beside a plain session create; and a 64 MiB write
+into a named volume beside the same into /workspace.
+
 Then e2b (private daemons only, on "default"): Sandbox.create() and
 runCode("x += 1") through the unmodified E2B SDK (node, --e2b-client)
 against a session's creation and exec through /v1. README "Benchmarks" says
@@ -58,7 +63,7 @@ how to read the tables.`,
 			&cli.StringFlag{Name: "socket", Usage: "measure the daemon at this `SOCKET` instead of starting a private one"},
 			&cli.IntFlag{Name: "daemon-runs", Value: 100, Usage: "rounds of the latency comparison through the daemon"},
 			&cli.IntFlag{Name: "pandas-runs", Value: 10, Usage: "rounds of the import pandas comparison through the daemon"},
-			&cli.StringFlag{Name: "only", Usage: "run only the `engine`, the `daemon`, the `egress`, the `node` or the `e2b` part"},
+			&cli.StringFlag{Name: "only", Usage: "run only the `engine`, the `daemon`, the `egress`, the `node`, the `state` or the `e2b` part"},
 			&cli.StringFlag{Name: "e2b-client", Value: "tests/e2b-client", Usage: "`DIR` of the E2B SDKs' node client (its node_modules: make deps)"},
 		},
 		Action: func(c *cli.Context) error {

@@ -43,7 +43,7 @@ type Options struct {
 	// (tests/e2b-client, with its node_modules).
 	E2BClient string
 
-	// Only is "engine", "daemon", "egress", "node" or "e2b" to run one
+	// Only is "engine", "daemon", "egress", "node", "state" or "e2b" to run one
 	// part, "" for all.
 	Only string
 	JSON bool // print the report as JSON instead of tables
@@ -57,9 +57,9 @@ type Options struct {
 // Validate reports settings the bench cannot run with.
 func (o Options) Validate() error {
 	switch o.Only {
-	case "", "engine", "daemon", "egress", "e2b", "node":
+	case "", "engine", "daemon", "egress", "e2b", "node", "state":
 	default:
-		return fmt.Errorf("bench: --only %q: use engine, daemon, egress, e2b or node", o.Only)
+		return fmt.Errorf("bench: --only %q: use engine, daemon, egress, e2b, node or state", o.Only)
 	}
 	for _, c := range []struct {
 		flag string
@@ -131,6 +131,11 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 			return fmt.Errorf("bench node: %w", err)
 		}
 	}
+	if o.Only == "" || o.Only == "state" {
+		if err := benchState(ctx, o, rep); err != nil {
+			return fmt.Errorf("bench state: %w", err)
+		}
+	}
 	if o.Only == "" || o.Only == "e2b" {
 		if err := benchE2B(ctx, o, rep); err != nil {
 			return fmt.Errorf("bench e2b: %w", err)
@@ -164,8 +169,11 @@ type report struct {
 	Egress     []egressRow `json:"egress,omitempty"`
 	EgressLoad string      `json:"egress_load,omitempty"` // load averages before -> after
 
-	Node     []nodeRow `json:"node,omitempty"`
-	NodeLoad string    `json:"node_load,omitempty"` // load averages before -> after
+	Node     []compareRow `json:"node,omitempty"`
+	NodeLoad string       `json:"node_load,omitempty"` // load averages before -> after
+
+	State     []compareRow `json:"state,omitempty"`
+	StateLoad string       `json:"state_load,omitempty"` // load averages before -> after
 
 	E2B     []e2bRow `json:"e2b,omitempty"`
 	E2BLoad string   `json:"e2b_load,omitempty"` // load averages before -> after

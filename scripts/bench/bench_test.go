@@ -31,7 +31,7 @@ func TestValidate(t *testing.T) {
 		{"smallest counts", func(o *Options) {
 			o.Runs, o.Rounds, o.DaemonRuns, o.PandasRuns, o.Round, o.Concurrency = 1, 1, 1, 1, time.Millisecond, []int{1}
 		}, ""},
-		{"only unknown", func(o *Options) { o.Only = "zygote" }, `bench: --only "zygote": use engine, daemon, egress, e2b or node`},
+		{"only unknown", func(o *Options) { o.Only = "zygote" }, `bench: --only "zygote": use engine, daemon, egress, e2b, node or state`},
 		{"no runs", func(o *Options) { o.Runs = 0 }, "bench: --runs 0: must be at least 1"},
 		{"no rounds", func(o *Options) { o.Rounds = 0 }, "bench: --rounds 0: must be at least 1"},
 		{"negative daemon runs", func(o *Options) { o.DaemonRuns = -1 }, "bench: --daemon-runs -1: must be at least 1"},

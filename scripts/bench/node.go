@@ -20,17 +20,6 @@ import (
 // daemon console.log(1) pooled and cold and a session round trip, next to
 // the same Python requests on the same daemon, in alternating rounds.
 
-// nodeRow is one line of the node table.
-type nodeRow struct {
-	System string  `json:"system"`
-	Runs   int     `json:"runs"`
-	P50Ms  float64 `json:"p50_ms"`
-	P95Ms  float64 `json:"p95_ms"`
-	Vs     string  `json:"vs,omitempty"` // what Ratio compares with
-	Ratio  float64 `json:"ratio,omitempty"`
-	Target string  `json:"target,omitempty"`
-}
-
 func benchNode(ctx context.Context, o Options, rep *report) error {
 	rfs, err := rootfs.Store{Root: o.Store}.Lookup("default")
 	if err != nil || !hasFile(rfs.Dir, "usr/bin/node") {
@@ -70,13 +59,7 @@ func benchNode(ctx context.Context, o Options, rep *report) error {
 			bwrap = append(bwrap, time.Since(t0))
 		}
 	}
-	row := func(name string, s []time.Duration, vs string, base []time.Duration, target string) nodeRow {
-		r := nodeRow{System: name, Runs: len(s), P50Ms: pctMs(s, 0.5), P95Ms: pctMs(s, 0.95), Target: target}
-		if b := pctMs(base, 0.5); b > 0 {
-			r.Vs, r.Ratio = vs, r.P50Ms/b
-		}
-		return r
-	}
+	row := compare
 	rep.Node = append(rep.Node, row("engine cold: node -e 'console.log(1)'", engine, "bwrap", bwrap, "<= 1.2x bwrap"))
 	if bwrapErr == nil {
 		rep.Node = append(rep.Node, row("bwrap --unshare-all: node -e 'console.log(1)'", bwrap, "", nil, ""))

@@ -16,6 +16,7 @@ func printReport(w io.Writer, rep *report, systems []system) {
 	printZygote(w, rep)
 	printEgress(w, rep)
 	printNode(w, rep)
+	printState(w, rep)
 	printE2B(w, rep)
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(w, "  skipped %s\n", s)
@@ -142,12 +143,20 @@ func printE2B(w io.Writer, rep *report) {
 }
 
 func printNode(w io.Writer, rep *report) {
-	if len(rep.Node) == 0 {
+	printCompare(w, rep, "node: JavaScript beside Python on \"default\" (alternating rounds)", rep.NodeLoad, "NODE", rep.Node)
+}
+
+func printState(w io.Writer, rep *report) {
+	printCompare(w, rep, "state: fork, pause, park and volumes through a private daemon on \"default\", a session holding pandas and a 10 MB DataFrame (alternating rounds)", rep.StateLoad, "STATE", rep.State)
+}
+
+func printCompare(w io.Writer, rep *report, title, load, head string, rows []compareRow) {
+	if len(rows) == 0 {
 		return
 	}
-	tw := section(w, rep, "node: JavaScript beside Python on \"default\" (alternating rounds)", rep.NodeLoad)
-	fmt.Fprintln(tw, "NODE\tRUNS\tP50\tP95\tVS\tRATIO\tTARGET\t")
-	for _, n := range rep.Node {
+	tw := section(w, rep, title, load)
+	fmt.Fprintf(tw, "%s\tRUNS\tP50\tP95\tVS\tRATIO\tTARGET\t\n", head)
+	for _, n := range rows {
 		fmt.Fprintf(tw, "%s\t%d\t%.2f ms\t%.2f ms\t%s\t%s\t%s\t\n", n.System, n.Runs, n.P50Ms, n.P95Ms, n.Vs, ratio(n.Ratio), n.Target)
 	}
 	tw.Flush()

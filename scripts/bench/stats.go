@@ -104,3 +104,25 @@ func throughputRound(ctx context.Context, f func(context.Context) error, conc in
 	wg.Wait()
 	return float64(n) / time.Since(start).Seconds(), first
 }
+
+// compareRow is one line of a table that sets each system beside another
+// (the node and state parts).
+type compareRow struct {
+	System string  `json:"system"`
+	Runs   int     `json:"runs"`
+	P50Ms  float64 `json:"p50_ms"`
+	P95Ms  float64 `json:"p95_ms"`
+	Vs     string  `json:"vs,omitempty"` // what Ratio compares with
+	Ratio  float64 `json:"ratio,omitempty"`
+	Target string  `json:"target,omitempty"`
+}
+
+// compare makes the row of samples s, set beside base's median (named vs)
+// when there is one.
+func compare(name string, s []time.Duration, vs string, base []time.Duration, target string) compareRow {
+	r := compareRow{System: name, Runs: len(s), P50Ms: pctMs(s, 0.5), P95Ms: pctMs(s, 0.95), Target: target}
+	if b := pctMs(base, 0.5); b > 0 {
+		r.Vs, r.Ratio = vs, r.P50Ms/b
+	}
+	return r
+}
