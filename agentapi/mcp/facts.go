@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,6 +29,17 @@ type facts struct {
 	// esbuild for TypeScript): run_javascript is listed and takes
 	// typescript.
 	javascript, typescript bool
+	// mounts describe the operator's volumes and datasets, one phrase
+	// each ("/mnt/corpus (read-only)").
+	mounts []string
+}
+
+// mounted tells what the sandboxes see under /mnt, for the descriptions.
+func (f facts) mounted() string {
+	if len(f.mounts) == 0 {
+		return ""
+	}
+	return "Mounted: " + strings.Join(f.mounts, ", ") + ". "
 }
 
 // network says what network the sandboxes have, for the descriptions.
@@ -47,6 +59,16 @@ func newFacts(cfg Config) facts {
 		maxTimeout: MaxTimeoutS,
 		memory:     cfg.Limits.MemoryBytes,
 		output:     cfg.Limits.OutputBytes,
+	}
+	for _, v := range cfg.Volumes {
+		at, how := cmp.Or(v.Path, "/mnt/"+v.Name), "a volume kept across sessions"
+		if v.ReadOnly {
+			how += ", read-only"
+		}
+		f.mounts = append(f.mounts, at+" ("+how+")")
+	}
+	for _, d := range cfg.Datasets {
+		f.mounts = append(f.mounts, "/mnt/"+d+" (a read-only dataset)")
 	}
 	if f.output == 0 {
 		f.output = defaultOutputSize

@@ -18,9 +18,7 @@ func (s *Server) perCall() bool { return s.cfg.SessionMode == SessionPerCall }
 func (s *Server) runPython(ctx context.Context, req *mcpsdk.CallToolRequest, in RunPythonInput) (*mcpsdk.CallToolResult, any, error) {
 	timeoutMs := int64(in.TimeoutS) * 1000
 	if s.perCall() {
-		res, err := s.client.Run(ctx, &agentapi.RunRequest{
-			Language: agentapi.LanguagePython, Code: in.Code, Rootfs: s.cfg.Rootfs, Limits: s.callLimits(timeoutMs), Network: s.cfg.Network,
-		})
+		res, err := s.client.Run(ctx, s.runRequest(agentapi.LanguagePython, in.Code, timeoutMs))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -40,9 +38,7 @@ func (s *Server) runJavaScript(ctx context.Context, req *mcpsdk.CallToolRequest,
 		lang = agentapi.LanguageTypeScript
 	}
 	if s.perCall() {
-		res, err := s.client.Run(ctx, &agentapi.RunRequest{
-			Language: lang, Code: in.Code, Rootfs: s.cfg.Rootfs, Limits: s.callLimits(timeoutMs), Network: s.cfg.Network,
-		})
+		res, err := s.client.Run(ctx, s.runRequest(lang, in.Code, timeoutMs))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -93,9 +89,7 @@ type ShellResult struct {
 func (s *Server) runShell(ctx context.Context, req *mcpsdk.CallToolRequest, in RunShellInput) (*mcpsdk.CallToolResult, any, error) {
 	timeoutMs := int64(in.TimeoutS) * 1000
 	if s.perCall() {
-		res, err := s.client.Run(ctx, &agentapi.RunRequest{
-			Language: agentapi.LanguageBash, Code: in.Command, Rootfs: s.cfg.Rootfs, Limits: s.callLimits(timeoutMs), Network: s.cfg.Network,
-		})
+		res, err := s.client.Run(ctx, s.runRequest(agentapi.LanguageBash, in.Command, timeoutMs))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -154,6 +148,13 @@ func shellFromExec(res *agentapi.RunResult) *ShellResult {
 }
 
 // callLimits are the limits of one per-call run.
+// runRequest is a per-call run of code in lang, with the operator's
+// rootfs, limits, network and mounts.
+func (s *Server) runRequest(lang, code string, timeoutMs int64) *agentapi.RunRequest {
+	return &agentapi.RunRequest{Language: lang, Code: code, Rootfs: s.cfg.Rootfs, Limits: s.callLimits(timeoutMs),
+		Network: s.cfg.Network, Volumes: s.cfg.Volumes, Datasets: s.cfg.Datasets}
+}
+
 func (s *Server) callLimits(timeoutMs int64) *agentapi.Limits {
 	lim := s.cfg.Limits
 	if timeoutMs > 0 {
@@ -345,6 +346,53 @@ func (s *Server) listFiles(ctx context.Context, req *mcpsdk.CallToolRequest, in 
 		return nil, nil, fmt.Errorf("%s%s: no such file or directory", workspacePrefix, p)
 	}
 	return textResult(fileListing(out)), out, nil
+}
+
+func (s *Server) forkSession(ctx context.Context, req *mcpsdk.CallToolRequest, in ForkSessionInput) (*mcpsdk.CallToolResult, any, error) {
+	count := max(in.Count, 1)
+	parent := in.SessionID
+	if parent == "" {
+		id, _, err := s.session(ctx, req.Session, "")
+		if err != nil {
+			return nil, nil, err
+		}
+		parent = id
+	}
+	res, err := s.client.ForkSession(ctx, parent, count)
+	if err != nil {
+		return nil, nil, fmt.Errorf("forking session %s: %w", parent, err)
+	}
+	out := ForkSessionOutput{Parent: parent}
+	c := s.conn(req.Session)
+	c.mu.Lock()
+	for _, b := range res.Sessions {
+		c.branches = append(c.branches, b.ID)
+		out.Branches = append(out.Branches, b.ID)
+		if len(b.NotCarried) > 0 {
+			if out.NotCarried == nil {
+				out.NotCarried = map[string][]agentapi.NotCarried{}
+			}
+			out.NotCarried[b.ID] = b.NotCarried
+		}
+	}
+	c.mu.Unlock()
+	return textResult(forkText(out)), out, nil
+}
+
+// forkText tells the model its branches and what did not come along.
+func forkText(out ForkSessionOutput) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Made %d branch(es) of session %s: %s. Pass one as session_id to run_python, run_shell or the file tools; "+
+		"calls without session_id still run in the original.", len(out.Branches), out.Parent, strings.Join(out.Branches, ", "))
+	if len(out.Branches) > 0 {
+		if nc := out.NotCarried[out.Branches[0]]; len(nc) > 0 {
+			b.WriteString("\nNot carried into the branches (define them again there if needed):")
+			for _, n := range nc {
+				fmt.Fprintf(&b, "\n- %s: %s", n.Name, n.Reason)
+			}
+		}
+	}
+	return b.String()
 }
 
 func (s *Server) resetSession(ctx context.Context, req *mcpsdk.CallToolRequest, _ ResetSessionInput) (*mcpsdk.CallToolResult, any, error) {

@@ -28,6 +28,7 @@ type fakeDaemon struct {
 	created  []string          // languages of the sessions created, in order
 	deleted  []string
 	runs     []string // languages of the one-shot runs
+	requests []agentapi.SessionRequest
 	next     int
 }
 
@@ -49,6 +50,7 @@ func newFakeDaemon(t *testing.T, sessions map[string]string) (*fakeDaemon, *clie
 		}
 		fd.sessions[id] = lang
 		fd.created = append(fd.created, lang)
+		fd.requests = append(fd.requests, req)
 		fd.mu.Unlock()
 		writeJSON(w, http.StatusCreated, agentapi.Session{ID: id, Rootfs: "default", Language: lang, State: agentapi.SessionIdle})
 	})
@@ -78,6 +80,29 @@ func newFakeDaemon(t *testing.T, sessions map[string]string) (*fakeDaemon, *clie
 			t.Errorf("exec request: %v", err)
 		}
 		writeJSON(w, http.StatusOK, fakeResult(lang, req.Code))
+	})
+	mux.HandleFunc("POST /v1/sessions/{id}/fork", func(w http.ResponseWriter, r *http.Request) {
+		lang, ok := fd.session(r.PathValue("id"))
+		if !ok {
+			notFound(w)
+			return
+		}
+		var req agentapi.ForkRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Count == nil {
+			t.Errorf("fork request: %v %+v", err, req)
+			return
+		}
+		var out agentapi.ForkResult
+		fd.mu.Lock()
+		for range *req.Count {
+			fd.next++
+			id := fmt.Sprintf("b%d", fd.next)
+			fd.sessions[id] = lang
+			out.Sessions = append(out.Sessions, agentapi.CarriedSession{Session: agentapi.Session{ID: id, Language: lang, State: agentapi.SessionIdle},
+				NotCarried: []agentapi.NotCarried{{Name: "f", Reason: "an open file"}}})
+		}
+		fd.mu.Unlock()
+		writeJSON(w, http.StatusOK, out)
 	})
 	mux.HandleFunc("POST /v1/runs", func(w http.ResponseWriter, r *http.Request) {
 		var req agentapi.RunRequest

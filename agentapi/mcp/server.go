@@ -51,6 +51,10 @@ type Config struct {
 	// Network is every sandbox's egress policy (nil: none); the operator
 	// sets it (nsbox mcp --allow-net), never the model.
 	Network *agentapi.Network
+	// Volumes and Datasets are mounted in every sandbox (nsbox mcp
+	// --volume, --dataset): the operator decides, never the model.
+	Volumes  []agentapi.VolumeMount
+	Datasets []string
 }
 
 func (cfg Config) networkHosts() []string {
@@ -83,6 +87,9 @@ type connState struct {
 	// node is the Node.js session, nodeLang its language (javascript or
 	// typescript), fixed by the first run_javascript call.
 	node, nodeLang string
+	// branches are the sessions fork_session made; they end with the
+	// connection or reset_session.
+	branches []string
 }
 
 // slot returns the session id field of c for language lang ("" is Python).
@@ -155,6 +162,8 @@ func New(cfg Config) (*Server, error) {
 			mcpsdk.AddTool(s.sdk, t, s.listFiles)
 		case ToolResetSession:
 			mcpsdk.AddTool(s.sdk, t, s.resetSession)
+		case ToolForkSession:
+			mcpsdk.AddTool(s.sdk, t, s.forkSession)
 		}
 	}
 	return s, nil
@@ -232,6 +241,8 @@ func (s *Server) session(ctx context.Context, ss *mcpsdk.ServerSession, lang str
 		Limits:        &lim,
 		IdleTimeoutMs: s.cfg.IdleTimeout.Milliseconds(),
 		Network:       s.cfg.Network,
+		Volumes:       s.cfg.Volumes,
+		Datasets:      s.cfg.Datasets,
 	})
 	if err != nil {
 		return "", false, fmt.Errorf("starting a sandbox session: %w", err)
@@ -255,10 +266,14 @@ func (s *Server) forget(ss *mcpsdk.ServerSession, lang, id string) {
 	}
 }
 
-// dropSessions deletes both of c's sessions (c.mu held).
+// dropSessions deletes c's sessions and branches (c.mu held).
 func (s *Server) dropSessions(c *connState) {
 	s.dropSession(&c.id)
 	s.dropSession(&c.node)
+	for i := range c.branches {
+		s.dropSession(&c.branches[i])
+	}
+	c.branches = nil
 }
 
 // dropSession deletes the session *id, if any, and clears it (its

@@ -64,12 +64,12 @@ func TestListTools(t *testing.T) {
 		cfg  Config
 		want []string
 	}{
-		{"per-connection", Config{}, []string{ToolRunPython, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolResetSession}},
+		{"per-connection", Config{}, []string{ToolRunPython, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolForkSession, ToolResetSession}},
 		{"per-call", Config{SessionMode: SessionPerCall}, []string{ToolRunPython, ToolRunShell}},
 		{"per-connection, rootfs with node", Config{Info: dataSciInfo()},
-			[]string{ToolRunPython, ToolRunJavaScript, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolResetSession}},
+			[]string{ToolRunPython, ToolRunJavaScript, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolForkSession, ToolResetSession}},
 		{"per-call, rootfs with node", Config{Info: dataSciInfo(), SessionMode: SessionPerCall}, []string{ToolRunPython, ToolRunJavaScript, ToolRunShell}},
-		{"rootfs without node", Config{Info: dataSciInfo(), Rootfs: "minimal"}, []string{ToolRunPython, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolResetSession}},
+		{"rootfs without node", Config{Info: dataSciInfo(), Rootfs: "minimal"}, []string{ToolRunPython, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolForkSession, ToolResetSession}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

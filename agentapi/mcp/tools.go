@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nsbox/nsbox/agentapi"
 )
 
 // Tool names.
@@ -18,6 +20,9 @@ const (
 	ToolReadFile      = "read_file"
 	ToolListFiles     = "list_files"
 	ToolResetSession  = "reset_session"
+	// ToolForkSession branches the conversation's Python session
+	// (per-connection mode only).
+	ToolForkSession = "fork_session"
 )
 
 // Bounds of the tools' inputs.
@@ -76,6 +81,24 @@ type ListFilesInput struct {
 	Path      string `json:"path,omitempty" jsonschema:"Directory (or file) relative to /workspace to list; empty lists the whole workspace."`
 	SessionID string `json:"session_id,omitempty" jsonschema:"Use this existing nsbox session instead of this conversation's own one (leave empty normally)."`
 }
+
+// ForkSessionInput is the input of fork_session.
+type ForkSessionInput struct {
+	Count     int    `json:"count,omitempty" jsonschema:"How many branches to make (default 1)."`
+	SessionID string `json:"session_id,omitempty" jsonschema:"Fork this session (e.g. a branch) instead of this conversation's own one (leave empty normally)."`
+}
+
+// ForkSessionOutput is fork_session's structured result: the branches'
+// session ids, and per branch what its state left behind.
+type ForkSessionOutput struct {
+	Parent     string                           `json:"parent"`
+	Branches   []string                         `json:"branches"`
+	NotCarried map[string][]agentapi.NotCarried `json:"not_carried,omitempty"`
+}
+
+// MaxForkBranches bounds fork_session's count: a model's tree search
+// rarely wants more at once, and each branch is a sandbox.
+const MaxForkBranches = 8
 
 // ResetSessionInput is the input of reset_session (none).
 type ResetSessionInput struct{}
@@ -147,7 +170,7 @@ func definitions(f facts) []*mcpsdk.Tool {
 			Title: "Run Python",
 			Description: "Execute Python 3 code in an isolated Linux sandbox (" + f.network() + ", no access to the host's files) and return stdout, stderr, " +
 				"the value of the last expression, the exception with its traceback if the code raised, and every matplotlib figure as a PNG image. " +
-				persistence + f.environment() + files + f.limits() +
+				persistence + f.environment() + files + f.mounted() + f.limits() +
 				"If the result has isError, read the traceback, fix the code and call again.",
 			InputSchema: schemaFor[RunPythonInput](func(s *jsonschema.Schema) {
 				boundString(s, "code", 1, MaxCodeBytes)
@@ -209,6 +232,21 @@ func definitions(f facts) []*mcpsdk.Tool {
 				boundSessionID(s, f)
 			}),
 			Annotations: &mcpsdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		},
+		{
+			Name:  ToolForkSession,
+			Title: "Fork session",
+			Description: "Branch run_python's session into independent copies to try alternatives from the same state (best-of-N, tree search): " +
+				"each branch starts with the session's variables, functions, imports and a copy of its /workspace files, in a sandbox of its own. " +
+				"Returns the branches' session ids; pass one as session_id to run_python, run_shell or the file tools to work in that branch. " +
+				"A change in one branch is not seen in another or in the original. Open files, sockets, threads and generators are not carried (the result lists them). " +
+				"Branches end with this conversation.",
+			InputSchema: schemaFor[ForkSessionInput](func(s *jsonschema.Schema) {
+				p := s.Properties["count"]
+				p.Minimum, p.Maximum = ptr(1.0), ptr(float64(MaxForkBranches))
+				boundSessionID(s, f)
+			}),
+			Annotations: &mcpsdk.ToolAnnotations{OpenWorldHint: ptr(false)},
 		},
 		{
 			Name:  ToolResetSession,

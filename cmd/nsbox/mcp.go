@@ -26,7 +26,7 @@ func mcpCommand() *cli.Command {
 			"Each MCP connection gets one session (state persists like a notebook), deleted when the connection ends.\n" +
 			"Logs go to stderr. Client configuration: {\"mcpServers\": {\"nsbox\": {\"command\": \"/usr/local/bin/nsbox\", \"args\": [\"mcp\"]}}}",
 		ArgsUsage: " ",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			socketFlag(),
 			&cli.StringFlag{Name: "rootfs", Usage: "rootfs `NAME` of the sandboxes", DefaultText: "the daemon's"},
 			&cli.StringFlag{Name: "session-mode", Value: mcp.SessionPerConnection, Usage: "per-connection (one persistent session per MCP client) or per-call (a fresh sandbox per call)"},
@@ -40,7 +40,7 @@ func mcpCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "allow-net", Usage: "let every sandbox reach `HOST` through the daemon's egress proxy (repeatable; within the daemon's [network] allow); the model cannot change it"},
 			&cli.StringSliceFlag{Name: "secret", Usage: "give every sandbox the daemon's secret `NAME` (as a placeholder; repeatable)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error (logs go to stderr)"},
-		},
+		}, cmdline.MountFlags()...),
 		Action: mcpServe,
 	}
 }
@@ -81,6 +81,10 @@ func mcpServe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	volumes, datasets, err := cmdline.ReadMounts(c)
+	if err != nil {
+		return err
+	}
 	cl := &client.Client{Socket: c.String("socket")}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -105,6 +109,8 @@ func mcpServe(c *cli.Context) error {
 		Logger:      log,
 		Info:        info,
 		Network:     network,
+		Volumes:     volumes,
+		Datasets:    datasets,
 	})
 	if err != nil {
 		return fmt.Errorf("--session-mode: %w", err)

@@ -151,7 +151,7 @@ func TestToolsCLI(t *testing.T) {
 				t.Fatal(err)
 			}
 			var list []map[string]any
-			if err := json.Unmarshal(out, &list); err != nil || len(list) != 7 { // six, and run_javascript
+			if err := json.Unmarshal(out, &list); err != nil || len(list) != 8 { // seven, and run_javascript
 				t.Fatalf("%d tools, %v:\n%s", len(list), err, out)
 			}
 			for _, m := range list {
