@@ -33,6 +33,19 @@ type SessionOptions struct {
 	// NoIdleEnd: the session ends at its lifetime only, never for being
 	// idle (an E2B sandbox lives until its timeout).
 	NoIdleEnd bool
+
+	// owner, when set, owns the session instead of the caller: a fork's
+	// branches are their parent's owner's, a revived session its own.
+	owner *int64
+}
+
+// origin is what a session was made from (session.Options.Origin): a fork
+// or a revive makes a session from it again, with its workspace copied
+// instead of its input files.
+type origin struct {
+	Request   agentapi.SessionRequest `json:"request"`
+	Processes bool                    `json:"processes,omitempty"`
+	NoIdleEnd bool                    `json:"no_idle_end,omitempty"`
 }
 
 // CreateSessionWith is CreateSession with a transport's options.
@@ -104,9 +117,15 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 		rel := release
 		release = func() { d.takeEgress(nr, true); rel() }
 	}
+	uid := owner(ctx)
+	if so.owner != nil {
+		uid = *so.owner
+	}
+	o := &origin{Request: *req, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd}
+	o.Request.Files = nil
 	sess, err := d.sessions.Create(ctx, session.Options{
 		ID: spec.ID, Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
-		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: spec.Env, Files: spec.Files, Owner: owner(ctx),
+		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: spec.Env, Files: spec.Files, Owner: uid, Origin: o,
 		Lifetime: time.Duration(req.LifetimeMs) * time.Millisecond, AllowedImports: req.AllowedImports,
 		IdleAction: idleAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd,
 		Language: runnerLanguage(language), TypeScript: language == agentapi.LanguageTypeScript,
@@ -129,11 +148,22 @@ func (d *Daemon) Sessions(ctx context.Context) []agentapi.Session {
 			}
 		}
 	}
+	if d.parked != nil {
+		for _, p := range d.parked.list() {
+			if d.mayUse(ctx, p.rec.Owner) {
+				out = append(out, p.wire())
+			}
+		}
+	}
 	return out
 }
 
 // Session describes one session.
 func (d *Daemon) Session(ctx context.Context, id string) (*agentapi.Session, error) {
+	if p := d.parkedFor(ctx, id); p != nil {
+		out := p.wire()
+		return &out, nil
+	}
 	return d.onSession(ctx, id, nil)
 }
 
@@ -167,6 +197,10 @@ func (d *Daemon) onSession(ctx context.Context, id string, do func(*session.Sess
 
 // DeleteSession ends a session and removes it.
 func (d *Daemon) DeleteSession(ctx context.Context, id string) error {
+	if p := d.parkedFor(ctx, id); p != nil {
+		d.deleteParked(p)
+		return nil
+	}
 	if _, err := d.session(ctx, id); err != nil {
 		return err
 	}
@@ -176,6 +210,13 @@ func (d *Daemon) DeleteSession(ctx context.Context, id string) error {
 // Exec runs a cell in a session; opts.OnStdout/OnStderr stream its output
 // and opts.OnResult is called with the result, as for Run.
 func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts RunOptions) (*agentapi.RunResult, error) {
+	var revived *agentapi.CarriedSession
+	if p := d.parkedFor(ctx, id); p != nil {
+		var err error
+		if revived, err = d.revive(ctx, p); err != nil {
+			return nil, err
+		}
+	}
 	sess, err := d.session(ctx, id)
 	if err != nil {
 		return nil, err
@@ -201,6 +242,9 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 		return nil, classify(err)
 	}
 	out := &agentapi.RunResult{ID: id, WallMs: res.Wall.Milliseconds(), Files: wireFiles(res.Files), FilesTruncated: res.FilesTruncated}
+	if revived != nil {
+		out.Revived, out.NotCarried = true, revived.NotCarried
+	}
 	if nr := d.egressRun(id); nr != nil {
 		out.Network = d.takeEgress(nr, false)
 	}
@@ -283,6 +327,9 @@ func (d *Daemon) session(ctx context.Context, id string) (*session.Session, erro
 	sess, err := d.sessions.Get(id)
 	if err == nil && !d.mayUse(ctx, sess.Info().Owner) {
 		err = fmt.Errorf("session %q: %w", id, session.ErrNotFound)
+	}
+	if err != nil && d.parkedFor(ctx, id) != nil {
+		return nil, errParked(id)
 	}
 	return sess, classify(err)
 }

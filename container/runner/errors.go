@@ -21,4 +21,6 @@ var (
 	// ErrState: a snapshot or restore of a Python runner's state failed
 	// (the reason follows: over its cap, an interrupt, a bad blob).
 	ErrState = errors.New("the session state could not be carried")
+	// ErrStateTooLarge: a snapshot passed its cap (with ErrState).
+	ErrStateTooLarge = errors.New("the session state is too large")
 )

@@ -78,6 +78,8 @@ type reply struct {
 	SnapshotBytes int64 `json:"snapshot_bytes,omitempty"`
 	// NotCarried answers a snapshot or a restore: the names left behind.
 	NotCarried []NotCarried `json:"not_carried,omitempty"`
+	// OverCap: a snapshot stopped at its max_bytes.
+	OverCap bool `json:"over_cap,omitempty"`
 	// Error says why a request that is not a cell failed.
 	Error string `json:"error,omitempty"`
 }

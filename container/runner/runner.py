@@ -406,7 +406,7 @@ def _snapshot(req, count):
                     continue
                 total += len(b)
                 if cap and total > cap:
-                    return {'error': 'the session state is over %d bytes (the cap: the session memory limit, at most 512 MiB) at %r: del large variables or save them to /workspace first' % (cap, name)}
+                    return {'over_cap': True, 'error': 'the session state is over %d bytes (the cap: the session memory limit, at most 512 MiB) at %r: del large variables or save them to /workspace first' % (cap, name)}
                 names.append((name, 'value', b))
             out[cid] = {'count': n, 'names': names}
         with os.fdopen(os.dup(fd), 'wb') as f:

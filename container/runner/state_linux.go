@@ -55,7 +55,7 @@ func ReadState(r io.Reader, size, maxBytes int64, notCarried []NotCarried) (*Sta
 		maxBytes = MaxStateBytes
 	}
 	if size <= 0 || size > maxBytes {
-		return nil, fmt.Errorf("%w: a state of %d bytes (the cap is %d)", ErrState, size, maxBytes)
+		return nil, fmt.Errorf("%w: %w: a state of %d bytes (the cap is %d)", ErrState, ErrStateTooLarge, size, maxBytes)
 	}
 	f, err := newMemfd()
 	if err != nil {
@@ -119,6 +119,9 @@ func (r *Runner) Snapshot(ctx context.Context, maxBytes int64, timeout time.Dura
 	rep, err := r.controlFor(ctx, stateRequest{Snapshot: true, MaxBytes: maxBytes}, []*os.File{f}, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	if rep.OverCap {
+		return nil, fmt.Errorf("%w: %w: %s", ErrState, ErrStateTooLarge, rep.Error)
 	}
 	if rep.Error != "" {
 		return nil, fmt.Errorf("%w: %s", ErrState, rep.Error)

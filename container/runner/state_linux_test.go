@@ -153,7 +153,7 @@ func TestStateCap(t *testing.T) {
 	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
 	exec(t, r, "big = b'x' * (2 << 20)")
 	_, err := r.Snapshot(context.Background(), 1<<20, time.Minute)
-	if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "over 1048576 bytes") {
+	if !errors.Is(err, ErrStateTooLarge) || !strings.Contains(err.Error(), "over 1048576 bytes") {
 		t.Fatalf("Snapshot over its cap: %v", err)
 	}
 	if res := exec(t, r, "len(big)"); res.Value != "2097152" {

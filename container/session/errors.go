@@ -12,4 +12,6 @@ var (
 	// ErrNoProcesses: the session was created without Options.Processes.
 	ErrNoProcesses = errors.New("the session has no process agent (create it with processes enabled)")
 	ErrLifetime    = errors.New("invalid session lifetime")
+	// ErrNotPython: fork and park carry a Python interpreter's state.
+	ErrNotPython = errors.New("fork and park are for Python sessions")
 )

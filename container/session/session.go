@@ -68,6 +68,10 @@ type Options struct {
 	Language runner.Language
 	// TypeScript strips the types of every cell (a Node session).
 	TypeScript bool
+	// Origin is what the session was made from, kept for its creator (the
+	// daemon re-creates a session from it for a fork or a revive); the
+	// session never reads it.
+	Origin any
 	// Processes starts the sandbox's process agent with the session
 	// (Session.Procs): commands run beside the interpreter, in the same
 	// sandbox, and end with it.

@@ -41,7 +41,13 @@ type Sessions struct {
 	// AdminGID, when set, is a group whose members see and manage every
 	// session, as root does; others only their own.
 	AdminGID *uint32
+	// ParkMaxBytes caps what parked sessions hold on disk, all together
+	// (default DefaultParkMaxBytes).
+	ParkMaxBytes int64
 }
+
+// DefaultParkMaxBytes is [sessions] park_max_bytes unless configured.
+const DefaultParkMaxBytes = 8 << 30
 
 // Idle actions: what a session's idle timeout does.
 const (
@@ -103,6 +109,9 @@ func New(p Policy) (*Rules, error) {
 	}
 	if pol.Sessions.MaxLifetime <= 0 {
 		pol.Sessions.MaxLifetime = 24 * time.Hour
+	}
+	if pol.Sessions.ParkMaxBytes <= 0 {
+		pol.Sessions.ParkMaxBytes = DefaultParkMaxBytes
 	}
 	switch pol.Sessions.IdleAction {
 	case "":
