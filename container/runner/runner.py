@@ -6,6 +6,8 @@ _CTL = 3
 _REPR_CAP = 65536
 _ns = sys.modules['__main__'].__dict__
 _own = globals()  # the runner's: bootstrap runs it in a module of its own
+# What bootstrap left in __main__ (sys, p, c): not the user's, never carried.
+_boot = dict(_ns)
 sys.argv[:] = ['']
 _shown = []
 # The runner's own pid: a process forked by a cell (os.fork, multiprocessing,
@@ -389,6 +391,8 @@ def _snapshot(req, count):
             names = []
             for name, v in list(ns.items()):
                 if name.startswith('__') and name.endswith('__'):
+                    continue
+                if not cid and name in _boot and _boot[name] is v:
                     continue
                 if isinstance(v, types.ModuleType):
                     names.append((name, 'module', v.__name__))

@@ -74,6 +74,9 @@ func TestStateStdlibPickle(t *testing.T) {
 			t.Errorf("%s not carried: %s", name, n.Reason)
 		}
 	}
+	if len(nc) != 6 {
+		t.Errorf("not carried: %+v, want only the 6 names above (nothing of the runner's bootstrap)", nc)
+	}
 	res := exec(t, b, "(d['k'], q * 3, json.dumps(1), type(random).__name__)")
 	if res.Value != "([1, 2, 3], Fraction(1, 1), '1', 'module')" {
 		t.Fatalf("restored values: %s %+v", res.Value, res.Exception)
