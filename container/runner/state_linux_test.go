@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nsbox/nsbox/container/internal/testenv"
 )
 
@@ -197,5 +199,27 @@ func TestStateNode(t *testing.T) {
 	}
 	if res := exec(t, r, "1 + 1"); res.Value != "2" {
 		t.Fatalf("the Node runner after the request: %+v", res)
+	}
+}
+
+// TestStateSealed: once taken, a state cannot be changed by anyone who
+// holds its fd (a branch it is restored into, the parent that wrote it):
+// the memfd is sealed against writes, growth and shrinking.
+func TestStateSealed(t *testing.T) {
+	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
+	exec(t, r, "x = 1")
+	st, err := r.Snapshot(context.Background(), 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.f.WriteAt([]byte("evil"), 0); err == nil {
+		t.Fatal("wrote into a sealed state")
+	}
+	if err := st.f.Truncate(0); err == nil {
+		t.Fatal("truncated a sealed state")
+	}
+	if seals, err := unix.FcntlInt(st.f.Fd(), unix.F_GET_SEALS, 0); err != nil || seals&unix.F_SEAL_WRITE == 0 || seals&unix.F_SEAL_SEAL == 0 {
+		t.Fatalf("seals %#x %v", seals, err)
 	}
 }
