@@ -149,6 +149,7 @@ func New(cfg Config) (*Daemon, error) {
 			DefaultIdleTimeout: pol.Sessions.IdleTimeout,
 			OnEnd:              func(st runner.Status) { d.metrics.sessionsEnded.WithLabelValues(string(st)).Inc() },
 			Take:               d.takeForSession,
+			Park:               d.parkIdle,
 		})
 		d.metrics.registerSessions(d.sessions)
 		if cfg.ParkDir != "" {

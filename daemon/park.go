@@ -11,6 +11,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/container/session"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
@@ -44,9 +45,33 @@ func (d *Daemon) ParkSession(ctx context.Context, id string) (*agentapi.Session,
 	if err != nil {
 		return nil, err
 	}
+	out, err := d.park(ctx, sess, o)
+	if err != nil {
+		return nil, err
+	}
+	d.log.Info("session parked", append(callerAttrs(ctx), "session", id)...)
+	return out, nil
+}
+
+// parkIdle parks a session whose idle timeout passed (idle_action
+// "park"; session.Config.Park).
+func (d *Daemon) parkIdle(sess *session.Session) error {
+	o, _ := sess.Options().Origin.(*origin)
+	if d.parked == nil || o == nil {
+		return fmt.Errorf("session %s: %w", sess.ID(), ErrNoPark)
+	}
+	if _, err := d.park(context.Background(), sess, o); err != nil {
+		return err
+	}
+	d.log.Info("idle session parked", "session", sess.ID())
+	return nil
+}
+
+// park writes sess to the park store and ends its sandbox.
+func (d *Daemon) park(ctx context.Context, sess *session.Session, o *origin) (*agentapi.Session, error) {
 	info := sess.Info()
 	var out agentapi.Session
-	err = sess.Capture(ctx, stateCap(info.Limits), func(st *runner.State, ws *container.Workspace) error {
+	err := sess.Capture(ctx, stateCap(info.Limits), func(st *runner.State, ws *container.Workspace) error {
 		now := time.Now()
 		wire := d.wireSession(info)
 		rec := parkRecord{Version: parkVersion, Session: wire, Origin: *o, Owner: info.Owner,
@@ -62,7 +87,6 @@ func (d *Daemon) ParkSession(ctx context.Context, id string) (*agentapi.Session,
 	if err != nil {
 		return nil, classify(err)
 	}
-	d.log.Info("session parked", append(callerAttrs(ctx), "session", id)...)
 	return &out, nil
 }
 

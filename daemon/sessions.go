@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -72,9 +73,9 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	switch idleAction {
 	case "":
 		idleAction = pol.Sessions.IdleAction
-	case policy.IdleEnd, policy.IdlePause:
+	case policy.IdleEnd, policy.IdlePause, policy.IdlePark:
 	default:
-		return nil, errdefs.Field("idle_action", "%q: use %q or %q", idleAction, policy.IdleEnd, policy.IdlePause)
+		return nil, errdefs.Field("idle_action", "%q: use %q, %q or %q", idleAction, policy.IdleEnd, policy.IdlePause, policy.IdlePark)
 	}
 	// The run validator checks rootfs, language, limits, env and files
 	// the same way.
@@ -86,6 +87,16 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	case language == agentapi.LanguagePython || policy.IsNode(language):
 	default:
 		return nil, errdefs.Field("language", "%q: a session runs python, javascript or typescript", req.Language)
+	}
+	if idleAction == policy.IdlePark {
+		switch {
+		case language != agentapi.LanguagePython && req.IdleAction == policy.IdlePark:
+			return nil, errdefs.Field("idle_action", "%q: fork and park are for Python sessions", idleAction)
+		case language != agentapi.LanguagePython: // the daemon's default: a Node session ends
+			idleAction = policy.IdleEnd
+		case d.parked == nil:
+			return nil, errdefs.Field("idle_action", "%q: this daemon cannot park sessions (it has no state directory)", idleAction)
+		}
 	}
 	if req.AllowedImports != nil && language != agentapi.LanguagePython {
 		return nil, errdefs.Field("allowed_imports", "applies to Python sessions only (language %q)", language)
@@ -237,7 +248,19 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 	if err := policy.ValidEnv("env", req.Env); err != nil {
 		return nil, err
 	}
-	res, err := sess.Exec(ctx, runner.ExecRequest{Code: req.Code, Context: req.Context, Env: req.Env, Timeout: timeout, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr})
+	ereq := runner.ExecRequest{Code: req.Code, Context: req.Context, Env: req.Env, Timeout: timeout, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr}
+	res, err := sess.Exec(ctx, ereq)
+	if p := d.parkedFor(ctx, id); errors.Is(err, session.ErrDead) && p != nil && revived == nil {
+		// Parked while this exec waited for the session (an idle park, a
+		// park call): revive it and run there.
+		if revived, err = d.revive(ctx, p); err != nil {
+			return nil, err
+		}
+		if sess, err = d.session(ctx, id); err != nil {
+			return nil, err
+		}
+		res, err = sess.Exec(ctx, ereq)
+	}
 	if err != nil {
 		return nil, classify(err)
 	}

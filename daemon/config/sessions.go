@@ -89,9 +89,9 @@ func (cfg *Config) checkSessions(bad func(key, format string, args ...any)) {
 	if s.MaxLifetime <= 0 {
 		bad("sessions.max_lifetime", "%v: must be positive", s.MaxLifetime)
 	}
-	if s.IdleAction != policy.IdleEnd && s.IdleAction != policy.IdlePause {
-		bad("sessions.idle_action", "%q: use %q (the idle timeout ends a session) or %q (it pauses it until its lifetime ends)",
-			s.IdleAction, policy.IdleEnd, policy.IdlePause)
+	if s.IdleAction != policy.IdleEnd && s.IdleAction != policy.IdlePause && s.IdleAction != policy.IdlePark {
+		bad("sessions.idle_action", "%q: use %q (the idle timeout ends a session), %q (it pauses it until its lifetime ends) or %q (it parks a Python session to disk)",
+			s.IdleAction, policy.IdleEnd, policy.IdlePause, policy.IdlePark)
 	}
 	if s.IdleTimeout > 0 && s.MaxLifetime > 0 && s.IdleTimeout > s.MaxLifetime {
 		// Blame the key that was set over the other: a flag beats the file.

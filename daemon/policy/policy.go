@@ -53,6 +53,7 @@ const DefaultParkMaxBytes = 8 << 30
 const (
 	IdleEnd   = "end"
 	IdlePause = "pause"
+	IdlePark  = "park" // to disk (needs the daemon's state directory); Python sessions only
 )
 
 // DefaultMaxLimits are the maxima a request may ask for unless configured.
@@ -116,9 +117,9 @@ func New(p Policy) (*Rules, error) {
 	switch pol.Sessions.IdleAction {
 	case "":
 		pol.Sessions.IdleAction = IdleEnd
-	case IdleEnd, IdlePause:
+	case IdleEnd, IdlePause, IdlePark:
 	default:
-		return nil, fmt.Errorf("policy: sessions idle_action %q: use %q or %q", pol.Sessions.IdleAction, IdleEnd, IdlePause)
+		return nil, fmt.Errorf("policy: sessions idle_action %q: use %q, %q or %q", pol.Sessions.IdleAction, IdleEnd, IdlePause, IdlePark)
 	}
 	for _, pr := range profiles {
 		if err := ValidProfileName(pr.Name); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
 )
@@ -223,4 +224,34 @@ func TestParkForkOwner(t *testing.T) {
 	if g, err := d.client.Session(ctx, mine); err != nil || g.State != agentapi.SessionParked {
 		t.Fatalf("root's parked session after nobody's tries: %+v %v", g, err)
 	}
+}
+
+// TestSessionIdlePark: with idle_action "park" an idle session parks
+// itself; its next exec revives it with its state. A Node session cannot
+// ask for it.
+func TestSessionIdlePark(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	id := newSession(t, d, &agentapi.SessionRequest{IdleTimeoutMs: 300, IdleAction: "park"})
+	execOK(t, d, id, "y = 7")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s, err := d.client.Session(ctx, id)
+		if err != nil {
+			t.Fatalf("the idle session is gone: %v", err)
+		}
+		if s.State == agentapi.SessionParked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle session was not parked: %+v", s)
+		}
+	}
+	if res := execOK(t, d, id, "y"); res.Value != "7" || !res.Revived {
+		t.Fatalf("exec after the idle park: %q revived %v", res.Value, res.Revived)
+	}
+	if err := d.client.DeleteSession(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{IdleAction: "nap"})
+	wantFieldError(t, err, "idle_action")
 }
