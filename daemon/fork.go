@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
@@ -44,7 +45,11 @@ func (d *Daemon) ForkSession(ctx context.Context, id string, count *int) (*agent
 	}
 	info := parent.Info()
 	out := &agentapi.ForkResult{}
+	start := time.Now()
+	var snapshot time.Duration
+	var size int64
 	err = parent.Capture(ctx, stateCap(info.Limits), func(st *runner.State, ws *container.Workspace) error {
+		snapshot, size = time.Since(start), st.Size()
 		branches, err := d.branch(ctx, o, info.Owner, n, st, ws)
 		out.Sessions = branches
 		return err
@@ -52,7 +57,8 @@ func (d *Daemon) ForkSession(ctx context.Context, id string, count *int) (*agent
 	if err != nil {
 		return nil, classify(err)
 	}
-	d.log.Info("session forked", append(callerAttrs(ctx), "session", id, "branches", n)...)
+	d.log.Info("session forked", append(callerAttrs(ctx), "session", id, "branches", n, "state_bytes", size,
+		"snapshot", snapshot, "duration", time.Since(start))...)
 	return out, nil
 }
 

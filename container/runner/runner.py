@@ -329,7 +329,12 @@ def _recv_fd(what):
 # name that needs a cell's definition is listed. Modules go by name and
 # are imported again on restore. The blob is loaded only by the runner of
 # a sandbox of the same session family: the host never unpickles it.
-_STATE_VERSION = 1
+_STATE_VERSION = 2
+# The blob: an 8-byte big-endian length, a (stdlib) pickle of the header
+# {'v', 'pickler', 'contexts': {cid: {'count', 'names': [(name, 'module',
+# modname) | (name, 'value', pickle, [buffer lengths])]}}}, then every
+# out-of-band buffer (pickle protocol 5: NumPy's and pandas' arrays) in
+# order. Arrays are written once, from their own memory, and read once.
 
 
 def _uncarriable(v):
@@ -348,30 +353,35 @@ def _uncarriable(v):
 
 
 def _pickler():
-    import io
+    """Returns the pickler's name and dumps(v) -> (pickle, [buffers])."""
+    import io, pickle
     try:
         import cloudpickle
+        make = cloudpickle.CloudPickler
+        kind = 'cloudpickle'
     except ImportError:
-        cloudpickle = None
-    if cloudpickle is not None:
-        def dumps(v):
-            f = io.BytesIO()
-            cloudpickle.CloudPickler(f, protocol=5).dump(v)
-            return f.getvalue()
-        return 'cloudpickle', dumps
-    import pickle, types
+        import types
 
-    class P(pickle.Pickler):
-        def reducer_override(self, obj):
-            if isinstance(obj, (types.FunctionType, type)) and getattr(obj, '__module__', None) == '__main__':
-                raise pickle.PicklingError('%r is defined in a cell: carrying it needs cloudpickle (python3-cloudpickle), which this rootfs lacks' % getattr(obj, '__qualname__', obj))
-            return NotImplemented
+        class make(pickle.Pickler):
+            def reducer_override(self, obj):
+                if isinstance(obj, (types.FunctionType, type)) and getattr(obj, '__module__', None) == '__main__':
+                    raise pickle.PicklingError('%r is defined in a cell: carrying it needs cloudpickle (python3-cloudpickle), which this rootfs lacks' % getattr(obj, '__qualname__', obj))
+                return NotImplemented
+        kind = 'pickle'
 
     def dumps(v):
+        bufs = []
+
+        def out_of_band(pb):
+            try:
+                bufs.append(pb.raw())
+            except BufferError:  # not contiguous: in the pickle
+                return True
+            return None
         f = io.BytesIO()
-        P(f, protocol=5).dump(v)
-        return f.getvalue()
-    return 'pickle', dumps
+        make(f, protocol=5, buffer_callback=out_of_band).dump(v)
+        return f.getvalue(), bufs
+    return kind, dumps
 
 
 def _reason(e):
@@ -386,7 +396,7 @@ def _snapshot(req, count):
         cap = int(req.get('max_bytes') or 0)
         kind, dumps = _pickler()
         spaces = [('', count, _ns)] + [(cid, c[1], c[0]) for cid, c in _contexts.items()]
-        total, out, skipped = 0, {}, []
+        total, out, skipped, buffers = 0, {}, [], []
         for cid, n, ns in spaces:
             names = []
             for name, v in list(ns.items()):
@@ -400,7 +410,7 @@ def _snapshot(req, count):
                 why = _uncarriable(v)
                 if why is None:
                     try:
-                        b = dumps(v)
+                        b, bufs = dumps(v)
                     except BaseException as e:
                         if isinstance(e, KeyboardInterrupt):
                             raise
@@ -408,13 +418,18 @@ def _snapshot(req, count):
                 if why is not None:
                     skipped.append({'name': name, 'context': cid, 'reason': why})
                     continue
-                total += len(b)
+                total += len(b) + sum(m.nbytes for m in bufs)
                 if cap and total > cap:
                     return {'over_cap': True, 'error': 'the session state is over %d bytes (the cap: the session memory limit, at most 512 MiB) at %r: del large variables or save them to /workspace first' % (cap, name)}
-                names.append((name, 'value', b))
+                names.append((name, 'value', b, [m.nbytes for m in bufs]))
+                buffers.extend(bufs)
             out[cid] = {'count': n, 'names': names}
-        with os.fdopen(os.dup(fd), 'wb') as f:
-            pickle.dump({'v': _STATE_VERSION, 'pickler': kind, 'contexts': out}, f, protocol=5)
+        head = pickle.dumps({'v': _STATE_VERSION, 'pickler': kind, 'contexts': out}, protocol=5)
+        with os.fdopen(os.dup(fd), 'wb', buffering=0) as f:
+            for chunk in [len(head).to_bytes(8, 'big'), head] + buffers:
+                m = memoryview(chunk).cast('B')
+                while m:
+                    m = m[f.write(m):]
             size = f.tell()
         return {'snapshot_bytes': size, 'not_carried': skipped}
     finally:
@@ -439,31 +454,45 @@ def _restore(req):
     context's count, and the reply."""
     import mmap, pickle, importlib, random
     fd = _recv_fd('restore')
+    failed, count = [], 0
     try:
         size = os.fstat(fd).st_size
-        if size == 0:
+        if size < 8:
             return 0, {'error': 'restore: the state is empty'}
         with mmap.mmap(fd, size, prot=mmap.PROT_READ) as m:
-            state = pickle.loads(m)
+            mv = memoryview(m)
+            try:
+                n = int.from_bytes(mv[:8], 'big')
+                state = pickle.loads(mv[8:8 + n])
+                if state.get('v') != _STATE_VERSION:
+                    return 0, {'error': 'restore: state version %r, this runner reads %d' % (state.get('v'), _STATE_VERSION)}
+                off = 8 + n
+                for cid, c in state['contexts'].items():
+                    if cid:
+                        ns = _fresh({})
+                        _contexts[cid] = [ns, c['count']]
+                    else:
+                        ns, count = _ns, c['count']
+                    for entry in c['names']:
+                        name, kind = entry[0], entry[1]
+                        at, off = off, off + (sum(entry[3]) if kind == 'value' else 0)
+                        try:
+                            if kind == 'module':
+                                ns[name] = importlib.import_module(entry[2])
+                                continue
+                            bufs = []
+                            for ln in entry[3]:
+                                b = bytearray(ln)  # writable: the arrays are the new session's
+                                b[:] = mv[at:at + ln]
+                                at += ln
+                                bufs.append(b)
+                            ns[name] = _rebind(pickle.loads(entry[2], buffers=bufs), ns)
+                        except Exception as e:
+                            failed.append({'name': name, 'context': cid, 'reason': 'could not be loaded: ' + _reason(e)})
+            finally:
+                mv.release()
     finally:
         os.close(fd)
-    if state.get('v') != _STATE_VERSION:
-        return 0, {'error': 'restore: state version %r, this runner reads %d' % (state.get('v'), _STATE_VERSION)}
-    failed, count = [], 0
-    for cid, c in state['contexts'].items():
-        if cid:
-            ns = _fresh({})
-            _contexts[cid] = [ns, c['count']]
-        else:
-            ns, count = _ns, c['count']
-        for name, kind, payload in c['names']:
-            try:
-                if kind == 'module':
-                    ns[name] = importlib.import_module(payload)
-                else:
-                    ns[name] = _rebind(pickle.loads(payload), ns)
-            except Exception as e:
-                failed.append({'name': name, 'context': cid, 'reason': 'could not be loaded: ' + _reason(e)})
     # Branches must not draw the same numbers: the parent's generators
     # (and the zygote's, inherited by every child) are reseeded from the
     # kernel.

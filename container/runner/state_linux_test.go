@@ -107,6 +107,7 @@ func TestStateCloudpickle(t *testing.T) {
 		"class P:\n  def __init__(s, n): s.n = n\n  def twice(s): return s.n * 2",
 		"p = P(21)",
 		"import matplotlib.pyplot as plt; fig = plt.figure()",
+		"import numpy as np, pandas as pd\ndf = pd.DataFrame(np.arange(100000.0).reshape(-1, 4))\nodd = np.arange(10)[::2]",
 	} {
 		if res := exec(t, a, code); res.Status != StatusOK {
 			t.Fatalf("%q: %s %+v", code, res.Status, res.Exception)
@@ -123,6 +124,10 @@ func TestStateCloudpickle(t *testing.T) {
 	}
 	if res := exec(t, b, "(add(1), sq(3), p.twice(), isinstance(p, P))"); res.Value != "(11, 9, 42, True)" {
 		t.Fatalf("restored functions: %s %+v", res.Value, res.Exception)
+	}
+	// Arrays come out of band (pickle protocol 5) and are writable.
+	if res := exec(t, b, "df.iloc[0, 0] = 5.0; (float(df.values.sum()), odd.tolist(), df.values.flags.writeable)"); res.Value != "(4999950005.0, [0, 2, 4, 6, 8], True)" {
+		t.Fatalf("restored arrays: %s %+v", res.Value, res.Exception)
 	}
 	if res := exec(t, b, "k = 100; add(1)"); res.Value != "101" {
 		t.Fatalf("a carried function does not see its namespace: %s %+v", res.Value, res.Exception)

@@ -28,6 +28,7 @@ func benchSession(b *testing.B) (*testdaemon.Daemon, string) {
 	name := testdaemon.DataSciRootfs(b)
 	d := testdaemon.New(b, nsboxBin, "nsbox-bench-", "--default-rootfs", name, "--spare-inits", "0")
 	d.Start(b)
+	d.Settle(b) // the zygote up and the pool full: branches come from them
 	ctx := context.Background()
 	s, err := d.Client.CreateSession(ctx, &agentapi.SessionRequest{Limits: &agentapi.Limits{MemoryBytes: 2 << 30}})
 	if err != nil {
