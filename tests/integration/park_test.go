@@ -131,7 +131,8 @@ func TestSessionParkRevive(t *testing.T) {
 }
 
 // TestSessionParkFull: a park past [sessions] park_max_bytes is refused
-// (507) and the session lives on, unharmed; a dead session is not parked.
+// (507) and the session lives on, unharmed; a busy or dead session is not
+// parked (409).
 func TestSessionParkFull(t *testing.T) {
 	d := startDaemon(t, "--config", writeConf(t, "[sessions]\npark_max_bytes = 100000\n"))
 	ctx := context.Background()
@@ -144,6 +145,24 @@ func TestSessionParkFull(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(d.parkDir()); len(ents) != 0 {
 		t.Errorf("a refused park left files: %v", ents)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.client.Exec(ctx, id, &agentapi.ExecRequest{Code: "import time; time.sleep(2)"})
+		done <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if s, err := d.client.Session(ctx, id); err == nil && s.State == agentapi.SessionBusy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the exec never showed as busy")
+		}
+	}
+	_, err = d.client.ParkSession(ctx, id)
+	wantStatus(t, err, http.StatusConflict, "running an exec")
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 	if res, err := d.client.Exec(ctx, id, &agentapi.ExecRequest{Code: "import os; os._exit(3)"}); err != nil || !res.SessionDead {
 		t.Fatalf("killing the session: %+v %v", res, err)
