@@ -96,3 +96,37 @@ func TestCopyToFull(t *testing.T) {
 		t.Fatalf("CopyTo into a small workspace: %v", err)
 	}
 }
+
+// FuzzReadTarStaysBeneath extracts arbitrary archives (and arbitrary
+// headers over the planted escape links) into a workspace: whatever
+// ReadTar answers, the host canary behind the links is untouched.
+func FuzzReadTarStaysBeneath(f *testing.F) {
+	for _, l := range linkNames {
+		f.Add(l+"/victim", byte(tar.TypeReg), "", []byte("x"))
+		f.Add(l+"/vdir/", byte(tar.TypeDir), "", []byte(nil))
+		f.Add(l+"/new", byte(tar.TypeSymlink), "/etc", []byte(nil))
+	}
+	f.Add("../x", byte(tar.TypeReg), "", []byte("x"))
+	f.Add("ok/file", byte(tar.TypeReg), "", []byte("data"))
+	c := newHostCanary(f)
+	f.Fuzz(func(t *testing.T, name string, typ byte, link string, data []byte) {
+		w := newTestWorkspace(t, 1<<20)
+		plant(t, w, escapeLinks(c)...)
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		hdr := &tar.Header{Name: name, Typeflag: typ, Linkname: link, Mode: 0o4755, Size: int64(len(data))}
+		if typ != tar.TypeReg {
+			hdr.Size = 0
+		}
+		if tw.WriteHeader(hdr) != nil {
+			return
+		}
+		if hdr.Size > 0 {
+			_, _ = tw.Write(data)
+		}
+		tw.Close()
+		_ = w.ReadTar(tar.NewReader(&buf))
+		_ = w.ReadTar(tar.NewReader(bytes.NewReader(data))) // raw bytes as an archive
+		c.check(t)
+	})
+}
