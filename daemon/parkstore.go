@@ -198,8 +198,11 @@ func (s *parkStore) write(rec parkRecord, st *runner.State, ws *container.Worksp
 	if rec.StateBytes, err = writeSynced(filepath.Join(tmp, parkState), st.WriteTo); err != nil {
 		return nil, fmt.Errorf("park %s: state: %w", id, err)
 	}
+	left := maxBytes - used - rec.StateBytes
 	if rec.ArchiveBytes, err = writeSynced(filepath.Join(tmp, parkArchive), func(w io.Writer) (int64, error) {
-		tw := tar.NewWriter(w)
+		tw := tar.NewWriter(&capWriter{w: w, left: left, over: func() error {
+			return fmt.Errorf("park %s: its workspace archive passes the %d bytes left of the %d allowed: %w", id, max(left, 0), maxBytes, ErrParkFull)
+		}})
 		if err := ws.WriteTar(tw); err != nil {
 			return 0, err
 		}
@@ -242,6 +245,20 @@ func (s *parkStore) write(rec parkRecord, st *runner.State, ws *container.Worksp
 
 func (s *parkStore) full(id string, need, used, maxBytes int64) error {
 	return fmt.Errorf("park %s: it needs %d bytes, parked sessions hold %d of the %d allowed: %w", id, need, used, maxBytes, ErrParkFull)
+}
+
+// capWriter fails once more than left bytes are written.
+type capWriter struct {
+	w    io.Writer
+	left int64
+	over func() error
+}
+
+func (c *capWriter) Write(b []byte) (int, error) {
+	if c.left -= int64(len(b)); c.left < 0 {
+		return 0, c.over()
+	}
+	return c.w.Write(b)
 }
 
 // writeSynced creates name (0600), fills it with fill, fsyncs and closes

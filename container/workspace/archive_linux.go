@@ -26,16 +26,24 @@ func (w *Workspace) WriteTar(tw *tar.Writer) error {
 		return err
 	}
 	defer w.mu.RUnlock()
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(w.fd, &fs); err != nil {
+		return fmt.Errorf("archive: statfs: %w", err)
+	}
 	root, err := w.openDir("")
 	if err != nil {
 		return mapErr("archive", "/", err)
 	}
-	return writeDir(tw, root, "")
+	budget := int64(fs.Blocks) * fs.Bsize
+	return writeDir(tw, root, "", &budget)
 }
 
 // writeDir archives the contents of the directory dfd (which it closes),
-// whose workspace path is dir.
-func writeDir(tw *tar.Writer, dfd int, dir string) error {
+// whose workspace path is dir. budget is what the files may still add up
+// to: the workspace's size. Past it (sparse files, hard links, whose data
+// would be written in full) the archive fails with ErrTooLarge, before it
+// writes more than a workspace holds.
+func writeDir(tw *tar.Writer, dfd int, dir string, budget *int64) error {
 	d := os.NewFile(uintptr(dfd), dir)
 	defer d.Close()
 	names, err := d.Readdirnames(-1)
@@ -64,7 +72,7 @@ func writeDir(tw *tar.Writer, dfd int, dir string) error {
 				unix.Close(sub)
 				return err
 			}
-			if err := writeDir(tw, sub, p); err != nil {
+			if err := writeDir(tw, sub, p, budget); err != nil {
 				return err
 			}
 		case unix.S_IFLNK:
@@ -78,7 +86,7 @@ func writeDir(tw *tar.Writer, dfd int, dir string) error {
 				return err
 			}
 		case unix.S_IFREG:
-			if err := writeFile(tw, dfd, name, hdr); err != nil {
+			if err := writeFile(tw, dfd, name, hdr, budget); err != nil {
 				return err
 			}
 		}
@@ -86,7 +94,7 @@ func writeDir(tw *tar.Writer, dfd int, dir string) error {
 	return nil
 }
 
-func writeFile(tw *tar.Writer, dfd int, name string, hdr *tar.Header) error {
+func writeFile(tw *tar.Writer, dfd int, name string, hdr *tar.Header, budget *int64) error {
 	fd, err := unix.Openat2(dfd, name, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -104,6 +112,9 @@ func writeFile(tw *tar.Writer, dfd int, name string, hdr *tar.Header) error {
 		return nil
 	}
 	hdr.Typeflag, hdr.Size = tar.TypeReg, st.Size()
+	if *budget -= hdr.Size; *budget < 0 {
+		return fmt.Errorf("archive %s: %w: the workspace's files add up to more than its size (a sparse file, or hard links): delete or shrink them first", hdr.Name, ErrTooLarge)
+	}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}

@@ -130,3 +130,21 @@ func FuzzReadTarStaysBeneath(f *testing.F) {
 		c.check(t)
 	})
 }
+
+// TestWriteTarSparse: a sparse file larger than the workspace (its data
+// would be written in full) fails the archive with ErrTooLarge at once.
+func TestWriteTarSparse(t *testing.T) {
+	src, dst := newTestWorkspace(t, 1<<20), newTestWorkspace(t, 1<<20)
+	fd, err := unix.Openat(src.fd, "sparse", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = unix.Ftruncate(fd, 1<<40)
+	unix.Close(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.CopyTo(dst); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("CopyTo with a 1 TiB sparse file: %v", err)
+	}
+}
