@@ -329,12 +329,35 @@ def _recv_fd(what):
 # name that needs a cell's definition is listed. Modules go by name and
 # are imported again on restore. The blob is loaded only by the runner of
 # a sandbox of the same session family: the host never unpickles it.
-_STATE_VERSION = 2
-# The blob: an 8-byte big-endian length, a (stdlib) pickle of the header
-# {'v', 'pickler', 'contexts': {cid: {'count', 'names': [(name, 'module',
-# modname) | (name, 'value', pickle, [buffer lengths])]}}}, then every
-# out-of-band buffer (pickle protocol 5: NumPy's and pandas' arrays) in
-# order. Arrays are written once, from their own memory, and read once.
+_STATE_VERSION = 3
+# The blob: an 8-byte big-endian offset of the header, then each name's
+# pickle followed by its out-of-band buffers (pickle protocol 5: NumPy's
+# and pandas' arrays), then the header, a (stdlib) pickle of {'v',
+# 'pickler', 'contexts': {cid: {'count', 'names': [(name, 'module',
+# modname) | (name, 'value', offset, length, [buffer lengths])]}}}. Every
+# pickle goes straight into the memfd, capped as it is written: a big value
+# is never copied in the session's memory, and one over the cap stops
+# before it fills the memfd.
+
+
+class _OverCap(Exception):
+    pass
+
+
+class _Sink:
+    """What a pickler writes to: the memfd, past cap bytes an _OverCap."""
+
+    def __init__(self, f, cap):
+        self.f, self.cap = f, cap
+
+    def write(self, b):
+        m = memoryview(b).cast('B')
+        n = m.nbytes
+        if self.cap and self.f.tell() + n > self.cap:
+            raise _OverCap
+        while m:
+            m = m[self.f.write(m):]
+        return n
 
 
 def _uncarriable(v):
@@ -353,8 +376,9 @@ def _uncarriable(v):
 
 
 def _pickler():
-    """Returns the pickler's name and dumps(v) -> (pickle, [buffers])."""
-    import io, pickle
+    """Returns the pickler's name and dumps(v, sink) -> [buffers]: the
+    pickle goes to sink, the out-of-band buffers are returned."""
+    import pickle
     try:
         import cloudpickle
         make = cloudpickle.CloudPickler
@@ -369,7 +393,7 @@ def _pickler():
                 return NotImplemented
         kind = 'pickle'
 
-    def dumps(v):
+    def dumps(v, sink):
         bufs = []
 
         def out_of_band(pb):
@@ -378,9 +402,8 @@ def _pickler():
             except BufferError:  # not contiguous: in the pickle
                 return True
             return None
-        f = io.BytesIO()
-        make(f, protocol=5, buffer_callback=out_of_band).dump(v)
-        return f.getvalue(), bufs
+        make(sink, protocol=5, buffer_callback=out_of_band).dump(v)
+        return bufs
     return kind, dumps
 
 
@@ -396,41 +419,49 @@ def _snapshot(req, count):
         cap = int(req.get('max_bytes') or 0)
         kind, dumps = _pickler()
         spaces = [('', count, _ns)] + [(cid, c[1], c[0]) for cid, c in _contexts.items()]
-        total, out, skipped, buffers = 0, {}, [], []
-        for cid, n, ns in spaces:
-            names = []
-            for name, v in list(ns.items()):
-                if name.startswith('__') and name.endswith('__'):
-                    continue
-                if not cid and name in _boot and _boot[name] is v:
-                    continue
-                if isinstance(v, types.ModuleType):
-                    names.append((name, 'module', v.__name__))
-                    continue
-                why = _uncarriable(v)
-                if why is None:
-                    try:
-                        b, bufs = dumps(v)
-                    except BaseException as e:
-                        if isinstance(e, KeyboardInterrupt):
-                            raise
-                        why = _reason(e)
-                if why is not None:
-                    skipped.append({'name': name, 'context': cid, 'reason': why})
-                    continue
-                total += len(b) + sum(m.nbytes for m in bufs)
-                if cap and total > cap:
-                    return {'over_cap': True, 'error': 'the session state is over %d bytes (the cap: the session memory limit, at most 512 MiB) at %r: del large variables or save them to /workspace first' % (cap, name)}
-                names.append((name, 'value', b, [m.nbytes for m in bufs]))
-                buffers.extend(bufs)
-            out[cid] = {'count': n, 'names': names}
-        head = pickle.dumps({'v': _STATE_VERSION, 'pickler': kind, 'contexts': out}, protocol=5)
+        out, skipped = {}, []
         with os.fdopen(os.dup(fd), 'wb', buffering=0) as f:
-            for chunk in [len(head).to_bytes(8, 'big'), head] + buffers:
-                m = memoryview(chunk).cast('B')
-                while m:
-                    m = m[f.write(m):]
+            sink = _Sink(f, cap)
+            sink.write(bytes(8))
+            for cid, n, ns in spaces:
+                names = []
+                for name, v in list(ns.items()):
+                    if name.startswith('__') and name.endswith('__'):
+                        continue
+                    if not cid and name in _boot and _boot[name] is v:
+                        continue
+                    if isinstance(v, types.ModuleType):
+                        names.append((name, 'module', v.__name__))
+                        continue
+                    why = _uncarriable(v)
+                    if why is None:
+                        at = f.tell()
+                        try:
+                            bufs = dumps(v, sink)
+                            length = f.tell() - at
+                            for m in bufs:
+                                sink.write(m)
+                        except _OverCap:
+                            return {'over_cap': True, 'error': 'the session state is over %d bytes (its cap: what the session memory limit leaves free, at most 512 MiB) at %r: del large variables or save them to /workspace first, or raise limits.memory_bytes' % (cap, name)}
+                        except BaseException as e:
+                            if isinstance(e, KeyboardInterrupt):
+                                raise
+                            f.seek(at)
+                            f.truncate(at)
+                            why = _reason(e)
+                    if why is not None:
+                        skipped.append({'name': name, 'context': cid, 'reason': why})
+                        continue
+                    names.append((name, 'value', at, length, [m.nbytes for m in bufs]))
+                out[cid] = {'count': n, 'names': names}
+            head = f.tell()
+            try:
+                sink.write(pickle.dumps({'v': _STATE_VERSION, 'pickler': kind, 'contexts': out}, protocol=5))
+            except _OverCap:
+                return {'over_cap': True, 'error': 'the session state is over %d bytes (its cap: what the session memory limit leaves free, at most 512 MiB): del large variables or save them to /workspace first, or raise limits.memory_bytes' % cap}
             size = f.tell()
+            f.seek(0)
+            f.write(head.to_bytes(8, 'big'))
         return {'snapshot_bytes': size, 'not_carried': skipped}
     finally:
         os.close(fd)
@@ -462,11 +493,10 @@ def _restore(req):
         with mmap.mmap(fd, size, prot=mmap.PROT_READ) as m:
             mv = memoryview(m)
             try:
-                n = int.from_bytes(mv[:8], 'big')
-                state = pickle.loads(mv[8:8 + n])
+                head = int.from_bytes(mv[:8], 'big')
+                state = pickle.loads(mv[head:])
                 if state.get('v') != _STATE_VERSION:
                     return 0, {'error': 'restore: state version %r, this runner reads %d' % (state.get('v'), _STATE_VERSION)}
-                off = 8 + n
                 for cid, c in state['contexts'].items():
                     if cid:
                         ns = _fresh({})
@@ -475,18 +505,22 @@ def _restore(req):
                         ns, count = _ns, c['count']
                     for entry in c['names']:
                         name, kind = entry[0], entry[1]
-                        at, off = off, off + (sum(entry[3]) if kind == 'value' else 0)
                         try:
                             if kind == 'module':
                                 ns[name] = importlib.import_module(entry[2])
                                 continue
+                            at, length = entry[2], entry[3]
+                            data, at = mv[at:at + length], at + length
                             bufs = []
-                            for ln in entry[3]:
+                            for ln in entry[4]:
                                 b = bytearray(ln)  # writable: the arrays are the new session's
                                 b[:] = mv[at:at + ln]
                                 at += ln
                                 bufs.append(b)
-                            ns[name] = _rebind(pickle.loads(entry[2], buffers=bufs), ns)
+                            try:
+                                ns[name] = _rebind(pickle.loads(data, buffers=bufs), ns)
+                            finally:
+                                data.release()
                         except Exception as e:
                             failed.append({'name': name, 'context': cid, 'reason': 'could not be loaded: ' + _reason(e)})
             finally:

@@ -13,6 +13,10 @@ import (
 // timeout: pickling runs the session's own code (__reduce__).
 const stateTimeout = time.Minute
 
+// stateHeadroom is the memory a snapshot leaves the session, besides the
+// state itself: the pickler's own buffers.
+const stateHeadroom = 16 << 20
+
 // Capture holds the session while fn runs, for a fork or a park: no exec
 // or other operation runs meanwhile, and one that is running fails the
 // capture at once (ErrBusy); a dead session gives ErrDead and a Node one
@@ -45,6 +49,17 @@ func (s *Session) Capture(ctx context.Context, maxBytes int64, fn func(st *runne
 				s.log.Warn("pause again after a capture", "err", err)
 			}
 		}()
+	}
+	// The state is written into a memfd charged to the session's memory:
+	// it may take only what the session has left (less some room), or
+	// the snapshot would be the session's OOM kill.
+	if limit := s.opts.Limits.MemoryBytes; limit > 0 {
+		if stats, err := s.r.Sandbox().Stats(); err == nil && stats.MemoryBytes > 0 {
+			free := max(limit-stats.MemoryBytes-stateHeadroom, 1)
+			if maxBytes <= 0 || free < maxBytes {
+				maxBytes = free
+			}
+		}
 	}
 	st, err := s.r.Snapshot(ctx, maxBytes, s.stateTimeout())
 	if err != nil {

@@ -261,3 +261,20 @@ func TestSessionForkDataFrame(t *testing.T) {
 	_, err = d.client.ParkSession(ctx, js)
 	wantStatus(t, err, http.StatusBadRequest, "fork and park are for Python sessions")
 }
+
+// TestSessionForkNearMemoryLimit: a state that would not fit in what the
+// session's memory limit leaves free is refused (413) before it is
+// written, and the parent lives on.
+func TestSessionForkNearMemoryLimit(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	id := newSession(t, d, &agentapi.SessionRequest{Limits: &agentapi.Limits{MemoryBytes: 160 << 20}})
+	execOK(t, d, id, "big = bytearray(100 << 20)")
+	_, err := d.client.ForkSession(ctx, id, 1)
+	wantStatus(t, err, http.StatusRequestEntityTooLarge, "memory limit leaves free")
+	_, err = d.client.ParkSession(ctx, id)
+	wantStatus(t, err, http.StatusRequestEntityTooLarge, "memory limit leaves free")
+	if res := execOK(t, d, id, "len(big)"); res.Value != "104857600" {
+		t.Fatalf("the parent after a refused fork: %s", res.Value)
+	}
+}
