@@ -132,6 +132,10 @@ type RunResult struct {
 	// SessionDead is set on a session exec that ended the session (OOM,
 	// crash, a cell that ignored its interrupt); Error says why.
 	SessionDead bool `json:"session_dead,omitempty"`
+	// Revived is set on a session exec that revived a parked session
+	// first; NotCarried lists what its state left behind then.
+	Revived    bool         `json:"revived,omitempty"`
+	NotCarried []NotCarried `json:"not_carried,omitempty"`
 	// Pooled is set when the run took a runner from the warm pool (its
 	// time limit then counts from when its code was handed over).
 	Pooled bool `json:"pooled,omitempty"`

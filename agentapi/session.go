@@ -40,6 +40,7 @@ const (
 	SessionBusy   = "busy"
 	SessionPaused = "paused" // frozen: memory kept, no CPU; resume or exec thaws it
 	SessionDead   = "dead"
+	SessionParked = "parked" // on disk, no sandbox: the next exec or POST .../revive revives it
 )
 
 // Session describes a session (the response of POST /v1/sessions and
@@ -65,6 +66,8 @@ type Session struct {
 	IdleAction     string   `json:"idle_action"`
 	// PausedAt is when a paused session was paused.
 	PausedAt *time.Time `json:"paused_at,omitempty"`
+	// ParkedAt is when a parked session was parked.
+	ParkedAt *time.Time `json:"parked_at,omitempty"`
 	// Pooled: the session took a runner from the warm pool.
 	Pooled bool `json:"pooled,omitempty"`
 	// Network is the session's egress policy, if it has one.
@@ -72,6 +75,38 @@ type Session struct {
 	// OwnerUID is the uid that created the session (from the socket's peer
 	// credentials); only it, root and the daemon's admin group see it.
 	OwnerUID *uint32 `json:"owner_uid,omitempty"`
+}
+
+// ForkRequest is the body of POST /v1/sessions/{id}/fork.
+type ForkRequest struct {
+	// Count is how many branches to make, 1 to MaxForkCount; absent: 1.
+	Count *int `json:"count,omitempty"`
+}
+
+// MaxForkCount bounds ForkRequest.Count.
+const MaxForkCount = 16
+
+// NotCarried is a variable a fork or a revive left behind, and why: an
+// open file, a socket, a thread, a generator, a live figure, a function
+// defined in a cell on a rootfs without cloudpickle, or one that failed
+// to load.
+type NotCarried struct {
+	Name string `json:"name"`
+	// Context is the exec context the name lived in; empty: the default.
+	Context string `json:"context,omitempty"`
+	Reason  string `json:"reason"`
+}
+
+// CarriedSession is a session made from another's state (a fork's branch,
+// a revived session) with what did not come along.
+type CarriedSession struct {
+	Session
+	NotCarried []NotCarried `json:"not_carried"`
+}
+
+// ForkResult is the response of POST /v1/sessions/{id}/fork.
+type ForkResult struct {
+	Sessions []CarriedSession `json:"sessions"`
 }
 
 // SessionList is the response of GET /v1/sessions.

@@ -20,6 +20,7 @@ const (
 // Stats is the resource usage of a sandbox cgroup.
 type Stats struct {
 	MemoryPeakBytes int64 // v1 memory.max_usage_in_bytes, v2 memory.peak
+	MemoryBytes     int64 // now: v1 memory.usage_in_bytes, v2 memory.current
 	CPUUsage        time.Duration
 	UserCPU         time.Duration
 	SystemCPU       time.Duration

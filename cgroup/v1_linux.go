@@ -63,6 +63,9 @@ func (c *Cgroup) statsV1(s *Stats) error {
 			return err
 		}
 		s.MemoryPeakBytes = v
+		if s.MemoryBytes, err = readInt(d, "memory.usage_in_bytes"); err != nil {
+			return err
+		}
 		oc, err := readKeyed(d, "memory.oom_control")
 		if err != nil {
 			return err

@@ -51,6 +51,11 @@ func (c *Cgroup) statsV2(s *Stats) error {
 	} else if !isNotExist(err) {
 		return err
 	}
+	if v, err := readInt(d, "memory.current"); err == nil {
+		s.MemoryBytes = v
+	} else if !isNotExist(err) {
+		return err
+	}
 	if ev, err := readKeyed(d, "memory.events"); err == nil {
 		s.OOMKills = ev["oom_kill"]
 	} else if !isNotExist(err) {

@@ -64,6 +64,9 @@ type Config struct {
 	// Egress, when set, is the egress proxy's settings: runs with a
 	// network policy get a proxy in their sandbox (network.go).
 	Egress *egress.Options
+	// ParkDir, when set, holds parked sessions (park.go): made 0700, and
+	// the sessions parked there are loaded by New. Empty: no parking.
+	ParkDir string
 }
 
 // Daemon is the transport-independent core: it admits, validates and runs
@@ -79,6 +82,7 @@ type Daemon struct {
 	pol atomic.Pointer[policy.Rules]
 
 	sessions *session.Manager // nil without a Starter
+	parked   *parkStore       // nil without a ParkDir or sessions
 
 	closed  atomic.Bool
 	closing sync.WaitGroup // sandboxes tearing down after their answer
@@ -145,8 +149,14 @@ func New(cfg Config) (*Daemon, error) {
 			DefaultIdleTimeout: pol.Sessions.IdleTimeout,
 			OnEnd:              func(st runner.Status) { d.metrics.sessionsEnded.WithLabelValues(string(st)).Inc() },
 			Take:               d.takeForSession,
+			Park:               d.parkIdle,
 		})
 		d.metrics.registerSessions(d.sessions)
+		if cfg.ParkDir != "" {
+			if d.parked, err = openParkStore(cfg.ParkDir, d.log.With("component", "park")); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return d, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/session"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/rootfs"
@@ -22,6 +23,15 @@ var (
 	ErrNoSessions = errdefs.New(errdefs.ErrUnavailable, "sessions need a Starter that can start sandboxes (a *container.Engine)")
 	// ErrNoNetwork: a run asks for network where no egress proxy runs.
 	ErrNoNetwork = errdefs.New(errdefs.ErrInvalidArgument, "network: this nsbox has no egress proxy (in-process `nsbox exec --no-daemon` has none); run through a daemon with a [network] config")
+)
+
+// Fork and park errors.
+var (
+	// ErrParked: the session is parked; it has no sandbox until revived.
+	ErrParked = errdefs.New(errdefs.ErrConflict, "the session is parked: an exec or POST /v1/sessions/{id}/revive revives it")
+	// ErrNotCarriable: the session was not made through the daemon's
+	// session path, so it cannot be made again.
+	ErrNotCarriable = errdefs.New(errdefs.ErrInvalidArgument, "this session cannot be forked or parked")
 )
 
 // classify gives the engine's, the sessions' and the store's errors their
@@ -47,6 +57,14 @@ func classify(err error) error {
 	case errors.Is(err, container.ErrFull):
 		class = errdefs.ErrNoSpace
 	case errors.Is(err, container.ErrExist):
+		class = errdefs.ErrConflict
+	case errors.Is(err, session.ErrNotPython):
+		class = errdefs.ErrInvalidArgument
+	case errors.Is(err, runner.ErrStateTooLarge):
+		class = errdefs.ErrTooLarge
+	case errors.Is(err, runner.ErrState):
+		// Interrupted (its pickling outlived the exec timeout), or a blob
+		// a runner refused.
 		class = errdefs.ErrConflict
 	case errors.Is(err, container.ErrNotDir), errors.Is(err, session.ErrLifetime):
 		class = errdefs.ErrInvalidArgument

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,6 +34,19 @@ type SessionOptions struct {
 	// NoIdleEnd: the session ends at its lifetime only, never for being
 	// idle (an E2B sandbox lives until its timeout).
 	NoIdleEnd bool
+
+	// owner, when set, owns the session instead of the caller: a fork's
+	// branches are their parent's owner's, a revived session its own.
+	owner *int64
+}
+
+// origin is what a session was made from (session.Options.Origin): a fork
+// or a revive makes a session from it again, with its workspace copied
+// instead of its input files.
+type origin struct {
+	Request   agentapi.SessionRequest `json:"request"`
+	Processes bool                    `json:"processes,omitempty"`
+	NoIdleEnd bool                    `json:"no_idle_end,omitempty"`
 }
 
 // CreateSessionWith is CreateSession with a transport's options.
@@ -59,9 +73,9 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	switch idleAction {
 	case "":
 		idleAction = pol.Sessions.IdleAction
-	case policy.IdleEnd, policy.IdlePause:
+	case policy.IdleEnd, policy.IdlePause, policy.IdlePark:
 	default:
-		return nil, errdefs.Field("idle_action", "%q: use %q or %q", idleAction, policy.IdleEnd, policy.IdlePause)
+		return nil, errdefs.Field("idle_action", "%q: use %q, %q or %q", idleAction, policy.IdleEnd, policy.IdlePause, policy.IdlePark)
 	}
 	// The run validator checks rootfs, language, limits, env and files
 	// the same way.
@@ -73,6 +87,16 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	case language == agentapi.LanguagePython || policy.IsNode(language):
 	default:
 		return nil, errdefs.Field("language", "%q: a session runs python, javascript or typescript", req.Language)
+	}
+	if idleAction == policy.IdlePark {
+		switch {
+		case language != agentapi.LanguagePython && req.IdleAction == policy.IdlePark:
+			return nil, errdefs.Field("idle_action", "%q: fork and park are for Python sessions", idleAction)
+		case language != agentapi.LanguagePython: // the daemon's default: a Node session ends
+			idleAction = policy.IdleEnd
+		case d.parked == nil:
+			return nil, errdefs.Field("idle_action", "%q: this daemon cannot park sessions (it has no state directory)", idleAction)
+		}
 	}
 	if req.AllowedImports != nil && language != agentapi.LanguagePython {
 		return nil, errdefs.Field("allowed_imports", "applies to Python sessions only (language %q)", language)
@@ -104,9 +128,15 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 		rel := release
 		release = func() { d.takeEgress(nr, true); rel() }
 	}
+	uid := owner(ctx)
+	if so.owner != nil {
+		uid = *so.owner
+	}
+	o := &origin{Request: *req, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd}
+	o.Request.Files = nil
 	sess, err := d.sessions.Create(ctx, session.Options{
 		ID: spec.ID, Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
-		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: spec.Env, Files: spec.Files, Owner: owner(ctx),
+		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: spec.Env, Files: spec.Files, Owner: uid, Origin: o,
 		Lifetime: time.Duration(req.LifetimeMs) * time.Millisecond, AllowedImports: req.AllowedImports,
 		IdleAction: idleAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd,
 		Language: runnerLanguage(language), TypeScript: language == agentapi.LanguageTypeScript,
@@ -129,11 +159,22 @@ func (d *Daemon) Sessions(ctx context.Context) []agentapi.Session {
 			}
 		}
 	}
+	if d.parked != nil {
+		for _, p := range d.parked.list() {
+			if d.mayUse(ctx, p.rec.Owner) {
+				out = append(out, p.wire())
+			}
+		}
+	}
 	return out
 }
 
 // Session describes one session.
 func (d *Daemon) Session(ctx context.Context, id string) (*agentapi.Session, error) {
+	if p := d.parkedFor(ctx, id); p != nil {
+		out := p.wire()
+		return &out, nil
+	}
 	return d.onSession(ctx, id, nil)
 }
 
@@ -167,6 +208,10 @@ func (d *Daemon) onSession(ctx context.Context, id string, do func(*session.Sess
 
 // DeleteSession ends a session and removes it.
 func (d *Daemon) DeleteSession(ctx context.Context, id string) error {
+	if p := d.parkedFor(ctx, id); p != nil {
+		d.deleteParked(p)
+		return nil
+	}
 	if _, err := d.session(ctx, id); err != nil {
 		return err
 	}
@@ -176,6 +221,13 @@ func (d *Daemon) DeleteSession(ctx context.Context, id string) error {
 // Exec runs a cell in a session; opts.OnStdout/OnStderr stream its output
 // and opts.OnResult is called with the result, as for Run.
 func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts RunOptions) (*agentapi.RunResult, error) {
+	var revived *agentapi.CarriedSession
+	if p := d.parkedFor(ctx, id); p != nil {
+		var err error
+		if revived, err = d.revive(ctx, p); err != nil {
+			return nil, err
+		}
+	}
 	sess, err := d.session(ctx, id)
 	if err != nil {
 		return nil, err
@@ -196,11 +248,26 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 	if err := policy.ValidEnv("env", req.Env); err != nil {
 		return nil, err
 	}
-	res, err := sess.Exec(ctx, runner.ExecRequest{Code: req.Code, Context: req.Context, Env: req.Env, Timeout: timeout, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr})
+	ereq := runner.ExecRequest{Code: req.Code, Context: req.Context, Env: req.Env, Timeout: timeout, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr}
+	res, err := sess.Exec(ctx, ereq)
+	if p := d.parkedFor(ctx, id); errors.Is(err, session.ErrDead) && p != nil && revived == nil {
+		// Parked while this exec waited for the session (an idle park, a
+		// park call): revive it and run there.
+		if revived, err = d.revive(ctx, p); err != nil {
+			return nil, err
+		}
+		if sess, err = d.session(ctx, id); err != nil {
+			return nil, err
+		}
+		res, err = sess.Exec(ctx, ereq)
+	}
 	if err != nil {
 		return nil, classify(err)
 	}
 	out := &agentapi.RunResult{ID: id, WallMs: res.Wall.Milliseconds(), Files: wireFiles(res.Files), FilesTruncated: res.FilesTruncated}
+	if revived != nil {
+		out.Revived, out.NotCarried = true, revived.NotCarried
+	}
 	if nr := d.egressRun(id); nr != nil {
 		out.Network = d.takeEgress(nr, false)
 	}
@@ -283,6 +350,9 @@ func (d *Daemon) session(ctx context.Context, id string) (*session.Session, erro
 	sess, err := d.sessions.Get(id)
 	if err == nil && !d.mayUse(ctx, sess.Info().Owner) {
 		err = fmt.Errorf("session %q: %w", id, session.ErrNotFound)
+	}
+	if err != nil && d.parkedFor(ctx, id) != nil {
+		return nil, errParked(id)
 	}
 	return sess, classify(err)
 }

@@ -67,6 +67,41 @@ func (c *Client) ResumeSession(ctx context.Context, id string) (*agentapi.Sessio
 	return &s, nil
 }
 
+// ForkSession makes count branches of a session (0: one), each with its
+// Python state and a copy of its workspace, and says per branch what was
+// not carried.
+func (c *Client) ForkSession(ctx context.Context, id string, count int) (*agentapi.ForkResult, error) {
+	req := agentapi.ForkRequest{}
+	if count != 0 {
+		req.Count = &count
+	}
+	var out agentapi.ForkResult
+	if err := c.doJSON(ctx, http.MethodPost, "/sessions/"+url.PathEscape(id)+"/fork", &req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ParkSession writes a session to the daemon's disk and ends its sandbox;
+// its next exec, or ReviveSession, revives it.
+func (c *Client) ParkSession(ctx context.Context, id string) (*agentapi.Session, error) {
+	var s agentapi.Session
+	if err := c.doJSON(ctx, http.MethodPost, "/sessions/"+url.PathEscape(id)+"/park", nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// ReviveSession brings a parked session back and says what was not
+// carried.
+func (c *Client) ReviveSession(ctx context.Context, id string) (*agentapi.CarriedSession, error) {
+	var s agentapi.CarriedSession
+	if err := c.doJSON(ctx, http.MethodPost, "/sessions/"+url.PathEscape(id)+"/revive", nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
 // Exec runs code in a session. An exception, a timeout or the session's
 // death is a result, not an error.
 func (c *Client) Exec(ctx context.Context, id string, req *agentapi.ExecRequest) (*agentapi.RunResult, error) {

@@ -30,6 +30,9 @@ type Core interface {
 	DeleteSession(ctx context.Context, id string) error
 	PauseSession(ctx context.Context, id string) (*agentapi.Session, error)
 	ResumeSession(ctx context.Context, id string) (*agentapi.Session, error)
+	ForkSession(ctx context.Context, id string, count *int) (*agentapi.ForkResult, error)
+	ParkSession(ctx context.Context, id string) (*agentapi.Session, error)
+	ReviveSession(ctx context.Context, id string) (*agentapi.CarriedSession, error)
 	Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts daemon.RunOptions) (*agentapi.RunResult, error)
 	ListFiles(ctx context.Context, id string) (*agentapi.FileList, error)
 	WriteFile(ctx context.Context, id, path string, data []byte) error

@@ -21,6 +21,9 @@ func (s *Server) sessionRoutes() []route {
 		{http.MethodPost, v + "/{id}/exec", s.handleSessionExec},
 		{http.MethodPost, v + "/{id}/pause", s.handleSessionPause},
 		{http.MethodPost, v + "/{id}/resume", s.handleSessionResume},
+		{http.MethodPost, v + "/{id}/fork", s.handleSessionFork},
+		{http.MethodPost, v + "/{id}/park", s.handleSessionPark},
+		{http.MethodPost, v + "/{id}/revive", s.handleSessionRevive},
 		{http.MethodGet, v + "/{id}/files", s.handleFileList},
 		{http.MethodPut, v + "/{id}/files/{path...}", s.handleFilePut},
 		{http.MethodGet, v + "/{id}/files/{path...}", s.handleFileGet},
@@ -71,6 +74,39 @@ func (s *Server) handleSessionPause(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleSessionResume(w http.ResponseWriter, r *http.Request) {
 	s.sessionCall(w, r, s.core.ResumeSession)
+}
+
+// handleSessionFork answers 201 with the branches; the body may be empty
+// (one branch).
+func (s *Server) handleSessionFork(w http.ResponseWriter, r *http.Request) {
+	var req agentapi.ForkRequest
+	if r.ContentLength != 0 {
+		release, err := s.decode(w, r, &req)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		defer release()
+	}
+	out, err := s.core.ForkSession(r.Context(), r.PathValue("id"), req.Count)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func (s *Server) handleSessionPark(w http.ResponseWriter, r *http.Request) {
+	s.sessionCall(w, r, s.core.ParkSession)
+}
+
+func (s *Server) handleSessionRevive(w http.ResponseWriter, r *http.Request) {
+	out, err := s.core.ReviveSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // sessionCall answers a body-less call on a session with its description.

@@ -62,6 +62,12 @@ func sessionCommand() *cli.Command {
 				Flags: []cli.Flag{socketFlag()}, Action: sessionEach((*client.Client).PauseSession)},
 			{Name: "resume", Usage: "thaw paused sessions", ArgsUsage: "ID...",
 				Flags: []cli.Flag{socketFlag()}, Action: sessionEach((*client.Client).ResumeSession)},
+			{Name: "fork", Usage: "branch a Python session: new sessions with its variables and a copy of its /workspace (prints their ids)", ArgsUsage: "ID",
+				Flags: []cli.Flag{socketFlag(), &cli.IntFlag{Name: "count", Value: 1, Usage: "how many branches (1 to 16)"}}, Action: sessionFork},
+			{Name: "park", Usage: "write Python sessions to the daemon's disk and end their sandboxes; their next exec or revive brings them back", ArgsUsage: "ID...",
+				Flags: []cli.Flag{socketFlag()}, Action: sessionEach((*client.Client).ParkSession)},
+			{Name: "revive", Usage: "bring parked sessions back now (their next exec would)", ArgsUsage: "ID...",
+				Flags: []cli.Flag{socketFlag()}, Action: sessionRevive},
 			{
 				Name:      "cp",
 				Usage:     "copy a file into (LOCAL ID:PATH) or out of (ID:PATH LOCAL) a session's /workspace; - is stdin/stdout",
@@ -197,6 +203,51 @@ func sessionEach(call func(*client.Client, context.Context, string) (*agentapi.S
 			fmt.Fprintf(c.App.Writer, "%s %s\n", s.ID, s.State)
 		}
 		return errors.Join(errs...)
+	}
+}
+
+// sessionFork is `nsbox session fork`: the branches' ids on stdout, what
+// was not carried on stderr.
+func sessionFork(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return cmdline.UsageError(c, "usage: nsbox session fork [--count N] ID")
+	}
+	out, err := sessionClient(c).ForkSession(c.Context, c.Args().First(), c.Int("count"))
+	if err != nil {
+		return cmdline.FlagError(c, err)
+	}
+	for _, b := range out.Sessions {
+		fmt.Fprintln(c.App.Writer, b.ID)
+		printNotCarried(c, b.ID, b.NotCarried)
+	}
+	return nil
+}
+
+func sessionRevive(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return cmdline.UsageError(c, "usage: nsbox session revive ID [ID...]")
+	}
+	cl := sessionClient(c)
+	var errs []error
+	for _, id := range c.Args().Slice() {
+		s, err := cl.ReviveSession(c.Context, id)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", id, err))
+			continue
+		}
+		fmt.Fprintf(c.App.Writer, "%s %s\n", s.ID, s.State)
+		printNotCarried(c, s.ID, s.NotCarried)
+	}
+	return errors.Join(errs...)
+}
+
+func printNotCarried(c *cli.Context, id string, nc []agentapi.NotCarried) {
+	for _, n := range nc {
+		name := n.Name
+		if n.Context != "" {
+			name = n.Context + ":" + n.Name
+		}
+		fmt.Fprintf(c.App.ErrWriter, "%s: not carried: %s: %s\n", id, name, n.Reason)
 	}
 }
 

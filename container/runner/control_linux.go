@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -55,6 +56,12 @@ func (r *Runner) DropContext(ctx context.Context, id string) error {
 // bounds the wait for a running cell, not the answer, which the runner
 // gives at once (a reply left unread would be taken for the next cell's).
 func (r *Runner) control(ctx context.Context, req any, files []*os.File) (*reply, error) {
+	return r.controlFor(ctx, req, files, 0)
+}
+
+// controlFor is control for a request that may run user code (a state
+// snapshot or restore): past timeout (0: none) it is interrupted.
+func (r *Runner) controlFor(ctx context.Context, req any, files []*os.File, timeout time.Duration) (*reply, error) {
 	select {
 	case r.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -79,18 +86,7 @@ func (r *Runner) control(ctx context.Context, req any, files []*os.File) (*reply
 			return nil, fmt.Errorf("%w: %v", ErrDead, err)
 		}
 	}
-	select {
-	case rep, ok := <-r.replies:
-		if !ok {
-			r.died()
-			return nil, fmt.Errorf("%w: %v", ErrDead, r.readErr)
-		}
-		return rep, nil
-	case <-r.sb.Done():
-		r.died()
-		_, why := r.Dead()
-		return nil, fmt.Errorf("%w: %s", ErrDead, why)
-	}
+	return r.awaitTimed(timeout)
 }
 
 // sendFiles writes all of b to the control socket, with files attached to

@@ -18,4 +18,9 @@ var (
 	ErrProtocol = errors.New("runner protocol error")
 	// ErrFrameTooLarge: a frame's length is above MaxFrameBytes.
 	ErrFrameTooLarge = frame.ErrTooLarge
+	// ErrState: a snapshot or restore of a Python runner's state failed
+	// (the reason follows: over its cap, an interrupt, a bad blob).
+	ErrState = errors.New("the session state could not be carried")
+	// ErrStateTooLarge: a snapshot passed its cap (with ErrState).
+	ErrStateTooLarge = errors.New("the session state is too large")
 )

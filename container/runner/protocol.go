@@ -49,6 +49,15 @@ type dropRequest struct {
 	Drop string `json:"drop_context"`
 }
 
+// stateRequest asks a Python runner to snapshot its user state into the
+// memfd that follows the frame (one byte carrying it, as for an agent),
+// or to restore it from one.
+type stateRequest struct {
+	Snapshot bool  `json:"snapshot,omitempty"`
+	Restore  bool  `json:"restore,omitempty"`
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+}
+
 // reply is the runner's answer to one cell (or its first "ready" frame).
 type reply struct {
 	Ready     bool       `json:"ready,omitempty"`
@@ -65,6 +74,12 @@ type reply struct {
 	Dropped bool `json:"dropped,omitempty"`
 	// AgentPid answers an agentRequest: the agent's pid in the sandbox.
 	AgentPid int `json:"agent_pid,omitempty"`
+	// SnapshotBytes answers a snapshot: the bytes written to the memfd.
+	SnapshotBytes int64 `json:"snapshot_bytes,omitempty"`
+	// NotCarried answers a snapshot or a restore: the names left behind.
+	NotCarried []NotCarried `json:"not_carried,omitempty"`
+	// OverCap: a snapshot stopped at its max_bytes.
+	OverCap bool `json:"over_cap,omitempty"`
 	// Error says why a request that is not a cell failed.
 	Error string `json:"error,omitempty"`
 }

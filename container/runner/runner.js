@@ -431,6 +431,9 @@ async function handle(req) {
   if (req.agent) {
     return { error: 'processes are not supported in a Node session yet' };
   }
+  if (req.snapshot || req.restore) {
+    return { error: 'fork and park are for Python sessions' };
+  }
   const rep = {};
   if (req.setup) {
     rep.count = context('').count;
@@ -496,7 +499,7 @@ async function pump() {
         realExit(2);
       }
       buf = buf.subarray(4 + n);
-      if (req.agent) skip = 1;
+      if (req.agent || req.snapshot || req.restore) skip = 1;
       let rep;
       try {
         rep = await handle(req);

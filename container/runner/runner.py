@@ -6,6 +6,8 @@ _CTL = 3
 _REPR_CAP = 65536
 _ns = sys.modules['__main__'].__dict__
 _own = globals()  # the runner's: bootstrap runs it in a module of its own
+# What bootstrap left in __main__ (sys, p, c): not the user's, never carried.
+_boot = dict(_ns)
 sys.argv[:] = ['']
 _shown = []
 # The runner's own pid: a process forked by a cell (os.fork, multiprocessing,
@@ -299,17 +301,10 @@ def _drop(cid):
 _agent_proc = None  # the process agent, once started (kept: its Popen reaps it)
 
 
-def _agent(req):
-    """Starts the process agent. The host sends one byte with one fd (a
-    socketpair end, SCM_RIGHTS) right after the request's frame; read()
-    would drop the fd, so that byte alone is read with recvmsg. The agent
-    is a fresh interpreter (vfork and exec), not a fork of this one: a
-    fork copies the page tables of everything the runner imported, ~8 ms
-    with pandas, on the path of a sandbox's creation; the new interpreter
-    starts beside the caller instead, and the host's first request waits
-    in the socket until it reads."""
-    import socket, array, subprocess
-    global _agent_proc
+def _recv_fd(what):
+    """Reads the one byte that follows a request's frame with the one fd
+    it carries (SCM_RIGHTS); read() would drop the fd."""
+    import socket, array
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, _CTL)
     try:
         msg, anc, _, _ = s.recvmsg(1, socket.CMSG_SPACE(16), socket.MSG_CMSG_CLOEXEC)
@@ -322,19 +317,257 @@ def _agent(req):
     if msg != b'\0' or len(fds) != 1:
         for fd in fds:
             os.close(fd)
-        return {'error': 'agent: expected one byte with one fd, got %r with %d' % (msg, len(fds))}
+        raise ValueError('%s: expected one byte with one fd, got %r with %d' % (what, msg, len(fds)))
+    return fds[0]
+
+
+# Fork and park (docs/SESSIONS.md): the user's globals of every context,
+# each name pickled on its own so that one that cannot be carried is
+# listed with its reason and the others still go. cloudpickle (Debian's
+# python3-cloudpickle) carries what cells define (functions, classes,
+# lambdas) by value; without it the stdlib's pickle carries data, and a
+# name that needs a cell's definition is listed. Modules go by name and
+# are imported again on restore. The blob is loaded only by the runner of
+# a sandbox of the same session family: the host never unpickles it.
+_STATE_VERSION = 3
+# The blob: an 8-byte big-endian offset of the header, then each name's
+# pickle followed by its out-of-band buffers (pickle protocol 5: NumPy's
+# and pandas' arrays), then the header, a (stdlib) pickle of {'v',
+# 'pickler', 'contexts': {cid: {'count', 'names': [(name, 'module',
+# modname) | (name, 'value', offset, length, [buffer lengths])]}}}. Every
+# pickle goes straight into the memfd, capped as it is written: a big value
+# is never copied in the session's memory, and one over the cap stops
+# before it fills the memfd.
+
+
+class _OverCap(Exception):
+    pass
+
+
+class _Sink:
+    """What a pickler writes to: the memfd, past cap bytes an _OverCap."""
+
+    def __init__(self, f, cap):
+        self.f, self.cap = f, cap
+
+    def write(self, b):
+        m = memoryview(b).cast('B')
+        n = m.nbytes
+        if self.cap and self.f.tell() + n > self.cap:
+            raise _OverCap
+        while m:
+            m = m[self.f.write(m):]
+        return n
+
+
+def _uncarriable(v):
+    """A reason when v is known not to survive a pickle round trip, though
+    pickling it might not fail."""
+    import io
+    if isinstance(v, io.IOBase):
+        return 'an open file or stream: open it again in the new session (the workspace is copied)'
+    mod = type(v).__module__ or ''
+    if mod.startswith('matplotlib.'):
+        fig = sys.modules.get('matplotlib.figure')
+        axes = sys.modules.get('matplotlib.axes')
+        if (fig and isinstance(v, fig.FigureBase)) or (axes and isinstance(v, axes.Axes)):
+            return 'a live matplotlib figure: save it (fig.savefig) to /workspace, or draw it again'
+    return None
+
+
+def _pickler():
+    """Returns the pickler's name and dumps(v, sink) -> [buffers]: the
+    pickle goes to sink, the out-of-band buffers are returned."""
+    import pickle
+    try:
+        import cloudpickle
+        make = cloudpickle.CloudPickler
+        kind = 'cloudpickle'
+    except ImportError:
+        import types
+
+        class make(pickle.Pickler):
+            def reducer_override(self, obj):
+                if isinstance(obj, (types.FunctionType, type)) and getattr(obj, '__module__', None) == '__main__':
+                    raise pickle.PicklingError('%r is defined in a cell: carrying it needs cloudpickle (python3-cloudpickle), which this rootfs lacks' % getattr(obj, '__qualname__', obj))
+                return NotImplemented
+        kind = 'pickle'
+
+    def dumps(v, sink):
+        bufs = []
+
+        def out_of_band(pb):
+            try:
+                bufs.append(pb.raw())
+            except BufferError:  # not contiguous: in the pickle
+                return True
+            return None
+        make(sink, protocol=5, buffer_callback=out_of_band).dump(v)
+        return bufs
+    return kind, dumps
+
+
+def _reason(e):
+    r = '%s: %s' % (type(e).__name__, e)
+    return r if len(r) <= 200 else r[:197] + '...'
+
+
+def _snapshot(req, count):
+    import types, pickle
+    fd = _recv_fd('snapshot')
+    try:
+        cap = int(req.get('max_bytes') or 0)
+        kind, dumps = _pickler()
+        spaces = [('', count, _ns)] + [(cid, c[1], c[0]) for cid, c in _contexts.items()]
+        out, skipped = {}, []
+        with os.fdopen(os.dup(fd), 'wb', buffering=0) as f:
+            sink = _Sink(f, cap)
+            sink.write(bytes(8))
+            for cid, n, ns in spaces:
+                names = []
+                for name, v in list(ns.items()):
+                    if name.startswith('__') and name.endswith('__'):
+                        continue
+                    if not cid and name in _boot and _boot[name] is v:
+                        continue
+                    if isinstance(v, types.ModuleType):
+                        names.append((name, 'module', v.__name__))
+                        continue
+                    why = _uncarriable(v)
+                    if why is None:
+                        at = f.tell()
+                        try:
+                            bufs = dumps(v, sink)
+                            length = f.tell() - at
+                            for m in bufs:
+                                sink.write(m)
+                        except _OverCap:
+                            return {'over_cap': True, 'error': 'the session state is over %d bytes (its cap: what the session memory limit leaves free, at most 512 MiB) at %r: del large variables or save them to /workspace first, or raise limits.memory_bytes' % (cap, name)}
+                        except BaseException as e:
+                            if isinstance(e, KeyboardInterrupt):
+                                raise
+                            f.seek(at)
+                            f.truncate(at)
+                            why = _reason(e)
+                    if why is not None:
+                        skipped.append({'name': name, 'context': cid, 'reason': why})
+                        continue
+                    names.append((name, 'value', at, length, [m.nbytes for m in bufs]))
+                out[cid] = {'count': n, 'names': names}
+            head = f.tell()
+            try:
+                sink.write(pickle.dumps({'v': _STATE_VERSION, 'pickler': kind, 'contexts': out}, protocol=5))
+            except _OverCap:
+                return {'over_cap': True, 'error': 'the session state is over %d bytes (its cap: what the session memory limit leaves free, at most 512 MiB): del large variables or save them to /workspace first, or raise limits.memory_bytes' % cap}
+            size = f.tell()
+            f.seek(0)
+            f.write(head.to_bytes(8, 'big'))
+        return {'snapshot_bytes': size, 'not_carried': skipped}
+    finally:
+        os.close(fd)
+
+
+def _rebind(v, ns):
+    # A function a cell defined comes back with a globals dict of its own
+    # (cloudpickle's): bind it to its context's namespace, as it was.
+    import types
+    if isinstance(v, types.FunctionType) and v.__module__ == '__main__' and v.__globals__ is not ns:
+        f = types.FunctionType(v.__code__, ns, v.__name__, v.__defaults__, v.__closure__)
+        f.__kwdefaults__, f.__qualname__, f.__doc__ = v.__kwdefaults__, v.__qualname__, v.__doc__
+        f.__annotations__ = v.__annotations__
+        f.__dict__.update(v.__dict__)
+        return f
+    return v
+
+
+def _restore(req):
+    """Loads a snapshot before the first cell. Returns the default
+    context's count, and the reply."""
+    import mmap, pickle, importlib, random
+    fd = _recv_fd('restore')
+    failed, count = [], 0
+    try:
+        size = os.fstat(fd).st_size
+        if size < 8:
+            return 0, {'error': 'restore: the state is empty'}
+        with mmap.mmap(fd, size, prot=mmap.PROT_READ) as m:
+            mv = memoryview(m)
+            try:
+                head = int.from_bytes(mv[:8], 'big')
+                state = pickle.loads(mv[head:])
+                if state.get('v') != _STATE_VERSION:
+                    return 0, {'error': 'restore: state version %r, this runner reads %d' % (state.get('v'), _STATE_VERSION)}
+                for cid, c in state['contexts'].items():
+                    if cid:
+                        ns = _fresh({})
+                        _contexts[cid] = [ns, c['count']]
+                    else:
+                        ns, count = _ns, c['count']
+                    for entry in c['names']:
+                        name, kind = entry[0], entry[1]
+                        try:
+                            if kind == 'module':
+                                ns[name] = importlib.import_module(entry[2])
+                                continue
+                            at, length = entry[2], entry[3]
+                            data, at = mv[at:at + length], at + length
+                            bufs = []
+                            for ln in entry[4]:
+                                b = bytearray(ln)  # writable: the arrays are the new session's
+                                b[:] = mv[at:at + ln]
+                                at += ln
+                                bufs.append(b)
+                            try:
+                                ns[name] = _rebind(pickle.loads(data, buffers=bufs), ns)
+                            finally:
+                                data.release()
+                        except Exception as e:
+                            failed.append({'name': name, 'context': cid, 'reason': 'could not be loaded: ' + _reason(e)})
+            finally:
+                mv.release()
+    finally:
+        os.close(fd)
+    # Branches must not draw the same numbers: the parent's generators
+    # (and the zygote's, inherited by every child) are reseeded from the
+    # kernel.
+    random.seed()
+    np = sys.modules.get('numpy')
+    if np is not None:
+        try:
+            np.random.seed()
+        except Exception:
+            pass
+    return count, {'not_carried': failed, 'pickler': state.get('pickler')}
+
+
+def _agent(req):
+    """Starts the process agent. The host sends one byte with one fd (a
+    socketpair end, SCM_RIGHTS) right after the request's frame; read()
+    would drop the fd, so that byte alone is read with recvmsg. The agent
+    is a fresh interpreter (vfork and exec), not a fork of this one: a
+    fork copies the page tables of everything the runner imported, ~8 ms
+    with pandas, on the path of a sandbox's creation; the new interpreter
+    starts beside the caller instead, and the host's first request waits
+    in the socket until it reads."""
+    import subprocess
+    global _agent_proc
+    try:
+        fd = _recv_fd('agent')
+    except ValueError as e:
+        return {'error': str(e)}
     try:
         _agent_proc = subprocess.Popen(
-            [sys.executable, '-I', '-S', '-c', 'FD = %d\n' % fds[0] + req['source']],
-            pass_fds=(fds[0],), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [sys.executable, '-I', '-S', '-c', 'FD = %d\n' % fd + req['source']],
+            pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except BaseException as e:
         return {'error': 'agent: %r' % e}
     finally:
-        os.close(fds[0])
+        os.close(fd)
     return {'agent_pid': _agent_proc.pid}
 
 
 def main():
+    global _in_cell
     count = 0
     _send({'ready': True})
     while True:
@@ -352,6 +585,26 @@ def main():
         if req.get('agent'):
             _send(_agent(req))
             continue
+        if req.get('snapshot') or req.get('restore'):
+            # Pickling runs user code (__reduce__, __getstate__): the
+            # host's SIGINT interrupts it as it does a cell.
+            try:
+                _in_cell = True
+                signal.signal(signal.SIGINT, _interrupt)
+                if req.get('snapshot'):
+                    rep = _snapshot(req, count)
+                else:
+                    n, rep = _restore(req)
+                    if 'error' not in rep:
+                        count = n
+            except BaseException as e:
+                rep = {'error': ('snapshot' if req.get('snapshot') else 'restore') + ': ' + _reason(e)}
+            finally:
+                _in_cell = False
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _flush()
+            _send(rep)
+            continue
         cid = req.get('context')
         setup = req.get('setup')
         if cid:
@@ -365,7 +618,6 @@ def main():
                 count += 1
             n, ns = count, _ns
         rep = {'count': n}
-        global _in_cell
         try:
             _in_cell = True
             signal.signal(signal.SIGINT, _interrupt)

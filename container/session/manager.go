@@ -37,6 +37,10 @@ type Config struct {
 	// sandbox must outlive MaxLifetime: the session writes opts.Files and
 	// ends the runner at MaxLifetime itself.
 	Take func(opts Options) *runner.Runner
+	// Park, when set, parks a session whose idle timeout passed with
+	// IdleAction IdlePark (the session is not held when it is called); on
+	// an error but ErrBusy the session is ended.
+	Park func(s *Session) error
 }
 
 // Manager owns the live sessions. It is safe for concurrent use.

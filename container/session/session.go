@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -27,6 +28,7 @@ const (
 const (
 	IdleEnd   = "end"   // it ends (the default)
 	IdlePause = "pause" // it is paused, and lives on until its lifetime ends
+	IdlePark  = "park"  // Config.Park parks it (on disk, no sandbox); ended if that fails
 )
 
 // Options describe a new session.
@@ -55,7 +57,7 @@ type Options struct {
 	Lifetime time.Duration
 	// AllowedImports binds every exec (runner.ExecRequest.AllowedImports).
 	AllowedImports []string
-	// IdleAction is IdleEnd (or empty) or IdlePause.
+	// IdleAction is IdleEnd (or empty), IdlePause or IdlePark.
 	IdleAction string
 	// NoIdleEnd: the session ends only at its lifetime (an E2B sandbox),
 	// never at an idle timeout, whatever IdleAction says; IdleTimeout then
@@ -68,6 +70,10 @@ type Options struct {
 	Language runner.Language
 	// TypeScript strips the types of every cell (a Node session).
 	TypeScript bool
+	// Origin is what the session was made from, kept for its creator (the
+	// daemon re-creates a session from it for a fork or a revive); the
+	// session never reads it.
+	Origin any
 	// Processes starts the sandbox's process agent with the session
 	// (Session.Procs): commands run beside the interpreter, in the same
 	// sandbox, and end with it.
@@ -403,6 +409,19 @@ func (s *Session) expire() {
 		return
 	}
 	s.mu.Unlock()
+	if s.opts.IdleAction == IdlePark && s.m.cfg.Park != nil {
+		<-s.sem // the park takes the session itself
+		err := s.m.cfg.Park(s)
+		if err == nil {
+			return
+		}
+		if errors.Is(err, ErrBusy) { // an exec came first: idle no more
+			s.idleTimer.Reset(s.opts.IdleTimeout)
+			return
+		}
+		s.log.Warn("idle session: park failed, ending it", "err", err)
+		s.sem <- struct{}{}
+	}
 	if s.opts.IdleAction == IdlePause {
 		// Paused, it lives on until its lifetime ends; the timer keeps
 		// running to forget it once it is dead.

@@ -78,7 +78,7 @@ func TestConfigFull(t *testing.T) {
 		t.Errorf("profiles = %d, want the 3 built-ins and data", len(c.Profiles))
 	}
 	root := uint32(0)
-	if want := (Sessions{Max: 32, IdleTimeout: 5 * time.Minute, MaxLifetime: 2 * time.Hour, IdleAction: "pause", AdminGID: &root}); !reflect.DeepEqual(c.Sessions, want) {
+	if want := (Sessions{Max: 32, IdleTimeout: 5 * time.Minute, MaxLifetime: 2 * time.Hour, IdleAction: "pause", AdminGID: &root, ParkMaxBytes: 1 << 30}); !reflect.DeepEqual(c.Sessions, want) {
 		t.Errorf("sessions = %+v, want %+v (admin group root)", c.Sessions, want)
 	}
 }

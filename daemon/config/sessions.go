@@ -20,7 +20,7 @@ const maxSessions = 4096
 type Sessions = policy.Sessions
 
 func defaultSessions() Sessions {
-	return Sessions{Max: 16, IdleTimeout: 15 * time.Minute, MaxLifetime: 24 * time.Hour, IdleAction: policy.IdleEnd}
+	return Sessions{Max: 16, IdleTimeout: 15 * time.Minute, MaxLifetime: 24 * time.Hour, IdleAction: policy.IdleEnd, ParkMaxBytes: policy.DefaultParkMaxBytes}
 }
 
 // setSessionsKey stores a key of [sessions]; check bounds the values.
@@ -49,6 +49,12 @@ func (cfg *Config) setSessionsKey(key string, v *unstable.Node) error {
 			return err
 		}
 		s.IdleAction = a
+	case "park_max_bytes":
+		n, err := tomlIntIn(v, 1, 1<<50, "")
+		if err != nil {
+			return err
+		}
+		s.ParkMaxBytes = n
 	case "admin_group":
 		name, err := tomlString(v)
 		if err != nil {
@@ -65,7 +71,7 @@ func (cfg *Config) setSessionsKey(key string, v *unstable.Node) error {
 		id := uint32(gid)
 		s.AdminGID = &id
 	default:
-		return fmt.Errorf("unknown key; [sessions] has max, idle_timeout, idle_action, max_lifetime and admin_group")
+		return fmt.Errorf("unknown key; [sessions] has max, idle_timeout, idle_action, max_lifetime, park_max_bytes and admin_group")
 	}
 	return nil
 }
@@ -83,9 +89,9 @@ func (cfg *Config) checkSessions(bad func(key, format string, args ...any)) {
 	if s.MaxLifetime <= 0 {
 		bad("sessions.max_lifetime", "%v: must be positive", s.MaxLifetime)
 	}
-	if s.IdleAction != policy.IdleEnd && s.IdleAction != policy.IdlePause {
-		bad("sessions.idle_action", "%q: use %q (the idle timeout ends a session) or %q (it pauses it until its lifetime ends)",
-			s.IdleAction, policy.IdleEnd, policy.IdlePause)
+	if s.IdleAction != policy.IdleEnd && s.IdleAction != policy.IdlePause && s.IdleAction != policy.IdlePark {
+		bad("sessions.idle_action", "%q: use %q (the idle timeout ends a session), %q (it pauses it until its lifetime ends) or %q (it parks a Python session to disk)",
+			s.IdleAction, policy.IdleEnd, policy.IdlePause, policy.IdlePark)
 	}
 	if s.IdleTimeout > 0 && s.MaxLifetime > 0 && s.IdleTimeout > s.MaxLifetime {
 		// Blame the key that was set over the other: a flag beats the file.

@@ -41,12 +41,19 @@ type Sessions struct {
 	// AdminGID, when set, is a group whose members see and manage every
 	// session, as root does; others only their own.
 	AdminGID *uint32
+	// ParkMaxBytes caps what parked sessions hold on disk, all together
+	// (default DefaultParkMaxBytes).
+	ParkMaxBytes int64
 }
+
+// DefaultParkMaxBytes is [sessions] park_max_bytes unless configured.
+const DefaultParkMaxBytes = 8 << 30
 
 // Idle actions: what a session's idle timeout does.
 const (
 	IdleEnd   = "end"
 	IdlePause = "pause"
+	IdlePark  = "park" // to disk (needs the daemon's state directory); Python sessions only
 )
 
 // DefaultMaxLimits are the maxima a request may ask for unless configured.
@@ -104,12 +111,15 @@ func New(p Policy) (*Rules, error) {
 	if pol.Sessions.MaxLifetime <= 0 {
 		pol.Sessions.MaxLifetime = 24 * time.Hour
 	}
+	if pol.Sessions.ParkMaxBytes <= 0 {
+		pol.Sessions.ParkMaxBytes = DefaultParkMaxBytes
+	}
 	switch pol.Sessions.IdleAction {
 	case "":
 		pol.Sessions.IdleAction = IdleEnd
-	case IdleEnd, IdlePause:
+	case IdleEnd, IdlePause, IdlePark:
 	default:
-		return nil, fmt.Errorf("policy: sessions idle_action %q: use %q or %q", pol.Sessions.IdleAction, IdleEnd, IdlePause)
+		return nil, fmt.Errorf("policy: sessions idle_action %q: use %q, %q or %q", pol.Sessions.IdleAction, IdleEnd, IdlePause, IdlePark)
 	}
 	for _, pr := range profiles {
 		if err := ValidProfileName(pr.Name); err != nil {

@@ -119,6 +119,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		Policy:        cfg.Policy(),
 		Version:       opts.Version,
 		CgroupMode:    string(eng.CgroupMode()),
+		ParkDir:       filepath.Join(cfg.StateDir, "sessions"),
 	}
 	if dcfg.Egress, err = egressOptions(cfg, log.With("component", "egress")); err != nil {
 		return fmt.Errorf("egress proxy: %w", err)

@@ -110,6 +110,8 @@ assert buf.getvalue()[:4] == b"\x89PNG"
 y = 1.0 + 2.0 * numpy.arange(20.0) + numpy.sin(numpy.arange(20.0))
 ols = statsmodels.api.OLS(y, statsmodels.api.add_constant(numpy.arange(20.0))).fit()
 assert abs(ols.params[1] - 2.0) < 0.1, ols.params
+f = lambda v: v + 1
+assert cloudpickle.loads(cloudpickle.dumps(f))(1) == 2
 assert sympy.simplify(sympy.sin(sympy.Symbol("t")) ** 2 + sympy.cos(sympy.Symbol("t")) ** 2) == 1
 `
 
@@ -127,6 +129,9 @@ func profiles() map[string]profile {
 				"python3-sympy", "python3-mpmath", "python3-openpyxl", "python3-xlrd",
 				"python3-pil", "python3-seaborn", "python3-tqdm", "python3-dateutil",
 				"python3-tz", "python3-joblib",
+				// fork and park carry cell-defined functions, classes and
+				// lambdas (docs/SESSIONS.md)
+				"python3-cloudpickle",
 				// pip and venv for installs through the egress proxy
 				// (docs/NETWORK.md), and requests, the HTTP client agents use
 				"python3-pip", "python3-venv", "python3-requests",

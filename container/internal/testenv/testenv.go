@@ -38,14 +38,19 @@ func Rootfs(t testing.TB) string {
 }
 
 // DataSciRootfs returns the data-science rootfs (NSBOX_TEST_DATASCI_ROOTFS_NAME
-// in the store, default "default"); it skips when matplotlib is not in it.
+// in the store NSBOX_TEST_ROOTFS_STORE or StoreRoot, default "default"); it
+// skips when matplotlib is not in it.
 func DataSciRootfs(t testing.TB) string {
 	t.Helper()
 	name := os.Getenv("NSBOX_TEST_DATASCI_ROOTFS_NAME")
 	if name == "" {
 		name = "default"
 	}
-	dir := filepath.Join(StoreRoot, name, "rootfs")
+	store := os.Getenv("NSBOX_TEST_ROOTFS_STORE")
+	if store == "" {
+		store = StoreRoot
+	}
+	dir := filepath.Join(store, name, "rootfs")
 	if _, err := os.Stat(filepath.Join(dir, "usr/lib/python3/dist-packages/matplotlib")); err != nil {
 		t.Skipf("no data-science rootfs %q with matplotlib at %s (build it: nsbox rootfs build --profile datasci --name %s): %v", name, dir, name, err)
 	}

@@ -1,0 +1,145 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/container/session"
+	"github.com/nsbox/nsbox/daemon/errdefs"
+)
+
+// ErrTooManyBranches: a fork needs more session slots than are free.
+var ErrTooManyBranches = errdefs.New(errdefs.ErrExhausted, "not enough free session slots for the fork; delete or park sessions, fork fewer branches, or raise [sessions] max")
+
+// ForkSession makes count new sessions (1 to agentapi.MaxForkCount; nil:
+// 1) that each start with the parent's Python state and a copy of its
+// workspace, in fresh sandboxes made as any session's are, owned by the
+// parent's owner. The parent must be idle or paused (a paused one is
+// thawed for the snapshot and paused again); it is unharmed whatever
+// happens. If any branch fails, those made are deleted. The state goes
+// from the parent's sandbox to the branches' as an opaque blob: the
+// daemon never unpickles it.
+func (d *Daemon) ForkSession(ctx context.Context, id string, count *int) (*agentapi.ForkResult, error) {
+	n := 1
+	if count != nil {
+		n = *count
+	}
+	if n < 1 || n > agentapi.MaxForkCount {
+		return nil, errdefs.Field("count", "%d is outside 1 to %d", n, agentapi.MaxForkCount)
+	}
+	if err := d.admit(); err != nil {
+		return nil, err
+	}
+	parent, o, err := d.carriable(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if live, mx := d.sessions.Live(), d.pol.Load().Sessions.Max; live+n > mx {
+		return nil, fmt.Errorf("fork of %s into %d: %d of %d sessions are live: %w", id, n, live, mx, ErrTooManyBranches)
+	}
+	info := parent.Info()
+	out := &agentapi.ForkResult{}
+	start := time.Now()
+	var snapshot time.Duration
+	var size int64
+	err = parent.Capture(ctx, stateCap(info.Limits), func(st *runner.State, ws *container.Workspace) error {
+		snapshot, size = time.Since(start), st.Size()
+		branches, err := d.branch(ctx, o, info.Owner, n, st, ws)
+		out.Sessions = branches
+		return err
+	})
+	if err != nil {
+		return nil, classify(err)
+	}
+	d.log.Info("session forked", append(callerAttrs(ctx), "session", id, "branches", n, "state_bytes", size,
+		"snapshot", snapshot, "duration", time.Since(start))...)
+	return out, nil
+}
+
+// carriable resolves a session whose state a fork or park can carry.
+func (d *Daemon) carriable(ctx context.Context, id string) (*session.Session, *origin, error) {
+	sess, err := d.session(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	o, _ := sess.Options().Origin.(*origin)
+	if o == nil {
+		return nil, nil, fmt.Errorf("session %s: %w", id, ErrNotCarriable)
+	}
+	if o.Request.Language != "" && o.Request.Language != agentapi.LanguagePython {
+		return nil, nil, errdefs.Field("language", "%q: fork and park are for Python sessions", o.Request.Language)
+	}
+	return sess, o, nil
+}
+
+// stateCap is the largest state a session may carry: its memory limit, at
+// most runner.MaxStateBytes.
+func stateCap(l container.Limits) int64 {
+	if l.MemoryBytes > 0 && l.MemoryBytes < runner.MaxStateBytes {
+		return l.MemoryBytes
+	}
+	return runner.MaxStateBytes
+}
+
+// branch makes n sessions from o, concurrently, each loaded with st and a
+// copy of ws. On any error the ones made are deleted.
+func (d *Daemon) branch(ctx context.Context, o *origin, uid int64, n int, st *runner.State, ws *container.Workspace) ([]agentapi.CarriedSession, error) {
+	out := make([]agentapi.CarriedSession, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = d.carry(ctx, o, SessionOptions{Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, owner: &uid}, st, func(dst *container.Workspace) error {
+				return ws.CopyTo(dst.Workspace)
+			})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, b := range out {
+			if b.ID != "" {
+				_ = d.sessions.Delete(b.ID)
+			}
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// carry creates a session from o and loads it: files fill its workspace,
+// then st its interpreter. On error the session is deleted.
+func (d *Daemon) carry(ctx context.Context, o *origin, so SessionOptions, st *runner.State, files func(*container.Workspace) error) (agentapi.CarriedSession, error) {
+	req := o.Request
+	s, err := d.CreateSessionWith(ctx, &req, so)
+	if err != nil {
+		return agentapi.CarriedSession{}, err
+	}
+	sess, err := d.sessions.Get(s.ID)
+	var failed []runner.NotCarried
+	if err == nil {
+		failed, err = sess.Load(ctx, st, files)
+	}
+	if err != nil {
+		_ = d.sessions.Delete(s.ID)
+		return agentapi.CarriedSession{}, err
+	}
+	return agentapi.CarriedSession{Session: d.wireSession(sess.Info()), NotCarried: wireNotCarried(st.NotCarried, failed)}, nil
+}
+
+func wireNotCarried(lists ...[]runner.NotCarried) []agentapi.NotCarried {
+	out := []agentapi.NotCarried{}
+	for _, l := range lists {
+		for _, n := range l {
+			out = append(out, agentapi.NotCarried{Name: n.Name, Context: n.Context, Reason: n.Reason})
+		}
+	}
+	return out
+}

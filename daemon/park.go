@@ -1,0 +1,178 @@
+package daemon
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/container/session"
+	"github.com/nsbox/nsbox/daemon/errdefs"
+)
+
+// Park errors.
+var (
+	// ErrNoPark: the daemon was started without a directory for parked
+	// sessions.
+	ErrNoPark = errdefs.New(errdefs.ErrUnavailable, "this daemon cannot park sessions: it has no state directory (run it as the service, with state_dir)")
+	// ErrParkFull: parked sessions would hold more than [sessions]
+	// park_max_bytes.
+	ErrParkFull = errdefs.New(errdefs.ErrNoSpace, "no room to park the session; it stays live: delete parked sessions or raise [sessions] park_max_bytes")
+	// ErrParkExpired: the session's lifetime ended while it was parked.
+	ErrParkExpired = errdefs.New(errdefs.ErrNotFound, "the parked session's lifetime ended while it was parked; it is gone")
+)
+
+// ParkSession writes a session to disk and ends its sandbox: its Python
+// state (as ForkSession carries it), an archive of its workspace and a
+// record, under the daemon's state directory, root-only. It stays listed
+// as parked, uses no memory, survives a daemon restart, and revives on
+// its next exec or ReviveSession. A busy or dead session is a conflict;
+// past [sessions] park_max_bytes the park fails (ErrParkFull) and the
+// session stays live, unharmed.
+func (d *Daemon) ParkSession(ctx context.Context, id string) (*agentapi.Session, error) {
+	if d.parked == nil {
+		return nil, ErrNoPark
+	}
+	if err := d.admit(); err != nil {
+		return nil, err
+	}
+	sess, o, err := d.carriable(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out, err := d.park(ctx, sess, o)
+	if err != nil {
+		return nil, err
+	}
+	d.log.Info("session parked", append(callerAttrs(ctx), "session", id)...)
+	return out, nil
+}
+
+// parkIdle parks a session whose idle timeout passed (idle_action
+// "park"; session.Config.Park).
+func (d *Daemon) parkIdle(sess *session.Session) error {
+	o, _ := sess.Options().Origin.(*origin)
+	if d.parked == nil || o == nil {
+		return fmt.Errorf("session %s: %w", sess.ID(), ErrNoPark)
+	}
+	if _, err := d.park(context.Background(), sess, o); err != nil {
+		return err
+	}
+	d.log.Info("idle session parked", "session", sess.ID())
+	return nil
+}
+
+// park writes sess to the park store and ends its sandbox.
+func (d *Daemon) park(ctx context.Context, sess *session.Session, o *origin) (*agentapi.Session, error) {
+	info := sess.Info()
+	var out agentapi.Session
+	err := sess.Capture(ctx, stateCap(info.Limits), func(st *runner.State, ws *container.Workspace) error {
+		now := time.Now()
+		wire := d.wireSession(info)
+		rec := parkRecord{Version: parkVersion, Session: wire, Origin: *o, Owner: info.Owner,
+			ParkedAt: now, Expires: info.Expires, NotCarried: st.NotCarried}
+		p, err := d.parked.write(rec, st, ws, d.pol.Load().Sessions.ParkMaxBytes)
+		if err != nil {
+			return err
+		}
+		sess.End("parked")
+		out = p.wire()
+		return nil
+	})
+	if err != nil {
+		return nil, classify(err)
+	}
+	return &out, nil
+}
+
+// ReviveSession brings a parked session back in a fresh sandbox: its
+// state restored, its workspace extracted, its id, owner and options
+// kept. Reviving a live session describes it.
+func (d *Daemon) ReviveSession(ctx context.Context, id string) (*agentapi.CarriedSession, error) {
+	if p := d.parkedFor(ctx, id); p != nil {
+		return d.revive(ctx, p)
+	}
+	sess, err := d.session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &agentapi.CarriedSession{Session: d.wireSession(sess.Info()), NotCarried: []agentapi.NotCarried{}}, nil
+}
+
+// parkedFor is the parked session id if the caller may use it.
+func (d *Daemon) parkedFor(ctx context.Context, id string) *parked {
+	if d.parked == nil {
+		return nil
+	}
+	p := d.parked.get(id)
+	if p == nil || !d.mayUse(ctx, p.rec.Owner) {
+		return nil
+	}
+	return p
+}
+
+func (d *Daemon) revive(ctx context.Context, p *parked) (*agentapi.CarriedSession, error) {
+	if err := d.admit(); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id := p.rec.Session.ID
+	if p.gone { // revived (or deleted) while this call waited
+		sess, err := d.session(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return &agentapi.CarriedSession{Session: d.wireSession(sess.Info()), NotCarried: []agentapi.NotCarried{}}, nil
+	}
+	left := time.Until(p.rec.Expires)
+	if left <= 0 {
+		d.parked.remove(p)
+		return nil, fmt.Errorf("session %s: %w", id, ErrParkExpired)
+	}
+	o := p.rec.Origin
+	o.Request.LifetimeMs = max(left.Milliseconds(), 1)
+	owner := p.rec.Owner
+	f, err := os.Open(p.path(parkState))
+	if err != nil {
+		return nil, fmt.Errorf("session %s: parked state: %w", id, err)
+	}
+	st, err := runner.ReadState(bufio.NewReaderSize(f, 1<<20), p.rec.StateBytes, runner.MaxStateBytes, p.rec.NotCarried)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	defer st.Close()
+	out, err := d.carry(ctx, &o, SessionOptions{ID: id, Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, owner: &owner}, st, func(ws *container.Workspace) error {
+		a, err := os.Open(p.path(parkArchive))
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		return ws.ReadTar(tar.NewReader(bufio.NewReaderSize(a, 1<<20)))
+	})
+	if err != nil {
+		return nil, classify(err)
+	}
+	d.parked.remove(p)
+	d.log.Info("session revived", append(callerAttrs(ctx), "session", id, "parked_for", time.Since(p.rec.ParkedAt))...)
+	return &out, nil
+}
+
+// deleteParked removes a parked session's files.
+func (d *Daemon) deleteParked(p *parked) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.gone {
+		d.parked.remove(p)
+	}
+}
+
+// errParked is the error of an operation that needs a live session on a
+// parked one.
+func errParked(id string) error { return fmt.Errorf("session %s: %w", id, ErrParked) }

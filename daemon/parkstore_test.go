@@ -1,0 +1,60 @@
+package daemon
+
+import (
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+)
+
+// TestOpenParkStore: at start the store loads complete parks, removes the
+// temp directory of a park a crash interrupted and a park whose lifetime
+// ended, and leaves a record it cannot read where it is, unlisted.
+func TestOpenParkStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	write := func(id string, rec *parkRecord) {
+		t.Helper()
+		d := filepath.Join(dir, id)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		b := []byte("{not json")
+		if rec != nil {
+			b, _ = json.Marshal(rec)
+		}
+		if err := os.WriteFile(filepath.Join(d, parkRecordF), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := func(id string, expires time.Time) *parkRecord {
+		return &parkRecord{Version: parkVersion, Session: agentapi.Session{ID: id}, Owner: 1000, ParkedAt: time.Now(), Expires: expires, StateBytes: 10, ArchiveBytes: 5}
+	}
+	write("live", rec("live", time.Now().Add(time.Hour)))
+	write("expired", rec("expired", time.Now().Add(-time.Second)))
+	write(parkTmp+"half", rec("half", time.Now().Add(time.Hour)))
+	write("broken", nil)
+	write("renamed", rec("other", time.Now().Add(time.Hour)))
+
+	s, err := openParkStore(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := s.list(); len(l) != 1 || l[0].rec.Session.ID != "live" || l[0].rec.Owner != 1000 || s.used() != 15 {
+		t.Fatalf("loaded %+v (used %d), want only live", l, s.used())
+	}
+	for name, want := range map[string]bool{"live": true, "expired": false, parkTmp + "half": false, "broken": true, "renamed": true} {
+		if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", name, err == nil, want)
+		}
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("store directory: %v %v, want 0700", st.Mode(), err)
+	}
+	if p := s.get("live"); p.wire().State != agentapi.SessionParked || p.wire().ParkedAt == nil {
+		t.Errorf("wire: %+v", p.wire())
+	}
+}

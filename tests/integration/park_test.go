@@ -1,0 +1,276 @@
+package integration
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+)
+
+// parkDir is where the test daemon keeps parked sessions.
+func (d *daemon) parkDir() string {
+	for i, a := range d.args {
+		if a == "--state-dir" && i+1 < len(d.args) {
+			return filepath.Join(d.args[i+1], "sessions")
+		}
+	}
+	return ""
+}
+
+// checkParkFiles fails unless id's park directory is root's, 0700, with
+// files 0600.
+func checkParkFiles(t *testing.T, d *daemon, id string) {
+	t.Helper()
+	dir := filepath.Join(d.parkDir(), id)
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatalf("park directory: %v", err)
+	}
+	if st.Mode().Perm() != 0o700 || st.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("%s: mode %v uid %d, want 0700 root", dir, st.Mode().Perm(), st.Sys().(*syscall.Stat_t).Uid)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 3 {
+		t.Errorf("%s holds %d files, want 3", dir, len(ents))
+	}
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil || fi.Mode().Perm() != 0o600 || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+			t.Errorf("%s: %v %v, want 0600 root", e.Name(), fi.Mode(), err)
+		}
+	}
+}
+
+func park(t *testing.T, d *daemon, id string) {
+	t.Helper()
+	s, err := d.client.ParkSession(context.Background(), id)
+	if err != nil {
+		t.Fatalf("ParkSession: %v", err)
+	}
+	if s.State != agentapi.SessionParked || s.ParkedAt == nil {
+		t.Fatalf("after park: %+v", s)
+	}
+	checkParkFiles(t, d, id)
+	if g, err := d.client.Session(context.Background(), id); err != nil || g.State != agentapi.SessionParked {
+		t.Fatalf("GET a parked session: %+v %v", g, err)
+	}
+}
+
+// TestSessionParkRevive parks a session and revives it: by an exec, by
+// POST .../revive, after a daemon SIGTERM + restart and after a SIGKILL +
+// restart; each time with its state and workspace, and saying what was
+// not carried. A parked session has no sandbox; deleting it removes its
+// files; a busy one is not parked.
+func TestSessionParkRevive(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	id := newSession(t, d, &agentapi.SessionRequest{})
+	execOK(t, d, id, parentSetup+"\nn = 0")
+
+	park(t, d, id)
+	if c := d.leftoverCgroups(t); len(c) > 0 {
+		t.Errorf("a parked session keeps a sandbox: %q", c)
+	}
+	if l, _ := d.client.Sessions(ctx); len(l) != 1 || l[0].State != agentapi.SessionParked {
+		t.Errorf("list with a parked session: %+v", l)
+	}
+	_, err := d.client.PauseSession(ctx, id)
+	wantStatus(t, err, http.StatusConflict, "parked")
+	res := execOK(t, d, id, "n += 1; n")
+	if !res.Revived || res.Value != "1" {
+		t.Fatalf("exec on a parked session: revived %v value %q", res.Revived, res.Value)
+	}
+	checkCarried(t, d, id, res.NotCarried)
+	if _, err := os.Stat(filepath.Join(d.parkDir(), id)); !os.IsNotExist(err) {
+		t.Errorf("the park files outlive the revive: %v", err)
+	}
+
+	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		// What was not carried is gone: make it again, to be listed again.
+		execOK(t, d, id, "f = open('/workspace/open.txt', 'w'); g = (i for i in range(3)); th = threading.Thread(target=print)")
+		park(t, d, id)
+		_ = d.signal(t, sig)
+		d.start(t)
+		if g, err := d.client.Session(ctx, id); err != nil || g.State != agentapi.SessionParked {
+			t.Fatalf("after %v and a restart: %+v %v", sig, g, err)
+		}
+		r, err := d.client.ReviveSession(ctx, id)
+		if err != nil {
+			t.Fatalf("revive after %v: %v", sig, err)
+		}
+		if r.ID != id || r.State != agentapi.SessionIdle {
+			t.Fatalf("revived: %+v", r.Session)
+		}
+		checkCarried(t, d, id, r.NotCarried)
+		if res := execOK(t, d, id, "n += 1; n"); res.Value != strconv.Itoa(i+2) {
+			t.Fatalf("after %v: n = %s", sig, res.Value)
+		}
+	}
+
+	// A parked session deleted leaves nothing.
+	park(t, d, id)
+	if err := d.client.DeleteSession(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(d.parkDir(), id)); !os.IsNotExist(err) {
+		t.Errorf("a deleted parked session's files: %v", err)
+	}
+	_, err = d.client.Session(ctx, id)
+	wantStatus(t, err, http.StatusNotFound, "no such session")
+	if err := d.signal(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("daemon exit: %v", err)
+	}
+	d.assertClean(t, id)
+}
+
+// TestSessionParkFull: a park past [sessions] park_max_bytes is refused
+// (507) and the session lives on, unharmed; a busy or dead session is not
+// parked (409).
+func TestSessionParkFull(t *testing.T) {
+	d := startDaemon(t, "--config", writeConf(t, "[sessions]\npark_max_bytes = 100000\n"))
+	ctx := context.Background()
+	id := newSession(t, d, &agentapi.SessionRequest{})
+	execOK(t, d, id, "big = b'x' * 1000000")
+	_, err := d.client.ParkSession(ctx, id)
+	wantStatus(t, err, http.StatusInsufficientStorage, "park_max_bytes")
+	if res := execOK(t, d, id, "len(big)"); res.Value != "1000000" {
+		t.Fatalf("the session after a refused park: %s", res.Value)
+	}
+	if ents, _ := os.ReadDir(d.parkDir()); len(ents) != 0 {
+		t.Errorf("a refused park left files: %v", ents)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.client.Exec(ctx, id, &agentapi.ExecRequest{Code: "import time; time.sleep(2)"})
+		done <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if s, err := d.client.Session(ctx, id); err == nil && s.State == agentapi.SessionBusy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the exec never showed as busy")
+		}
+	}
+	_, err = d.client.ParkSession(ctx, id)
+	wantStatus(t, err, http.StatusConflict, "running an exec")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if res, err := d.client.Exec(ctx, id, &agentapi.ExecRequest{Code: "import os; os._exit(3)"}); err != nil || !res.SessionDead {
+		t.Fatalf("killing the session: %+v %v", res, err)
+	}
+	_, err = d.client.ParkSession(ctx, id)
+	wantStatus(t, err, http.StatusConflict, "dead")
+}
+
+// TestParkForkOwner: a parked session keeps its owner's uid through a
+// restart and a revive (by root, here); another user can neither see,
+// revive, fork nor park it; a fork's branches are the parent's owner's.
+// Through the CLI.
+func TestParkForkOwner(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	for dir := filepath.Dir(d.sock); dir != "/" && dir != os.TempDir(); dir = filepath.Dir(dir) {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(d.sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	bin := nsboxCopy(t)
+	out, err := asNobody(t, bin, d, "session", "create")
+	if err != nil {
+		t.Fatalf("session create as nobody: %v\n%s", err, out)
+	}
+	theirs := strings.TrimSpace(out)
+	if out, err := asNobody(t, bin, d, "session", "exec", theirs, "x = 6 * 7"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if out, err := asNobody(t, bin, d, "session", "park", theirs); err != nil || !strings.Contains(out, "parked") {
+		t.Fatalf("session park as nobody: %v\n%s", err, out)
+	}
+	if err := d.signal(t, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	d.start(t)
+	if err := os.Chmod(d.sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.client.ReviveSession(ctx, theirs)
+	if err != nil || r.OwnerUID == nil || *r.OwnerUID != nobody {
+		t.Fatalf("root revives nobody's session: %+v %v, want owner %d", r, err, nobody)
+	}
+	if out, err := asNobody(t, bin, d, "session", "exec", theirs, "print(x)"); err != nil || !strings.Contains(out, "42") {
+		t.Fatalf("nobody's revived session: %v\n%s", err, out)
+	}
+	if out, err := asNobody(t, bin, d, "session", "fork", "--count", "2", theirs); err != nil || len(strings.Fields(out)) != 2 {
+		t.Fatalf("session fork as nobody: %v\n%s", err, out)
+	} else {
+		for _, b := range strings.Fields(out) {
+			if s, err := d.client.Session(ctx, b); err != nil || s.OwnerUID == nil || *s.OwnerUID != nobody {
+				t.Errorf("branch %s: %+v %v, want owner %d", b, s, err, nobody)
+			}
+		}
+	}
+
+	mine := newSession(t, d, &agentapi.SessionRequest{})
+	execOK(t, d, mine, "secret = 'root-key'")
+	park(t, d, mine)
+	for _, args := range [][]string{
+		{"session", "revive", mine},
+		{"session", "exec", mine, "print(secret)"},
+		{"session", "fork", mine},
+		{"session", "park", mine},
+		{"session", "rm", mine},
+	} {
+		out, err := asNobody(t, bin, d, args...)
+		if err == nil || strings.Contains(out, "root-key") || !strings.Contains(out, "not_found") {
+			t.Errorf("nobody: nsbox %s: %v\n%s\nwant not_found", strings.Join(args, " "), err, out)
+		}
+	}
+	if out, _ := asNobody(t, bin, d, "session", "ls", "--json"); strings.Contains(out, mine) {
+		t.Errorf("nobody lists root's parked session:\n%s", out)
+	}
+	if g, err := d.client.Session(ctx, mine); err != nil || g.State != agentapi.SessionParked {
+		t.Fatalf("root's parked session after nobody's tries: %+v %v", g, err)
+	}
+}
+
+// TestSessionIdlePark: with idle_action "park" an idle session parks
+// itself; its next exec revives it with its state. A Node session cannot
+// ask for it.
+func TestSessionIdlePark(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	id := newSession(t, d, &agentapi.SessionRequest{IdleTimeoutMs: 300, IdleAction: "park"})
+	execOK(t, d, id, "y = 7")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s, err := d.client.Session(ctx, id)
+		if err != nil {
+			t.Fatalf("the idle session is gone: %v", err)
+		}
+		if s.State == agentapi.SessionParked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle session was not parked: %+v", s)
+		}
+	}
+	if res := execOK(t, d, id, "y"); res.Value != "7" || !res.Revived {
+		t.Fatalf("exec after the idle park: %q revived %v", res.Value, res.Revived)
+	}
+	if err := d.client.DeleteSession(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{IdleAction: "nap"})
+	wantFieldError(t, err, "idle_action")
+}
