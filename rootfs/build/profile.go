@@ -90,8 +90,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot, statsmodels.api, sympy, mpmath, openpyxl, xlrd, PIL.Image
 import seaborn, tqdm, dateutil.parser, pytz, joblib
-import pip, venv, requests, cloudpickle, pickle
-assert pickle.loads(cloudpickle.dumps(lambda v: v + 1))(1) == 2
+import pip, venv, requests, cloudpickle
 a = numpy.arange(6.0).reshape(2, 3)
 assert numpy.dot(a, a.T)[1, 1] == 50.0
 df = pandas.DataFrame({"k": ["a", "b", "a"], "v": [1, 2, 3]})
@@ -135,9 +134,6 @@ func profiles() map[string]profile {
 				// pip and venv for installs through the egress proxy
 				// (docs/NETWORK.md), and requests, the HTTP client agents use
 				"python3-pip", "python3-venv", "python3-requests",
-				// fork and park (docs/SESSIONS.md): cloudpickle carries the
-				// functions, classes and lambdas defined in cells
-				"python3-cloudpickle",
 				// JavaScript and TypeScript (issue 18): Node.js, acorn
 				// (the runner's top-level await), esbuild (strips types)
 				"nodejs", "node-acorn", "esbuild",
