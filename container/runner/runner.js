@@ -370,7 +370,10 @@ async function runCell(req, c, n, rep) {
   const stopped = new Promise((resolve) => { stop = resolve; });
   onInterrupt = () => stop(kInterrupted);
   try {
-    v = script.runInContext(c.g, { breakOnSigint: true, displayErrors: true });
+    // breakOnSigint starts and joins a watchdog thread around the run
+    // (~0.2 ms of an idle runner's cell): not for a cell the host kills
+    // rather than interrupts (a one-shot run's).
+    v = script.runInContext(c.g, { breakOnSigint: !req.no_interrupt, displayErrors: true });
     if (script.async) {
       v = await Promise.race([v, stopped]);
       if (v === kInterrupted) { rep.exception = interrupted(); return; }
