@@ -124,6 +124,7 @@ func (d *Daemon) runPythonOn(ctx context.Context, spec container.Spec, j *policy
 type oneShot interface {
 	Exec(ctx context.Context, req runner.ExecRequest) (*runner.Result, error)
 	Sandbox() *container.Sandbox
+	Language() runner.Language
 	Dead() (runner.Status, string)
 	Close() (*container.Result, error)
 	Kill(v container.Status) (*container.Result, error)
@@ -140,6 +141,13 @@ func (d *Daemon) runOn(ctx context.Context, tk oneShot, spec container.Spec, req
 	before, serr := ws.Snapshot()
 	// A flood past the cap kills the sandbox at once: the run is over.
 	req.Timeout, req.OutputBytes, req.KillOnOverflow = spec.Limits.Timeout, spec.Limits.OutputBytes, true
+	// So does a Node cell's timeout (or a cancel): Node's interrupt of a
+	// synchronous cell (breakOnSigint) starts a thread around every cell,
+	// ~0.2 ms of a pooled run, for a result that would say Interrupted
+	// where this one has no exception; the status is timeout either way.
+	// Python's interrupt is cheap and its run reports the
+	// KeyboardInterrupt's traceback.
+	req.KillOnTimeout = tk.Language() == runner.JavaScript
 	req.OnStdout, req.OnStderr = opts.OnStdout, opts.OnStderr
 	res, err := tk.Exec(ctx, req)
 	if err != nil {

@@ -20,7 +20,7 @@ func (s Store) Acquire(name string) (string, func(), error) {
 	if err := rootfs.ValidName(name); err != nil {
 		return "", nil, errdefs.Field("rootfs", "%v", err)
 	}
-	r, err := s.Store.Lookup(name)
+	r, err := s.Store.Locate(name) // its tree and lock; not its metadata
 	if errors.Is(err, rootfs.ErrNotFound) {
 		return "", nil, fmt.Errorf("%w (%v)", ErrRootfsNotFound, err)
 	}
@@ -50,7 +50,7 @@ func (s Store) List() ([]string, error) {
 // Dir is the tree of the rootfs name (for what it has, not to run in it:
 // Acquire holds it for that).
 func (s Store) Dir(name string) (string, error) {
-	r, err := s.Store.Lookup(name)
+	r, err := s.Store.Locate(name)
 	if err != nil {
 		return "", err
 	}

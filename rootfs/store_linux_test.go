@@ -101,6 +101,9 @@ func TestCreatePreparesTree(t *testing.T) {
 	if err != nil || got.Meta.Digest != r.Meta.Digest || !got.Meta.Created.Equal(r.Meta.Created) {
 		t.Fatalf("Lookup = %+v, %v; want round trip of %+v", got, err, r.Meta)
 	}
+	if loc, err := s.Locate("one"); err != nil || loc.Dir != r.Dir || loc.lockPath != got.lockPath {
+		t.Fatalf("Locate = %+v, %v; want the tree %s and lock %s", loc, err, r.Dir, got.lockPath)
+	}
 	if l := leftovers(t, s); len(l) != 0 {
 		t.Errorf("leftovers after a good build: %v", l)
 	}
@@ -144,6 +147,9 @@ func TestCreateFailureLeavesNothing(t *testing.T) {
 			}
 			if _, err := s.Lookup("x"); !errors.Is(err, ErrNotFound) {
 				t.Errorf("Lookup err = %v, want ErrNotFound", err)
+			}
+			if _, err := s.Locate("x"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("Locate err = %v, want ErrNotFound", err)
 			}
 		})
 	}

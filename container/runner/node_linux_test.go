@@ -212,6 +212,47 @@ func TestNodeInterrupts(t *testing.T) {
 	}
 }
 
+// A one-shot run's cell (KillOnTimeout) runs without breakOnSigint: its
+// timeout or cancel kills the sandbox, synchronous or not, and the output
+// it printed before is kept.
+func TestNodeKillOnTimeout(t *testing.T) {
+	tests := []struct {
+		name, code string
+		cancel     bool
+		want       Status
+	}{
+		{"sync loop", "console.log('before')\nwhile (true) {}", false, StatusTimeout},
+		{"never resolves", "console.log('before')\nawait new Promise(() => {})", false, StatusTimeout},
+		{"cancelled sync loop", "console.log('before')\nwhile (true) {}", true, StatusCancelled},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startNode(t)
+			if res := execReq(t, r, ExecRequest{Code: "1+1", KillOnTimeout: true, Timeout: time.Minute}); res.Status != StatusOK || res.Value != "2" {
+				t.Fatalf("a cell that ends in time: %+v", res)
+			}
+			req := ExecRequest{Code: tc.code, KillOnTimeout: true, Timeout: 300 * time.Millisecond}
+			ctx := context.Background()
+			if tc.cancel {
+				req.Timeout = time.Minute
+				c, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				defer cancel()
+				ctx = c
+			}
+			res, err := r.Exec(ctx, req)
+			if err != nil || res.Status != tc.want || !res.Killed || res.Exception != nil {
+				t.Fatalf("got %+v, %v", res, err)
+			}
+			if string(res.Stdout) != "before\n" {
+				t.Errorf("stdout %q", res.Stdout)
+			}
+			if st, _ := r.Dead(); st != tc.want {
+				t.Errorf("Dead() = %q, want %q", st, tc.want)
+			}
+		})
+	}
+}
+
 func TestNodeOutputFlood(t *testing.T) {
 	r := startNode(t)
 	res := execReq(t, r, ExecRequest{Code: "while (true) console.log('x'.repeat(100))", Timeout: time.Minute, OutputBytes: 256 << 10})

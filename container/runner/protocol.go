@@ -34,6 +34,10 @@ type request struct {
 	// Lang "ts" makes a Node runner strip the cell's TypeScript types
 	// first; "" is the runner's own language.
 	Lang string `json:"lang,omitempty"`
+	// NoInterrupt tells the runner that the host kills the sandbox rather
+	// than interrupt this cell (ExecRequest.KillOnTimeout): a Node runner
+	// then runs it without breakOnSigint. Python's runner ignores it.
+	NoInterrupt bool `json:"no_interrupt,omitempty"`
 }
 
 // agentRequest asks the runner to fork the process agent, which runs

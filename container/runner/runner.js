@@ -349,8 +349,10 @@ function show(v) {
   return r;
 }
 
-// Runs one cell; resolves with the reply's value and exception fields.
-async function runCell(req, c, n, rep) {
+// Runs one cell, filling the reply's value and exception fields; returns
+// a promise only for a cell with a top-level await (the others are
+// answered without a turn of the microtask queue).
+function runCell(req, c, n, rep) {
   const file = fileName(req.context || '', n);
   let code = req.code || '';
   if (req.lang === 'ts') {
@@ -366,23 +368,40 @@ async function runCell(req, c, n, rep) {
     return;
   }
   let v;
-  let stop = null;
-  const stopped = new Promise((resolve) => { stop = resolve; });
-  onInterrupt = () => stop(kInterrupted);
   try {
-    v = script.runInContext(c.g, { breakOnSigint: true, displayErrors: true });
-    if (script.async) {
+    v = script.runInContext(c.g, { breakOnSigint: !req.no_interrupt, displayErrors: true });
+  } catch (e) {
+    cellError(rep, e);
+    return;
+  }
+  if (!script.async) {
+    result(rep, c, v);
+    return;
+  }
+  return (async () => {
+    let stop = null;
+    const stopped = new Promise((resolve) => { stop = resolve; });
+    onInterrupt = () => stop(kInterrupted);
+    try {
       v = await Promise.race([v, stopped]);
       if (v === kInterrupted) { rep.exception = interrupted(); return; }
+    } catch (e) {
+      cellError(rep, e);
+      return;
+    } finally {
+      onInterrupt = null;
     }
-  } catch (e) {
-    if (e && e.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED') rep.exception = interrupted();
-    else if (e && e[kExit] !== undefined) { if (e[kExit] !== 0) rep.exception = exception(e); }
-    else rep.exception = exception(e);
-    return;
-  } finally {
-    onInterrupt = null;
-  }
+    result(rep, c, v);
+  })();
+}
+
+function cellError(rep, e) {
+  if (e && e.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED') rep.exception = interrupted();
+  else if (e && e[kExit] !== undefined) { if (e[kExit] !== 0) rep.exception = exception(e); }
+  else rep.exception = exception(e);
+}
+
+function result(rep, c, v) {
   if (v !== undefined) {
     try { c.g._ = v; } catch (_) {}
     rep.value = show(v);
@@ -403,8 +422,19 @@ async function setup(names) {
     try { req(n); } catch (_) { skipped.push(n); }
   }
   // In the default context itself: V8 sets up a context's builtins at
-  // its first script. The scratch cell binds nothing and leaves no value.
-  await runCell({ code: 'console.log("")' }, context(''), 0, {});
+  // its first script. The scratch cell binds nothing, leaves no value and
+  // does not count. It goes the whole way a real cell goes (cell: the
+  // compile, the run, its markers; the reply's JSON), with breakOnSigint
+  // and without (a session's cells and a one-shot run's): a pooled
+  // runner's first real cell is its first cell, and V8 compiles each
+  // function at its first call (a first cell 1.7 ms where runCell alone
+  // was warmed, 1.2 ms so). Its markers (a space) are set-up output.
+  const c = context('');
+  for (const noInterrupt of [false, true]) {
+    let rep = cell({ code: 'console.log("")', marker: ' ', no_interrupt: noInterrupt }, c, 0, { count: 0 });
+    if (rep instanceof Promise) rep = await rep;
+    JSON.stringify(rep);
+  }
   show({ a: [1] });
   try { rewriteAwait('await 0'); } catch (_) {}
   return skipped;
@@ -423,7 +453,9 @@ function writeAll(fd, s) {
   while (off < b.length) off += fs.writeSync(fd, b, off);
 }
 
-async function handle(req) {
+// Answers one request: the reply, or a promise of it (a set-up, a cell
+// with a top-level await).
+function handle(req) {
   if ('drop_context' in req) {
     const had = contexts.delete(req.drop_context || '');
     return { dropped: req.drop_context ? had : true };
@@ -437,27 +469,43 @@ async function handle(req) {
   const rep = {};
   if (req.setup) {
     rep.count = context('').count;
-    try { rep.skipped = await setup(req.preimport); } catch (e) { rep.exception = exception(e); }
-  } else {
-    const c = context(req.context || '');
-    const n = ++c.count;
-    rep.count = n;
-    if ('allowed_imports' in req) allowed = req.allowed_imports || [];
-    const saved = new Map();
-    for (const k of Object.keys(req.env || {})) {
-      saved.set(k, process.env[k]);
-      process.env[k] = req.env[k];
-    }
-    const t0 = process.hrtime.bigint();
-    try {
-      await runCell(req, c, n, rep);
-    } catch (e) {
-      rep.exception = exception(e);
-    } finally {
-      restoreEnv(saved);
-      rep.elapsed_us = Number((process.hrtime.bigint() - t0) / 1000n);
-    }
+    return setup(req.preimport).then((s) => { rep.skipped = s; }, (e) => { rep.exception = exception(e); })
+      .then(() => marked(req, rep));
   }
+  const c = context(req.context || '');
+  const n = ++c.count;
+  rep.count = n;
+  return cell(req, c, n, rep);
+}
+
+// Runs the cell req as cell n of context c: the reply rep, or a promise
+// of it.
+function cell(req, c, n, rep) {
+  if ('allowed_imports' in req) allowed = req.allowed_imports || [];
+  const saved = new Map();
+  for (const k of Object.keys(req.env || {})) {
+    saved.set(k, process.env[k]);
+    process.env[k] = req.env[k];
+  }
+  const t0 = process.hrtime.bigint();
+  const end = (e) => {
+    if (e !== undefined) rep.exception = exception(e);
+    restoreEnv(saved);
+    rep.elapsed_us = Number((process.hrtime.bigint() - t0) / 1000n);
+    return marked(req, rep);
+  };
+  let p;
+  try {
+    p = runCell(req, c, n, rep);
+  } catch (e) {
+    return end(e);
+  }
+  if (p === undefined) return end();
+  return p.then(() => end(), end);
+}
+
+// Writes the request's end marker on stdout and stderr; returns rep.
+function marked(req, rep) {
   for (const fd of [1, 2]) {
     try { writeAll(fd, req.marker); } catch (_) { rep.unmarked = true; }
   }
@@ -466,7 +514,12 @@ async function handle(req) {
 
 // ---- the control socket ----
 
-const ctl = new net.Socket({ fd: CTL, readable: true, writable: true });
+// onread hands each read to onData straight from the socket's handle,
+// without the Readable stream's machinery (its code is cold in an idle
+// runner: ~0.1 ms of a pooled run's cell, with the direct write in send
+// and handle's synchronous path).
+const ctlBuf = Buffer.allocUnsafe(65536);
+const ctl = new net.Socket({ fd: CTL, readable: true, writable: true, onread: { buffer: ctlBuf, callback: (n, b) => { onData(Buffer.from(b.subarray(0, n))); } } });
 let buf = Buffer.alloc(0);
 let skip = 0; // bytes to drop: the one that carries an agent's fd
 let busy = false;
@@ -475,7 +528,18 @@ function send(obj) {
   const b = Buffer.from(JSON.stringify(obj));
   const h = Buffer.alloc(4);
   h.writeUInt32BE(b.length);
-  ctl.write(Buffer.concat([h, b]));
+  const f = Buffer.concat([h, b]);
+  // Straight to the socket when nothing is queued (the usual case); what
+  // it does not take now goes through the stream, after.
+  let off = 0;
+  if (ctl.writableLength === 0) {
+    try {
+      while (off < f.length) off += fs.writeSync(CTL, f, off);
+    } catch (e) {
+      if (e.code !== 'EAGAIN') realExit(0);
+    }
+  }
+  if (off < f.length) ctl.write(off ? f.subarray(off) : f);
 }
 
 async function pump() {
@@ -502,7 +566,8 @@ async function pump() {
       if (req.agent || req.snapshot || req.restore) skip = 1;
       let rep;
       try {
-        rep = await handle(req);
+        rep = handle(req);
+        if (rep instanceof Promise) rep = await rep;
       } catch (e) {
         rep = { error: 'runner: ' + describe(e) };
       }
@@ -513,7 +578,7 @@ async function pump() {
   }
 }
 
-ctl.on('data', (d) => { buf = buf.length ? Buffer.concat([buf, d]) : d; pump(); });
+function onData(d) { buf = buf.length ? Buffer.concat([buf, d]) : d; pump(); }
 ctl.on('end', () => realExit(0));
 ctl.on('error', () => realExit(0));
 send({ ready: true });
