@@ -36,37 +36,49 @@ func (d *daemon) waitPoolReady(t *testing.T) agentapi.PoolInfo {
 	}
 }
 
+// escapeProbes are attacks and limits every kind of sandbox must hold
+// (pooled runs, forked and revived sessions): each a Python cell and the
+// status and output it must end with.
+var escapeProbes = []struct{ name, code, status, stdout string }{
+	{name: "rootfs read-only", code: "import os\nprint('ro', bool(os.statvfs('/').f_flag & os.ST_RDONLY))\ntry:\n    open('/usr/probe', 'w')\nexcept OSError as e:\n    print('refused', e.errno)",
+		status: agentapi.StatusOK, stdout: "ro True\nrefused"},
+	{name: "uid 1000, no caps, seccomp", code: "s = open('/proc/self/status').read()\nprint([l.split()[1:] for l in s.splitlines() if l.split(':')[0] in ('Uid', 'CapEff', 'CapPrm', 'Seccomp')])",
+		status: agentapi.StatusOK, stdout: "[['1000', '1000', '1000', '1000'], ['0000000000000000'], ['0000000000000000'], ['2']]"},
+	{name: "unshare and mount refused", code: "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nprint('unshare', libc.unshare(0x10000000), 'mount', libc.mount(b'none', b'/tmp', b'tmpfs', 0, None))\nimport subprocess\nprint(subprocess.run(['unshare', '-Ur', 'true']).returncode != 0)",
+		status: agentapi.StatusOK, stdout: "unshare -1 mount -1\nTrue"},
+	{name: "only lo", code: "import socket\nprint([n for _, n in socket.if_nameindex()])", status: agentapi.StatusOK, stdout: "['lo']"},
+	{name: "fork bomb contained", code: "import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            time.sleep(60)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    print('contained', n < 64)",
+		status: agentapi.StatusOK, stdout: "contained True"},
+	// Last: it ends a session.
+	{name: "memory bomb", code: "x = []\nwhile True:\n    x.append(bytearray(1 << 20))", status: agentapi.StatusOOM},
+}
+
 // TestPooledIsolation runs the attack and limit checks as pooled runs
 // through the daemon: each must be a pool hit and hold like a cold run.
 func TestPooledIsolation(t *testing.T) {
 	d := startDaemon(t, "--pool-size", "2", "--spare-inits", "1")
 	ctx := context.Background()
 	marker := randomName("nsbox-pool-bg-")
-	tests := []struct {
+	type probeCase struct {
 		name    string
 		code    string
 		limits  *agentapi.Limits // timeout and output only: per run, the pool still matches
 		status  string
 		stdout  string // substring
 		idleFor time.Duration
-	}{
-		{name: "rootfs read-only", code: "import os\nprint('ro', bool(os.statvfs('/').f_flag & os.ST_RDONLY))\ntry:\n    open('/usr/probe', 'w')\nexcept OSError as e:\n    print('refused', e.errno)",
-			status: agentapi.StatusOK, stdout: "ro True\nrefused"},
-		{name: "uid 1000, no caps, seccomp", code: "s = open('/proc/self/status').read()\nprint([l.split()[1:] for l in s.splitlines() if l.split(':')[0] in ('Uid', 'CapEff', 'CapPrm', 'Seccomp')])",
-			status: agentapi.StatusOK, stdout: "[['1000', '1000', '1000', '1000'], ['0000000000000000'], ['0000000000000000'], ['2']]"},
-		{name: "unshare and mount refused", code: "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nprint('unshare', libc.unshare(0x10000000), 'mount', libc.mount(b'none', b'/tmp', b'tmpfs', 0, None))\nimport subprocess\nprint(subprocess.run(['unshare', '-Ur', 'true']).returncode != 0)",
-			status: agentapi.StatusOK, stdout: "unshare -1 mount -1\nTrue"},
-		{name: "only lo", code: "import socket\nprint([n for _, n in socket.if_nameindex()])", status: agentapi.StatusOK, stdout: "['lo']"},
-		{name: "memory bomb", code: "x = []\nwhile True:\n    x.append(bytearray(1 << 20))", status: agentapi.StatusOOM},
-		{name: "fork bomb contained", code: "import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            time.sleep(60)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    print('contained', n < 64)",
-			status: agentapi.StatusOK, stdout: "contained True"},
+	}
+	var tests []probeCase
+	for _, p := range escapeProbes {
+		tests = append(tests, probeCase{name: p.name, code: p.code, status: p.status, stdout: p.stdout})
+	}
+	tests = append(tests, []probeCase{
 		{name: "infinite loop times out from hand-over", code: "while True:\n    pass", limits: &agentapi.Limits{TimeoutMs: 1000},
 			status: agentapi.StatusTimeout, idleFor: 1500 * time.Millisecond},
 		{name: "output flood", code: "while True:\n    print('x' * 10000)", limits: &agentapi.Limits{TimeoutMs: 2000, OutputBytes: 100000},
 			status: agentapi.StatusOutputLimit},
 		{name: "background process", code: "import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 600; echo " + marker + "'])\nprint('left')",
 			status: agentapi.StatusOK, stdout: "left"},
-	}
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := d.waitPoolReady(t)
