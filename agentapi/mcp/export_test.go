@@ -39,7 +39,7 @@ func checkSchema(t *testing.T, name string, s map[string]any) {
 }
 
 func TestDefinitionsShape(t *testing.T) {
-	want := []string{ToolRunPython, ToolRunJavaScript, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolResetSession}
+	want := []string{ToolRunPython, ToolRunJavaScript, ToolRunShell, ToolWriteFile, ToolReadFile, ToolListFiles, ToolForkSession, ToolResetSession}
 	tests := []struct {
 		format string
 		// tool extracts name, description and schema of one element.
