@@ -276,7 +276,7 @@ class ClientTest(unittest.TestCase):
 
     def test_fork_park_revive(self):
         with self.nsbox.session() as s:
-            s.exec("x = 41\nclass P:\n    def __init__(self, v): self.v = v\np = P([1, 2])\nf = open('/etc/hostname')")
+            s.exec("x = 41\np = {'v': [1, 2]}\nf = open('/etc/hostname')")
             s.upload("notes.txt", "kept")
             branches = s.fork(count=2)
             try:
@@ -284,7 +284,7 @@ class ClientTest(unittest.TestCase):
                 for b in branches:
                     self.assertNotEqual(b.id, s.id)
                     self.assertEqual(b.exec("x + 1").value, "42")
-                    self.assertEqual(b.exec("p.v").value, "[1, 2]")
+                    self.assertEqual(b.exec("p['v']").value, "[1, 2]")
                     self.assertEqual(b.download("notes.txt"), b"kept")
                     self.assertIn("f", [n["name"] for n in b.not_carried], "an open file is listed, not dropped")
                 branches[0].exec("x = 0")
@@ -304,7 +304,7 @@ class ClientTest(unittest.TestCase):
             self.assertIn("f", [n["name"] for n in revived.get("not_carried") or []])
             self.assertEqual(s.exec("x + 1").value, "42")
             s.park()
-            r = s.exec("p.v")  # an exec revives a parked session
+            r = s.exec("p['v']")  # an exec revives a parked session
             self.assertEqual(r.value, "[1, 2]")
             self.assertEqual(s.download("notes.txt"), b"kept")
 
