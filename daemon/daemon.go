@@ -64,6 +64,11 @@ type Config struct {
 	// Egress, when set, is the egress proxy's settings: runs with a
 	// network policy get a proxy in their sandbox (network.go).
 	Egress *egress.Options
+	// Volumes, when set, is the store of named volumes (volumes.go); nil
+	// refuses requests naming one.
+	Volumes Volumes
+	// Datasets are the operator's read-only host datasets, by name.
+	Datasets []Dataset
 }
 
 // Daemon is the transport-independent core: it admits, validates and runs
