@@ -43,10 +43,10 @@ var ErrNoVolumes = errdefs.New(errdefs.ErrUnavailable, "named volumes are not av
 // mounts resolves a request's volumes and datasets into the sandbox's
 // mounts; release marks the volumes free again once the sandbox is gone.
 // A caller names volumes and datasets, never a host path.
-func (d *Daemon) mounts(vols []agentapi.VolumeMount, datasets []string) (_ []container.Mount, release func(), err error) {
+func (d *Daemon) mounts(vols []agentapi.VolumeMount, datasets []string) (_ []container.Mount, _ func(), err error) {
 	var out []container.Mount
 	var releases []func()
-	release = func() {
+	release := func() {
 		for _, r := range releases {
 			r()
 		}
@@ -230,12 +230,15 @@ func (d *Daemon) volumeFiles(name, p string, op func(*workspace.Workspace) error
 	return classify(op(ws))
 }
 
+// maxListDepth is how deep a volume's listing goes.
+const maxListDepth = 64
+
 // ListVolumeFiles lists every entry of a volume (symlinks listed, never
 // followed), at most 10,000.
 func (d *Daemon) ListVolumeFiles(ctx context.Context, name string) (*agentapi.FileList, error) {
 	out := &agentapi.FileList{Files: []agentapi.WorkspaceFile{}}
 	err := d.volumeFiles(name, "", func(ws *workspace.Workspace) error {
-		entries, truncated, err := ws.List("")
+		entries, truncated, err := ws.ListDir("", maxListDepth)
 		if err != nil {
 			return err
 		}
