@@ -233,3 +233,20 @@ func BenchmarkIdmapParts(b *testing.B) {
 		}
 	})
 }
+
+// FuzzMountName: whatever a request says, a target that passes is
+// exactly /mnt/NAME with NAME one plain path element.
+func FuzzMountName(f *testing.F) {
+	for _, s := range []string{"/mnt/data", "/mnt/..", "/mnt/a/b", "/mnt//a", "/etc", "/mnt/a\x00", "/mnt/."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, target string) {
+		name, err := MountName(target)
+		if err != nil {
+			return
+		}
+		if target != MountDir+"/"+name || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." || filepath.Clean(target) != target {
+			t.Fatalf("MountName(%q) = %q", target, name)
+		}
+	})
+}
