@@ -400,3 +400,42 @@ func assertVolumesUnmounted(t *testing.T, d *daemon) {
 		}
 	}
 }
+
+// TestVolumeCLI: `nsbox volume` and --volume/--dataset as a user types
+// them.
+func TestVolumeCLI(t *testing.T) {
+	ds, _ := makeDataset(t)
+	d := startVolumeDaemon(t, ds, "")
+	sock := []string{"--socket", d.sock}
+	cli := func(stdin string, args ...string) string {
+		t.Helper()
+		out, errOut, code := runCLI(t, stdin, args...)
+		if code != 0 {
+			t.Fatalf("nsbox %v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	cli("", append([]string{"volume", "create", "cli", "--size", "16M"}, sock...)...)
+	cli("from stdin", append([]string{"volume", "cp", "-", "cli:in/a.txt"}, sock...)...)
+	out := cli("", append(append([]string{"exec"}, sock...), "--volume", "cli:/mnt/w", "--dataset", "ref", "--",
+		"sh", "-c", "cat /mnt/w/in/a.txt; echo; cat /mnt/ref/owned.txt; echo; echo out > /mnt/w/b.txt")...)
+	if out != "from stdin\ndataset row\n" {
+		t.Errorf("exec with --volume and --dataset: %q", out)
+	}
+	if out := cli("", append([]string{"volume", "cp", "cli:b.txt", "-"}, sock...)...); out != "out\n" {
+		t.Errorf("volume cp out: %q", out)
+	}
+	if out := cli("", append([]string{"volume", "ls"}, sock...)...); !strings.Contains(out, "cli") || !strings.Contains(out, "16 MiB") {
+		t.Errorf("volume ls:\n%s", out)
+	}
+	if _, errOut, code := runCLI(t, "", append(append([]string{"exec"}, sock...), "--volume", "cli:/mnt/w", "--", "sh", "-c", "echo x > /mnt/w/c")...); code != 0 {
+		t.Errorf("exec: %d %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "", append(append([]string{"exec"}, sock...), "--volume", "cli:ro", "--", "sh", "-c", "echo x > /mnt/cli/c")...); code == 0 || !strings.Contains(errOut, "Read-only file system") {
+		t.Errorf("exec on a read-only volume: exit %d, %s", code, errOut)
+	}
+	cli("", append([]string{"volume", "rm", "cli"}, sock...)...)
+	if out := cli("", append([]string{"volume", "ls"}, sock...)...); strings.Contains(out, "cli") {
+		t.Errorf("volume ls after rm:\n%s", out)
+	}
+}
