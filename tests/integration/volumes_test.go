@@ -377,16 +377,16 @@ func waitVolumeFree(t *testing.T, d *daemon, name string) {
 	}
 }
 
-// assertVolumesUnmounted fails t if a mount under the daemon's run dir or
-// a loop device on one of its images is left after it stopped.
+// assertVolumesUnmounted fails t if a mount under the daemon's run dir, a
+// sandbox cgroup or a loop device on one of its images is left after it
+// stopped.
 func assertVolumesUnmounted(t *testing.T, d *daemon) {
 	t.Helper()
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
+	if left := d.leftoverMounts(t); len(left) > 0 {
+		t.Errorf("mounts left after the daemon stopped: %v", left)
 	}
-	if strings.Contains(string(mounts), d.runDir) {
-		t.Errorf("mounts under %s left after the daemon stopped", d.runDir)
+	if left := d.leftoverCgroups(t); len(left) > 0 {
+		t.Errorf("cgroups left after the daemon stopped: %v", left)
 	}
 	state := filepath.Join(filepath.Dir(d.runDir), "state", "volumes")
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
