@@ -19,6 +19,7 @@ const (
 	CodeInternal             = "internal"               // 500
 	CodeUnavailable          = "unavailable"            // 503
 	CodeSessionDead          = "session_dead"           // 409: the session died (OOM, crash); GET it for the reason
+	CodeConflict             = "conflict"               // 409: the volume exists already, or is in use
 )
 
 // ErrorBody is the JSON body of every non-2xx response:

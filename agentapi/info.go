@@ -44,6 +44,11 @@ type Info struct {
 	// operator's allow list, the names of its secrets (never their values)
 	// and its caps; absent when no run may have network.
 	Network *Network `json:"network,omitempty"`
+
+	// Datasets and Volumes name the read-only host datasets the operator
+	// declared and the named volumes that exist.
+	Datasets []string `json:"datasets"`
+	Volumes  []string `json:"volumes"`
 }
 
 // ZygoteInfo describes one zygote: Python runs and sessions on Rootfs are

@@ -48,6 +48,11 @@ type RunRequest struct {
 	// Network asks for egress through the daemon's proxy; absent means
 	// none (loopback only). See docs/NETWORK.md.
 	Network *Network `json:"network,omitempty"`
+	// Volumes are named volumes to mount under /mnt (docs/VOLUMES.md).
+	Volumes []VolumeMount `json:"volumes,omitempty"`
+	// Datasets name the operator's read-only host datasets to mount at
+	// /mnt/NAME (GET /v1/info lists them).
+	Datasets []string `json:"datasets,omitempty"`
 }
 
 // File is an input file. At most one of ContentBase64 and Text is set;

@@ -32,6 +32,10 @@ type SessionRequest struct {
 	// Network is the session's egress policy, for its whole life (as
 	// RunRequest.Network).
 	Network *Network `json:"network,omitempty"`
+	// Volumes and Datasets are mounted for the session's whole life, as
+	// RunRequest's are for a run.
+	Volumes  []VolumeMount `json:"volumes,omitempty"`
+	Datasets []string      `json:"datasets,omitempty"`
 }
 
 // Session states.

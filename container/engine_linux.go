@@ -56,6 +56,7 @@ type Engine struct {
 	masked  []string
 	ro      []string
 	spares  *initproc.Spares
+	idmaps  idmaps // user namespaces of idmapped mounts (mount_linux.go)
 }
 
 // New prepares an engine: it checks it runs as root, compiles the default
@@ -139,6 +140,7 @@ func (e *Engine) Close() error {
 		e.spares.Close()
 	}
 	closeCgroups(e.cgroups, e.log)
+	e.idmaps.close()
 	return e.self.Close()
 }
 
@@ -236,6 +238,9 @@ func (e *Engine) validate(spec *Spec) error {
 			return fmt.Errorf("%w: file %s given twice", ErrInvalidSpec, f.Path)
 		}
 		seen[f.Path] = true
+	}
+	if err := validMounts(spec.Mounts); err != nil {
+		return err
 	}
 	for _, p := range spec.ReturnFiles {
 		if _, err := filepathMatchCheck(p); err != nil {

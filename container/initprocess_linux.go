@@ -72,13 +72,13 @@ func (p *initProcess) signal(sig syscall.Signal) error { return p.Cmd.Process.Si
 
 // launch gives init its config and workspace, makes sure it sits in its
 // cgroup, and returns once the user's command has been exec'd.
-func (p *initProcess) launch(d *description, workspace *os.File) error {
+func (p *initProcess) launch(d *description, mounts []*os.File) error {
 	// A cold init builds its mounts while we place it in its cgroup.
 	cfg, err := json.Marshal(d.initConfig(p.Zygote, p.Cg.CloneFD() < 0))
 	if err != nil {
 		return err
 	}
-	if err := p.Send(cfg, workspace); err != nil {
+	if err := p.Send(cfg, mounts...); err != nil {
 		return p.Failed(err)
 	}
 	if err := p.Place(); err != nil {

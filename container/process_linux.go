@@ -23,9 +23,10 @@ type process interface {
 	// /workspace.
 	owner() int
 	cgroup() *cgroup.Cgroup
-	// launch hands the process its sandbox and workspace, and returns once
-	// the user's command runs.
-	launch(d *description, workspace *os.File) error
+	// launch hands the process its sandbox and its mounts (the workspace
+	// first, then d.mounts' in order), and returns once the user's command
+	// runs.
+	launch(d *description, mounts []*os.File) error
 	// stdio hands over the engine's ends of the command's stdout, stderr
 	// and stdin (the taker closes stdin), and of its control socket (fd 3
 	// of the command; it stays the process's and destroy closes it).
@@ -57,6 +58,8 @@ type description struct {
 	masked   []string
 	readOnly []string
 	control  bool
+	// mounts are the NAMEs of Spec.Mounts, attached at /mnt/NAME.
+	mounts []string
 	// beforeStart is Spec.BeforeStart: launch calls it once the process
 	// is in its namespaces (a zygote child: verified) and before the
 	// command runs.
@@ -79,6 +82,7 @@ func (e *Engine) describe(spec *Spec, lim Limits, env []string) *description {
 	return &description{
 		id: spec.ID, rootfs: spec.RootfsDir, argv: spec.Argv, env: env, limits: lim,
 		seccomp: prog, masked: e.masked, readOnly: e.ro, control: spec.Control, beforeStart: spec.BeforeStart,
+		mounts: mountNames(spec.Mounts),
 	}
 }
 
@@ -116,6 +120,7 @@ func (d *description) initConfig(zygote, cgroupNS bool) sandboxinit.Config {
 		CgroupNS:   cgroupNS,
 		Control:    d.control,
 		Zygote:     zygote,
+		Mounts:     d.mounts,
 	}
 	if zygote {
 		c.Masked, c.ReadOnly, c.Seccomp, c.FSizeBytes = nil, nil, nil, unix.RLIM_INFINITY
@@ -132,6 +137,6 @@ func (d *description) zygoteRequest(slot int, testSkip string) zyproto.Request {
 		TmpBytes: d.limits.DiskBytes, TmpInodes: workspace.Inodes(d.limits.DiskBytes), NoFile: sandboxNoFile, FSize: uint64(d.limits.DiskBytes),
 		UID: SandboxUID, GID: SandboxGID, Masked: d.masked, ReadOnly: d.readOnly, Seccomp: d.seccomp,
 		CgroupNS: true, Threads: threads(d.limits.CPUs), Control: d.control,
-		TestSkip: testSkip,
+		TestSkip: testSkip, Mounts: d.mounts,
 	}
 }

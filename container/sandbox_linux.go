@@ -186,8 +186,18 @@ func (e *Engine) start(ctx context.Context, spec Spec, log *slog.Logger, newProc
 		}
 	}
 
+	// The mounts are the sandbox's once attached: the engine's fds go
+	// when launch returns, whatever happened.
+	mounts, err := e.openMounts(spec.Mounts, p.owner())
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
+	}
 	var notFound *errCommandNotFound
-	if err := p.launch(d, ws.Mount()); err != nil && !errors.As(err, &notFound) {
+	err = p.launch(d, append([]*os.File{ws.Mount()}, mounts...))
+	for _, m := range mounts {
+		m.Close()
+	}
+	if err != nil && !errors.As(err, &notFound) {
 		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 	}
 	outR, errR, inW, control := p.stdio()

@@ -49,6 +49,30 @@ type Spec struct {
 	// runs; an error ends the sandbox. The daemon's egress proxy creates
 	// its listener in the sandbox's network namespace here.
 	BeforeStart func(pid int) error
+	// Mounts are host directories shown at /mnt/NAME (mount_linux.go).
+	// The engine's caller decides every Source; a sandbox never names one.
+	Mounts []Mount
+}
+
+// Mount shows a host directory inside the sandbox. The engine prepares it
+// host-side as a detached, idmapped bind mount (open_tree + mount_setattr)
+// and hands it to the sandbox's init or zygote child, which attaches it at
+// Target under a small read-only tmpfs on /mnt.
+type Mount struct {
+	// Source is the host directory (absolute).
+	Source string
+	// Target is where the sandbox sees it: /mnt/NAME, NAME a safe name
+	// (ValidMountName).
+	Target string
+	// ReadOnly mounts it MOUNT_ATTR_RDONLY: writes fail with EROFS.
+	ReadOnly bool
+	// NoExec mounts it MOUNT_ATTR_NOEXEC. Every mount is nosuid and nodev.
+	NoExec bool
+	// OwnerUID and OwnerGID are the ids on disk that the sandbox user
+	// (uid and gid 1000) sees as its own, and that files it creates get on
+	// disk. Files owned by any other id read as the overflow id (65534,
+	// nobody) inside and keep their mode bits.
+	OwnerUID, OwnerGID int
 }
 
 // File is an input file placed in the workspace.

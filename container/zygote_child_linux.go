@@ -101,11 +101,11 @@ func (c *zygoteChild) stdio() (stdout, stderr, stdin, control *os.File) {
 
 // launch has the zygote fork the child with d's request, then sets it up
 // and verifies it (setUp) before it gets d's command.
-func (c *zygoteChild) launch(d *description, workspace *os.File) error {
+func (c *zygoteChild) launch(d *description, mounts []*os.File) error {
 	c.z.warmMigration()
 	// The child's ends of its socket and pipes are closed here whatever
 	// happens: the zygote has them, or the fork failed.
-	err := c.z.conn.Fork(d.zygoteRequest(c.slot, c.z.testSkip), append(c.files.Theirs(), workspace), c)
+	err := c.z.conn.Fork(d.zygoteRequest(c.slot, c.z.testSkip), append(c.files.Theirs(), mounts...), c)
 	c.files.CloseTheirs()
 	if err != nil {
 		return err

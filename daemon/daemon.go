@@ -67,6 +67,11 @@ type Config struct {
 	// ParkDir, when set, holds parked sessions (park.go): made 0700, and
 	// the sessions parked there are loaded by New. Empty: no parking.
 	ParkDir string
+	// Volumes, when set, is the store of named volumes (volumes.go); nil
+	// refuses requests naming one.
+	Volumes Volumes
+	// Datasets are the operator's read-only host datasets, by name.
+	Datasets []Dataset
 }
 
 // Daemon is the transport-independent core: it admits, validates and runs

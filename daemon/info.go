@@ -40,5 +40,7 @@ func (d *Daemon) Info() (*agentapi.Info, error) {
 		Pools:         d.poolInfo(),
 		Zygotes:       d.zygoteInfo(),
 		Network:       pol.Network.Wire(),
+		Datasets:      d.datasetNames(),
+		Volumes:       d.volumeNames(),
 	}, nil
 }

@@ -87,7 +87,8 @@ func (d *Daemon) runPythonOn(ctx context.Context, spec container.Spec, j *policy
 	lang := runnerLanguage(j.Language)
 	cell := runner.ExecRequest{Code: j.Code, AllowedImports: j.AllowedImports, TypeScript: j.Language == agentapi.LanguageTypeScript}
 	var tk *pool.Taken
-	if pooled && spec.BeforeStart == nil { // a networked run needs its own sandbox set up
+	// A networked run, or one with mounts, needs its own sandbox set up.
+	if pooled && spec.BeforeStart == nil && len(spec.Mounts) == 0 {
 		tk = d.takePooled(j.Rootfs, spec, lang)
 	}
 	if tk != nil {

@@ -89,11 +89,24 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		d.metrics.runs.WithLabelValues("invalid").Inc()
 		return nil, err
 	}
+	// The volumes are held, like the rootfs, until the sandbox is gone.
+	mounts, releaseMounts, err := d.mounts(req.Volumes, req.Datasets)
+	if err != nil {
+		releaseRootfs()
+		release()
+		d.metrics.runs.WithLabelValues("invalid").Inc()
+		return nil, err
+	}
+	if len(mounts) > 0 {
+		rel := releaseRootfs
+		releaseRootfs = func() { rel(); releaseMounts() }
+	}
 	// The slot and the rootfs are held until the sandbox is gone, unless
 	// a Python run's teardown gets a teardown token (tearDown).
 	done := func() { releaseRootfs(); release() }
 
 	spec := j.Spec(id, dir)
+	spec.Mounts = mounts
 	spec.Seccomp = opts.Seccomp
 	switch {
 	case opts.Stdin != nil:

@@ -112,6 +112,15 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	if err != nil {
 		return nil, err
 	}
+	mounts, releaseMounts, err := d.mounts(req.Volumes, req.Datasets)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	if len(mounts) > 0 {
+		rel := release
+		release = func() { rel(); releaseMounts() }
+	}
 	// The session's egress lives as long as its sandbox: the proxy ends
 	// with the sandbox's release.
 	id := so.ID
@@ -140,6 +149,7 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 		Lifetime: time.Duration(req.LifetimeMs) * time.Millisecond, AllowedImports: req.AllowedImports,
 		IdleAction: idleAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd,
 		Language: runnerLanguage(language), TypeScript: language == agentapi.LanguageTypeScript,
+		Mounts: mounts,
 	})
 	if err != nil {
 		return nil, classify(err)

@@ -44,6 +44,7 @@ var httpErrors = []struct {
 	{errdefs.ErrInvalidArgument, http.StatusBadRequest, agentapi.CodeInvalidArgument},
 	{errdefs.ErrNotFound, http.StatusNotFound, agentapi.CodeNotFound},
 	{errdefs.ErrConflict, http.StatusConflict, agentapi.CodeSessionDead},
+	{errdefs.ErrInUse, http.StatusConflict, agentapi.CodeConflict},
 	{errdefs.ErrTooLarge, http.StatusRequestEntityTooLarge, agentapi.CodePayloadTooLarge},
 	{errdefs.ErrNoSpace, http.StatusInsufficientStorage, agentapi.CodeNoSpace},
 	{errdefs.ErrExhausted, http.StatusTooManyRequests, agentapi.CodeResourceExhausted},

@@ -27,6 +27,7 @@ func (s *Server) routes() http.Handler {
 		{http.MethodGet, "/metrics", s.MetricsHandler().ServeHTTP},
 	}
 	table = append(table, s.sessionRoutes()...)
+	table = append(table, s.volumeRoutes()...)
 	mux := http.NewServeMux()
 	methods := map[string][]string{}
 	for _, rt := range table {

@@ -38,6 +38,14 @@ type Core interface {
 	WriteFile(ctx context.Context, id, path string, data []byte) error
 	ReadFile(ctx context.Context, id, path string, max int64) ([]byte, error)
 	RemoveFile(ctx context.Context, id, path string) error
+	CreateVolume(ctx context.Context, req *agentapi.VolumeRequest) (*agentapi.Volume, error)
+	Volumes(ctx context.Context) []agentapi.Volume
+	Volume(ctx context.Context, name string) (*agentapi.Volume, error)
+	DeleteVolume(ctx context.Context, name string) error
+	ListVolumeFiles(ctx context.Context, name string) (*agentapi.FileList, error)
+	WriteVolumeFile(ctx context.Context, name, path string, data []byte) error
+	ReadVolumeFile(ctx context.Context, name, path string, max int64) ([]byte, error)
+	RemoveVolumeFile(ctx context.Context, name, path string) error
 	Info() (*agentapi.Info, error)
 	InFlight() int
 	Metrics() prometheus.Gatherer

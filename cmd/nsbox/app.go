@@ -42,6 +42,7 @@ func newApp() *cli.App {
 			healthCommand(),
 			daemonCommand(),
 			sessionCommand(),
+			volumeCommand(),
 			replCommand(),
 			benchCommand(),
 			mcpCommand(),

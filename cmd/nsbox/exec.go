@@ -38,7 +38,7 @@ is CMD's.
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "rootfs", Value: rootfs.DefaultName, Usage: "rootfs `NAME` from the store", EnvVars: []string{"NSBOX_ROOTFS"}},
 			&cli.StringFlag{Name: "store", Value: rootfs.DefaultStoreRoot, Usage: "rootfs store `DIR`", EnvVars: []string{"NSBOX_ROOTFS_STORE"}},
-		}, append(append(cmdline.LimitFlags(false, true), cmdline.NetworkFlags()...),
+		}, append(append(append(cmdline.LimitFlags(false, true), cmdline.NetworkFlags()...), cmdline.MountFlags()...),
 			&cli.StringFlag{Name: "seccomp-profile", Usage: "Docker-format seccomp profile `FILE` instead of nsbox's default"},
 			&cli.BoolFlag{Name: "json", Usage: "print the whole result as one JSON object instead of streaming"},
 			&cli.StringFlag{Name: "socket", Value: agentapi.DefaultSocket, Usage: "daemon `SOCKET`; the run goes through the daemon when it answers", EnvVars: []string{"NSBOX_SOCKET"}},
@@ -86,6 +86,9 @@ func execRequest(c *cli.Context) (*execRun, error) {
 		return nil, err
 	}
 	if x.req.Network, err = cmdline.ReadNetwork(c); err != nil {
+		return nil, err
+	}
+	if x.req.Volumes, x.req.Datasets, err = cmdline.ReadMounts(c); err != nil {
 		return nil, err
 	}
 	if p := c.String("seccomp-profile"); p != "" {
@@ -136,6 +139,10 @@ func runExec(c *cli.Context) error {
 	if x.req.Network != nil {
 		// The egress proxy and its policy are the daemon's.
 		return cmdline.UsageError(c, "--allow-net needs the daemon (its [network] config says what may be allowed); start it (nsbox daemon) or drop --allow-net")
+	}
+	if len(x.req.Volumes) > 0 || len(x.req.Datasets) > 0 {
+		// Volumes and datasets are the daemon's.
+		return cmdline.UsageError(c, "--volume and --dataset need the daemon (it keeps the volumes and the [[datasets]] config); start it (nsbox daemon) or drop them")
 	}
 	return execInProcess(c, x)
 }

@@ -42,7 +42,7 @@ func sessionCommand() *cli.Command {
 					&cli.StringFlag{Name: "rootfs", Usage: "rootfs `NAME`", DefaultText: "the daemon's"},
 					&cli.DurationFlag{Name: "idle-timeout", Usage: "end the session after this long unused", DefaultText: "the daemon's"},
 					&cli.StringFlag{Name: "idle-action", Usage: "what the idle timeout does: end, or pause (frozen until its lifetime ends)", DefaultText: "the daemon's"},
-				}, append(cmdline.LimitFlags(true, false), cmdline.NetworkFlags()...)...),
+				}, append(append(cmdline.LimitFlags(true, false), cmdline.NetworkFlags()...), cmdline.MountFlags()...)...),
 				Action: sessionCreate,
 			},
 			{
@@ -97,6 +97,9 @@ func sessionCreate(c *cli.Context) error {
 		return err
 	}
 	if req.Network, err = cmdline.ReadNetwork(c); err != nil {
+		return err
+	}
+	if req.Volumes, req.Datasets, err = cmdline.ReadMounts(c); err != nil {
 		return err
 	}
 	s, err := sessionClient(c).CreateSession(c.Context, req)

@@ -62,7 +62,14 @@ type Config struct {
 	// capabilities and without a seccomp filter: a zygote writes its
 	// children's id maps, and each child applies the filter itself.
 	Zygote bool `json:"zygote,omitempty"`
+	// Mounts are the NAMEs of the detached mounts attached at /mnt/NAME.
+	// With any, the workspace's fd is followed by the /mnt tmpfs's (with
+	// a directory per NAME) and then theirs, in order.
+	Mounts []string `json:"mounts,omitempty"`
 }
+
+// maxFDs is how many mount fds one config message may carry.
+const maxFDs = 16
 
 // MaybeRun runs the sandbox init when this process was started as one, and
 // never returns in that case.
@@ -92,11 +99,11 @@ func Run() {
 }
 
 func runInit() error {
-	cfg, workspace, err := readConfig()
+	cfg, fds, err := readConfig()
 	if err != nil {
 		return err
 	}
-	if err := setupMounts(&cfg, workspace); err != nil {
+	if err := setupMounts(&cfg, fds); err != nil {
 		return err
 	}
 	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
@@ -159,30 +166,31 @@ func runInit() error {
 	return fmt.Errorf("exec %s: %w", cfg.Argv[0], err)
 }
 
-// readConfig receives the config and the workspace mount's fd from the
-// engine; it blocks until the engine has a run for this init.
-func readConfig() (Config, int, error) {
+// readConfig receives the config and the mounts' fds (the workspace's
+// first) from the engine; it blocks until the engine has a run for this
+// init.
+func readConfig() (Config, []int, error) {
 	var cfg Config
 	var data []byte
-	workspace := -1
+	var fds []int
 	buf := make([]byte, 64<<10)
-	oob := make([]byte, unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(4*maxFDs))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(fdConfig, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return cfg, -1, fmt.Errorf("read config: %w", err)
+			return cfg, nil, fmt.Errorf("read config: %w", err)
 		}
 		if oobn > 0 {
 			msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 			if err != nil {
-				return cfg, -1, fmt.Errorf("read config: %w", err)
+				return cfg, nil, fmt.Errorf("read config: %w", err)
 			}
 			for _, m := range msgs {
-				if fds, err := unix.ParseUnixRights(&m); err == nil && len(fds) == 1 && workspace < 0 {
-					workspace = fds[0]
+				if got, err := unix.ParseUnixRights(&m); err == nil && len(fds) == 0 {
+					fds = got
 				}
 			}
 		}
@@ -192,22 +200,26 @@ func readConfig() (Config, int, error) {
 		data = append(data, buf[:n]...)
 	}
 	unix.Close(fdConfig)
-	if workspace < 0 {
-		return cfg, -1, fmt.Errorf("read config: no workspace mount received")
+	if len(fds) == 0 {
+		return cfg, nil, fmt.Errorf("read config: no workspace mount received")
 	}
 	// An init older than the engine must fail loudly on what it does not
 	// know (e.g. a zygote's config), not run without it.
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return cfg, -1, fmt.Errorf("read config (is nsbox-init as new as nsbox?): %w", err)
+		return cfg, nil, fmt.Errorf("read config (is nsbox-init as new as nsbox?): %w", err)
 	}
-	return cfg, workspace, nil
+	if want := mountFDs(len(cfg.Mounts)); len(fds) != want {
+		return cfg, nil, fmt.Errorf("read config: %d mounts received, want %d", len(fds), want)
+	}
+	return cfg, fds, nil
 }
 
 // setupMounts builds the sandbox's mount tree on a bind of the rootfs and
 // pivots into it. Everything happens in the sandbox's own mount namespace.
-func setupMounts(cfg *Config, workspace int) error {
+func setupMounts(cfg *Config, fds []int) error {
+	workspace := fds[0]
 	// Nothing we mount may propagate back to the host.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
@@ -233,6 +245,9 @@ func setupMounts(cfg *Config, workspace int) error {
 	}
 	unix.Close(workspace)
 	if err := mountHome(root); err != nil {
+		return err
+	}
+	if err := mountUnderMnt(root, cfg.Mounts, fds[1:]); err != nil {
 		return err
 	}
 
@@ -301,6 +316,43 @@ func mountHome(root string) error {
 		if err := unix.Mount("", home, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|tmpfsFlags, ""); err != nil {
 			return fmt.Errorf("remount /home read-only: %w", err)
 		}
+	}
+	return nil
+}
+
+// mountFDs is how many fds a config with n Mounts comes with.
+func mountFDs(n int) int {
+	if n == 0 {
+		return 1
+	}
+	return 2 + n
+}
+
+// mountUnderMnt attaches fds[0], the engine's read-only tmpfs holding a
+// directory per name, at root/mnt (the rootfs is read-only and its /mnt
+// has no mount points), then fds[1+i] at root/mnt/names[i]. The names
+// were checked by the engine (one safe path element each); the rootfs
+// must have a /mnt directory (a symlink there is never followed).
+func mountUnderMnt(root string, names []string, fds []int) error {
+	if len(names) == 0 {
+		return nil
+	}
+	mnt := filepath.Join(root, "mnt")
+	if !isDir(mnt) {
+		return fmt.Errorf("mount under /mnt: the rootfs has no /mnt directory")
+	}
+	if err := unix.MoveMount(fds[0], "", unix.AT_FDCWD, mnt, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("attach /mnt: %w", err)
+	}
+	unix.Close(fds[0])
+	for i, name := range names {
+		if strings.ContainsRune(name, '/') || name == "" || name == "." || name == ".." {
+			return fmt.Errorf("mount under /mnt: bad name %q", name)
+		}
+		if err := unix.MoveMount(fds[1+i], "", unix.AT_FDCWD, filepath.Join(mnt, name), unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attach /mnt/%s: %w", name, err)
+		}
+		unix.Close(fds[1+i])
 	}
 	return nil
 }

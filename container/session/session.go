@@ -66,6 +66,10 @@ type Options struct {
 	// BeforeStart is the sandbox's container.Spec.BeforeStart; a session
 	// with one never takes a pooled runner.
 	BeforeStart func(pid int) error
+	// Mounts are the sandbox's container.Spec.Mounts (volumes, datasets);
+	// a session with any never takes a pooled runner: a pooled sandbox's
+	// mounts were made before the session asked.
+	Mounts []container.Mount
 	// Language is the session's interpreter (zero: Python).
 	Language runner.Language
 	// TypeScript strips the types of every cell (a Node session).

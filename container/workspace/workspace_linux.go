@@ -71,6 +71,18 @@ func New(sizeBytes int64, uid, gid int) (*Workspace, error) {
 	return &Workspace{mnt: os.NewFile(uintptr(mfd), "workspace"), fd: mfd, uid: uid, gid: gid}, nil
 }
 
+// OpenDir gives the workspace's operations (resolved beneath the root,
+// nothing followed, no crossing into another mount) on an existing host
+// directory, e.g. a mounted volume's root; files and directories it
+// creates are owned by uid/gid. Close closes its fd only.
+func OpenDir(dir string, uid, gid int) (*Workspace, error) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	return &Workspace{mnt: os.NewFile(uintptr(fd), dir), fd: fd, uid: uid, gid: gid}, nil
+}
+
 // Mount is the detached mount, for handing to the sandbox's init (as an
 // SCM_RIGHTS fd). It stays the Workspace's.
 func (w *Workspace) Mount() *os.File { return w.mnt }

@@ -75,6 +75,7 @@ func (cfg *Config) check() []Error {
 	cfg.checkNetwork(bad)
 	cfg.checkLanguages(bad)
 	cfg.checkE2B(bad)
+	cfg.checkDatasets(bad)
 	return errs
 }
 

@@ -51,6 +51,8 @@ type Config struct {
 	Languages []Language
 	// E2B is [e2b] (e2b.go).
 	E2B E2BConfig
+	// Datasets are the [[datasets]] entries (datasets.go).
+	Datasets []Dataset
 
 	lines map[string]int // key ("max_limits.memory") -> its line in File; 0 when an override set it
 }

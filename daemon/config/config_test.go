@@ -132,6 +132,8 @@ func TestConfigExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	on = bytes.ReplaceAll(on, []byte("/etc/nsbox/secrets/github"), []byte(secret))
+	// The example's dataset directory, made for real.
+	on = bytes.ReplaceAll(on, []byte("/srv/nsbox/datasets/census"), []byte(t.TempDir()))
 	if bytes.Equal(on, data) {
 		t.Fatal("found no commented-out setting in the example")
 	}

@@ -32,6 +32,7 @@ func (cfg Config) RestartKeys(next Config) []string {
 		{"shutdown_grace", a.ShutdownGrace, b.ShutdownGrace}, {"pool", a.Pool.String(), b.Pool.String()},
 		{"zygote", a.Zygote.String(), b.Zygote.String()}, {"network", a.Network.String(), b.Network.String()},
 		{"e2b.listen", a.E2B.Listen, b.E2B.Listen}, {"e2b.keys_file", a.E2B.KeysFile, b.E2B.KeysFile},
+		{"datasets", datasetsString(a.Datasets), datasetsString(b.Datasets)},
 	} {
 		if k.x != k.y {
 			keys = append(keys, k.key)

@@ -43,8 +43,14 @@ func parse(data []byte, cfg *Config) []Error {
 			}
 		case unstable.ArrayTable:
 			table = w.keyParts(e.Key())
-			w.errorf(w.keyLine(e.Key()), strings.Join(table, "."), "arrays of tables ([[...]]) are not part of the nsbox configuration")
 			skipTable = true
+			if len(table) == 1 && table[0] == "datasets" {
+				w.cfg.Datasets = append(w.cfg.Datasets, Dataset{})
+				table = []string{"datasets[" + strconv.Itoa(len(w.cfg.Datasets)-1) + "]"}
+				skipTable = false
+				continue
+			}
+			w.errorf(w.keyLine(e.Key()), strings.Join(table, "."), "unknown array of tables [[%s]]; the only one is [[datasets]]", strings.Join(table, "."))
 		case unstable.KeyValue:
 			if skipTable {
 				continue
@@ -159,6 +165,13 @@ func (w *configWalker) set(key []string, v *unstable.Node, line int) {
 
 // setKey stores one value; the error says what is wrong with it.
 func (cfg *Config) setKey(key []string, v *unstable.Node) error {
+	if len(key) == 2 && strings.HasPrefix(key[0], "datasets[") {
+		i, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(key[0], "datasets["), "]"))
+		if err != nil || i < 0 || i >= len(cfg.Datasets) {
+			return fmt.Errorf("unknown key; see scripts/nsbox.conf.example for the keys")
+		}
+		return cfg.setDatasetKey(i, key[1], v)
+	}
 	switch {
 	case len(key) >= 2 && (key[0] == "pool" || key[0] == "pools"):
 		return cfg.setPoolKey(key, v)
@@ -205,6 +218,8 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 			cfg.ShutdownGrace = d
 		case "default_limits", "max_limits", "profiles", "sessions", "pool", "pools", "zygote", "network", "languages", "e2b":
 			return fmt.Errorf("must be a table ([%s])", key[0])
+		case "datasets":
+			return fmt.Errorf("must be an array of tables ([[datasets]], one per dataset)")
 		default:
 			return fmt.Errorf("unknown key; see scripts/nsbox.conf.example for the keys")
 		}

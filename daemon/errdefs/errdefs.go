@@ -18,6 +18,7 @@ var (
 	ErrExhausted       = errors.New("resource exhausted")
 	ErrNoSpace         = errors.New("no space left") // a workspace (or volume) is full
 	ErrUnavailable     = errors.New("unavailable")
+	ErrInUse           = errors.New("in use") // a volume that exists already, or is mounted
 )
 
 // New returns an error of class whose message is msg alone.

@@ -30,6 +30,7 @@ import (
 	"github.com/nsbox/nsbox/container/zygote"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/config"
+	"github.com/nsbox/nsbox/daemon/volume"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -108,6 +109,18 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		return fmt.Errorf("recovering what a previous daemon left: %w", err)
 	}
 	log.Info("recovered leftovers of a previous daemon", "removed", n)
+	// Mounted now that no sandbox of a previous daemon is left; unmounted
+	// after every sandbox (core, pool, zygotes) is gone.
+	vols, err := volume.Open(cfg.StateDir, cfg.RunDir, log.With("component", "volumes"))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := vols.Close(); err != nil {
+			log.Error("unmount volumes", "err", err)
+		}
+	}()
+	log.Info("volumes", "mounted", len(vols.Names()), "datasets", len(cfg.Datasets))
 
 	store := daemon.Store{Store: rootfs.Store{Root: cfg.RootfsStore}}
 	dcfg := daemon.Config{
@@ -120,6 +133,10 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		Version:       opts.Version,
 		CgroupMode:    string(eng.CgroupMode()),
 		ParkDir:       filepath.Join(cfg.StateDir, "sessions"),
+		Volumes:       vols,
+	}
+	for _, ds := range cfg.Datasets {
+		dcfg.Datasets = append(dcfg.Datasets, daemon.Dataset{Name: ds.Name, Path: ds.Path})
 	}
 	if dcfg.Egress, err = egressOptions(cfg, log.With("component", "egress")); err != nil {
 		return fmt.Errorf("egress proxy: %w", err)

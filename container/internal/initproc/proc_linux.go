@@ -201,9 +201,10 @@ func (p *Proc) Place() error {
 	return nil
 }
 
-// Send hands init its config and the workspace mount.
-func (p *Proc) Send(cfg []byte, workspace *os.File) error {
-	if err := frame.SendFiles(p.cfg, cfg, workspace); err != nil {
+// Send hands init its config and its mounts: the workspace, then the
+// config's Mounts in order.
+func (p *Proc) Send(cfg []byte, mounts ...*os.File) error {
+	if err := frame.SendFiles(p.cfg, cfg, mounts...); err != nil {
 		return fmt.Errorf("send init config: %w", err)
 	}
 	return unix.Shutdown(int(p.cfg.Fd()), unix.SHUT_WR)

@@ -10,7 +10,9 @@
 #
 # fd 3 is the control socket. Frames both ways are a 4-byte big-endian
 # length then JSON. A fork request carries SCM_RIGHTS fds [run socket,
-# stdin, stdout, stderr, workspace mount]. Replies: {"forked": pid} or
+# stdin, stdout, stderr, workspace mount] and, when its "mounts" lists
+# names, the engine's read-only tmpfs for /mnt (a directory per name) and
+# one detached mount per name, attached at /mnt/NAME. Replies: {"forked": pid} or
 # {"error": why}; asynchronously {"exit": pid, "status": wait status}.
 import os, sys, json, signal, socket, array, ctypes, struct, fcntl, gc, base64, types, importlib, platform, traceback
 import resource, random, select
@@ -134,6 +136,24 @@ def _home_user():
     _mount('/workspace', '/home/user', None, MS_BIND)
 
 
+def _mnt(names, fds):
+    """Attach the engine's read-only tmpfs (a directory per name) at /mnt,
+    then the detached mounts at /mnt/NAME, as init does. The engine made
+    the tmpfs: this child cannot create inodes (its root is unmapped). The
+    engine checked the names (one safe path element each)."""
+    if not names:
+        return
+    if len(fds) != 1 + len(names):
+        raise OSError('%d mount fds for %d names' % (len(fds), len(names)))
+    if os.path.islink('/mnt') or not os.path.isdir('/mnt'):
+        raise OSError('the rootfs has no /mnt directory')
+    _sys('move_mount', fds[0], b'', AT_FDCWD, b'/mnt', MOVE_MOUNT_F_EMPTY_PATH)
+    for name, fd in zip(names, fds[1:]):
+        if '/' in name or name in ('', '.', '..'):
+            raise OSError('bad mount name %r' % name)
+        _sys('move_mount', fd, b'', AT_FDCWD, ('/mnt/' + name).encode(), MOVE_MOUNT_F_EMPTY_PATH)
+
+
 def _loopback_up():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
@@ -220,6 +240,7 @@ def _child(req, run, fds):
         _mount('tmpfs', '/dev/shm', 'tmpfs', MS_NOSUID | MS_NODEV | MS_NOEXEC, size)
         _sys('move_mount', fds[4], b'', AT_FDCWD, b'/workspace', MOVE_MOUNT_F_EMPTY_PATH)
         _home_user()
+        _mnt(req.get('mounts') or [], fds[5:])
         step = 'uts and net'
         h = req['hostname'].encode()
         _check(_libc.sethostname(h, len(h)), 'sethostname')
@@ -327,8 +348,10 @@ def _write_map(pid, name, slot):
 
 
 def _fork(ctl, req, fds):
-    if len(fds) != 5:
-        raise ValueError('fork request with %d fds, want 5' % len(fds))
+    n = len(req.get('mounts') or [])
+    want = 5 + (n + 1 if n else 0)
+    if len(fds) != want:
+        raise ValueError('fork request with %d fds, want %d' % (len(fds), want))
     threads = len(os.listdir('/proc/self/task'))
     if threads != 1:
         raise RuntimeError('the zygote has %d threads; a raw clone needs exactly one' % threads)

@@ -89,6 +89,9 @@ type Request struct {
 	Threads   int      `json:"threads"`
 	Control   bool     `json:"control"`
 	TestSkip  string   `json:"test_skip,omitempty"`
+	// Mounts are the NAMEs to attach at /mnt/NAME, one per fd after the
+	// workspace's in the request's SCM_RIGHTS.
+	Mounts []string `json:"mounts,omitempty"`
 }
 
 // Reply is a frame from the zygote.

@@ -1,0 +1,11 @@
+package volume
+
+import "errors"
+
+// Sentinel errors, wrapped with the volume's name.
+var (
+	ErrInvalid  = errors.New("invalid volume request")
+	ErrNotFound = errors.New("no such volume")
+	ErrExists   = errors.New("the volume exists")
+	ErrInUse    = errors.New("the volume is in use")
+)

@@ -1,0 +1,286 @@
+// Package volume is the daemon's store of named volumes: each a sparse
+// ext4 image of its size cap under <state_dir>/volumes/NAME/, attached to
+// a loop device (autoclear) and mounted at <run_dir>/volumes/NAME while
+// the daemon runs. Sandboxes get idmapped clones of that mount
+// (container.Mount); the file API goes through package workspace's
+// fd-based, no-symlink-following operations on its root.
+package volume
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/workspace"
+)
+
+// Size bounds of a volume. Below 16 MiB ext4's own metadata is a large
+// share of the image; above 1 TiB is more than a sandbox volume is for.
+const (
+	MinSize = 16 << 20
+	MaxSize = 1 << 40
+)
+
+// OwnerID is the uid and gid that own a volume's files on disk: every
+// sandbox sees them as its own user's (uid 1000) through its idmapped
+// mount, and the file API creates files with it.
+const OwnerID = container.SandboxUID
+
+// imageName is the image file in a volume's state directory.
+const imageName = "volume.ext4"
+
+// Info describes a volume.
+type Info struct {
+	Name      string
+	SizeBytes int64 // the cap: the image's size
+	UsedBytes int64 // what its filesystem uses (statfs)
+	InUse     int   // live sandboxes that mount it
+}
+
+// Store keeps the volumes of one daemon.
+type Store struct {
+	state string // <state_dir>/volumes: images
+	run   string // <run_dir>/volumes: mount points
+	log   *slog.Logger
+
+	mu   sync.Mutex
+	vols map[string]*vol
+}
+
+type vol struct {
+	name  string
+	size  int64
+	users int
+}
+
+// Open makes the store's directories (root-only) and mounts every volume
+// found in stateDir/volumes, replacing a mount a dead predecessor left at
+// its mount point. A volume that cannot be mounted is logged and left out.
+func Open(stateDir, runDir string, log *slog.Logger) (*Store, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{state: filepath.Join(stateDir, "volumes"), run: filepath.Join(runDir, "volumes"), log: log, vols: map[string]*vol{}}
+	for _, d := range []string{s.state, s.run} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("volumes: %w", err)
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			return nil, fmt.Errorf("volumes: %w", err)
+		}
+	}
+	entries, err := os.ReadDir(s.state)
+	if err != nil {
+		return nil, fmt.Errorf("volumes: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || ValidName(name) != nil {
+			continue
+		}
+		st, err := os.Stat(s.image(name))
+		if err != nil {
+			log.Warn("volume without an image, skipped", "volume", name, "err", err)
+			continue
+		}
+		if err := s.mount(name); err != nil {
+			log.Error("volume not mounted", "volume", name, "err", err)
+			continue
+		}
+		s.vols[name] = &vol{name: name, size: st.Size()}
+	}
+	return s, nil
+}
+
+// ValidName checks a volume name: the rootfs name rule (1 to 63 of a-z,
+// 0-9, '.', '_' and '-', starting with a letter or digit).
+func ValidName(name string) error { return container.ValidMountName(name) }
+
+func (s *Store) image(name string) string { return filepath.Join(s.state, name, imageName) }
+
+// Path is where volume name is mounted on the host while the daemon runs.
+func (s *Store) Path(name string) string { return filepath.Join(s.run, name) }
+
+// Create makes a volume of size bytes (rounded up to 4 KiB) and mounts it.
+func (s *Store) Create(name string, size int64) (Info, error) {
+	if err := ValidName(name); err != nil {
+		return Info{}, fmt.Errorf("%w: volume %w", ErrInvalid, err)
+	}
+	if size < MinSize || size > MaxSize {
+		return Info{}, fmt.Errorf("%w: size_bytes %d: must be between %d (16 MiB) and %d (1 TiB)", ErrInvalid, size, int64(MinSize), int64(MaxSize))
+	}
+	size = (size + 4095) &^ 4095
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.vols[name]; ok {
+		return Info{}, fmt.Errorf("volume %s: %w", name, ErrExists)
+	}
+	dir := filepath.Join(s.state, name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return Info{}, fmt.Errorf("volume %s: %w (a leftover directory %s is in the way)", name, ErrExists, dir)
+		}
+		return Info{}, fmt.Errorf("volume %s: %w", name, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(dir)
+		}
+	}()
+	if err := mkfs(s.image(name), size); err != nil {
+		return Info{}, fmt.Errorf("volume %s: %w", name, err)
+	}
+	if err := s.mount(name); err != nil {
+		return Info{}, fmt.Errorf("volume %s: %w", name, err)
+	}
+	// ext4's lost+found belongs to root: the sandbox would see an
+	// unreadable directory it cannot remove. fsck makes it again if needed.
+	os.Remove(filepath.Join(s.Path(name), "lost+found"))
+	ok = true
+	s.vols[name] = &vol{name: name, size: size}
+	s.log.Info("volume created", "volume", name, "size_bytes", size)
+	return s.infoLocked(s.vols[name]), nil
+}
+
+// mkfs makes a sparse image of size bytes with an ext4 filesystem whose
+// root belongs to OwnerID: no journal (a volume is scratch space that
+// survives restarts, not a database; fsck at mount is cheap at these
+// sizes), no blocks reserved for root (the cap is the sandbox's).
+func mkfs(img string, size int64) error {
+	f, err := os.OpenFile(img, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(size)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	owner := fmt.Sprintf("root_owner=%d:%d", OwnerID, OwnerID)
+	out, err := exec.Command("mkfs.ext4", "-q", "-F", "-O", "^has_journal", "-m", "0", "-E", owner, img).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// List describes every volume, by name.
+func (s *Store) List() []Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Info, 0, len(s.vols))
+	for _, v := range s.vols {
+		out = append(out, s.infoLocked(v))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Names lists the volumes' names, sorted.
+func (s *Store) Names() []string {
+	var out []string
+	for _, in := range s.List() {
+		out = append(out, in.Name)
+	}
+	return out
+}
+
+// Get describes volume name.
+func (s *Store) Get(name string) (Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.vols[name]
+	if !ok {
+		return Info{}, s.notFound(name)
+	}
+	return s.infoLocked(v), nil
+}
+
+func (s *Store) notFound(name string) error {
+	return fmt.Errorf("volume %q: %w; create it with POST /v1/volumes {\"name\": %q, \"size_bytes\": N} or `nsbox volume create %s --size 1G`", name, ErrNotFound, name, name)
+}
+
+func (s *Store) infoLocked(v *vol) Info {
+	in := Info{Name: v.name, SizeBytes: v.size, InUse: v.users}
+	var st unix.Statfs_t
+	if unix.Statfs(s.Path(v.name), &st) == nil {
+		in.UsedBytes = int64(st.Blocks-st.Bfree) * st.Bsize
+	}
+	return in
+}
+
+// Delete unmounts and removes a volume that no live sandbox mounts.
+func (s *Store) Delete(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.vols[name]
+	if !ok {
+		return s.notFound(name)
+	}
+	if v.users > 0 {
+		return fmt.Errorf("volume %s: %w by %d live sandbox(es); end them first", name, ErrInUse, v.users)
+	}
+	if err := unmount(s.Path(name)); err != nil {
+		return fmt.Errorf("volume %s: %w", name, err)
+	}
+	delete(s.vols, name)
+	if err := os.RemoveAll(filepath.Join(s.state, name)); err != nil {
+		return fmt.Errorf("volume %s: %w", name, err)
+	}
+	s.log.Info("volume deleted", "volume", name)
+	return nil
+}
+
+// Acquire marks volume name in use by one sandbox until release (called
+// once the sandbox is gone), and returns its host mount point.
+func (s *Store) Acquire(name string) (dir string, release func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.vols[name]
+	if !ok {
+		return "", nil, s.notFound(name)
+	}
+	v.users++
+	var once sync.Once
+	return s.Path(name), func() {
+		once.Do(func() {
+			s.mu.Lock()
+			v.users--
+			s.mu.Unlock()
+		})
+	}, nil
+}
+
+// Files opens volume name's root for the file API: paths resolve beneath
+// it and no symlink is ever followed. Close the result after use.
+func (s *Store) Files(name string) (*workspace.Workspace, error) {
+	if _, err := s.Get(name); err != nil {
+		return nil, err
+	}
+	return workspace.OpenDir(s.Path(name), OwnerID, OwnerID)
+}
+
+// Close unmounts every volume (each loop device detaches itself once its
+// last mount is gone). Sandboxes must be gone first.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for name := range s.vols {
+		if err := unmount(s.Path(name)); err != nil {
+			errs = append(errs, fmt.Errorf("volume %s: %w", name, err))
+		}
+	}
+	s.vols = map[string]*vol{}
+	return errors.Join(errs...)
+}

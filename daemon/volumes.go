@@ -1,0 +1,283 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/workspace"
+	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/volume"
+)
+
+// Volumes is the daemon's store of named volumes; *volume.Store
+// implements it.
+type Volumes interface {
+	Create(name string, size int64) (volume.Info, error)
+	List() []volume.Info
+	Get(name string) (volume.Info, error)
+	Delete(name string) error
+	// Acquire marks a volume in use by one sandbox until release.
+	Acquire(name string) (dir string, release func(), err error)
+	// Files opens a volume's root for the file API.
+	Files(name string) (*workspace.Workspace, error)
+}
+
+// Dataset is a read-only host directory the operator declared
+// ([[datasets]]), mounted by name.
+type Dataset struct {
+	Name string
+	Path string
+}
+
+// ErrNoVolumes: the daemon was started without a volume store.
+var ErrNoVolumes = errdefs.New(errdefs.ErrUnavailable, "named volumes are not available on this daemon")
+
+// mounts resolves a request's volumes and datasets into the sandbox's
+// mounts; release marks the volumes free again once the sandbox is gone.
+// A caller names volumes and datasets, never a host path.
+func (d *Daemon) mounts(vols []agentapi.VolumeMount, datasets []string) (_ []container.Mount, _ func(), err error) {
+	var out []container.Mount
+	var releases []func()
+	release := func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	if n := len(vols) + len(datasets); n > container.MaxMounts {
+		return nil, nil, errdefs.Field("volumes", "%d volumes and datasets: at most %d per sandbox", n, container.MaxMounts)
+	}
+	targets := map[string]string{}
+	target := func(field, p, what string) error {
+		if _, err := container.MountName(p); err != nil {
+			return errdefs.Field(field, "%v", err)
+		}
+		if other, ok := targets[p]; ok {
+			return errdefs.Field(field, "%s: %s is %s's already", what, p, other)
+		}
+		targets[p] = what
+		return nil
+	}
+	for i, v := range vols {
+		field := fmt.Sprintf("volumes[%d]", i)
+		if err := volume.ValidName(v.Name); err != nil {
+			return nil, nil, errdefs.Field(field+".name", "%v", err)
+		}
+		p := v.Path
+		if p == "" {
+			p = container.MountDir + "/" + v.Name
+		}
+		if err := target(field+".path", p, "volume "+v.Name); err != nil {
+			return nil, nil, err
+		}
+		if d.cfg.Volumes == nil {
+			return nil, nil, ErrNoVolumes
+		}
+		dir, rel, err := d.cfg.Volumes.Acquire(v.Name)
+		if err != nil {
+			return nil, nil, classifyVolume(err)
+		}
+		releases = append(releases, rel)
+		out = append(out, container.Mount{Source: dir, Target: p, ReadOnly: v.ReadOnly, OwnerUID: volume.OwnerID, OwnerGID: volume.OwnerID})
+	}
+	for i, name := range datasets {
+		field := fmt.Sprintf("datasets[%d]", i)
+		ds, ok := d.dataset(name)
+		if !ok {
+			return nil, nil, errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("%s: dataset %q is not declared; the declared datasets are [%s] (GET /v1/info; an operator adds one with [[datasets]] in the config)", field, name, strings.Join(d.datasetNames(), ", ")))
+		}
+		p := container.MountDir + "/" + name
+		if err := target(field, p, "dataset "+name); err != nil {
+			return nil, nil, err
+		}
+		// The directory's owner on disk is the sandbox user's inside.
+		st, err := os.Stat(ds.Path)
+		if err != nil {
+			return nil, nil, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("dataset %s: %v", name, err))
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		out = append(out, container.Mount{Source: ds.Path, Target: p, ReadOnly: true, NoExec: true, OwnerUID: int(sys.Uid), OwnerGID: int(sys.Gid)})
+	}
+	return out, release, nil
+}
+
+func (d *Daemon) dataset(name string) (Dataset, bool) {
+	for _, ds := range d.cfg.Datasets {
+		if ds.Name == name {
+			return ds, true
+		}
+	}
+	return Dataset{}, false
+}
+
+func (d *Daemon) datasetNames() []string {
+	out := []string{}
+	for _, ds := range d.cfg.Datasets {
+		out = append(out, ds.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (d *Daemon) volumeNames() []string {
+	out := []string{}
+	if d.cfg.Volumes != nil {
+		for _, v := range d.cfg.Volumes.List() {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
+// classifyVolume gives a volume store's error its class.
+func classifyVolume(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, volume.ErrNotFound):
+		return errdefs.In(errdefs.ErrNotFound, err)
+	case errors.Is(err, volume.ErrExists), errors.Is(err, volume.ErrInUse):
+		return errdefs.In(errdefs.ErrInUse, err)
+	case errors.Is(err, volume.ErrInvalid):
+		return errdefs.In(errdefs.ErrInvalidArgument, err)
+	}
+	return classify(err)
+}
+
+func wireVolume(in volume.Info) agentapi.Volume {
+	return agentapi.Volume{Name: in.Name, SizeBytes: in.SizeBytes, UsedBytes: in.UsedBytes, InUse: in.InUse}
+}
+
+// CreateVolume makes a named volume.
+func (d *Daemon) CreateVolume(ctx context.Context, req *agentapi.VolumeRequest) (*agentapi.Volume, error) {
+	if d.cfg.Volumes == nil {
+		return nil, ErrNoVolumes
+	}
+	in, err := d.cfg.Volumes.Create(req.Name, req.SizeBytes)
+	if err != nil {
+		return nil, classifyVolume(err)
+	}
+	d.log.Info("volume created", append(callerAttrs(ctx), "volume", in.Name, "size_bytes", in.SizeBytes)...)
+	v := wireVolume(in)
+	return &v, nil
+}
+
+// Volumes describes every named volume.
+func (d *Daemon) Volumes(ctx context.Context) []agentapi.Volume {
+	out := []agentapi.Volume{}
+	if d.cfg.Volumes != nil {
+		for _, in := range d.cfg.Volumes.List() {
+			out = append(out, wireVolume(in))
+		}
+	}
+	return out
+}
+
+// Volume describes one named volume.
+func (d *Daemon) Volume(ctx context.Context, name string) (*agentapi.Volume, error) {
+	if d.cfg.Volumes == nil {
+		return nil, ErrNoVolumes
+	}
+	in, err := d.cfg.Volumes.Get(name)
+	if err != nil {
+		return nil, classifyVolume(err)
+	}
+	v := wireVolume(in)
+	return &v, nil
+}
+
+// DeleteVolume removes a volume and its data; one a live sandbox mounts
+// is refused (409).
+func (d *Daemon) DeleteVolume(ctx context.Context, name string) error {
+	if d.cfg.Volumes == nil {
+		return ErrNoVolumes
+	}
+	if err := d.cfg.Volumes.Delete(name); err != nil {
+		return classifyVolume(err)
+	}
+	d.log.Info("volume deleted", append(callerAttrs(ctx), "volume", name)...)
+	return nil
+}
+
+// volumeFiles runs op on volume name's root, opened for the file API:
+// paths resolve beneath it and no symlink is ever followed.
+func (d *Daemon) volumeFiles(name, p string, op func(*workspace.Workspace) error) error {
+	if d.cfg.Volumes == nil {
+		return ErrNoVolumes
+	}
+	if p != "" {
+		if err := container.ValidPath(p); err != nil {
+			return errdefs.Field("path", "%v", err)
+		}
+	}
+	ws, err := d.cfg.Volumes.Files(name)
+	if err != nil {
+		return classifyVolume(err)
+	}
+	defer ws.Close()
+	return classify(op(ws))
+}
+
+// maxListDepth is how deep a volume's listing goes.
+const maxListDepth = 64
+
+// ListVolumeFiles lists every entry of a volume (symlinks listed, never
+// followed), at most 10,000.
+func (d *Daemon) ListVolumeFiles(ctx context.Context, name string) (*agentapi.FileList, error) {
+	out := &agentapi.FileList{Files: []agentapi.WorkspaceFile{}}
+	err := d.volumeFiles(name, "", func(ws *workspace.Workspace) error {
+		entries, truncated, err := ws.ListDir("", maxListDepth)
+		if err != nil {
+			return err
+		}
+		out.FilesTruncated = truncated
+		for _, e := range entries {
+			out.Files = append(out.Files, wireEntry(e))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReadVolumeFile reads a regular file of a volume, of at most max bytes.
+func (d *Daemon) ReadVolumeFile(ctx context.Context, name, p string, max int64) ([]byte, error) {
+	var data []byte
+	err := d.volumeFiles(name, p, func(ws *workspace.Workspace) (err error) {
+		data, err = ws.ReadFile(p, max)
+		return err
+	})
+	return data, err
+}
+
+// WriteVolumeFile writes a file into a volume (mode 0644, parents made),
+// owned by the volume's owner: the sandbox user's inside.
+func (d *Daemon) WriteVolumeFile(ctx context.Context, name, p string, data []byte) error {
+	return d.volumeFiles(name, p, func(ws *workspace.Workspace) error {
+		return ws.WriteFile(p, data, 0o644)
+	})
+}
+
+// RemoveVolumeFile removes a file (or an empty directory) of a volume.
+func (d *Daemon) RemoveVolumeFile(ctx context.Context, name, p string) error {
+	if p == "" || path.Clean(p) == "." {
+		return errdefs.Field("path", "empty")
+	}
+	return d.volumeFiles(name, p, func(ws *workspace.Workspace) error {
+		return ws.Remove(p)
+	})
+}

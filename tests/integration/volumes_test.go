@@ -1,0 +1,441 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+)
+
+// datasetOwner owns the test dataset on disk: no sandbox's host id, so
+// only the idmapped mount makes its 0600 file readable inside.
+const datasetOwner = 4242
+
+// makeDataset makes <tmp>/secret (the host's) and <tmp>/ref, owned by
+// datasetOwner: a 0600 file and symlinks to ../secret and /etc/hostname.
+func makeDataset(t *testing.T) (dir, secret string) {
+	t.Helper()
+	root := t.TempDir()
+	secret = filepath.Join(root, "secret")
+	dir = filepath.Join(root, "ref")
+	if err := os.WriteFile(secret, []byte("host secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "owned.txt")
+	if err := os.WriteFile(f, []byte("dataset row"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, f} {
+		if err := os.Chown(p, datasetOwner, datasetOwner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range [][2]string{{"../secret", "up"}, {"/etc/hostname", "abs"}} {
+		if err := os.Symlink(l[0], filepath.Join(dir, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, secret
+}
+
+// startVolumeDaemon starts a daemon with the dataset "ref" and extra
+// config; at cleanup, should the test stop before the daemon did, its
+// volume mounts are detached so the temp dir can go.
+func startVolumeDaemon(t *testing.T, dataset, extra string) *daemon {
+	t.Helper()
+	d := startDaemon(t, "--config", volumesConf(t, dataset, extra))
+	t.Cleanup(func() {
+		ents, _ := os.ReadDir(filepath.Join(d.runDir, "volumes"))
+		for _, e := range ents {
+			syscall.Unmount(filepath.Join(d.runDir, "volumes", e.Name()), syscall.MNT_DETACH)
+		}
+	})
+	return d
+}
+
+func volumesConf(t *testing.T, dataset, extra string) string {
+	t.Helper()
+	return writeConf(t, fmt.Sprintf("[[datasets]]\nname = \"ref\"\npath = %q\n%s", dataset, extra))
+}
+
+// wantAPIError fails t unless err is an *agentapi.Error with status and a
+// message containing each of says.
+func wantAPIError(t *testing.T, what string, err error, status int, says ...string) {
+	t.Helper()
+	var ae *agentapi.Error
+	if !errors.As(err, &ae) || ae.Status != status {
+		t.Errorf("%s: err %v, want HTTP %d", what, err, status)
+		return
+	}
+	for _, s := range says {
+		if !strings.Contains(ae.Message, s) {
+			t.Errorf("%s: message %q does not say %q", what, ae.Message, s)
+		}
+	}
+}
+
+// runPy runs Python code with the request's mounts set by tweak.
+func runPyWith(t *testing.T, d *daemon, code string, tweak func(*agentapi.RunRequest)) *agentapi.RunResult {
+	t.Helper()
+	req := &agentapi.RunRequest{Language: agentapi.LanguagePython, Code: code}
+	tweak(req)
+	res, err := d.client.Run(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "ok" {
+		t.Fatalf("run: %s (exit %d): %s", res.Status, res.ExitCode, res.Stderr)
+	}
+	return res
+}
+
+// TestVolumes: a volume persists across sessions and a daemon restart, is
+// owned by the sandbox user inside, enforces its size inside (ENOSPC) while
+// the daemon keeps answering, is read-only when asked, cannot be deleted
+// while mounted, and its file routes never follow a symlink planted
+// inside; an unknown volume is a 404 saying how to make one; a stopped
+// daemon leaves no loop device or mount behind.
+func TestVolumes(t *testing.T) {
+	ds, _ := makeDataset(t)
+	d := startVolumeDaemon(t, ds, "")
+	ctx := context.Background()
+	c := d.client
+
+	v, err := c.CreateVolume(ctx, &agentapi.VolumeRequest{Name: "data", SizeBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.SizeBytes != 16<<20 || v.InUse != 0 {
+		t.Errorf("created %+v", v)
+	}
+	_, err = c.CreateVolume(ctx, &agentapi.VolumeRequest{Name: "data", SizeBytes: 16 << 20})
+	wantAPIError(t, "create twice", err, 409, "exists")
+	_, err = c.CreateVolume(ctx, &agentapi.VolumeRequest{Name: "small", SizeBytes: 1 << 20})
+	wantAPIError(t, "too small", err, 400, "16 MiB")
+	_, err = c.CreateVolume(ctx, &agentapi.VolumeRequest{Name: "../x", SizeBytes: 16 << 20})
+	wantAPIError(t, "bad name", err, 400)
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(info.Volumes) != "[data]" || fmt.Sprint(info.Datasets) != "[ref]" {
+		t.Errorf("info: volumes %v, datasets %v", info.Volumes, info.Datasets)
+	}
+
+	// Unknown names: 404s that say what exists and how to make more.
+	_, err = c.Run(ctx, &agentapi.RunRequest{Argv: []string{"true"}, Volumes: []agentapi.VolumeMount{{Name: "nope"}}})
+	wantAPIError(t, "unknown volume", err, 404, `"nope"`, "nsbox volume create nope")
+	_, err = c.Run(ctx, &agentapi.RunRequest{Argv: []string{"true"}, Datasets: []string{"nope"}})
+	wantAPIError(t, "unknown dataset", err, 404, `"nope"`, "[ref]")
+	_, err = c.CreateSession(ctx, &agentapi.SessionRequest{Volumes: []agentapi.VolumeMount{{Name: "nope"}}})
+	wantAPIError(t, "session with an unknown volume", err, 404, "nope")
+	_, err = c.Run(ctx, &agentapi.RunRequest{Argv: []string{"true"}, Volumes: []agentapi.VolumeMount{{Name: "data", Path: "/etc"}}})
+	wantAPIError(t, "a path outside /mnt", err, 400, "/mnt/NAME")
+
+	// A session writes, plants symlinks and sees its files as uid 1000.
+	s1, err := c.CreateSession(ctx, &agentapi.SessionRequest{Volumes: []agentapi.VolumeMount{{Name: "data"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := sessionOK(t, d, s1.ID, `
+import os
+open('/mnt/data/kept.txt', 'w').write('from session one')
+os.symlink('/etc/passwd', '/mnt/data/abs')
+os.symlink('../..', '/mnt/data/up')
+os.mkdir('/mnt/data/dir')
+os.symlink('/etc', '/mnt/data/dir/etc')
+print(os.stat('/mnt/data/kept.txt').st_uid, os.stat('/mnt/data').st_uid)`)
+	if out != "1000 1000" {
+		t.Errorf("owners inside: %q, want 1000 1000", out)
+	}
+	if v, err := c.Volume(ctx, "data"); err != nil || v.InUse != 1 {
+		t.Errorf("volume while a session mounts it: %+v, %v", v, err)
+	}
+	wantAPIError(t, "delete while mounted", c.DeleteVolume(ctx, "data"), 409, "in use")
+
+	// The file API reads what the session wrote and follows no symlink.
+	if got, err := c.GetVolumeFile(ctx, "data", "kept.txt"); err != nil || string(got) != "from session one" {
+		t.Errorf("read through the API: %q, %v", got, err)
+	}
+	for _, p := range []string{"abs", "up/etc/passwd", "dir/etc/passwd", "../state", "/etc/passwd"} {
+		got, err := c.GetVolumeFile(ctx, "data", p)
+		if err == nil || bytes.Contains(got, []byte("root:")) {
+			t.Errorf("GET volume file %q followed a symlink or escaped: %q, %v", p, got, err)
+		}
+	}
+	if err := c.PutVolumeFile(ctx, "data", "dir/etc/evil", strings.NewReader("x")); err == nil {
+		t.Error("PUT through a symlinked directory succeeded")
+	}
+	if err := c.PutVolumeFile(ctx, "data", "from-api.txt", strings.NewReader("from the API")); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.VolumeFiles(ctx, "data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range list.Files {
+		names = append(names, f.Path)
+		if f.Path == "abs" && (!f.Symlink || f.SymlinkTarget != "/etc/passwd") {
+			t.Errorf("symlink listed as %+v", f)
+		}
+	}
+	if got := strings.Join(names, " "); !strings.Contains(got, "kept.txt") || !strings.Contains(got, "from-api.txt") || strings.Contains(got, "passwd") {
+		t.Errorf("listing: %s", got)
+	}
+	if out := sessionOK(t, d, s1.ID, `import os; print(open('/mnt/data/from-api.txt').read(), os.stat('/mnt/data/from-api.txt').st_uid)`); out != "from the API 1000" {
+		t.Errorf("an API-written file inside: %q", out)
+	}
+	if err := c.DeleteSession(ctx, s1.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitVolumeFree(t, d, "data")
+
+	// A write past the cap fails inside with ENOSPC; the daemon answers.
+	res := runPyWith(t, d, `
+import errno
+try:
+    with open('/mnt/data/big', 'wb') as f:
+        for _ in range(32):
+            f.write(b'x' * (1 << 20))
+            f.flush()
+    print('wrote it all')
+except OSError as e:
+    print(errno.errorcode[e.errno], e.strerror)`, func(r *agentapi.RunRequest) { r.Volumes = []agentapi.VolumeMount{{Name: "data"}} })
+	if got := strings.TrimSpace(res.Stdout); got != "ENOSPC No space left on device" {
+		t.Errorf("writing 32 MiB into a 16 MiB volume: %q", got)
+	}
+	if _, err := c.Health(ctx); err != nil {
+		t.Fatalf("daemon after a full volume: %v", err)
+	}
+	if err := c.DeleteVolumeFile(ctx, "data", "big"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Read-only at another path: reads work, writes are EROFS.
+	res = runPyWith(t, d, `
+import errno
+print(open('/mnt/ro/kept.txt').read())
+try:
+    open('/mnt/ro/new', 'w')
+except OSError as e:
+    print(errno.errorcode[e.errno])`, func(r *agentapi.RunRequest) {
+		r.Volumes = []agentapi.VolumeMount{{Name: "data", Path: "/mnt/ro", ReadOnly: true}}
+	})
+	if got := strings.TrimSpace(res.Stdout); got != "from session one\nEROFS" {
+		t.Errorf("read-only volume: %q", got)
+	}
+
+	// A daemon restart keeps the volume; a new session reads it.
+	if err := d.signal(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("daemon exit: %v", err)
+	}
+	assertVolumesUnmounted(t, d)
+	d.start(t)
+	s2, err := c.CreateSession(ctx, &agentapi.SessionRequest{Volumes: []agentapi.VolumeMount{{Name: "data"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := sessionOK(t, d, s2.ID, `print(open('/mnt/data/kept.txt').read())`); out != "from session one" {
+		t.Errorf("after a restart: %q", out)
+	}
+	if err := c.DeleteSession(ctx, s2.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitVolumeFree(t, d, "data")
+	if err := c.DeleteVolume(ctx, "data"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Volume(ctx, "data")
+	wantAPIError(t, "a deleted volume", err, 404)
+	if err := d.signal(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("daemon exit: %v", err)
+	}
+	assertVolumesUnmounted(t, d)
+}
+
+// TestDatasets: a dataset is readable inside as the sandbox user's, never
+// writable (EROFS), and neither a symlink inside it nor .. from its mount
+// reaches the host's files.
+func TestDatasets(t *testing.T) {
+	ds, secret := makeDataset(t)
+	d := startVolumeDaemon(t, ds, "")
+	res := runPyWith(t, d, `
+import os, errno
+d = '/mnt/ref'
+st = os.stat(d + '/owned.txt')
+print('owner', st.st_uid, st.st_gid)
+print('read', open(d + '/owned.txt').read())
+for p in ('/new', '/owned.txt'):
+    try:
+        open(d + p, 'a')
+        print('write', p, 'ok')
+    except OSError as e:
+        print('write', p, errno.errorcode[e.errno])
+for l in ('up', 'abs'):
+    try:
+        print(l, open(d + '/' + l).read().strip())
+    except OSError as e:
+        print(l, errno.errorcode[e.errno])
+print('above', sorted(os.listdir(d + '/..')))
+print('dotdot', os.path.exists(d + '/../secret'), os.path.exists(d + '/../../secret'))`, func(r *agentapi.RunRequest) { r.Datasets = []string{"ref"} })
+	got := res.Stdout
+	for _, want := range []string{
+		"owner 1000 1000", "read dataset row", "write /new EROFS", "write /owned.txt EROFS",
+		"up ENOENT", "abs sandbox", "above ['ref']", "dotdot False False",
+	} {
+		if !strings.Contains(got, want+"\n") {
+			t.Errorf("inside: no %q in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "host secret") {
+		t.Errorf("the sandbox read %s:\n%s", secret, got)
+	}
+	// Nothing was written to the host directory.
+	if ents, _ := os.ReadDir(ds); len(ents) != 3 {
+		t.Errorf("the dataset directory changed: %v", ents)
+	}
+}
+
+// TestVolumesOnZygoteChildren: sessions and runs forked from a zygote get
+// their volumes and datasets too.
+func TestVolumesOnZygoteChildren(t *testing.T) {
+	name := dataSciRootfs(t)
+	ds, _ := makeDataset(t)
+	d := startVolumeDaemon(t, ds, fmt.Sprintf("[zygote]\nrootfs = [%q]\nchildren = 4\n", name))
+	d.waitZygote(t, 0)
+	ctx := context.Background()
+	if _, err := d.client.CreateVolume(ctx, &agentapi.VolumeRequest{Name: "zv", SizeBytes: 16 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{Rootfs: name, Volumes: []agentapi.VolumeMount{{Name: "zv"}}, Datasets: []string{"ref"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := sessionOK(t, d, s.ID, `
+import os
+open('/mnt/zv/z.txt', 'w').write('forked')
+print(os.stat('/mnt/zv/z.txt').st_uid, open('/mnt/ref/owned.txt').read())`)
+	if out != "1000 dataset row" {
+		t.Errorf("zygote child session: %q", out)
+	}
+	res := runPyWith(t, d, `print(open('/mnt/zv/z.txt').read())`, func(r *agentapi.RunRequest) {
+		r.Rootfs = name
+		r.Volumes = []agentapi.VolumeMount{{Name: "zv", ReadOnly: true}}
+	})
+	if strings.TrimSpace(res.Stdout) != "forked" {
+		t.Errorf("zygote child run: %q", res.Stdout)
+	}
+	d.client.DeleteSession(ctx, s.ID)
+	d.checkForked(t, 2)
+	if err := d.signal(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("daemon exit: %v", err)
+	}
+	assertVolumesUnmounted(t, d)
+}
+
+// sessionOK runs code in session id and returns its trimmed stdout.
+func sessionOK(t *testing.T, d *daemon, id, code string) string {
+	t.Helper()
+	res, err := d.client.Exec(context.Background(), id, &agentapi.ExecRequest{Code: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "ok" {
+		t.Fatalf("exec: %s: %s %s", res.Status, res.Stderr, res.Error)
+	}
+	return strings.TrimSpace(res.Stdout)
+}
+
+// waitVolumeFree polls until no sandbox mounts volume name (a session's
+// sandbox goes a moment after its DELETE is answered).
+func waitVolumeFree(t *testing.T, d *daemon, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		v, err := d.client.Volume(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.InUse == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("volume %s still in use: %+v", name, v)
+		}
+	}
+}
+
+// assertVolumesUnmounted fails t if a mount under the daemon's run dir, a
+// sandbox cgroup or a loop device on one of its images is left after it
+// stopped.
+func assertVolumesUnmounted(t *testing.T, d *daemon) {
+	t.Helper()
+	if left := d.leftoverMounts(t); len(left) > 0 {
+		t.Errorf("mounts left after the daemon stopped: %v", left)
+	}
+	if left := d.leftoverCgroups(t); len(left) > 0 {
+		t.Errorf("cgroups left after the daemon stopped: %v", left)
+	}
+	state := filepath.Join(filepath.Dir(d.runDir), "state", "volumes")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		out, _ := exec.Command("losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE").Output()
+		if !strings.Contains(string(out), state) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("loop devices left on %s:\n%s", state, out)
+			return
+		}
+	}
+}
+
+// TestVolumeCLI: `nsbox volume` and --volume/--dataset as a user types
+// them.
+func TestVolumeCLI(t *testing.T) {
+	ds, _ := makeDataset(t)
+	d := startVolumeDaemon(t, ds, "")
+	sock := []string{"--socket", d.sock}
+	cli := func(stdin string, args ...string) string {
+		t.Helper()
+		out, errOut, code := runCLI(t, stdin, args...)
+		if code != 0 {
+			t.Fatalf("nsbox %v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	cli("", append([]string{"volume", "create", "cli", "--size", "16M"}, sock...)...)
+	cli("from stdin", append([]string{"volume", "cp", "-", "cli:in/a.txt"}, sock...)...)
+	out := cli("", append(append([]string{"exec"}, sock...), "--volume", "cli:/mnt/w", "--dataset", "ref", "--",
+		"sh", "-c", "cat /mnt/w/in/a.txt; echo; cat /mnt/ref/owned.txt; echo; echo out > /mnt/w/b.txt")...)
+	if out != "from stdin\ndataset row\n" {
+		t.Errorf("exec with --volume and --dataset: %q", out)
+	}
+	if out := cli("", append([]string{"volume", "cp", "cli:b.txt", "-"}, sock...)...); out != "out\n" {
+		t.Errorf("volume cp out: %q", out)
+	}
+	if out := cli("", append([]string{"volume", "ls"}, sock...)...); !strings.Contains(out, "cli") || !strings.Contains(out, "16 MiB") {
+		t.Errorf("volume ls:\n%s", out)
+	}
+	if _, errOut, code := runCLI(t, "", append(append([]string{"exec"}, sock...), "--volume", "cli:/mnt/w", "--", "sh", "-c", "echo x > /mnt/w/c")...); code != 0 {
+		t.Errorf("exec: %d %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "", append(append([]string{"exec"}, sock...), "--volume", "cli:ro", "--", "sh", "-c", "echo x > /mnt/cli/c")...); code == 0 || !strings.Contains(errOut, "Read-only file system") {
+		t.Errorf("exec on a read-only volume: exit %d, %s", code, errOut)
+	}
+	cli("", append([]string{"volume", "rm", "cli"}, sock...)...)
+	if out := cli("", append([]string{"volume", "ls"}, sock...)...); strings.Contains(out, "cli") {
+		t.Errorf("volume ls after rm:\n%s", out)
+	}
+}
