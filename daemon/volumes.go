@@ -152,6 +152,8 @@ func classifyVolume(err error) error {
 		return errdefs.In(errdefs.ErrInUse, err)
 	case errors.Is(err, volume.ErrInvalid):
 		return errdefs.In(errdefs.ErrInvalidArgument, err)
+	case errors.Is(err, volume.ErrNoSpace):
+		return errdefs.In(errdefs.ErrNoSpace, err)
 	}
 	return classify(err)
 }

@@ -8,4 +8,7 @@ var (
 	ErrNotFound = errors.New("no such volume")
 	ErrExists   = errors.New("the volume exists")
 	ErrInUse    = errors.New("the volume is in use")
+	// ErrNoSpace: the store cannot take the volume (MaxCount volumes, or
+	// more than the disk under the store can still hold).
+	ErrNoSpace = errors.New("no room for the volume")
 )

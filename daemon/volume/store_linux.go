@@ -30,6 +30,10 @@ const (
 	MaxSize = 1 << 40
 )
 
+// MaxCount bounds the volumes of one daemon: each holds a loop device, a
+// host-wide resource, while the daemon runs.
+const MaxCount = 64
+
 // OwnerID is the uid and gid that own a volume's files on disk: every
 // sandbox sees them as its own user's (uid 1000) through its idmapped
 // mount, and the file API creates files with it.
@@ -52,6 +56,8 @@ type Store struct {
 	run   string // <run_dir>/volumes: mount points
 	log   *slog.Logger
 
+	maxCount int // MaxCount; tests lower it
+
 	mu   sync.Mutex
 	vols map[string]*vol
 }
@@ -69,7 +75,7 @@ func Open(stateDir, runDir string, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{state: filepath.Join(stateDir, "volumes"), run: filepath.Join(runDir, "volumes"), log: log, vols: map[string]*vol{}}
+	s := &Store{state: filepath.Join(stateDir, "volumes"), run: filepath.Join(runDir, "volumes"), log: log, vols: map[string]*vol{}, maxCount: MaxCount}
 	for _, d := range []string{s.state, s.run} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("volumes: %w", err)
@@ -124,6 +130,9 @@ func (s *Store) Create(name string, size int64) (Info, error) {
 	if _, ok := s.vols[name]; ok {
 		return Info{}, fmt.Errorf("volume %s: %w", name, ErrExists)
 	}
+	if err := s.roomLocked(name, size); err != nil {
+		return Info{}, err
+	}
 	dir := filepath.Join(s.state, name)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, os.ErrExist) {
@@ -150,6 +159,29 @@ func (s *Store) Create(name string, size int64) (Info, error) {
 	s.vols[name] = &vol{name: name, size: size}
 	s.log.Info("volume created", "volume", name, "size_bytes", size)
 	return s.infoLocked(s.vols[name]), nil
+}
+
+// roomLocked refuses a volume of size when the store has MaxCount volumes,
+// or when the filesystem under the store could not hold it besides what
+// the volumes there may still grow by: the images are sparse, so without
+// this check volumes filled from sandboxes could fill the host's disk.
+func (s *Store) roomLocked(name string, size int64) error {
+	if len(s.vols) >= s.maxCount {
+		return fmt.Errorf("volume %s: %w: the daemon has %d volumes, its maximum (each holds a loop device); delete one (nsbox volume rm)", name, ErrNoSpace, len(s.vols))
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.state, &st); err != nil {
+		return fmt.Errorf("volume %s: %w", name, err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	var promised int64
+	for _, v := range s.vols {
+		promised += max(0, v.size-s.infoLocked(v).UsedBytes)
+	}
+	if size > free-promised {
+		return fmt.Errorf("volume %s of %d bytes: %w: the filesystem of %s has %d bytes free and its volumes may still grow by %d; choose a smaller size or delete a volume", name, size, ErrNoSpace, s.state, free, promised)
+	}
+	return nil
 }
 
 // mkfs makes a sparse image of size bytes with an ext4 filesystem whose

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func requireRoot(t *testing.T) {
@@ -110,4 +112,45 @@ func TestStorePersistsAndCleansUp(t *testing.T) {
 		t.Errorf("state left after delete: %v", err)
 	}
 	s.Close()
+}
+
+// TestStoreRefusesWhatTheDiskCannotHold checks that a flood of volume
+// creates cannot promise more than the disk under the store holds (the
+// images are sparse: sandboxes filling them would fill the host's disk),
+// nor take more than maxCount loop devices; each refusal leaves nothing.
+func TestStoreRefusesWhatTheDiskCannotHold(t *testing.T) {
+	requireRoot(t)
+	state, run := t.TempDir(), t.TempDir()
+	if err := unix.Mount("tmpfs", state, "tmpfs", 0, "size=64m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(state, unix.MNT_DETACH) })
+	s, err := Open(state, run, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.maxCount = 2
+	if _, err := s.Create("a", MinSize); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create("big", 60<<20); !errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), "may still grow by") {
+		t.Fatalf("a 60 MiB volume on a 64 MiB disk holding a 16 MiB one: %v, want ErrNoSpace", err)
+	}
+	if _, err := s.Create("b", MinSize); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create("c", MinSize); !errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), "its maximum") {
+		t.Fatalf("a third volume with maxCount 2: %v, want ErrNoSpace", err)
+	}
+	for _, name := range []string{"big", "c"} {
+		if _, err := os.Stat(filepath.Join(state, "volumes", name)); !os.IsNotExist(err) {
+			t.Errorf("a refused volume left %s: %v", name, err)
+		}
+	}
+	for _, name := range []string{"a", "b"} {
+		if err := s.Delete(name); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
