@@ -185,6 +185,9 @@ func (s *parkStore) write(rec parkRecord, st *runner.State, ws *container.Worksp
 	if used+need > maxBytes {
 		return nil, s.full(id, need, used, maxBytes)
 	}
+	if err := diskRoom(s.dir, need); err != nil {
+		return nil, fmt.Errorf("park %s: %w", id, err)
+	}
 	tmp := filepath.Join(s.dir, parkTmp+id)
 	_ = os.RemoveAll(tmp)
 	if err := os.Mkdir(tmp, 0o700); err != nil {
@@ -292,6 +295,27 @@ func syncDir(dir string) error {
 }
 
 // mapDiskErr makes a full disk the park's ErrParkFull class (507).
+// diskReserve is what a park leaves free on the state directory's disk:
+// a twentieth of the filesystem, at most 1 GiB, for the host's own use.
+func diskReserve(st *unix.Statfs_t) int64 {
+	return min(int64(st.Blocks)*st.Bsize/20, 1<<30)
+}
+
+// diskRoom refuses a park of need bytes that would eat into the state
+// directory's disk reserve: park_max_bytes caps what parked sessions
+// hold, this keeps a host whose disk is smaller than it usable.
+func diskRoom(dir string, need int64) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return err
+	}
+	free, reserve := int64(st.Bavail)*st.Bsize, diskReserve(&st)
+	if need > free-reserve {
+		return fmt.Errorf("%w: it needs %d bytes and the disk of %s has %d free, %d of them kept for the host", ErrParkFull, need, dir, free, reserve)
+	}
+	return nil
+}
+
 func mapDiskErr(err error) error {
 	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 		return fmt.Errorf("%w: the state directory's disk is full (%v)", ErrParkFull, err)

@@ -2,11 +2,15 @@ package daemon
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/agentapi"
 )
@@ -56,5 +60,24 @@ func TestOpenParkStore(t *testing.T) {
 	}
 	if p := s.get("live"); p.wire().State != agentapi.SessionParked || p.wire().ParkedAt == nil {
 		t.Errorf("wire: %+v", p.wire())
+	}
+}
+
+// TestDiskRoom checks that a park is refused before it would eat into the
+// state disk's reserve, whatever park_max_bytes allows.
+func TestDiskRoom(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: mounts a small tmpfs as the state disk")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64m"); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(dir, unix.MNT_DETACH)
+	if err := diskRoom(dir, 1<<20); err != nil {
+		t.Errorf("1 MiB on an empty 64 MiB disk: %v", err)
+	}
+	if err := diskRoom(dir, 62<<20); !errors.Is(err, ErrParkFull) || !strings.Contains(err.Error(), "kept for the host") {
+		t.Errorf("62 MiB on a 64 MiB disk (3.2 MiB reserved): %v, want ErrParkFull", err)
 	}
 }
