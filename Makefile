@@ -9,7 +9,7 @@ TEST_ROOTFS  ?= minimal
 SOAK_ROOTFS  ?= $(TEST_ROOTFS)
 GOFLAGS_STATIC := -tags netgo,osusergo -trimpath
 LDFLAGS      := -s -w -X main.version=$(VERSION) -linkmode external -extldflags "-static"
-APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap runc python3 ca-certificates git python3-venv python3-wheel-whl python3-pyflakes
+APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap runc python3 ca-certificates git python3-venv python3-wheel-whl python3-pyflakes e2fsprogs
 
 export CGO_ENABLED := 1
 

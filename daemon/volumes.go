@@ -154,6 +154,8 @@ func classifyVolume(err error) error {
 		return errdefs.In(errdefs.ErrInvalidArgument, err)
 	case errors.Is(err, volume.ErrNoSpace):
 		return errdefs.In(errdefs.ErrNoSpace, err)
+	case errors.Is(err, volume.ErrNoTools):
+		return errdefs.In(errdefs.ErrUnavailable, err)
 	}
 	return classify(err)
 }

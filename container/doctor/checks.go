@@ -61,6 +61,10 @@ type Facts struct {
 	SocketErr error // connecting to the daemon socket
 
 	InitBinary string // nsbox-init next to this binary; "" when there is none
+
+	// VolumeTools lists what named volumes need and this host lacks
+	// (mkfs.ext4, e2fsck, /dev/loop-control).
+	VolumeTools []string
 }
 
 // Diagnose judges the host facts.
@@ -139,6 +143,13 @@ func Diagnose(f Facts) []Check {
 		add("sandbox init", StatusOK, f.InitBinary, "")
 	} else {
 		add("sandbox init", StatusWarn, "no nsbox-init next to this binary: nsbox re-executes itself as init (~5 ms more CPU per sandbox)", "install bin/nsbox-init next to nsbox (make build install)")
+	}
+
+	if len(f.VolumeTools) == 0 {
+		add("volumes", StatusOK, "mkfs.ext4, e2fsck and /dev/loop-control present", "")
+	} else {
+		add("volumes", StatusWarn, "named volumes cannot be made here: no "+strings.Join(f.VolumeTools, ", "),
+			"apt-get install e2fsprogs (mkfs.ext4, e2fsck); load the loop module (modprobe loop) for /dev/loop-control")
 	}
 
 	if f.SocketErr == nil {

@@ -63,7 +63,8 @@ func TestDiagnose(t *testing.T) {
 			host:     func(t *testing.T) Facts { return goodHost(t, "proc-hybrid") },
 			runnable: true,
 			want: map[string]Status{"root": StatusOK, "cgroup mode": StatusOK, "cgroup memory": StatusOK,
-				"cgroup pids": StatusOK, "cgroup cpu": StatusOK, "CLONE_INTO_CGROUP": StatusOK, "daemon socket": StatusOK, "sandbox init": StatusOK},
+				"cgroup pids": StatusOK, "cgroup cpu": StatusOK, "CLONE_INTO_CGROUP": StatusOK, "daemon socket": StatusOK, "sandbox init": StatusOK,
+				"volumes": StatusOK},
 			detail: map[string]string{
 				"cgroup mode":       "hybrid: v1 controllers at /sys/fs/cgroup/<ctrl>, empty cgroup2 at /sys/fs/cgroup/unified",
 				"cgroup memory":     "/sys/fs/cgroup/memory/process_api/216498d4bd190430ae9b4ca3b085aa35",
@@ -161,6 +162,17 @@ func TestDiagnose(t *testing.T) {
 			runnable: true,
 			want:     map[string]Status{"rootfs store": StatusWarn},
 			detail:   map[string]string{"rootfs store": "no rootfs"},
+		},
+		{
+			name: "no e2fsprogs",
+			host: func(t *testing.T) Facts {
+				f := goodHost(t, "proc-hybrid")
+				f.VolumeTools = []string{"mkfs.ext4", "e2fsck"}
+				return f
+			},
+			runnable: true, // runs and sessions work; volumes do not
+			want:     map[string]Status{"volumes": StatusWarn},
+			detail:   map[string]string{"volumes": "no mkfs.ext4, e2fsck"},
 		},
 	}
 	for _, tc := range tests {

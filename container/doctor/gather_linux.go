@@ -46,6 +46,14 @@ func Gather(store, socket string) Facts {
 	} else {
 		unix.Close(fd)
 	}
+	for _, tool := range []string{"mkfs.ext4", "e2fsck"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			f.VolumeTools = append(f.VolumeTools, tool)
+		}
+	}
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		f.VolumeTools = append(f.VolumeTools, "/dev/loop-control")
+	}
 	b, _ = os.ReadFile("/proc/filesystems")
 	f.Filesystems = string(b)
 	if exe, err := os.Executable(); err == nil {

@@ -189,6 +189,9 @@ func (s *Store) roomLocked(name string, size int64) error {
 // survives restarts, not a database; fsck at mount is cheap at these
 // sizes), no blocks reserved for root (the cap is the sandbox's).
 func mkfs(img string, size int64) error {
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		return ErrNoTools
+	}
 	f, err := os.OpenFile(img, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
