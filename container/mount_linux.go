@@ -265,3 +265,19 @@ func newIdmap(k idmapKey) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// IdmapSupported reports whether dir can be mounted in sandboxes (its
+// filesystem takes idmapped mounts on this kernel: ext4, xfs, btrfs from
+// Linux 5.12, tmpfs from 6.3), by making, and dropping, one such mount.
+func IdmapSupported(dir string) error {
+	ns, err := newIdmap(idmapKey{diskUID: 0, diskGID: 0, host: 65534})
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	f, err := cloneIdmapped(Mount{Source: dir, Target: "/mnt/probe"}, ns)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}

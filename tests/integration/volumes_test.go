@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container"
 )
 
 // datasetOwner owns the test dataset on disk: no sandbox's host id, so
@@ -47,7 +48,24 @@ func makeDataset(t *testing.T) (dir, secret string) {
 			t.Fatal(err)
 		}
 	}
+	if err := container.IdmapSupported(dir); err != nil {
+		t.Skipf("the filesystem of %s takes no idmapped mounts on this kernel (tmpfs does from Linux 6.3; set TMPDIR to ext4, xfs or btrfs): %v", dir, err)
+	}
 	return dir, secret
+}
+
+// requireVolumes skips t where named volumes cannot be made: no loop
+// devices or no e2fsprogs (the cgroup v2 VM has no loop module).
+func requireVolumes(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		t.Skipf("named volumes need loop devices: %v", err)
+	}
+	for _, tool := range []string{"mkfs.ext4", "e2fsck"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("named volumes need e2fsprogs: %v", err)
+		}
+	}
 }
 
 // startVolumeDaemon starts a daemon with the dataset "ref" and extra
@@ -108,6 +126,7 @@ func runPyWith(t *testing.T, d *daemon, code string, tweak func(*agentapi.RunReq
 // inside; an unknown volume is a 404 saying how to make one; a stopped
 // daemon leaves no loop device or mount behind.
 func TestVolumes(t *testing.T) {
+	requireVolumes(t)
 	ds, _ := makeDataset(t)
 	d := startVolumeDaemon(t, ds, "")
 	ctx := context.Background()
@@ -312,6 +331,7 @@ print('dotdot', os.path.exists(d + '/../secret'), os.path.exists(d + '/../../sec
 // TestVolumesOnZygoteChildren: sessions and runs forked from a zygote get
 // their volumes and datasets too.
 func TestVolumesOnZygoteChildren(t *testing.T) {
+	requireVolumes(t)
 	name := dataSciRootfs(t)
 	ds, _ := makeDataset(t)
 	d := startVolumeDaemon(t, ds, fmt.Sprintf("[zygote]\nrootfs = [%q]\nchildren = 4\n", name))
@@ -404,6 +424,7 @@ func assertVolumesUnmounted(t *testing.T, d *daemon) {
 // TestVolumeCLI: `nsbox volume` and --volume/--dataset as a user types
 // them.
 func TestVolumeCLI(t *testing.T) {
+	requireVolumes(t)
 	ds, _ := makeDataset(t)
 	d := startVolumeDaemon(t, ds, "")
 	sock := []string{"--socket", d.sock}
