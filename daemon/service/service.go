@@ -136,6 +136,11 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		Volumes:       vols,
 	}
 	for _, ds := range cfg.Datasets {
+		// Checked now, not at the first run that asks: a dataset the
+		// kernel cannot mount would fail every one of them.
+		if err := container.IdmapSupported(ds.Path); err != nil {
+			return fmt.Errorf("[[datasets]] %s: %s cannot be mounted in sandboxes: %w", ds.Name, ds.Path, err)
+		}
 		dcfg.Datasets = append(dcfg.Datasets, daemon.Dataset{Name: ds.Name, Path: ds.Path})
 	}
 	if dcfg.Egress, err = egressOptions(cfg, log.With("component", "egress")); err != nil {

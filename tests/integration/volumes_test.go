@@ -460,3 +460,29 @@ func TestVolumeCLI(t *testing.T) {
 		t.Errorf("volume ls after rm:\n%s", out)
 	}
 }
+
+// TestDatasetOnAFilesystemWithoutIdmap: a dataset the kernel cannot mount
+// in sandboxes (procfs takes no idmapped mounts) stops the daemon at start
+// with the dataset's name and why, instead of failing every run that asks.
+func TestDatasetOnAFilesystemWithoutIdmap(t *testing.T) {
+	if buildErr != nil || nsboxBin == "" {
+		t.Skip("requires root: the nsbox binary is built by TestMain as root")
+	}
+	dir := t.TempDir()
+	conf := writeConf(t, "[[datasets]]\nname = \"procfs\"\npath = \"/proc/sys\"\n")
+	cmd := execNsbox("daemon", "--config", conf, "--socket", filepath.Join(dir, "s.sock"), "--state-dir", filepath.Join(dir, "state"),
+		"--run-dir", filepath.Join(dir, "run"), "--cgroup-name", randomName("nsbox-it-"))
+	done := make(chan struct{})
+	time.AfterFunc(30*time.Second, func() {
+		select {
+		case <-done:
+		default:
+			cmd.Process.Kill()
+		}
+	})
+	out, err := cmd.CombinedOutput()
+	close(done)
+	if err == nil || !strings.Contains(string(out), "[[datasets]] procfs: /proc/sys cannot be mounted in sandboxes") {
+		t.Fatalf("daemon with a procfs dataset: %v\n%s\nwant a refusal naming the dataset", err, out)
+	}
+}
