@@ -11,6 +11,7 @@ var (
 	// ErrNoSpace: the store cannot take the volume (MaxCount volumes, or
 	// more than the disk under the store can still hold).
 	ErrNoSpace = errors.New("no room for the volume")
-	// ErrNoTools: the host lacks e2fsprogs (mkfs.ext4, e2fsck).
-	ErrNoTools = errors.New("named volumes need e2fsprogs on the host (apt-get install e2fsprogs; nsbox doctor checks it)")
+	// ErrNoTools: the host lacks what volumes need (e2fsprogs, loop
+	// devices); the wrapping error says which and how to get it.
+	ErrNoTools = errors.New("named volumes are not available on this host")
 )

@@ -190,7 +190,10 @@ func (s *Store) roomLocked(name string, size int64) error {
 // sizes), no blocks reserved for root (the cap is the sandbox's).
 func mkfs(img string, size int64) error {
 	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
-		return ErrNoTools
+		return fmt.Errorf("%w: no mkfs.ext4 (apt-get install e2fsprogs; nsbox doctor checks it)", ErrNoTools)
+	}
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		return fmt.Errorf("%w: no loop devices, %v (modprobe loop; nsbox doctor checks it)", ErrNoTools, err)
 	}
 	f, err := os.OpenFile(img, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_CLOEXEC, 0o600)
 	if err != nil {
