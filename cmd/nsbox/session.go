@@ -261,12 +261,20 @@ func splitRemote(s string) (id, p string, ok bool) {
 }
 
 func sessionCopy(c *cli.Context) error {
+	cl := sessionClient(c)
+	return copyRemote(c, "nsbox session cp LOCAL ID:PATH | ID:PATH LOCAL", "ID", cl.PutFile, cl.GetFile)
+}
+
+// copyRemote is a `cp` between a local file (or -, stdin or stdout) and
+// KEY:PATH on the daemon (a session's or a volume's file), through put
+// and get; key names KEY in the errors.
+func copyRemote(c *cli.Context, usage, key string, put func(ctx context.Context, k, p string, r io.Reader) error,
+	get func(ctx context.Context, k, p string) ([]byte, error)) error {
 	if c.NArg() != 2 {
-		return errors.New("usage: nsbox session cp LOCAL ID:PATH | ID:PATH LOCAL")
+		return cmdline.UsageError(c, "usage: %s", usage)
 	}
 	src, dst := c.Args().Get(0), c.Args().Get(1)
-	cl := sessionClient(c)
-	if id, p, ok := splitRemote(dst); ok {
+	if k, p, ok := splitRemote(dst); ok {
 		var r io.Reader = os.Stdin
 		if src != "-" {
 			f, err := os.Open(src)
@@ -276,13 +284,13 @@ func sessionCopy(c *cli.Context) error {
 			defer f.Close()
 			r = f
 		}
-		return cl.PutFile(c.Context, id, p, r)
+		return put(c.Context, k, p, r)
 	}
-	id, p, ok := splitRemote(src)
+	k, p, ok := splitRemote(src)
 	if !ok {
-		return fmt.Errorf("one of %q and %q must be ID:PATH", src, dst)
+		return cmdline.UsageError(c, "one of %q and %q must be %s:PATH", src, dst, key)
 	}
-	data, err := cl.GetFile(c.Context, id, p)
+	data, err := get(c.Context, k, p)
 	if err != nil {
 		return err
 	}

@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -94,41 +91,6 @@ func volumeRemove(c *cli.Context) error {
 // volumeCopy is `nsbox volume cp`: one side is NAME:PATH, the other a
 // local file or - (stdin or stdout).
 func volumeCopy(c *cli.Context) error {
-	if c.NArg() != 2 {
-		return cmdline.UsageError(c, "usage: nsbox volume cp LOCAL NAME:PATH | NAME:PATH LOCAL")
-	}
-	src, dst := c.Args().Get(0), c.Args().Get(1)
 	cl := sessionClient(c)
-	if name, p, ok := splitVolume(dst); ok {
-		var r io.Reader = os.Stdin
-		if src != "-" {
-			f, err := os.Open(src)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			r = f
-		}
-		return cl.PutVolumeFile(c.Context, name, p, r)
-	}
-	name, p, ok := splitVolume(src)
-	if !ok {
-		return cmdline.UsageError(c, "one of %q and %q must be NAME:PATH", src, dst)
-	}
-	data, err := cl.GetVolumeFile(c.Context, name, p)
-	if err != nil {
-		return err
-	}
-	if dst == "-" {
-		_, err = os.Stdout.Write(data)
-		return err
-	}
-	return os.WriteFile(dst, data, 0o644)
-}
-
-// splitVolume splits NAME:PATH; a local path with a colon has a slash
-// before it (./a:b).
-func splitVolume(s string) (name, p string, ok bool) {
-	name, p, ok = strings.Cut(s, ":")
-	return name, p, ok && name != "" && p != "" && !strings.ContainsRune(name, '/')
+	return copyRemote(c, "nsbox volume cp LOCAL NAME:PATH | NAME:PATH LOCAL", "NAME", cl.PutVolumeFile, cl.GetVolumeFile)
 }
