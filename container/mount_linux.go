@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/container/internal/cleanup"
+	"github.com/nsbox/nsbox/rootfs"
 )
 
 // MaxMounts is how many Spec.Mounts one sandbox may have: each is an fd in
@@ -27,17 +28,8 @@ const MountDir = "/mnt"
 // 0-9, '.', '_' and '-', starting with a letter or digit (the rootfs and
 // volume name rule), so it is one path element, never "." or "..".
 func ValidMountName(name string) error {
-	if len(name) == 0 || len(name) > 63 {
-		return fmt.Errorf("mount name %q: use 1 to 63 characters", name)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '-'):
-		default:
-			return fmt.Errorf("mount name %q: use a-z, 0-9, '.', '_' and '-', starting with a letter or digit", name)
-		}
+	if rootfs.ValidName(name) != nil {
+		return fmt.Errorf("mount name %q: use 1 to 63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", name)
 	}
 	return nil
 }
