@@ -166,7 +166,7 @@ func (s *Server) describe(sb *sandbox, sess *agentapi.Session, secrets bool) san
 	if sess != nil {
 		started, end := sess.CreatedAt, sess.ExpiresAt
 		out.StartedAt, out.EndAt = &started, &end
-		if sess.State == agentapi.SessionPaused {
+		if sess.State == agentapi.SessionParked || sess.State == agentapi.SessionPaused {
 			out.State = "paused"
 		}
 	}
@@ -300,7 +300,7 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// timeoutRequest is the body of /timeout, /connect and /refreshes.
+// timeoutRequest is the body of /timeout and /refreshes.
 type timeoutRequest struct {
 	Timeout  *int64 `json:"timeout"`  // seconds
 	Duration *int64 `json:"duration"` // seconds, /refreshes
@@ -347,22 +347,6 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// handleConnect answers a running sandbox (its timeout extended when one
-// is given); nsbox has no paused E2B sandboxes to resume.
-func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
-	var req timeoutRequest
-	if err := decode(r, &req); err != nil {
-		writeErr(w, err)
-		return
-	}
-	sb, sess, err := s.setTimeout(r.Context(), r.PathValue("id"), req.Timeout)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, s.describe(sb, sess, true))
 }
 
 // metric is one of E2B's SandboxMetric samples.
