@@ -111,7 +111,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 func unsupportedCreate(req *createRequest) error {
 	switch {
 	case req.AutoPause != nil && *req.AutoPause:
-		return errdefs.Field("autoPause", "pausing on timeout is not supported by nsbox's E2B endpoint yet; a sandbox ends at its timeout")
+		return errdefs.Field("autoPause", "pausing at the timeout (onTimeout: \"pause\") is not supported by nsbox's E2B endpoint: a sandbox ends at its timeout; pause it with Sandbox.pause before then")
 	case req.AutoResume != nil:
 		return errdefs.Field("autoResume", "not supported by nsbox's E2B endpoint")
 	case req.Network != nil:
@@ -185,9 +185,16 @@ func (s *Server) live(ctx context.Context, id string) (*sandbox, *agentapi.Sessi
 		return nil, nil, errdefs.In(errdefs.ErrNotFound, fmt.Errorf("sandbox %q not found", id))
 	}
 	sess, err := s.core.Session(ctx, id)
-	if err == nil && sess.State == agentapi.SessionDead {
+	switch {
+	case err != nil:
+	case sess.State == agentapi.SessionDead:
 		_ = s.core.DeleteSession(ctx, id)
 		err = errdefs.In(errdefs.ErrNotFound, fmt.Errorf("sandbox %q ended: %s", id, sess.DeadReason))
+	case sess.State == agentapi.SessionParked && !time.Now().Before(sess.ExpiresAt):
+		// A parked session keeps its lifetime: past it, the paused
+		// sandbox is gone, as at a running one's timeout.
+		_ = s.core.DeleteSession(ctx, id)
+		err = errdefs.In(errdefs.ErrNotFound, fmt.Errorf("sandbox %q ended while paused: its timeout passed", id))
 	}
 	if err != nil {
 		if errors.Is(err, errdefs.ErrNotFound) {

@@ -112,6 +112,20 @@ func TestPauseResume(t *testing.T) {
 		t.Fatalf("lifetime after a resume with no timeout %v, want %v", got, DefaultTimeout)
 	}
 
+	// A paused sandbox whose timeout passed is gone.
+	do(t, s, "POST", "/sandboxes/"+id+"/pause", "", api(keyA))
+	core.mu.Lock()
+	core.sessions[id].ExpiresAt = time.Now().Add(-time.Second)
+	core.mu.Unlock()
+	if w := do(t, s, "POST", "/v2/sandboxes/"+id+"/connect", `{}`, api(keyA)); w.Code != http.StatusNotFound {
+		t.Fatalf("connect to a paused sandbox past its timeout: %d %s, want 404", w.Code, w.Body)
+	}
+	if _, err := core.Session(context.Background(), id); err == nil {
+		t.Fatal("the expired paused sandbox's session was not deleted")
+	}
+	b := create(t, s, keyA, `{}`)
+	id = b.SandboxID
+
 	// A busy sandbox is not "already paused" (409 would tell the SDK so).
 	core.mu.Lock()
 	core.sessions[id].State = agentapi.SessionBusy
