@@ -111,7 +111,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 func unsupportedCreate(req *createRequest) error {
 	switch {
 	case req.AutoPause != nil && *req.AutoPause:
-		return errdefs.Field("autoPause", "pausing on timeout is not supported by nsbox's E2B endpoint yet; a sandbox ends at its timeout")
+		return errdefs.Field("autoPause", "pausing at the timeout (onTimeout: \"pause\") is not supported by nsbox's E2B endpoint: a sandbox ends at its timeout; pause it with Sandbox.pause before then")
 	case req.AutoResume != nil:
 		return errdefs.Field("autoResume", "not supported by nsbox's E2B endpoint")
 	case req.Network != nil:
@@ -166,7 +166,7 @@ func (s *Server) describe(sb *sandbox, sess *agentapi.Session, secrets bool) san
 	if sess != nil {
 		started, end := sess.CreatedAt, sess.ExpiresAt
 		out.StartedAt, out.EndAt = &started, &end
-		if sess.State == agentapi.SessionPaused {
+		if sess.State == agentapi.SessionParked || sess.State == agentapi.SessionPaused {
 			out.State = "paused"
 		}
 	}
@@ -185,9 +185,16 @@ func (s *Server) live(ctx context.Context, id string) (*sandbox, *agentapi.Sessi
 		return nil, nil, errdefs.In(errdefs.ErrNotFound, fmt.Errorf("sandbox %q not found", id))
 	}
 	sess, err := s.core.Session(ctx, id)
-	if err == nil && sess.State == agentapi.SessionDead {
+	switch {
+	case err != nil:
+	case sess.State == agentapi.SessionDead:
 		_ = s.core.DeleteSession(ctx, id)
 		err = errdefs.In(errdefs.ErrNotFound, fmt.Errorf("sandbox %q ended: %s", id, sess.DeadReason))
+	case sess.State == agentapi.SessionParked && !time.Now().Before(sess.ExpiresAt):
+		// A parked session keeps its lifetime: past it, the paused
+		// sandbox is gone, as at a running one's timeout.
+		_ = s.core.DeleteSession(ctx, id)
+		err = errdefs.In(errdefs.ErrNotFound, fmt.Errorf("sandbox %q ended while paused: its timeout passed", id))
 	}
 	if err != nil {
 		if errors.Is(err, errdefs.ErrNotFound) {
@@ -300,7 +307,7 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// timeoutRequest is the body of /timeout, /connect and /refreshes.
+// timeoutRequest is the body of /timeout and /refreshes.
 type timeoutRequest struct {
 	Timeout  *int64 `json:"timeout"`  // seconds
 	Duration *int64 `json:"duration"` // seconds, /refreshes
@@ -347,22 +354,6 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// handleConnect answers a running sandbox (its timeout extended when one
-// is given); nsbox has no paused E2B sandboxes to resume.
-func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
-	var req timeoutRequest
-	if err := decode(r, &req); err != nil {
-		writeErr(w, err)
-		return
-	}
-	sb, sess, err := s.setTimeout(r.Context(), r.PathValue("id"), req.Timeout)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, s.describe(sb, sess, true))
 }
 
 // metric is one of E2B's SandboxMetric samples.

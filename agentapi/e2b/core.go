@@ -18,6 +18,8 @@ type Core interface {
 	CreateSessionWith(ctx context.Context, req *agentapi.SessionRequest, opts daemon.SessionOptions) (*agentapi.Session, error)
 	Session(ctx context.Context, id string) (*agentapi.Session, error)
 	DeleteSession(ctx context.Context, id string) error
+	ParkSession(ctx context.Context, id string) (*agentapi.Session, error)
+	ReviveSession(ctx context.Context, id string) (*agentapi.CarriedSession, error)
 	SetSessionLifetime(ctx context.Context, id string, d time.Duration) (*agentapi.Session, error)
 	SessionStats(ctx context.Context, id string) (*daemon.SessionStats, error)
 	Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts daemon.RunOptions) (*agentapi.RunResult, error)

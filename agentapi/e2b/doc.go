@@ -8,7 +8,8 @@
 // listener carries E2B's three planes:
 //
 //   - the control plane (REST/JSON, X-API-KEY): create, get, list, kill,
-//     timeout, connect and metrics of sandboxes, each an nsbox session;
+//     timeout, connect, metrics, pause and resume of sandboxes, each an
+//     nsbox session (a paused one is a parked session, pause.go);
 //   - envd (port 49983 in E2B): Connect-RPC process and filesystem services
 //     and REST /files, /health, /envs;
 //   - the code interpreter (port 49999 in E2B): /execute and /contexts.

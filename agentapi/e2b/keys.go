@@ -2,7 +2,9 @@ package e2b
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -89,6 +91,23 @@ func (k *Keys) Match(key string) int {
 		}
 	}
 	return found
+}
+
+// fingerprint is key i's SHA-256 in hex: what a paused sandbox's record
+// keeps of its owner.
+func (k *Keys) fingerprint(i int) string {
+	sum := sha256.Sum256(k.keys[i])
+	return hex.EncodeToString(sum[:])
+}
+
+// byFingerprint is the index of the key with that fingerprint, or -1.
+func (k *Keys) byFingerprint(fp string) int {
+	for i := range k.keys {
+		if equalToken(fp, k.fingerprint(i)) {
+			return i
+		}
+	}
+	return -1
 }
 
 // equalToken compares two secrets in constant time; an empty one never

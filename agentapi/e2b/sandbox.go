@@ -83,11 +83,12 @@ func (s *Server) lookup(id string) *sandbox {
 	return s.sandboxes[id]
 }
 
-// forget drops a sandbox whose session is gone.
+// forget drops a sandbox whose session is gone, and its record.
 func (s *Server) forget(id string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.sandboxes, id)
+	s.mu.Unlock()
+	s.store.remove(id)
 }
 
 // owned returns the sandbox with id if the caller's key created it.

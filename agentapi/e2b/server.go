@@ -51,6 +51,10 @@ type Config struct {
 	MaxConns int
 	// BodyTimeout is how long an upload may take (default 5 minutes).
 	BodyTimeout time.Duration
+	// StateDir keeps the records of paused sandboxes (their key's
+	// fingerprint, tokens and E2B fields), so that they are their key's
+	// after a daemon restart. Empty: kept in memory only.
+	StateDir string
 }
 
 // Server serves E2B's protocol over the core.
@@ -61,6 +65,8 @@ type Server struct {
 	control     *http.ServeMux
 	envd        *http.ServeMux
 	interpreter *http.ServeMux
+
+	store *store
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox
@@ -86,7 +92,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = 5 * time.Minute
 	}
-	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, sandboxes: map[string]*sandbox{}}
+	st, err := openStore(cfg.StateDir, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, store: st, sandboxes: map[string]*sandbox{}}
+	for _, sb := range st.load(context.Background(), cfg.Core, cfg.Keys) {
+		s.sandboxes[sb.id] = sb
+	}
+	if n := len(s.sandboxes); n > 0 {
+		s.log.Info("e2b: paused sandboxes loaded", "count", n)
+	}
 	s.control = s.controlRoutes()
 	s.envd = s.envdRoutes()
 	s.interpreter = s.interpreterRoutes()
@@ -104,9 +120,11 @@ func (s *Server) controlRoutes() *http.ServeMux {
 	m.HandleFunc("POST /sandboxes/{id}/timeout", s.handleTimeout)
 	m.HandleFunc("POST /sandboxes/{id}/connect", s.handleConnect)
 	m.HandleFunc("POST /v2/sandboxes/{id}/connect", s.handleConnect)
+	m.HandleFunc("POST /sandboxes/{id}/pause", s.handlePause)
+	m.HandleFunc("POST /sandboxes/{id}/resume", s.handleResume)
 	m.HandleFunc("POST /sandboxes/{id}/refreshes", s.handleRefresh)
 	m.HandleFunc("GET /sandboxes/{id}/metrics", s.handleMetrics)
-	for _, op := range []string{"pause", "resume", "fork", "snapshots", "network"} {
+	for _, op := range []string{"fork", "snapshots", "network"} {
 		m.HandleFunc("/sandboxes/{id}/"+op, s.handleUnsupported(op))
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -185,7 +203,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusBadGateway, fmt.Sprintf("sandbox %q not found (it ended, or never existed)", id))
 		return
 	}
-	if sess, err := s.core.Session(withSandbox(r.Context(), sb), sb.id); err != nil || sess.State == agentapi.SessionDead {
+	sess, err := s.core.Session(withSandbox(r.Context(), sb), sb.id)
+	if err == nil && sess.State == agentapi.SessionParked {
+		// As E2B's proxy answers for a paused sandbox (isRunning
+		// false): traffic does not resume it, connect does.
+		writeAPIError(w, http.StatusBadGateway, errPaused(id))
+		return
+	}
+	if err != nil || sess.State == agentapi.SessionDead {
 		// Its timeout passed, or it died: gone, as E2B's are.
 		if err == nil {
 			_ = s.core.DeleteSession(withSandbox(r.Context(), sb), sb.id)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 
 	"github.com/nsbox/nsbox/agentapi/e2b"
 	"github.com/nsbox/nsbox/daemon"
@@ -20,7 +21,8 @@ func serveE2B(ctx context.Context, cfg config.Config, core *daemon.Daemon, log *
 	if err != nil {
 		return nil, err
 	}
-	srv, err := e2b.New(e2b.Config{Core: core, Keys: keys, Logger: log, ShutdownGrace: cfg.ShutdownGrace})
+	srv, err := e2b.New(e2b.Config{Core: core, Keys: keys, Logger: log, ShutdownGrace: cfg.ShutdownGrace,
+		StateDir: filepath.Join(cfg.StateDir, "e2b")})
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func TestE2BClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, keys := keyFile(t)
+	key, other, keys := keyFile(t)
 	addr := freeLoopback(t)
 	d := testdaemon.New(t, bin, "nsbox-e2b-", "--log-level", "debug", "--default-rootfs", datasci,
 		"--e2b-listen", addr, "--e2b-keys", keys)
@@ -81,6 +81,7 @@ func TestE2BClient(t *testing.T) {
 		"E2B_API_URL=http://"+addr,
 		"E2B_SANDBOX_URL=http://"+addr,
 		"E2B_API_KEY="+key,
+		"NSBOX_E2B_OTHER_KEY="+other,
 		"NSBOX_E2B_TEMPLATE_DATASCI="+datasci,
 		"NSBOX_E2B_HOST_CANARY="+canary,
 		"NO_COLOR=1",
@@ -151,20 +152,21 @@ func nodeClient(t *testing.T) (node, dir string) {
 	return node, dir
 }
 
-// keyFile writes a root-only key file with one key of the form the SDK
-// expects (e2b_ and hex) and returns the key and the file.
-func keyFile(t *testing.T) (key, path string) {
+// keyFile writes a root-only key file with two keys of the form the SDK
+// accepts: the tests' own, and another whose caller must not reach the
+// first one's sandboxes (NSBOX_E2B_OTHER_KEY).
+func keyFile(t *testing.T) (key, other, path string) {
 	t.Helper()
-	var b [16]byte
+	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatal(err)
 	}
-	key = "e2b_" + hex.EncodeToString(b[:])
+	key, other = "e2b_"+hex.EncodeToString(b[:16]), "e2b_"+hex.EncodeToString(b[16:])
 	path = filepath.Join(t.TempDir(), "e2b-keys")
-	if err := os.WriteFile(path, []byte("# nsbox e2b client test\n"+key+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("# nsbox e2b client test\n"+key+"\n"+other+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return key, path
+	return key, other, path
 }
 
 // freeLoopback returns a 127.0.0.1 address with a port nobody listens on

@@ -1,6 +1,7 @@
 // The control plane through e2b's Sandbox: create, getInfo, connect,
 // list (metadata and state filters), kill, setTimeout, a sandbox that ends
-// at its timeout, metrics, pause refused, env vars at create.
+// at its timeout, metrics, env vars at create (pause and resume:
+// pause.test.mjs).
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { NotFoundError, RateLimitError, Sandbox, SandboxError } from "e2b";
@@ -138,17 +139,6 @@ test("getMetrics answers a list of samples", { timeout: 60_000 }, async (t) => {
     assert.ok(m.timestamp instanceof Date && !Number.isNaN(m.timestamp.getTime()));
     for (const k of ["cpuUsedPct", "cpuCount", "memUsed", "memTotal"]) assert.equal(typeof m[k], "number", k);
   }
-});
-
-test("pause is refused clearly and the sandbox keeps running", { timeout: 60_000 }, async (t) => {
-  const sbx = await create(t, Sandbox);
-  await assert.rejects(sbx.pause(), (err) => {
-    assert.ok(err instanceof SandboxError, `want a SandboxError, got ${err}`);
-    assert.match(err.message, /not supported/i);
-    return true;
-  });
-  assert.equal(await sbx.isRunning(), true);
-  assert.equal((await sbx.commands.run("echo alive")).stdout, "alive\n");
 });
 
 test("a flood of creates past [sessions] max gets RateLimitError and leaves the rest working", { timeout: 120_000 }, async (t) => {

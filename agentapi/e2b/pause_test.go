@@ -1,0 +1,237 @@
+package e2b
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon/errdefs"
+)
+
+func (f *fakeCore) ParkSession(_ context.Context, id string) (*agentapi.Session, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.sessions[id]
+	switch {
+	case !ok:
+		return nil, errdefs.New(errdefs.ErrNotFound, "session "+id+" not found")
+	case s.State == agentapi.SessionParked, s.State == agentapi.SessionBusy:
+		return nil, errdefs.New(errdefs.ErrConflict, "session "+id+" is "+s.State)
+	}
+	s.State = agentapi.SessionParked
+	c := *s
+	return &c, nil
+}
+
+func (f *fakeCore) ReviveSession(_ context.Context, id string) (*agentapi.CarriedSession, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.sessions[id]
+	if !ok {
+		return nil, errdefs.New(errdefs.ErrNotFound, "session "+id+" not found")
+	}
+	s.State = agentapi.SessionIdle
+	return &agentapi.CarriedSession{Session: *s}, nil
+}
+
+// state is the sandbox's state as GET /sandboxes/{id} answers it.
+func state(t *testing.T, s *Server, key, id string) string {
+	t.Helper()
+	w := do(t, s, "GET", "/sandboxes/"+id, "", map[string]string{"X-API-KEY": key})
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", id, w.Code, w.Body)
+	}
+	var sb sandboxJSON
+	if err := json.Unmarshal(w.Body.Bytes(), &sb); err != nil {
+		t.Fatal(err)
+	}
+	return sb.State
+}
+
+func TestPauseResume(t *testing.T) {
+	s, core := newTestServer(t)
+	a := create(t, s, keyA, `{}`)
+	id := a.SandboxID
+	api := func(key string) map[string]string { return map[string]string{"X-API-KEY": key} }
+	envd := map[string]string{"E2b-Sandbox-Id": id, "E2b-Sandbox-Port": "49983", "X-Access-Token": a.EnvdAccessToken}
+
+	for _, tc := range []struct {
+		name, method, path, body, key string
+		want                          int
+		state                         string // after, "" to skip
+	}{
+		{"another key's pause", "POST", "/sandboxes/" + id + "/pause", "", keyB, http.StatusNotFound, "running"},
+		{"an unknown sandbox's pause", "POST", "/sandboxes/0123456789abcdef0123456789abcdef/pause", "", keyA, http.StatusNotFound, "running"},
+		{"legacy resume of a running one", "POST", "/sandboxes/" + id + "/resume", `{}`, keyA, http.StatusConflict, "running"},
+		{"pause", "POST", "/sandboxes/" + id + "/pause", `{"memory":true}`, keyA, http.StatusNoContent, "paused"},
+		{"pause again: already paused", "POST", "/sandboxes/" + id + "/pause", "", keyA, http.StatusConflict, "paused"},
+		{"another key's connect", "POST", "/v2/sandboxes/" + id + "/connect", `{"timeout":60}`, keyB, http.StatusNotFound, "paused"},
+		{"another key's legacy resume", "POST", "/sandboxes/" + id + "/resume", `{}`, keyB, http.StatusNotFound, "paused"},
+		{"a files-only resume", "POST", "/v2/sandboxes/" + id + "/connect", `{"memory":false}`, keyA, http.StatusBadRequest, "paused"},
+		{"a zero timeout", "POST", "/v2/sandboxes/" + id + "/connect", `{"timeout":0}`, keyA, http.StatusBadRequest, "paused"},
+		{"connect resumes", "POST", "/v2/sandboxes/" + id + "/connect", `{"timeout":77}`, keyA, http.StatusCreated, "running"},
+		{"connect to a running one", "POST", "/v2/sandboxes/" + id + "/connect", `{}`, keyA, http.StatusOK, "running"},
+		{"pause for the legacy resume", "POST", "/sandboxes/" + id + "/pause", "", keyA, http.StatusNoContent, "paused"},
+		{"legacy resume", "POST", "/sandboxes/" + id + "/resume", `{"timeout":33}`, keyA, http.StatusCreated, "running"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := do(t, s, tc.method, tc.path, tc.body, api(tc.key))
+			if w.Code != tc.want {
+				t.Fatalf("%s %s: %d %s, want %d", tc.method, tc.path, w.Code, w.Body, tc.want)
+			}
+			if got := state(t, s, keyA, id); got != tc.state {
+				t.Fatalf("state %q, want %q", got, tc.state)
+			}
+			if tc.state == "paused" {
+				// The sandbox's planes answer as E2B's proxy does
+				// for one that is not running, and do not resume it.
+				if w := do(t, s, "GET", "/health", "", envd); w.Code != http.StatusBadGateway {
+					t.Fatalf("health of a paused sandbox: %d, want 502", w.Code)
+				}
+			} else if w := do(t, s, "GET", "/health", "", envd); w.Code != http.StatusNoContent {
+				t.Fatalf("health of a running sandbox: %d, want 204", w.Code)
+			}
+		})
+	}
+	if got := core.lifetime[id]; got != 33*time.Second {
+		t.Fatalf("lifetime after the legacy resume %v, want 33s", got)
+	}
+
+	// A resume without a timeout gets E2B's default one.
+	do(t, s, "POST", "/sandboxes/"+id+"/pause", "", api(keyA))
+	if w := do(t, s, "POST", "/v2/sandboxes/"+id+"/connect", `{}`, api(keyA)); w.Code != http.StatusCreated {
+		t.Fatalf("connect: %d %s", w.Code, w.Body)
+	}
+	if got := core.lifetime[id]; got != DefaultTimeout {
+		t.Fatalf("lifetime after a resume with no timeout %v, want %v", got, DefaultTimeout)
+	}
+
+	// A paused sandbox whose timeout passed is gone.
+	do(t, s, "POST", "/sandboxes/"+id+"/pause", "", api(keyA))
+	core.mu.Lock()
+	core.sessions[id].ExpiresAt = time.Now().Add(-time.Second)
+	core.mu.Unlock()
+	if w := do(t, s, "POST", "/v2/sandboxes/"+id+"/connect", `{}`, api(keyA)); w.Code != http.StatusNotFound {
+		t.Fatalf("connect to a paused sandbox past its timeout: %d %s, want 404", w.Code, w.Body)
+	}
+	if _, err := core.Session(context.Background(), id); err == nil {
+		t.Fatal("the expired paused sandbox's session was not deleted")
+	}
+	b := create(t, s, keyA, `{}`)
+	id = b.SandboxID
+
+	// A busy sandbox is not "already paused" (409 would tell the SDK so).
+	core.mu.Lock()
+	core.sessions[id].State = agentapi.SessionBusy
+	core.mu.Unlock()
+	if w := do(t, s, "POST", "/sandboxes/"+id+"/pause", "", api(keyA)); w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("pause of a busy sandbox: %d %s, want 503", w.Code, w.Body)
+	}
+}
+
+// newStateServer is a server with a state directory over core.
+func newStateServer(t *testing.T, core *fakeCore, dir string, keys ...string) *Server {
+	t.Helper()
+	k, err := NewKeys(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Core: core, Keys: k, StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestPausedSurvivesRestart: a paused sandbox is its key's, with its
+// tokens, in a new Server over the same state directory (a daemon
+// restart); a running one, a resumed one or a killed one leaves no record.
+func TestPausedSurvivesRestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "e2b")
+	core := newFakeCore()
+	s := newStateServer(t, core, dir, keyA, keyB)
+	paused := create(t, s, keyA, `{"metadata":{"k":"v"}}`)
+	running := create(t, s, keyA, `{}`)
+	gone := create(t, s, keyB, `{}`)
+	api := func(key string) map[string]string { return map[string]string{"X-API-KEY": key} }
+	for _, id := range []string{paused.SandboxID, gone.SandboxID} {
+		key := keyA
+		if id == gone.SandboxID {
+			key = keyB
+		}
+		if w := do(t, s, "POST", "/sandboxes/"+id+"/pause", "", api(key)); w.Code != http.StatusNoContent {
+			t.Fatalf("pause: %d %s", w.Code, w.Body)
+		}
+	}
+	if w := do(t, s, "DELETE", "/sandboxes/"+gone.SandboxID, "", api(keyB)); w.Code != http.StatusNoContent {
+		t.Fatalf("kill: %d %s", w.Code, w.Body)
+	}
+	st, err := os.Stat(dir)
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("state dir: %v %v", st, err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != paused.SandboxID+".json" {
+		t.Fatalf("records %v, want the paused sandbox's only", ents)
+	}
+	if fi, _ := ents[0].Info(); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("record mode %v", fi.Mode())
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, ents[0].Name())); json.Valid(b) && containsKey(b) {
+		t.Fatal("the record holds the API key itself")
+	}
+
+	// The restart: running sessions end with the daemon, parked ones stay.
+	core.mu.Lock()
+	delete(core.sessions, running.SandboxID)
+	core.mu.Unlock()
+	// The keys file's order changed: ownership follows the key, not its line.
+	s2 := newStateServer(t, core, dir, keyB, keyA)
+	if got := state(t, s2, keyA, paused.SandboxID); got != "paused" {
+		t.Fatalf("after the restart: %q", got)
+	}
+	if w := do(t, s2, "GET", "/sandboxes/"+paused.SandboxID, "", api(keyB)); w.Code != http.StatusNotFound {
+		t.Fatalf("another key after the restart: %d", w.Code)
+	}
+	w := do(t, s2, "POST", "/v2/sandboxes/"+paused.SandboxID+"/connect", `{"timeout":60}`, api(keyA))
+	if w.Code != http.StatusCreated {
+		t.Fatalf("connect after the restart: %d %s", w.Code, w.Body)
+	}
+	var sb sandboxJSON
+	_ = json.Unmarshal(w.Body.Bytes(), &sb)
+	if sb.EnvdAccessToken != paused.EnvdAccessToken || sb.TrafficAccessToken != paused.TrafficAccessToken || sb.Metadata["k"] != "v" {
+		t.Fatalf("after the restart: %+v, want the tokens and metadata of %+v", sb, paused)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("records left after the resume: %v", ents)
+	}
+
+	// A record whose key left the keys file is not loaded (no key may
+	// reach it) and stays, for when the key is back.
+	do(t, s2, "POST", "/sandboxes/"+paused.SandboxID+"/pause", "", api(keyA))
+	s3 := newStateServer(t, core, dir, keyB)
+	if s3.lookup(paused.SandboxID) != nil {
+		t.Fatal("a sandbox of a removed key was loaded")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("records %v, want the removed key's one kept", ents)
+	}
+	// One whose session is gone (its lifetime ended while parked) is removed.
+	core.mu.Lock()
+	delete(core.sessions, paused.SandboxID)
+	core.mu.Unlock()
+	newStateServer(t, core, dir, keyA)
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("records %v, want none: the session is gone", ents)
+	}
+}
+
+func containsKey(b []byte) bool {
+	return strings.Contains(string(b), keyA) || strings.Contains(string(b), keyB)
+}
