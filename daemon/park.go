@@ -81,6 +81,7 @@ func (d *Daemon) park(ctx context.Context, sess *session.Session, o *origin) (*a
 			return err
 		}
 		sess.End("parked")
+		p.mu.Unlock() // its sandbox is gone: it may be revived now
 		out = p.wire()
 		return nil
 	})

@@ -172,7 +172,8 @@ func (s *parkStore) remove(p *parked) {
 
 // write parks rec's session: st and ws go to a temp directory, which
 // becomes the session's once complete, if the store stays within
-// maxBytes. On error nothing is left.
+// maxBytes. On error nothing is left. The parked session is returned
+// locked (p.mu): the caller unlocks it once the live session has ended.
 func (s *parkStore) write(rec parkRecord, st *runner.State, ws *container.Workspace, maxBytes int64) (_ *parked, err error) {
 	id := rec.Session.ID
 	need := st.Size()
@@ -242,6 +243,10 @@ func (s *parkStore) write(rec parkRecord, st *runner.State, ws *container.Worksp
 		_ = os.RemoveAll(p.dir)
 		return nil, fmt.Errorf("park %s: %w", id, err)
 	}
+	// Listed from now on, but locked until the caller has ended the
+	// session's sandbox: a revive (or delete) waits for that, or it would
+	// race the old sandbox for the id's liveness lock.
+	p.mu.Lock()
 	s.recs[id] = p
 	return p, nil
 }
