@@ -90,16 +90,12 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		return nil, err
 	}
 	// The volumes are held, like the rootfs, until the sandbox is gone.
-	mounts, releaseMounts, err := d.mounts(req.Volumes, req.Datasets)
+	mounts, releaseRootfs, err := d.mounts(req.Volumes, req.Datasets, releaseRootfs)
 	if err != nil {
 		releaseRootfs()
 		release()
 		d.metrics.runs.WithLabelValues("invalid").Inc()
 		return nil, err
-	}
-	if len(mounts) > 0 {
-		rel := releaseRootfs
-		releaseRootfs = func() { rel(); releaseMounts() }
 	}
 	// The slot and the rootfs are held until the sandbox is gone, unless
 	// a Python run's teardown gets a teardown token (tearDown).

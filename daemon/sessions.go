@@ -112,14 +112,10 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	if err != nil {
 		return nil, err
 	}
-	mounts, releaseMounts, err := d.mounts(req.Volumes, req.Datasets)
+	mounts, release, err := d.mounts(req.Volumes, req.Datasets, release)
 	if err != nil {
 		release()
 		return nil, err
-	}
-	if len(mounts) > 0 {
-		rel := release
-		release = func() { rel(); releaseMounts() }
 	}
 	// The session's egress lives as long as its sandbox: the proxy ends
 	// with the sandbox's release.

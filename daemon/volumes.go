@@ -41,9 +41,14 @@ type Dataset struct {
 var ErrNoVolumes = errdefs.New(errdefs.ErrUnavailable, "named volumes are not available on this daemon")
 
 // mounts resolves a request's volumes and datasets into the sandbox's
-// mounts; release marks the volumes free again once the sandbox is gone.
+// mounts. The returned release calls then (what the caller holds until
+// the sandbox is gone: its rootfs) and marks the volumes free again; on
+// error, what mounts took is given back and the release is then alone.
 // A caller names volumes and datasets, never a host path.
-func (d *Daemon) mounts(vols []agentapi.VolumeMount, datasets []string) (_ []container.Mount, _ func(), err error) {
+func (d *Daemon) mounts(vols []agentapi.VolumeMount, datasets []string, then func()) (_ []container.Mount, _ func(), err error) {
+	if len(vols) == 0 && len(datasets) == 0 {
+		return nil, then, nil
+	}
 	var out []container.Mount
 	var releases []func()
 	release := func() {
@@ -57,7 +62,7 @@ func (d *Daemon) mounts(vols []agentapi.VolumeMount, datasets []string) (_ []con
 		}
 	}()
 	if n := len(vols) + len(datasets); n > container.MaxMounts {
-		return nil, nil, errdefs.Field("volumes", "%d volumes and datasets: at most %d per sandbox", n, container.MaxMounts)
+		return nil, then, errdefs.Field("volumes", "%d volumes and datasets: at most %d per sandbox", n, container.MaxMounts)
 	}
 	targets := map[string]string{}
 	target := func(field, p, what string) error {
@@ -73,21 +78,21 @@ func (d *Daemon) mounts(vols []agentapi.VolumeMount, datasets []string) (_ []con
 	for i, v := range vols {
 		field := fmt.Sprintf("volumes[%d]", i)
 		if err := volume.ValidName(v.Name); err != nil {
-			return nil, nil, errdefs.Field(field+".name", "%v", err)
+			return nil, then, errdefs.Field(field+".name", "%v", err)
 		}
 		p := v.Path
 		if p == "" {
 			p = container.MountDir + "/" + v.Name
 		}
 		if err := target(field+".path", p, "volume "+v.Name); err != nil {
-			return nil, nil, err
+			return nil, then, err
 		}
 		if d.cfg.Volumes == nil {
-			return nil, nil, ErrNoVolumes
+			return nil, then, ErrNoVolumes
 		}
 		dir, rel, err := d.cfg.Volumes.Acquire(v.Name)
 		if err != nil {
-			return nil, nil, classifyVolume(err)
+			return nil, then, classifyVolume(err)
 		}
 		releases = append(releases, rel)
 		out = append(out, container.Mount{Source: dir, Target: p, ReadOnly: v.ReadOnly, OwnerUID: volume.OwnerID, OwnerGID: volume.OwnerID})
@@ -96,21 +101,21 @@ func (d *Daemon) mounts(vols []agentapi.VolumeMount, datasets []string) (_ []con
 		field := fmt.Sprintf("datasets[%d]", i)
 		ds, ok := d.dataset(name)
 		if !ok {
-			return nil, nil, errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("%s: dataset %q is not declared; the declared datasets are [%s] (GET /v1/info; an operator adds one with [[datasets]] in the config)", field, name, strings.Join(d.datasetNames(), ", ")))
+			return nil, then, errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("%s: dataset %q is not declared; the declared datasets are [%s] (GET /v1/info; an operator adds one with [[datasets]] in the config)", field, name, strings.Join(d.datasetNames(), ", ")))
 		}
 		p := container.MountDir + "/" + name
 		if err := target(field, p, "dataset "+name); err != nil {
-			return nil, nil, err
+			return nil, then, err
 		}
 		// The directory's owner on disk is the sandbox user's inside.
 		st, err := os.Stat(ds.Path)
 		if err != nil {
-			return nil, nil, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("dataset %s: %v", name, err))
+			return nil, then, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("dataset %s: %v", name, err))
 		}
 		sys := st.Sys().(*syscall.Stat_t)
 		out = append(out, container.Mount{Source: ds.Path, Target: p, ReadOnly: true, NoExec: true, OwnerUID: int(sys.Uid), OwnerGID: int(sys.Gid)})
 	}
-	return out, release, nil
+	return out, func() { then(); release() }, nil
 }
 
 func (d *Daemon) dataset(name string) (Dataset, bool) {
