@@ -59,10 +59,9 @@ func benchNode(ctx context.Context, o Options, rep *report) error {
 			bwrap = append(bwrap, time.Since(t0))
 		}
 	}
-	row := compare
-	rep.Node = append(rep.Node, row("engine cold: node -e 'console.log(1)'", engine, "bwrap", bwrap, "<= 1.2x bwrap"))
+	rep.Node = append(rep.Node, compare("engine cold: node -e 'console.log(1)'", engine, "bwrap", bwrap, "<= 1.2x bwrap"))
 	if bwrapErr == nil {
-		rep.Node = append(rep.Node, row("bwrap --unshare-all: node -e 'console.log(1)'", bwrap, "", nil, ""))
+		rep.Node = append(rep.Node, compare("bwrap --unshare-all: node -e 'console.log(1)'", bwrap, "", nil, ""))
 	} else {
 		rep.Skipped = append(rep.Skipped, "node: bwrap not installed (apt-get install bubblewrap)")
 	}
@@ -165,12 +164,12 @@ func benchNode(ctx context.Context, o Options, rep *report) error {
 		*c.dst = s
 	}
 	rep.Node = append(rep.Node,
-		row("daemon, pooled: console.log(1)", jsPooled, "python", pyPooled, "<= 3 ms"),
-		row("daemon, pooled: print(1)", pyPooled, "", nil, ""),
-		row("daemon, cold: console.log(1)", jsCold, "python", pyCold, ""),
-		row("daemon, cold: print(1)", pyCold, "", nil, ""),
-		row("session exec x += 1 (javascript)", jsSession, "python", pySession, "<= 2 ms"),
-		row("session exec x += 1 (python)", pySession, "", nil, ""),
+		compare("daemon, pooled: console.log(1)", jsPooled, "python", pyPooled, "<= 3 ms"),
+		compare("daemon, pooled: print(1)", pyPooled, "", nil, ""),
+		compare("daemon, cold: console.log(1)", jsCold, "python", pyCold, ""),
+		compare("daemon, cold: print(1)", pyCold, "", nil, ""),
+		compare("session exec x += 1 (javascript)", jsSession, "python", pySession, "<= 2 ms"),
+		compare("session exec x += 1 (python)", pySession, "", nil, ""),
 	)
 	return nil
 }
