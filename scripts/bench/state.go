@@ -112,7 +112,10 @@ func benchState(ctx context.Context, o Options, rep *report) error {
 		steps := []func() error{
 			func() error {
 				var s *agentapi.Session
-				err := timed(&create, func() (err error) { s, err = cl.CreateSession(ctx, &agentapi.SessionRequest{Limits: limits}); return err })
+				err := timed(&create, func() (err error) {
+					s, err = cl.CreateSession(ctx, &agentapi.SessionRequest{Limits: limits})
+					return err
+				})
 				if err != nil {
 					return fmt.Errorf("create: %w", err)
 				}
