@@ -2,10 +2,7 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
-	"path"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon"
@@ -13,7 +10,7 @@ import (
 
 func (s *Server) sessionRoutes() []route {
 	v := "/" + agentapi.Version + "/sessions"
-	return []route{
+	routes := []route{
 		{http.MethodPost, v, s.handleSessionCreate},
 		{http.MethodGet, v, s.handleSessionList},
 		{http.MethodGet, v + "/{id}", s.handleSessionGet},
@@ -24,11 +21,9 @@ func (s *Server) sessionRoutes() []route {
 		{http.MethodPost, v + "/{id}/fork", s.handleSessionFork},
 		{http.MethodPost, v + "/{id}/park", s.handleSessionPark},
 		{http.MethodPost, v + "/{id}/revive", s.handleSessionRevive},
-		{http.MethodGet, v + "/{id}/files", s.handleFileList},
-		{http.MethodPut, v + "/{id}/files/{path...}", s.handleFilePut},
-		{http.MethodGet, v + "/{id}/files/{path...}", s.handleFileGet},
-		{http.MethodDelete, v + "/{id}/files/{path...}", s.handleFileDelete},
 	}
+	return append(routes, s.fileRoutes(v, fileTree{key: "id",
+		list: s.core.ListFiles, write: s.core.WriteFile, read: s.core.ReadFile, remove: s.core.RemoveFile})...)
 }
 
 func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
@@ -124,56 +119,4 @@ func (s *Server) handleSessionExec(w http.ResponseWriter, r *http.Request) {
 	s.serveRun(w, r, &req, func(ctx context.Context, opts daemon.RunOptions) (*agentapi.RunResult, error) {
 		return s.core.Exec(ctx, r.PathValue("id"), &req, opts)
 	})
-}
-
-func (s *Server) handleFileList(w http.ResponseWriter, r *http.Request) {
-	out, err := s.core.ListFiles(r.Context(), r.PathValue("id"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if out.FilesTruncated {
-		w.Header().Set(agentapi.HeaderTruncated, "true")
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) handleFilePut(w http.ResponseWriter, r *http.Request) {
-	body, release, err := s.body(w, r)
-	if err == nil {
-		defer release()
-		var data []byte
-		if data, err = io.ReadAll(body); err != nil {
-			err = bodyError(w, err)
-		} else {
-			err = s.core.WriteFile(r.Context(), r.PathValue("id"), r.PathValue("path"), data)
-		}
-	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
-	p := r.PathValue("path")
-	data, err := s.core.ReadFile(r.Context(), r.PathValue("id"), p, s.cfg.MaxBodyBytes)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", daemon.MimeOf(p, data))
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", path.Base(p)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
-}
-
-func (s *Server) handleFileDelete(w http.ResponseWriter, r *http.Request) {
-	if err := s.core.RemoveFile(r.Context(), r.PathValue("id"), r.PathValue("path")); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
