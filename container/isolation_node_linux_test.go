@@ -1,7 +1,6 @@
 package container
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,21 +43,7 @@ func TestNodeIsolation(t *testing.T) {
 // runNode runs node -e code on root with optional spec tweaks.
 func runNode(t *testing.T, e *Engine, root, code string, tweak ...func(*Spec)) *Result {
 	t.Helper()
-	spec := Spec{RootfsDir: root, Argv: []string{"node", "-e", code}}
-	for _, f := range tweak {
-		f(&spec)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	sb, err := startSpec(t, ctx, e, spec)
-	var res *Result
-	if err == nil {
-		res, err = sb.Wait()
-	}
-	if err != nil {
-		t.Fatalf("Run(node -e): %v", err)
-	}
-	return res
+	return runSpec(t, e, Spec{RootfsDir: root, Argv: []string{"node", "-e", code}}, tweak...)
 }
 
 func nodeRunPrint(t *testing.T, e *Engine, root string) {

@@ -96,7 +96,9 @@ func runPy(t testing.TB, e *Engine, code string, tweak ...func(*Spec)) *Result {
 
 func runSpec(t testing.TB, e *Engine, spec Spec, tweak ...func(*Spec)) *Result {
 	t.Helper()
-	spec.RootfsDir = testenv.Rootfs(t)
+	if spec.RootfsDir == "" {
+		spec.RootfsDir = testenv.Rootfs(t)
+	}
 	for _, f := range tweak {
 		f(&spec)
 	}
