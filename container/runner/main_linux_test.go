@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,4 +58,45 @@ func execReq(t testing.TB, r *Runner, req ExecRequest) *Result {
 		t.Fatalf("Exec(%q): %v", req.Code, err)
 	}
 	return res
+}
+
+// cell is one cell of a table test and what it must answer (ts: it is
+// TypeScript, for a Node runner).
+type cell struct {
+	name, code        string
+	ts                bool
+	status            Status
+	value             string
+	stdout, stderr    string
+	exc, excValue, tb string
+}
+
+// runCells runs each cell in r, in order, as a subtest; a traceback must
+// show none of frames (the runner's own).
+func runCells(t *testing.T, r *Runner, frames []string, tests []cell) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := execReq(t, r, ExecRequest{Code: tc.code, TypeScript: tc.ts, Timeout: time.Minute})
+			if res.Status != tc.status || res.Value != tc.value || string(res.Stdout) != tc.stdout || string(res.Stderr) != tc.stderr {
+				t.Fatalf("got status %q value %q stdout %q stderr %q exception %+v; want %q %q %q %q",
+					res.Status, res.Value, res.Stdout, res.Stderr, res.Exception, tc.status, tc.value, tc.stdout, tc.stderr)
+			}
+			if tc.exc == "" {
+				if res.Exception != nil {
+					t.Fatalf("unexpected exception %+v", res.Exception)
+				}
+				return
+			}
+			e := res.Exception
+			if e == nil || e.Name != tc.exc || (tc.excValue != "" && e.Value != tc.excValue) || !strings.Contains(e.Traceback, tc.tb) {
+				t.Fatalf("exception %+v, want %s %q with %q in the traceback", e, tc.exc, tc.excValue, tc.tb)
+			}
+			for _, f := range frames {
+				if strings.Contains(e.Traceback, f) {
+					t.Errorf("traceback shows runner frames (%s):\n%s", f, e.Traceback)
+				}
+			}
+		})
+	}
 }

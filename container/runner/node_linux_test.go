@@ -39,44 +39,12 @@ func startNode(t testing.TB, tweak ...func(*container.Spec)) *Runner {
 	return r
 }
 
-type nodeCell struct {
-	name, code        string
-	ts                bool
-	status            Status
-	value             string
-	stdout, stderr    string
-	exc, excValue, tb string
-}
-
-func runNodeCells(t *testing.T, r *Runner, tests []nodeCell) {
-	t.Helper()
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			res := execReq(t, r, ExecRequest{Code: tc.code, TypeScript: tc.ts, Timeout: time.Minute})
-			if res.Status != tc.status || res.Value != tc.value || string(res.Stdout) != tc.stdout || string(res.Stderr) != tc.stderr {
-				t.Fatalf("got status %q value %q stdout %q stderr %q exception %+v; want %q %q %q %q",
-					res.Status, res.Value, res.Stdout, res.Stderr, res.Exception, tc.status, tc.value, tc.stdout, tc.stderr)
-			}
-			if tc.exc == "" {
-				if res.Exception != nil {
-					t.Fatalf("unexpected exception %+v", res.Exception)
-				}
-				return
-			}
-			e := res.Exception
-			if e == nil || e.Name != tc.exc || (tc.excValue != "" && e.Value != tc.excValue) || !strings.Contains(e.Traceback, tc.tb) {
-				t.Fatalf("exception %+v, want %s %q with %q in the traceback", e, tc.exc, tc.excValue, tc.tb)
-			}
-			if strings.Contains(e.Traceback, "nsbox-runner") || strings.Contains(e.Traceback, "node:vm") {
-				t.Errorf("traceback shows runner frames:\n%s", e.Traceback)
-			}
-		})
-	}
-}
+// nodeFrames are the runner's frames a Node traceback must not show.
+var nodeFrames = []string{"nsbox-runner", "node:vm"}
 
 func TestNodeCells(t *testing.T) {
 	r := startNode(t)
-	runNodeCells(t, r, []nodeCell{
+	runCells(t, r, nodeFrames, []cell{
 		{name: "let", code: "let x = 41", status: StatusOK},
 		{name: "let persists", code: "x + 1", status: StatusOK, value: "42"},
 		{name: "const function class", code: "const k = 2\nfunction dbl(n) { return n * k }\nclass P { constructor(v) { this.v = v } }", status: StatusOK},
@@ -110,7 +78,7 @@ func TestNodeCells(t *testing.T) {
 
 func TestNodeTopLevelAwait(t *testing.T) {
 	r := startNode(t)
-	runNodeCells(t, r, []nodeCell{
+	runCells(t, r, nodeFrames, []cell{
 		{name: "await a value", code: "const r = await Promise.resolve(5); r", status: StatusOK, value: "5"},
 		{name: "visible after", code: "r * 2", status: StatusOK, value: "10"},
 		{name: "declarations persist", code: "let [a, {b}] = await Promise.resolve([1, {b: 2}])\nfunction f() { return a + b }\nclass C {}\nawait null", status: StatusOK, value: "null"},
@@ -310,7 +278,7 @@ func TestNodeEnvPerCell(t *testing.T) {
 
 func TestNodeTypeScript(t *testing.T) {
 	r := startNode(t)
-	runNodeCells(t, r, []nodeCell{
+	runCells(t, r, nodeFrames, []cell{
 		{name: "annotations stripped", ts: true, code: "interface P { n: number }\nconst p: P = { n: 2 }\nfunction sq(x: number): number { return x * x }\nsq(p.n)", status: StatusOK, value: "4"},
 		{name: "a type error is no error", ts: true, code: "const s: string = 5 as any as number\ns", status: StatusOK, value: "5"},
 		{name: "top-level await", ts: true, code: "const w: number = await Promise.resolve(6)\nw", status: StatusOK, value: "6"},

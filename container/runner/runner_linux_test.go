@@ -15,13 +15,7 @@ import (
 
 func TestCells(t *testing.T) {
 	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
-	tests := []struct {
-		name, code        string
-		status            Status
-		value             string
-		stdout, stderr    string
-		exc, excValue, tb string
-	}{
+	runCells(t, r, []string{"nsbox-runner"}, []cell{
 		{name: "assign", code: "x = 41", status: StatusOK},
 		{name: "state persists", code: "x + 1", status: StatusOK, value: "42"},
 		{name: "print and value", code: "print('hi')\nimport sys\nprint('err', file=sys.stderr)\n'v'", status: StatusOK, value: "'v'", stdout: "hi\n", stderr: "err\n"},
@@ -36,29 +30,7 @@ func TestCells(t *testing.T) {
 		{name: "exit(0) is ok", code: "import sys\nsys.exit(0)", status: StatusOK},
 		{name: "exit(3) raises", code: "import sys\nsys.exit(3)", status: StatusException, exc: "SystemExit"},
 		{name: "still alive", code: "x", status: StatusOK, value: "41"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			res := exec(t, r, tc.code)
-			if res.Status != tc.status || res.Value != tc.value || string(res.Stdout) != tc.stdout || string(res.Stderr) != tc.stderr {
-				t.Fatalf("got status %q value %q stdout %q stderr %q exception %+v; want %q %q %q %q",
-					res.Status, res.Value, res.Stdout, res.Stderr, res.Exception, tc.status, tc.value, tc.stdout, tc.stderr)
-			}
-			if tc.exc == "" {
-				if res.Exception != nil {
-					t.Fatalf("unexpected exception %+v", res.Exception)
-				}
-				return
-			}
-			e := res.Exception
-			if e == nil || e.Name != tc.exc || (tc.excValue != "" && e.Value != tc.excValue) || !strings.Contains(e.Traceback, tc.tb) {
-				t.Fatalf("exception %+v, want %s %q with %q in the traceback", e, tc.exc, tc.excValue, tc.tb)
-			}
-			if strings.Contains(e.Traceback, "nsbox-runner") {
-				t.Errorf("traceback shows runner frames:\n%s", e.Traceback)
-			}
-		})
-	}
+	})
 }
 
 func TestTracebackPointsAtUserLine(t *testing.T) {
