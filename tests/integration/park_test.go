@@ -274,3 +274,27 @@ func TestSessionIdlePark(t *testing.T) {
 	_, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{IdleAction: "nap"})
 	wantFieldError(t, err, "idle_action")
 }
+
+// TestCarriedWorkspaceIsTheSessions: a fork's branch and a revived session
+// get the workspace as the session left it, not the files of its creation
+// request: an input file the session removed stays removed, one it
+// changed keeps the change.
+func TestCarriedWorkspaceIsTheSessions(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	id := newSession(t, d, &agentapi.SessionRequest{Files: []agentapi.File{{Path: "gone.txt", Text: "input"}, {Path: "kept.txt", Text: "input"}}})
+	execOK(t, d, id, "import os\nos.remove('gone.txt')\nopen('kept.txt', 'w').write('changed')")
+	const probe = "import os\n(os.path.exists('gone.txt'), open('kept.txt').read())"
+	const want = "(False, 'changed')"
+	out, err := d.client.ForkSession(ctx, id, 1)
+	if err != nil {
+		t.Fatalf("ForkSession: %v", err)
+	}
+	if got := execOK(t, d, out.Sessions[0].ID, probe).Value; got != want {
+		t.Errorf("branch: %s, want %s", got, want)
+	}
+	park(t, d, id)
+	if got := execOK(t, d, id, probe).Value; got != want {
+		t.Errorf("revived: %s, want %s", got, want)
+	}
+}
