@@ -31,6 +31,10 @@ type Volume struct {
 	UsedBytes int64 `json:"used_bytes"`
 	// InUse counts the live sandboxes (runs and sessions) mounting it.
 	InUse int `json:"in_use"`
+	// OwnerUID is the uid that created it (from the socket's peer
+	// credentials); only it, root and the daemon's admin group see and
+	// use it. Absent on a volume made before volumes had owners.
+	OwnerUID *uint32 `json:"owner_uid,omitempty"`
 }
 
 // VolumeList is the body of GET /v1/volumes.

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/nsbox/nsbox/daemon/policy"
@@ -8,8 +9,9 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 )
 
-// Info describes the daemon: its rootfs, policy, load, pools and zygotes.
-func (d *Daemon) Info() (*agentapi.Info, error) {
+// Info describes the daemon: its rootfs, policy, load, pools and zygotes,
+// and the volumes ctx's caller may use.
+func (d *Daemon) Info(ctx context.Context) (*agentapi.Info, error) {
 	names, err := d.cfg.Rootfs.List()
 	if err != nil {
 		return nil, fmt.Errorf("listing rootfs: %w", err)
@@ -41,6 +43,6 @@ func (d *Daemon) Info() (*agentapi.Info, error) {
 		Zygotes:       d.zygoteInfo(),
 		Network:       pol.Network.Wire(),
 		Datasets:      d.datasetNames(),
-		Volumes:       d.volumeNames(),
+		Volumes:       d.volumeNames(ctx),
 	}, nil
 }

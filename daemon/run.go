@@ -90,7 +90,7 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		return nil, err
 	}
 	// The volumes are held, like the rootfs, until the sandbox is gone.
-	mounts, releaseRootfs, err := d.mounts(req.Volumes, req.Datasets, releaseRootfs)
+	mounts, releaseRootfs, err := d.mounts(ctx, req.Volumes, req.Datasets, releaseRootfs)
 	if err != nil {
 		releaseRootfs()
 		release()

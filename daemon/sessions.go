@@ -112,7 +112,7 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	if err != nil {
 		return nil, err
 	}
-	mounts, release, err := d.mounts(req.Volumes, req.Datasets, release)
+	mounts, release, err := d.mounts(ctx, req.Volumes, req.Datasets, release)
 	if err != nil {
 		release()
 		return nil, err

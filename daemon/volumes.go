@@ -19,15 +19,23 @@ import (
 
 // Volumes is the daemon's store of named volumes; *volume.Store
 // implements it.
+// A volume belongs to the uid that created it, as a session does: the
+// other methods find only the volumes their Access allows.
 type Volumes interface {
-	Create(name string, size int64) (volume.Info, error)
-	List() []volume.Info
-	Get(name string) (volume.Info, error)
-	Delete(name string) error
+	Create(name string, size, owner int64) (volume.Info, error)
+	List(volume.Access) []volume.Info
+	Get(name string, a volume.Access) (volume.Info, error)
+	Delete(name string, a volume.Access) error
 	// Acquire marks a volume in use by one sandbox until release.
-	Acquire(name string) (dir string, release func(), err error)
+	Acquire(name string, a volume.Access) (dir string, release func(), err error)
 	// Files opens a volume's root for the file API.
-	Files(name string) (*workspace.Workspace, error)
+	Files(name string, a volume.Access) (*workspace.Workspace, error)
+}
+
+// volumeAccess is what ctx's caller may see and use of the volumes: its
+// own, ownerless ones, and all of them for an admin (mayUse).
+func (d *Daemon) volumeAccess(ctx context.Context) volume.Access {
+	return func(owner int64) bool { return d.mayUse(ctx, owner) }
 }
 
 // Dataset is a read-only host directory the operator declared
@@ -44,8 +52,9 @@ var ErrNoVolumes = errdefs.New(errdefs.ErrUnavailable, "named volumes are not av
 // mounts. The returned release calls then (what the caller holds until
 // the sandbox is gone: its rootfs) and marks the volumes free again; on
 // error, what mounts took is given back and the release is then alone.
-// A caller names volumes and datasets, never a host path.
-func (d *Daemon) mounts(vols []agentapi.VolumeMount, datasets []string, then func()) (_ []container.Mount, _ func(), err error) {
+// A caller names volumes and datasets, never a host path, and only
+// volumes it may use (volumeAccess); datasets are every caller's.
+func (d *Daemon) mounts(ctx context.Context, vols []agentapi.VolumeMount, datasets []string, then func()) (_ []container.Mount, _ func(), err error) {
 	if len(vols) == 0 && len(datasets) == 0 {
 		return nil, then, nil
 	}
@@ -90,7 +99,7 @@ func (d *Daemon) mounts(vols []agentapi.VolumeMount, datasets []string, then fun
 		if d.cfg.Volumes == nil {
 			return nil, then, ErrNoVolumes
 		}
-		dir, rel, err := d.cfg.Volumes.Acquire(v.Name)
+		dir, rel, err := d.cfg.Volumes.Acquire(v.Name, d.volumeAccess(ctx))
 		if err != nil {
 			return nil, then, classifyVolume(err)
 		}
@@ -136,10 +145,11 @@ func (d *Daemon) datasetNames() []string {
 	return out
 }
 
-func (d *Daemon) volumeNames() []string {
+// volumeNames names the volumes ctx's caller may use.
+func (d *Daemon) volumeNames(ctx context.Context) []string {
 	out := []string{}
 	if d.cfg.Volumes != nil {
-		for _, v := range d.cfg.Volumes.List() {
+		for _, v := range d.cfg.Volumes.List(d.volumeAccess(ctx)) {
 			out = append(out, v.Name)
 		}
 	}
@@ -166,15 +176,20 @@ func classifyVolume(err error) error {
 }
 
 func wireVolume(in volume.Info) agentapi.Volume {
-	return agentapi.Volume{Name: in.Name, SizeBytes: in.SizeBytes, UsedBytes: in.UsedBytes, InUse: in.InUse}
+	v := agentapi.Volume{Name: in.Name, SizeBytes: in.SizeBytes, UsedBytes: in.UsedBytes, InUse: in.InUse}
+	if in.Owner >= 0 {
+		uid := uint32(in.Owner)
+		v.OwnerUID = &uid
+	}
+	return v
 }
 
-// CreateVolume makes a named volume.
+// CreateVolume makes a named volume, owned by the caller.
 func (d *Daemon) CreateVolume(ctx context.Context, req *agentapi.VolumeRequest) (*agentapi.Volume, error) {
 	if d.cfg.Volumes == nil {
 		return nil, ErrNoVolumes
 	}
-	in, err := d.cfg.Volumes.Create(req.Name, req.SizeBytes)
+	in, err := d.cfg.Volumes.Create(req.Name, req.SizeBytes, owner(ctx))
 	if err != nil {
 		return nil, classifyVolume(err)
 	}
@@ -183,11 +198,11 @@ func (d *Daemon) CreateVolume(ctx context.Context, req *agentapi.VolumeRequest) 
 	return &v, nil
 }
 
-// Volumes describes every named volume.
+// Volumes describes every named volume the caller may use.
 func (d *Daemon) Volumes(ctx context.Context) []agentapi.Volume {
 	out := []agentapi.Volume{}
 	if d.cfg.Volumes != nil {
-		for _, in := range d.cfg.Volumes.List() {
+		for _, in := range d.cfg.Volumes.List(d.volumeAccess(ctx)) {
 			out = append(out, wireVolume(in))
 		}
 	}
@@ -199,7 +214,7 @@ func (d *Daemon) Volume(ctx context.Context, name string) (*agentapi.Volume, err
 	if d.cfg.Volumes == nil {
 		return nil, ErrNoVolumes
 	}
-	in, err := d.cfg.Volumes.Get(name)
+	in, err := d.cfg.Volumes.Get(name, d.volumeAccess(ctx))
 	if err != nil {
 		return nil, classifyVolume(err)
 	}
@@ -213,7 +228,7 @@ func (d *Daemon) DeleteVolume(ctx context.Context, name string) error {
 	if d.cfg.Volumes == nil {
 		return ErrNoVolumes
 	}
-	if err := d.cfg.Volumes.Delete(name); err != nil {
+	if err := d.cfg.Volumes.Delete(name, d.volumeAccess(ctx)); err != nil {
 		return classifyVolume(err)
 	}
 	d.log.Info("volume deleted", append(callerAttrs(ctx), "volume", name)...)
@@ -222,7 +237,7 @@ func (d *Daemon) DeleteVolume(ctx context.Context, name string) error {
 
 // volumeFiles runs op on volume name's root, opened for the file API:
 // paths resolve beneath it and no symlink is ever followed.
-func (d *Daemon) volumeFiles(name, p string, op func(*workspace.Workspace) error) error {
+func (d *Daemon) volumeFiles(ctx context.Context, name, p string, op func(*workspace.Workspace) error) error {
 	if d.cfg.Volumes == nil {
 		return ErrNoVolumes
 	}
@@ -231,7 +246,7 @@ func (d *Daemon) volumeFiles(name, p string, op func(*workspace.Workspace) error
 			return errdefs.Field("path", "%v", err)
 		}
 	}
-	ws, err := d.cfg.Volumes.Files(name)
+	ws, err := d.cfg.Volumes.Files(name, d.volumeAccess(ctx))
 	if err != nil {
 		return classifyVolume(err)
 	}
@@ -246,7 +261,7 @@ const maxListDepth = 64
 // followed), at most 10,000.
 func (d *Daemon) ListVolumeFiles(ctx context.Context, name string) (*agentapi.FileList, error) {
 	out := &agentapi.FileList{Files: []agentapi.WorkspaceFile{}}
-	err := d.volumeFiles(name, "", func(ws *workspace.Workspace) error {
+	err := d.volumeFiles(ctx, name, "", func(ws *workspace.Workspace) error {
 		entries, truncated, err := ws.ListDir("", maxListDepth)
 		if err != nil {
 			return err
@@ -266,7 +281,7 @@ func (d *Daemon) ListVolumeFiles(ctx context.Context, name string) (*agentapi.Fi
 // ReadVolumeFile reads a regular file of a volume, of at most max bytes.
 func (d *Daemon) ReadVolumeFile(ctx context.Context, name, p string, max int64) ([]byte, error) {
 	var data []byte
-	err := d.volumeFiles(name, p, func(ws *workspace.Workspace) (err error) {
+	err := d.volumeFiles(ctx, name, p, func(ws *workspace.Workspace) (err error) {
 		data, err = ws.ReadFile(p, max)
 		return err
 	})
@@ -276,7 +291,7 @@ func (d *Daemon) ReadVolumeFile(ctx context.Context, name, p string, max int64) 
 // WriteVolumeFile writes a file into a volume (mode 0644, parents made),
 // owned by the volume's owner: the sandbox user's inside.
 func (d *Daemon) WriteVolumeFile(ctx context.Context, name, p string, data []byte) error {
-	return d.volumeFiles(name, p, func(ws *workspace.Workspace) error {
+	return d.volumeFiles(ctx, name, p, func(ws *workspace.Workspace) error {
 		return ws.WriteFile(p, data, 0o644)
 	})
 }
@@ -286,7 +301,7 @@ func (d *Daemon) RemoveVolumeFile(ctx context.Context, name, p string) error {
 	if p == "" || path.Clean(p) == "." {
 		return errdefs.Field("path", "empty")
 	}
-	return d.volumeFiles(name, p, func(ws *workspace.Workspace) error {
+	return d.volumeFiles(ctx, name, p, func(ws *workspace.Workspace) error {
 		return ws.Remove(p)
 	})
 }

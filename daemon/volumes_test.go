@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -18,26 +19,46 @@ import (
 
 // fakeVolumes knows the volumes in dirs and counts what is held.
 type fakeVolumes struct {
-	dirs map[string]string
-	mu   sync.Mutex
-	held int
+	dirs   map[string]string
+	owners map[string]int64
+	mu     sync.Mutex
+	held   int
 }
 
-func (f *fakeVolumes) Create(name string, size int64) (volume.Info, error) {
+func (f *fakeVolumes) Create(name string, size, owner int64) (volume.Info, error) {
 	return volume.Info{}, errors.New("not in this test")
 }
-func (f *fakeVolumes) List() []volume.Info { return nil }
-func (f *fakeVolumes) Get(name string) (volume.Info, error) {
+func (f *fakeVolumes) List(a volume.Access) []volume.Info {
+	var out []volume.Info
+	for name := range f.dirs {
+		if owner := f.owner(name); a == nil || a(owner) {
+			out = append(out, volume.Info{Name: name, Owner: owner})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (f *fakeVolumes) owner(name string) int64 {
+	if o, ok := f.owners[name]; ok {
+		return o
+	}
+	return volume.NoOwner
+}
+func (f *fakeVolumes) Get(name string, a volume.Access) (volume.Info, error) {
 	return volume.Info{}, errors.New("not in this test")
 }
-func (f *fakeVolumes) Delete(name string) error { return errors.New("not in this test") }
-func (f *fakeVolumes) Files(name string) (*workspace.Workspace, error) {
+func (f *fakeVolumes) Delete(name string, a volume.Access) error {
+	return errors.New("not in this test")
+}
+func (f *fakeVolumes) Files(name string, a volume.Access) (*workspace.Workspace, error) {
 	return nil, errors.New("not in this test")
 }
 
-func (f *fakeVolumes) Acquire(name string) (string, func(), error) {
+// Acquire finds the volumes in dirs; those in owners belong to that uid.
+func (f *fakeVolumes) Acquire(name string, a volume.Access) (string, func(), error) {
 	d, ok := f.dirs[name]
-	if !ok {
+	if !ok || a != nil && !a(f.owner(name)) {
 		return "", nil, fmt.Errorf("volume %q: %w", name, volume.ErrNotFound)
 	}
 	f.mu.Lock()
@@ -63,7 +84,8 @@ func (f *fakeVolumes) holding() int {
 // refusal has its class, names the field, and releases what was taken.
 func TestMounts(t *testing.T) {
 	ds := t.TempDir()
-	vols := &fakeVolumes{dirs: map[string]string{"data": "/run/v/data", "other": "/run/v/other"}}
+	vols := &fakeVolumes{dirs: map[string]string{"data": "/run/v/data", "other": "/run/v/other", "theirs": "/run/v/theirs"},
+		owners: map[string]int64{"theirs": 4242}}
 	r := &fakeRunner{}
 	d, store := newTestDaemon(t, r, func(c *Config) {
 		c.Volumes = vols
@@ -117,6 +139,27 @@ func TestMounts(t *testing.T) {
 				t.Errorf("%d rootfs still held after a refusal", n)
 			}
 		})
+	}
+	// Another uid's volume is not found for a caller, and what was taken
+	// before it is given back; its owner and root may mount it.
+	theirs := []agentapi.VolumeMount{{Name: "data"}, {Name: "theirs"}}
+	as := func(uid uint32) context.Context { return WithCaller(ctx, Caller{UID: uid}) }
+	if _, err := d.Run(as(1000), &agentapi.RunRequest{Argv: []string{"true"}, Volumes: theirs}, RunOptions{}); !errors.Is(err, errdefs.ErrNotFound) || !strings.Contains(err.Error(), `"theirs"`) {
+		t.Errorf("uid 1000 mounts uid 4242's volume: %v, want not found", err)
+	}
+	if n := vols.holding(); n != 0 {
+		t.Errorf("%d volumes still held after a refusal", n)
+	}
+	if info, err := d.Info(as(1000)); err != nil || !reflect.DeepEqual(info.Volumes, []string{"data", "other"}) {
+		t.Errorf("uid 1000's /v1/info names volumes %v (%v), want its own and the ownerless ones", info.Volumes, err)
+	}
+	if info, err := d.Info(as(0)); err != nil || !reflect.DeepEqual(info.Volumes, []string{"data", "other", "theirs"}) {
+		t.Errorf("root's /v1/info names volumes %v (%v), want them all", info.Volumes, err)
+	}
+	for _, uid := range []uint32{4242, 0} {
+		if _, err := d.Run(as(uid), &agentapi.RunRequest{Argv: []string{"true"}, Volumes: theirs}, RunOptions{}); err != nil {
+			t.Errorf("uid %d mounts uid 4242's volume: %v", uid, err)
+		}
 	}
 	if n := vols.holding(); n != 0 {
 		t.Errorf("%d volumes held after the runs", n)

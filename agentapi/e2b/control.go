@@ -77,7 +77,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		}
 		timeout = time.Duration(*req.Timeout) * time.Second
 	}
-	sreq, err := s.sessionRequest(req.TemplateID, req.EnvVars)
+	sreq, err := s.sessionRequest(r.Context(), req.TemplateID, req.EnvVars)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -129,8 +129,8 @@ func unsupportedCreate(req *createRequest) error {
 // SDKs' default templates (the default rootfs, the daemon's limits). Each
 // exec may run as long as the daemon's maximum: an E2B cell has no timeout
 // of its own, the SDK's is on the client.
-func (s *Server) sessionRequest(template string, envs map[string]string) (*agentapi.SessionRequest, error) {
-	info, err := s.core.Info()
+func (s *Server) sessionRequest(ctx context.Context, template string, envs map[string]string) (*agentapi.SessionRequest, error) {
+	info, err := s.core.Info(ctx)
 	if err != nil {
 		return nil, err
 	}

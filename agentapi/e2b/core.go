@@ -34,5 +34,5 @@ type Core interface {
 	OpenFile(ctx context.Context, id, path string) (*os.File, error)
 	WriteFrom(ctx context.Context, id, path string, r io.Reader) (int64, error)
 
-	Info() (*agentapi.Info, error)
+	Info(ctx context.Context) (*agentapi.Info, error)
 }

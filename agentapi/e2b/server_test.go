@@ -33,7 +33,7 @@ func newFakeCore() *fakeCore {
 	return &fakeCore{sessions: map[string]*agentapi.Session{}, lifetime: map[string]time.Duration{}}
 }
 
-func (f *fakeCore) Info() (*agentapi.Info, error) {
+func (f *fakeCore) Info(context.Context) (*agentapi.Info, error) {
 	return &agentapi.Info{Rootfs: []string{"default", "minimal"}, DefaultRootfs: "default",
 		DefaultLimits: agentapi.Limits{CPUs: 1, MemoryBytes: 512 << 20, DiskBytes: 256 << 20},
 		MaxLimits:     agentapi.Limits{TimeoutMs: 600_000},

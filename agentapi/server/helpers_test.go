@@ -200,7 +200,7 @@ var errSetup = errors.New("clone: operation not permitted")
 
 // queued is the number of runs waiting for a slot.
 func queued(ts *testServer) int {
-	info, err := ts.core.Info()
+	info, err := ts.core.Info(context.Background())
 	if err != nil {
 		panic(err)
 	}

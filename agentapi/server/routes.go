@@ -103,7 +103,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
-	info, err := s.core.Info()
+	info, err := s.core.Info(r.Context())
 	if err != nil {
 		writeError(w, err)
 		return

@@ -46,7 +46,7 @@ type Core interface {
 	WriteVolumeFile(ctx context.Context, name, path string, data []byte) error
 	ReadVolumeFile(ctx context.Context, name, path string, max int64) ([]byte, error)
 	RemoveVolumeFile(ctx context.Context, name, path string) error
-	Info() (*agentapi.Info, error)
+	Info(ctx context.Context) (*agentapi.Info, error)
 	InFlight() int
 	Metrics() prometheus.Gatherer
 }

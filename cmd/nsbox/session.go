@@ -161,17 +161,23 @@ func sessionList(c *cli.Context) error {
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tOWNER\tROOTFS\tSTATE\tEXECS\tIDLE\tCREATED\tREASON")
 	for _, s := range ss {
-		owner := "-"
-		if s.OwnerUID != nil {
-			owner = strconv.FormatUint(uint64(*s.OwnerUID), 10)
-			if u, err := user.LookupId(owner); err == nil {
-				owner = u.Username
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.ID, owner, s.Rootfs, s.State, s.ExecCount,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.ID, ownerName(s.OwnerUID), s.Rootfs, s.State, s.ExecCount,
 			time.Since(s.LastUsedAt).Round(time.Second), s.CreatedAt.Local().Format(time.DateTime), s.DeadReason)
 	}
 	return tw.Flush()
+}
+
+// ownerName names a session's or volume's owner for a listing: the user
+// name when the host knows the uid, the uid otherwise, "-" for none.
+func ownerName(uid *uint32) string {
+	if uid == nil {
+		return "-"
+	}
+	owner := strconv.FormatUint(uint64(*uid), 10)
+	if u, err := user.LookupId(owner); err == nil {
+		return u.Username
+	}
+	return owner
 }
 
 func sessionRemove(c *cli.Context) error {

@@ -67,9 +67,9 @@ func volumeList(c *cli.Context) error {
 		return enc.Encode(vols)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSIZE\tUSED\tIN USE")
+	fmt.Fprintln(tw, "NAME\tOWNER\tSIZE\tUSED\tIN USE")
 	for _, v := range vols {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", v.Name, humanBytes(v.SizeBytes), humanBytes(v.UsedBytes), v.InUse)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", v.Name, ownerName(v.OwnerUID), humanBytes(v.SizeBytes), humanBytes(v.UsedBytes), v.InUse)
 	}
 	return tw.Flush()
 }

@@ -180,7 +180,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		return err
 	}
 	defer core.Close()
-	info, err := core.Info()
+	info, err := core.Info(context.Background())
 	if err != nil {
 		return err
 	}

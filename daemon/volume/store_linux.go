@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -39,8 +40,23 @@ const MaxCount = 64
 // mount, and the file API creates files with it.
 const OwnerID = container.SandboxUID
 
-// imageName is the image file in a volume's state directory.
-const imageName = "volume.ext4"
+// imageName is the image file in a volume's state directory, and
+// ownerName the file beside it holding the uid that created the volume.
+const (
+	imageName = "volume.ext4"
+	ownerName = "owner"
+)
+
+// NoOwner is the owner of a volume made by a trusted in-process caller,
+// or by a daemon from before volumes had owners: every caller may use it.
+const NoOwner = -1
+
+// Access says whether a caller may see and use a volume of owner; a nil
+// Access allows every volume. A volume refused is not found, as if it
+// did not exist.
+type Access func(owner int64) bool
+
+func (a Access) allows(owner int64) bool { return a == nil || a(owner) }
 
 // Info describes a volume.
 type Info struct {
@@ -48,6 +64,7 @@ type Info struct {
 	SizeBytes int64 // the cap: the image's size
 	UsedBytes int64 // what its filesystem uses (statfs)
 	InUse     int   // live sandboxes that mount it
+	Owner     int64 // the uid that created it, or NoOwner
 }
 
 // Store keeps the volumes of one daemon.
@@ -65,6 +82,7 @@ type Store struct {
 type vol struct {
 	name  string
 	size  int64
+	owner int64
 	users int
 }
 
@@ -98,11 +116,19 @@ func Open(stateDir, runDir string, log *slog.Logger) (*Store, error) {
 			log.Warn("volume without an image, skipped", "volume", name, "err", err)
 			continue
 		}
+		owner, err := readOwner(filepath.Join(s.state, name, ownerName))
+		if err != nil {
+			log.Error("volume not mounted: its owner file is unreadable", "volume", name, "err", err)
+			continue
+		}
+		if owner == NoOwner {
+			log.Warn("volume without an owner (made before volumes had owners): every caller of the socket may use it", "volume", name)
+		}
 		if err := s.mount(name); err != nil {
 			log.Error("volume not mounted", "volume", name, "err", err)
 			continue
 		}
-		s.vols[name] = &vol{name: name, size: st.Size()}
+		s.vols[name] = &vol{name: name, size: st.Size(), owner: owner}
 	}
 	return s, nil
 }
@@ -116,8 +142,45 @@ func (s *Store) image(name string) string { return filepath.Join(s.state, name, 
 // Path is where volume name is mounted on the host while the daemon runs.
 func (s *Store) Path(name string) string { return filepath.Join(s.run, name) }
 
-// Create makes a volume of size bytes (rounded up to 4 KiB) and mounts it.
-func (s *Store) Create(name string, size int64) (Info, error) {
+// readOwner reads a volume's owner file; a missing one is NoOwner.
+func readOwner(p string) (int64, error) {
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return NoOwner, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	uid, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", p, err)
+	}
+	return int64(uid), nil
+}
+
+// writeOwner records owner durably before the volume exists.
+func writeOwner(p string, owner int64) error {
+	if owner == NoOwner {
+		return nil
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "%d\n", owner)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Create makes a volume of size bytes (rounded up to 4 KiB), owned by
+// owner (a uid, or NoOwner), and mounts it. Names are one namespace for
+// all owners: a name another owner holds is taken.
+func (s *Store) Create(name string, size, owner int64) (Info, error) {
 	if err := ValidName(name); err != nil {
 		return Info{}, fmt.Errorf("%w: volume %w", ErrInvalid, err)
 	}
@@ -146,6 +209,9 @@ func (s *Store) Create(name string, size int64) (Info, error) {
 			os.RemoveAll(dir)
 		}
 	}()
+	if err := writeOwner(filepath.Join(dir, ownerName), owner); err != nil {
+		return Info{}, fmt.Errorf("volume %s: %w", name, err)
+	}
 	if err := mkfs(s.image(name), size); err != nil {
 		return Info{}, fmt.Errorf("volume %s: %w", name, err)
 	}
@@ -156,8 +222,8 @@ func (s *Store) Create(name string, size int64) (Info, error) {
 	// unreadable directory it cannot remove. fsck makes it again if needed.
 	os.Remove(filepath.Join(s.Path(name), "lost+found"))
 	ok = true
-	s.vols[name] = &vol{name: name, size: size}
-	s.log.Info("volume created", "volume", name, "size_bytes", size)
+	s.vols[name] = &vol{name: name, size: size, owner: owner}
+	s.log.Info("volume created", "volume", name, "size_bytes", size, "owner", owner)
 	return s.infoLocked(s.vols[name]), nil
 }
 
@@ -212,13 +278,15 @@ func mkfs(img string, size int64) error {
 	return nil
 }
 
-// List describes every volume, by name.
-func (s *Store) List() []Info {
+// List describes every volume access allows, by name.
+func (s *Store) List(access Access) []Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]Info, 0, len(s.vols))
 	for _, v := range s.vols {
-		out = append(out, s.infoLocked(v))
+		if access.allows(v.owner) {
+			out = append(out, s.infoLocked(v))
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -227,21 +295,32 @@ func (s *Store) List() []Info {
 // Names lists the volumes' names, sorted.
 func (s *Store) Names() []string {
 	var out []string
-	for _, in := range s.List() {
+	for _, in := range s.List(nil) {
 		out = append(out, in.Name)
 	}
 	return out
 }
 
 // Get describes volume name.
-func (s *Store) Get(name string) (Info, error) {
+func (s *Store) Get(name string, access Access) (Info, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, ok := s.vols[name]
-	if !ok {
-		return Info{}, s.notFound(name)
+	v, err := s.getLocked(name, access)
+	if err != nil {
+		return Info{}, err
 	}
 	return s.infoLocked(v), nil
+}
+
+// getLocked finds volume name if access allows it: a volume of another
+// owner is not found, so its name is all a caller can learn of it (by a
+// create that finds the name taken).
+func (s *Store) getLocked(name string, access Access) (*vol, error) {
+	v, ok := s.vols[name]
+	if !ok || !access.allows(v.owner) {
+		return nil, s.notFound(name)
+	}
+	return v, nil
 }
 
 func (s *Store) notFound(name string) error {
@@ -249,7 +328,7 @@ func (s *Store) notFound(name string) error {
 }
 
 func (s *Store) infoLocked(v *vol) Info {
-	in := Info{Name: v.name, SizeBytes: v.size, InUse: v.users}
+	in := Info{Name: v.name, SizeBytes: v.size, InUse: v.users, Owner: v.owner}
 	var st unix.Statfs_t
 	if unix.Statfs(s.Path(v.name), &st) == nil {
 		in.UsedBytes = int64(st.Blocks-st.Bfree) * st.Bsize
@@ -258,12 +337,12 @@ func (s *Store) infoLocked(v *vol) Info {
 }
 
 // Delete unmounts and removes a volume that no live sandbox mounts.
-func (s *Store) Delete(name string) error {
+func (s *Store) Delete(name string, access Access) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, ok := s.vols[name]
-	if !ok {
-		return s.notFound(name)
+	v, err := s.getLocked(name, access)
+	if err != nil {
+		return err
 	}
 	if v.users > 0 {
 		return fmt.Errorf("volume %s: %w by %d live sandbox(es); end them first", name, ErrInUse, v.users)
@@ -281,12 +360,12 @@ func (s *Store) Delete(name string) error {
 
 // Acquire marks volume name in use by one sandbox until release (called
 // once the sandbox is gone), and returns its host mount point.
-func (s *Store) Acquire(name string) (dir string, release func(), err error) {
+func (s *Store) Acquire(name string, access Access) (dir string, release func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, ok := s.vols[name]
-	if !ok {
-		return "", nil, s.notFound(name)
+	v, err := s.getLocked(name, access)
+	if err != nil {
+		return "", nil, err
 	}
 	v.users++
 	var once sync.Once
@@ -301,8 +380,12 @@ func (s *Store) Acquire(name string) (dir string, release func(), err error) {
 
 // Files opens volume name's root for the file API: paths resolve beneath
 // it and no symlink is ever followed. Close the result after use.
-func (s *Store) Files(name string) (*workspace.Workspace, error) {
-	if _, err := s.Get(name); err != nil {
+func (s *Store) Files(name string, access Access) (*workspace.Workspace, error) {
+	// Held while the root opens: the volume cannot be deleted, and
+	// another owner's made under its name, in between.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.getLocked(name, access); err != nil {
 		return nil, err
 	}
 	return workspace.OpenDir(s.Path(name), OwnerID, OwnerID)

@@ -178,14 +178,7 @@ func TestSessionParkFull(t *testing.T) {
 func TestParkForkOwner(t *testing.T) {
 	d := startDaemon(t)
 	ctx := context.Background()
-	for dir := filepath.Dir(d.sock); dir != "/" && dir != os.TempDir(); dir = filepath.Dir(dir) {
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chmod(d.sock, 0o666); err != nil {
-		t.Fatal(err)
-	}
+	openToAll(t, d)
 	bin := nsboxCopy(t)
 	out, err := asNobody(t, bin, d, "session", "create")
 	if err != nil {

@@ -27,6 +27,19 @@ func asNobody(t *testing.T, bin string, d *daemon, args ...string) (string, erro
 	return string(out), err
 }
 
+// openToAll lets every local user, uid 65534 among them, reach d's socket.
+func openToAll(t *testing.T, d *daemon) {
+	t.Helper()
+	for dir := filepath.Dir(d.sock); dir != "/" && dir != os.TempDir(); dir = filepath.Dir(dir) {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(d.sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // nsboxCopy is a copy of the test's nsbox binary that uid 65534 may run.
 func nsboxCopy(t *testing.T) string {
 	t.Helper()

@@ -461,6 +461,81 @@ func TestVolumeCLI(t *testing.T) {
 	}
 }
 
+// TestVolumesBelongToTheirCaller: a volume belongs to the uid that made
+// it, as a session does. Another local user who reaches the socket can
+// neither list, read, write, mount nor delete it (not_found, as if it did
+// not exist), nor take its name; root sees and mounts every volume with
+// its owner. Through the CLI, as uid 65534.
+func TestVolumesBelongToTheirCaller(t *testing.T) {
+	requireVolumes(t)
+	ds, _ := makeDataset(t)
+	d := startVolumeDaemon(t, ds, "")
+	ctx := context.Background()
+	openToAll(t, d)
+	bin := nsboxCopy(t)
+
+	if _, err := d.client.CreateVolume(ctx, &agentapi.VolumeRequest{Name: "roots", SizeBytes: 16 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.client.PutVolumeFile(ctx, "roots", "secret.txt", strings.NewReader("root-api-key-123")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"volume", "cp", "roots:secret.txt", "-"},
+		{"volume", "cp", "-", "roots:planted.txt"},
+		{"volume", "rm", "roots"},
+		{"exec", "--volume", "roots", "--", "cat", "/mnt/roots/secret.txt"},
+		{"session", "create", "--volume", "roots"},
+	} {
+		out, err := asNobody(t, bin, d, args...)
+		if err == nil || strings.Contains(out, "root-api-key") || !strings.Contains(out, "not_found") {
+			t.Errorf("nobody: nsbox %s: %v\n%s\nwant not_found and no secret", strings.Join(args, " "), err, out)
+		}
+	}
+	if out, err := asNobody(t, bin, d, "volume", "create", "roots", "--size", "16M"); err == nil {
+		t.Errorf("nobody takes the name of root's volume: %s", out)
+	}
+	if out, err := asNobody(t, bin, d, "volume", "ls", "--json"); err != nil || strings.Contains(out, "roots") {
+		t.Errorf("nobody lists root's volume: %v\n%s", err, out)
+	}
+	if got, err := d.client.GetVolumeFile(ctx, "roots", "secret.txt"); err != nil || string(got) != "root-api-key-123" {
+		t.Errorf("root's volume after nobody's tries: %q %v", got, err)
+	}
+	if _, err := d.client.GetVolumeFile(ctx, "roots", "planted.txt"); err == nil {
+		t.Error("nobody planted a file in root's volume")
+	}
+
+	// Their own volume is theirs to use; root sees it with its owner.
+	if out, err := asNobody(t, bin, d, "volume", "create", "theirs", "--size", "16M"); err != nil {
+		t.Fatalf("volume create as nobody: %v\n%s", err, out)
+	}
+	if out, err := asNobody(t, bin, d, "exec", "--volume", "theirs", "--", "sh", "-c", "echo mine > /mnt/theirs/a.txt"); err != nil {
+		t.Fatalf("nobody mounts its own volume: %v\n%s", err, out)
+	}
+	if out, err := asNobody(t, bin, d, "volume", "ls"); err != nil || !strings.Contains(out, "theirs") || !strings.Contains(out, "nobody") || strings.Contains(out, "roots") {
+		t.Errorf("nobody's volume ls: %v\n%s\nwant its own volume, owned by nobody, only", err, out)
+	}
+	vols, err := d.client.Volumes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]uint32{}
+	for _, v := range vols {
+		if v.OwnerUID != nil {
+			owners[v.Name] = *v.OwnerUID
+		}
+	}
+	if owners["roots"] != 0 || owners["theirs"] != nobody || len(owners) != 2 {
+		t.Errorf("root lists owners %v, want roots: 0, theirs: %d", owners, nobody)
+	}
+	if got, err := d.client.GetVolumeFile(ctx, "theirs", "a.txt"); err != nil || string(got) != "mine\n" {
+		t.Errorf("root reads nobody's volume: %q %v", got, err)
+	}
+	if out, err := asNobody(t, bin, d, "volume", "rm", "theirs"); err != nil {
+		t.Errorf("nobody removes its own volume: %v\n%s", err, out)
+	}
+}
+
 // TestDatasetOnAFilesystemWithoutIdmap: a dataset the kernel cannot mount
 // in sandboxes (procfs takes no idmapped mounts) stops the daemon at start
 // with the dataset's name and why, instead of failing every run that asks.

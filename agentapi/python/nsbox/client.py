@@ -285,7 +285,7 @@ class Client(_wire.ClientBase):
         return Volume(self, name)
 
     def volumes(self) -> List[Dict[str, Any]]:
-        """Lists the volumes: dicts with name, size_bytes, used_bytes, in_use."""
+        """Lists the caller's volumes: dicts with name, size_bytes, used_bytes, in_use, owner_uid."""
         return _wire.listed(self._json("GET", API + "/volumes"), "volumes")
 
 
@@ -401,7 +401,7 @@ class Volume:
         return "Volume(%r)" % self.name
 
     def info(self) -> Dict[str, Any]:
-        """name, size_bytes, used_bytes, in_use (live sandboxes mounting it)."""
+        """name, size_bytes, used_bytes, in_use (live sandboxes mounting it), owner_uid."""
         return self.client._json("GET", self._path)
 
     def upload(self, path: str, data: Any) -> None:
