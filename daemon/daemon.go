@@ -199,6 +199,9 @@ func (d *Daemon) Close() {
 		d.log.Info("ending sessions", "live", d.sessions.Live())
 		d.sessions.Close()
 	}
+	if d.parked != nil {
+		d.parked.close()
+	}
 }
 
 // admit refuses work once Close has begun.

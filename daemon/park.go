@@ -23,8 +23,8 @@ var (
 	// ErrParkFull: parked sessions would hold more than [sessions]
 	// park_max_bytes.
 	ErrParkFull = errdefs.New(errdefs.ErrNoSpace, "no room to park the session; it stays live: delete parked sessions or raise [sessions] park_max_bytes")
-	// ErrParkExpired: the session's lifetime ended while it was parked.
-	ErrParkExpired = errdefs.New(errdefs.ErrNotFound, "the parked session's lifetime ended while it was parked; it is gone")
+	// ErrParkExpired: the session was parked longer than its retention.
+	ErrParkExpired = errdefs.New(errdefs.ErrNotFound, "the session was parked longer than [sessions] park_retention and is gone")
 )
 
 // ParkSession writes a session to disk and ends its sandbox: its Python
@@ -74,8 +74,10 @@ func (d *Daemon) park(ctx context.Context, sess *session.Session, o *origin) (*a
 	err := sess.Capture(ctx, stateCap(info.Limits), func(st *runner.State, ws *container.Workspace) error {
 		now := time.Now()
 		wire := d.wireSession(info)
+		// The lifetime stops while parked: a revive gets what is left.
+		left := max(info.Expires.Sub(now).Milliseconds(), 1)
 		rec := parkRecord{Version: parkVersion, Session: wire, Origin: *o, Owner: info.Owner,
-			ParkedAt: now, Expires: info.Expires, NotCarried: st.NotCarried}
+			ParkedAt: now, Expires: now.Add(d.pol.Load().Sessions.ParkRetention), LifetimeLeftMs: left, NotCarried: st.NotCarried}
 		p, err := d.parked.write(rec, st, ws, d.pol.Load().Sessions.ParkMaxBytes)
 		if err != nil {
 			return err
@@ -131,8 +133,8 @@ func (d *Daemon) revive(ctx context.Context, p *parked) (*agentapi.CarriedSessio
 		}
 		return &agentapi.CarriedSession{Session: d.wireSession(sess.Info()), NotCarried: []agentapi.NotCarried{}}, nil
 	}
-	left := time.Until(p.rec.Expires)
-	if left <= 0 {
+	left := p.lifetimeLeft()
+	if left <= 0 || time.Now().After(p.rec.Expires) {
 		d.parked.remove(p)
 		return nil, fmt.Errorf("session %s: %w", id, ErrParkExpired)
 	}

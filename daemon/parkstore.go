@@ -41,12 +41,18 @@ type parkRecord struct {
 	Session agentapi.Session `json:"session"`
 	Origin  origin           `json:"origin"`
 	// Owner is the creator's uid (-1: none), enforced after a revive too.
-	Owner        int64               `json:"owner"`
-	ParkedAt     time.Time           `json:"parked_at"`
-	Expires      time.Time           `json:"expires_at"`
-	StateBytes   int64               `json:"state_bytes"`
-	ArchiveBytes int64               `json:"archive_bytes"`
-	NotCarried   []runner.NotCarried `json:"not_carried"`
+	Owner    int64     `json:"owner"`
+	ParkedAt time.Time `json:"parked_at"`
+	// Expires is when the parked session is removed: its park plus
+	// [sessions] park_retention.
+	Expires time.Time `json:"expires_at"`
+	// LifetimeLeftMs is what was left of the session's lifetime at its
+	// park: a revive gets it. (0 in records from before: the lifetime
+	// then ran while parked, up to Expires.)
+	LifetimeLeftMs int64               `json:"lifetime_left_ms,omitempty"`
+	StateBytes     int64               `json:"state_bytes"`
+	ArchiveBytes   int64               `json:"archive_bytes"`
+	NotCarried     []runner.NotCarried `json:"not_carried"`
 }
 
 // parked is one parked session. mu is held by a revive or a delete; gone
@@ -55,8 +61,18 @@ type parked struct {
 	dir string
 	rec parkRecord
 	mu  sync.Mutex
-	// gone: revived or deleted (its files removed).
+	// gone: revived, deleted or expired (its files removed).
 	gone bool
+	// expiry removes it at rec.Expires.
+	expiry *time.Timer
+}
+
+// lifetimeLeft is what a revive of p gets of its lifetime.
+func (p *parked) lifetimeLeft() time.Duration {
+	if p.rec.LifetimeLeftMs > 0 {
+		return time.Duration(p.rec.LifetimeLeftMs) * time.Millisecond
+	}
+	return time.Until(p.rec.Expires)
 }
 
 func (p *parked) path(name string) string { return filepath.Join(p.dir, name) }
@@ -70,6 +86,7 @@ func (p *parked) wire() agentapi.Session {
 	at := p.rec.ParkedAt.UTC()
 	s.ParkedAt = &at
 	s.Network = nil
+	s.ExpiresAt = p.rec.Expires.UTC()
 	return s
 }
 
@@ -121,11 +138,12 @@ func openParkStore(dir string, log *slog.Logger) (*parkStore, error) {
 		}
 		ps := &parked{dir: p, rec: rec}
 		if time.Now().After(rec.Expires) {
-			log.Info("a parked session's lifetime ended while the daemon was down; removing it", "session", rec.Session.ID)
+			log.Info("a parked session's retention ended while the daemon was down; removing it", "session", rec.Session.ID)
 			_ = os.RemoveAll(p)
 			continue
 		}
 		s.recs[rec.Session.ID] = ps
+		s.expireAt(ps)
 	}
 	log.Info("parked sessions loaded", "count", len(s.recs))
 	return s, nil
@@ -157,9 +175,36 @@ func (s *parkStore) used() int64 {
 	return n
 }
 
+// expireAt removes p at its rec.Expires, unless it is gone by then: a
+// parked session costs only disk, but not for ever.
+func (s *parkStore) expireAt(p *parked) {
+	p.expiry = time.AfterFunc(time.Until(p.rec.Expires), func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if !p.gone {
+			s.log.Info("a parked session's retention ended; removing it", "session", p.rec.Session.ID, "parked_at", p.rec.ParkedAt)
+			s.remove(p)
+		}
+	})
+}
+
+// close stops the expiry timers: the files stay for the next daemon.
+func (s *parkStore) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.recs {
+		if p.expiry != nil {
+			p.expiry.Stop()
+		}
+	}
+}
+
 // remove deletes p's files and forgets it; the caller holds p.mu.
 func (s *parkStore) remove(p *parked) {
 	p.gone = true
+	if p.expiry != nil {
+		p.expiry.Stop()
+	}
 	s.mu.Lock()
 	if s.recs[p.rec.Session.ID] == p {
 		delete(s.recs, p.rec.Session.ID)
@@ -248,6 +293,7 @@ func (s *parkStore) write(rec parkRecord, st *runner.State, ws *container.Worksp
 	// race the old sandbox for the id's liveness lock.
 	p.mu.Lock()
 	s.recs[id] = p
+	s.expireAt(p)
 	return p, nil
 }
 

@@ -191,10 +191,10 @@ func (s *Server) live(ctx context.Context, id string) (*sandbox, *agentapi.Sessi
 		_ = s.core.DeleteSession(ctx, id)
 		err = errdefs.In(errdefs.ErrNotFound, fmt.Errorf("sandbox %q ended: %s", id, sess.DeadReason))
 	case sess.State == agentapi.SessionParked && !time.Now().Before(sess.ExpiresAt):
-		// A parked session keeps its lifetime: past it, the paused
-		// sandbox is gone, as at a running one's timeout.
+		// A parked session is kept [sessions] park_retention (its
+		// expires_at) and then removed: the paused sandbox is gone.
 		_ = s.core.DeleteSession(ctx, id)
-		err = errdefs.In(errdefs.ErrNotFound, fmt.Errorf("sandbox %q ended while paused: its timeout passed", id))
+		err = errdefs.In(errdefs.ErrNotFound, fmt.Errorf("sandbox %q ended while paused: it was paused longer than the daemon keeps paused sandboxes ([sessions] park_retention)", id))
 	}
 	if err != nil {
 		if errors.Is(err, errdefs.ErrNotFound) {

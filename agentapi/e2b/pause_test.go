@@ -112,7 +112,8 @@ func TestPauseResume(t *testing.T) {
 		t.Fatalf("lifetime after a resume with no timeout %v, want %v", got, DefaultTimeout)
 	}
 
-	// A paused sandbox whose timeout passed is gone.
+	// A paused sandbox kept past its retention (the parked session's
+	// expires_at) is gone.
 	do(t, s, "POST", "/sandboxes/"+id+"/pause", "", api(keyA))
 	core.mu.Lock()
 	core.sessions[id].ExpiresAt = time.Now().Add(-time.Second)
@@ -222,7 +223,7 @@ func TestPausedSurvivesRestart(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("records %v, want the removed key's one kept", ents)
 	}
-	// One whose session is gone (its lifetime ended while parked) is removed.
+	// One whose session is gone (kept past its retention) is removed.
 	core.mu.Lock()
 	delete(core.sessions, paused.SandboxID)
 	core.mu.Unlock()

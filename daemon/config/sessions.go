@@ -20,7 +20,7 @@ const maxSessions = 4096
 type Sessions = policy.Sessions
 
 func defaultSessions() Sessions {
-	return Sessions{Max: 16, IdleTimeout: 15 * time.Minute, MaxLifetime: 24 * time.Hour, IdleAction: policy.IdleEnd, ParkMaxBytes: policy.DefaultParkMaxBytes}
+	return Sessions{Max: 16, IdleTimeout: 15 * time.Minute, MaxLifetime: 24 * time.Hour, IdleAction: policy.IdleEnd, ParkMaxBytes: policy.DefaultParkMaxBytes, ParkRetention: policy.DefaultParkRetention}
 }
 
 // setSessionsKey stores a key of [sessions]; check bounds the values.
@@ -33,15 +33,18 @@ func (cfg *Config) setSessionsKey(key string, v *unstable.Node) error {
 			return err
 		}
 		s.Max = int(n)
-	case "idle_timeout", "max_lifetime":
+	case "idle_timeout", "max_lifetime", "park_retention":
 		d, err := tomlDuration(v)
 		if err != nil {
 			return err
 		}
-		if key == "idle_timeout" {
+		switch key {
+		case "idle_timeout":
 			s.IdleTimeout = d
-		} else {
+		case "max_lifetime":
 			s.MaxLifetime = d
+		default:
+			s.ParkRetention = d
 		}
 	case "idle_action":
 		a, err := tomlString(v)
@@ -71,7 +74,7 @@ func (cfg *Config) setSessionsKey(key string, v *unstable.Node) error {
 		id := uint32(gid)
 		s.AdminGID = &id
 	default:
-		return fmt.Errorf("unknown key; [sessions] has max, idle_timeout, idle_action, max_lifetime, park_max_bytes and admin_group")
+		return fmt.Errorf("unknown key; [sessions] has max, idle_timeout, idle_action, max_lifetime, park_max_bytes, park_retention and admin_group")
 	}
 	return nil
 }
@@ -88,6 +91,9 @@ func (cfg *Config) checkSessions(bad func(key, format string, args ...any)) {
 	}
 	if s.MaxLifetime <= 0 {
 		bad("sessions.max_lifetime", "%v: must be positive", s.MaxLifetime)
+	}
+	if s.ParkRetention <= 0 {
+		bad("sessions.park_retention", "%v: must be positive (how long a parked session is kept)", s.ParkRetention)
 	}
 	if s.IdleAction != policy.IdleEnd && s.IdleAction != policy.IdlePause && s.IdleAction != policy.IdlePark {
 		bad("sessions.idle_action", "%q: use %q (the idle timeout ends a session), %q (it pauses it until its lifetime ends) or %q (it parks a Python session to disk)",

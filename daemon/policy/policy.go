@@ -44,10 +44,18 @@ type Sessions struct {
 	// ParkMaxBytes caps what parked sessions hold on disk, all together
 	// (default DefaultParkMaxBytes).
 	ParkMaxBytes int64
+	// ParkRetention is how long a parked session is kept (default
+	// DefaultParkRetention). Its lifetime does not run while it is
+	// parked: a revive gets what was left of it.
+	ParkRetention time.Duration
 }
 
 // DefaultParkMaxBytes is [sessions] park_max_bytes unless configured.
 const DefaultParkMaxBytes = 8 << 30
+
+// DefaultParkRetention is [sessions] park_retention unless configured:
+// 30 days, as E2B once kept paused sandboxes.
+const DefaultParkRetention = 30 * 24 * time.Hour
 
 // Idle actions: what a session's idle timeout does.
 const (
@@ -113,6 +121,9 @@ func New(p Policy) (*Rules, error) {
 	}
 	if pol.Sessions.ParkMaxBytes <= 0 {
 		pol.Sessions.ParkMaxBytes = DefaultParkMaxBytes
+	}
+	if pol.Sessions.ParkRetention <= 0 {
+		pol.Sessions.ParkRetention = DefaultParkRetention
 	}
 	switch pol.Sessions.IdleAction {
 	case "":

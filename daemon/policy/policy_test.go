@@ -27,7 +27,7 @@ func TestPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if pol.DefaultRootfs != "default" || pol.Defaults != container.DefaultLimits() || pol.Max != DefaultMaxLimits() ||
-		pol.Sessions != (Sessions{Max: 16, IdleTimeout: 15 * time.Minute, MaxLifetime: 24 * time.Hour, IdleAction: IdleEnd, ParkMaxBytes: DefaultParkMaxBytes}) || len(pol.names) != len(agentapi.BuiltinProfiles()) {
+		pol.Sessions != (Sessions{Max: 16, IdleTimeout: 15 * time.Minute, MaxLifetime: 24 * time.Hour, IdleAction: IdleEnd, ParkMaxBytes: DefaultParkMaxBytes, ParkRetention: DefaultParkRetention}) || len(pol.names) != len(agentapi.BuiltinProfiles()) {
 		t.Errorf("zero policy filled as %+v", pol)
 	}
 }

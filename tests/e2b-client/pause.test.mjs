@@ -87,3 +87,13 @@ test("a paused sandbox can be killed", { timeout: 60_000 }, async (t) => {
   await assert.rejects(Sandbox.getInfo(sbx.sandboxId), NotFoundError);
   await assert.rejects(Sandbox.connect(sbx.sandboxId), NotFoundError);
 });
+
+test("a paused sandbox outlives its timeout, as on E2B; connect resumes it", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, CodeSandbox, { timeoutMs: 3_000 });
+  await value(sbx, "z = 'still here'");
+  assert.equal(await sbx.pause(), true);
+  await new Promise((r) => setTimeout(r, 4_000)); // past the 3 s timeout
+  assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, "paused", "a paused sandbox past its timeout");
+  const back = await CodeSandbox.connect(sbx.sandboxId, { timeoutMs: 30_000 });
+  assert.equal(await value(back, "z"), "'still here'");
+});

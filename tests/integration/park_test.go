@@ -171,6 +171,59 @@ func TestSessionParkFull(t *testing.T) {
 	wantStatus(t, err, http.StatusConflict, "dead")
 }
 
+// TestParkRetention: a session's lifetime does not run while it is parked
+// (a session parked past its lifetime revives, with what was left of it),
+// and a parked session is kept [sessions] park_retention: then it is gone,
+// its files removed without anyone asking, even across a restart.
+func TestParkRetention(t *testing.T) {
+	d := startDaemon(t, "--config", writeConf(t, "[sessions]\npark_retention = \"4s\"\n"))
+	ctx := context.Background()
+	id := newSession(t, d, &agentapi.SessionRequest{LifetimeMs: 2500})
+	execOK(t, d, id, "x = 41")
+	before := time.Now()
+	park(t, d, id)
+	if s, err := d.client.Session(ctx, id); err != nil || s.ExpiresAt.Before(before.Add(3*time.Second)) || s.ExpiresAt.After(time.Now().Add(4*time.Second)) {
+		t.Errorf("a parked session's expires_at %v (%v), want its park plus the 4 s retention", s.ExpiresAt, err)
+	}
+	time.Sleep(3 * time.Second) // past the session's own lifetime
+	r, err := d.client.ReviveSession(ctx, id)
+	if err != nil {
+		t.Fatalf("revive a session parked past its lifetime: %v", err)
+	}
+	if left := time.Until(r.ExpiresAt); left <= 0 || left > 2500*time.Millisecond {
+		t.Errorf("revived with %v of its lifetime left, want what it had at the park (under 2.5 s)", left)
+	}
+	if res := execOK(t, d, id, "x + 1"); res.Value != "42" {
+		t.Fatalf("after the revive: %q", res.Value)
+	}
+
+	// Parked past the retention: removed by the daemon, on its own.
+	second := newSession(t, d, &agentapi.SessionRequest{})
+	park(t, d, second)
+	third := newSession(t, d, &agentapi.SessionRequest{})
+	park(t, d, third)
+	if err := d.signal(t, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	d.start(t) // the record's expiry is kept across a restart
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ents, _ := os.ReadDir(d.parkDir())
+		if len(ents) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("parked sessions still on disk 15 s after a 4 s retention: %v", ents)
+		}
+	}
+	for _, id := range []string{second, third} {
+		_, err := d.client.ReviveSession(ctx, id)
+		wantStatus(t, err, http.StatusNotFound, "")
+		if _, err := d.client.Session(ctx, id); err == nil {
+			t.Errorf("session %s still listed after its retention", id)
+		}
+	}
+}
+
 // TestParkForkOwner: a parked session keeps its owner's uid through a
 // restart and a revive (by root, here); another user can neither see,
 // revive, fork nor park it; a fork's branches are the parent's owner's.
