@@ -29,6 +29,10 @@ type SessionRequest struct {
 	// "pause" it (it then lives until its lifetime ends); empty means the
 	// daemon's [sessions] idle_action.
 	IdleAction string `json:"idle_action,omitempty"`
+	// LifetimeAction is what the end of the lifetime does: "end" (the
+	// default) or "park" it (a Python session; an exec running then is
+	// waited for), to be revived later with its whole lifetime again.
+	LifetimeAction string `json:"lifetime_action,omitempty"`
 	// Network is the session's egress policy, for its whole life (as
 	// RunRequest.Network).
 	Network *Network `json:"network,omitempty"`
@@ -68,6 +72,7 @@ type Session struct {
 	// AllowedImports is the session's import allowlist (null: none).
 	AllowedImports []string `json:"allowed_imports"`
 	IdleAction     string   `json:"idle_action"`
+	LifetimeAction string   `json:"lifetime_action,omitempty"`
 	// PausedAt is when a paused session was paused.
 	PausedAt *time.Time `json:"paused_at,omitempty"`
 	// ParkedAt is when a parked session was parked.

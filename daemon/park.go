@@ -54,7 +54,8 @@ func (d *Daemon) ParkSession(ctx context.Context, id string) (*agentapi.Session,
 }
 
 // parkIdle parks a session whose idle timeout passed (idle_action
-// "park"; session.Config.Park).
+// "park") or whose lifetime ended (lifetime_action "park");
+// session.Config.Park.
 func (d *Daemon) parkIdle(sess *session.Session) error {
 	o, _ := sess.Options().Origin.(*origin)
 	if d.parked == nil || o == nil {
@@ -63,7 +64,7 @@ func (d *Daemon) parkIdle(sess *session.Session) error {
 	if _, err := d.park(context.Background(), sess, o); err != nil {
 		return err
 	}
-	d.log.Info("idle session parked", "session", sess.ID())
+	d.log.Info("session parked by its idle timeout or lifetime", "session", sess.ID())
 	return nil
 }
 
@@ -74,10 +75,15 @@ func (d *Daemon) park(ctx context.Context, sess *session.Session, o *origin) (*a
 	err := sess.Capture(ctx, stateCap(info.Limits), func(st *runner.State, ws *container.Workspace) error {
 		now := time.Now()
 		wire := d.wireSession(info)
-		// The lifetime stops while parked: a revive gets what is left.
-		left := max(info.Expires.Sub(now).Milliseconds(), 1)
+		// The lifetime stops while parked: a revive gets what is left,
+		// or, parked by the end of it (lifetime_action "park"), the
+		// whole lifetime it was given again.
+		left := info.Expires.Sub(now)
+		if left < time.Second {
+			left = max(info.Lifetime, time.Second)
+		}
 		rec := parkRecord{Version: parkVersion, Session: wire, Origin: *o, Owner: info.Owner,
-			ParkedAt: now, Expires: now.Add(d.pol.Load().Sessions.ParkRetention), LifetimeLeftMs: left, NotCarried: st.NotCarried}
+			ParkedAt: now, Expires: now.Add(d.pol.Load().Sessions.ParkRetention), LifetimeLeftMs: left.Milliseconds(), NotCarried: st.NotCarried}
 		p, err := d.parked.write(rec, st, ws, d.pol.Load().Sessions.ParkMaxBytes)
 		if err != nil {
 			return err

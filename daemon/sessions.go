@@ -98,6 +98,18 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 			return nil, errdefs.Field("idle_action", "%q: this daemon cannot park sessions (it has no state directory)", idleAction)
 		}
 	}
+	switch req.LifetimeAction {
+	case "", policy.IdleEnd:
+	case policy.IdlePark:
+		switch {
+		case language != agentapi.LanguagePython:
+			return nil, errdefs.Field("lifetime_action", "%q: fork and park are for Python sessions", req.LifetimeAction)
+		case d.parked == nil:
+			return nil, errdefs.Field("lifetime_action", "%q: this daemon cannot park sessions (it has no state directory)", req.LifetimeAction)
+		}
+	default:
+		return nil, errdefs.Field("lifetime_action", "%q: use %q (the end of the lifetime ends the session) or %q (it parks it)", req.LifetimeAction, policy.IdleEnd, policy.IdlePark)
+	}
 	if req.AllowedImports != nil && language != agentapi.LanguagePython {
 		return nil, errdefs.Field("allowed_imports", "applies to Python sessions only (language %q)", language)
 	}
@@ -143,7 +155,7 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 		ID: spec.ID, Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
 		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: spec.Env, Files: spec.Files, Owner: uid, Origin: o,
 		Lifetime: time.Duration(req.LifetimeMs) * time.Millisecond, AllowedImports: req.AllowedImports,
-		IdleAction: idleAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd,
+		IdleAction: idleAction, LifetimeAction: req.LifetimeAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd,
 		Language: runnerLanguage(language), TypeScript: language == agentapi.LanguageTypeScript,
 		Mounts: mounts,
 	})
@@ -388,6 +400,7 @@ func (d *Daemon) wireSession(in session.Info) agentapi.Session {
 		CreatedAt: in.Created.UTC(), LastUsedAt: in.LastUsed.UTC(), ExecCount: in.ExecCount,
 		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: policy.WireLimits(in.Limits), Pooled: in.Pooled,
 		ExpiresAt: in.Expires.UTC(), AllowedImports: in.AllowedImports, IdleAction: in.IdleAction,
+		LifetimeAction: in.LifetimeAction,
 	}
 	if !in.Paused.IsZero() {
 		at := in.Paused.UTC()

@@ -34,7 +34,7 @@ type createRequest struct {
 	Network             any               `json:"network"`
 	VolumeMounts        any               `json:"volumeMounts"`
 	MCP                 any               `json:"mcp"`
-	AutoResume          any               `json:"autoResume"`
+	AutoResume          *autoResume       `json:"autoResume"`
 	Alias               string            `json:"alias"`
 }
 
@@ -54,6 +54,18 @@ type sandboxJSON struct {
 	DiskSizeMB         *int64            `json:"diskSizeMB,omitempty"`
 	Metadata           map[string]string `json:"metadata,omitempty"`
 	State              string            `json:"state,omitempty"`
+	Lifecycle          *lifecycle        `json:"lifecycle,omitempty"`
+}
+
+// autoResume is the create body's autoResume: {"enabled": bool}.
+type autoResume struct {
+	Enabled bool `json:"enabled"`
+}
+
+// lifecycle is E2B's SandboxDetail.lifecycle: what the timeout does.
+type lifecycle struct {
+	OnTimeout  string `json:"onTimeout"` // "kill" or "pause"
+	AutoResume bool   `json:"autoResume"`
 }
 
 // clientID is what E2B reports as the sandbox's host; nsbox has one.
@@ -83,6 +95,10 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sreq.LifetimeMs = timeout.Milliseconds()
+	if req.AutoPause != nil && *req.AutoPause {
+		// lifecycle.onTimeout "pause": the timeout parks the session.
+		sreq.LifetimeAction = "park"
+	}
 	id := randomHex(16)
 	sess, err := s.core.CreateSessionWith(r.Context(), sreq, daemon.SessionOptions{ID: id, Processes: true, NoIdleEnd: true})
 	if err != nil {
@@ -98,11 +114,12 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		id: sess.ID, key: keyOf(r.Context()), token: randomHex(24), traffic: randomHex(24),
 		template: template, alias: req.Alias, metadata: req.Metadata, envs: req.EnvVars, started: sess.CreatedAt,
 		cpus: sess.Limits.CPUs, memoryMB: sess.Limits.MemoryBytes >> 20, diskMB: sess.Limits.DiskBytes >> 20,
-		contexts: map[string]codeContext{},
+		contexts: map[string]codeContext{}, autoPause: sreq.LifetimeAction == "park",
 	}
 	s.mu.Lock()
 	s.sandboxes[sb.id] = sb
 	s.mu.Unlock()
+	s.keepRecord(sb)
 	s.log.Info("e2b: sandbox created", "sandbox", sb.id, "template", template, "rootfs", sess.Rootfs, "timeout", timeout)
 	writeJSON(w, http.StatusCreated, s.describe(sb, sess, true))
 }
@@ -110,10 +127,8 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 // unsupportedCreate refuses what nsbox cannot do rather than ignore it.
 func unsupportedCreate(req *createRequest) error {
 	switch {
-	case req.AutoPause != nil && *req.AutoPause:
-		return errdefs.Field("autoPause", "pausing at the timeout (onTimeout: \"pause\") is not supported by nsbox's E2B endpoint: a sandbox ends at its timeout; pause it with Sandbox.pause before then")
-	case req.AutoResume != nil:
-		return errdefs.Field("autoResume", "not supported by nsbox's E2B endpoint")
+	case req.AutoResume != nil && req.AutoResume.Enabled:
+		return errdefs.Field("autoResume", "resuming a paused sandbox on traffic is not supported by nsbox's E2B endpoint: Sandbox.connect resumes it")
 	case req.Network != nil:
 		return errdefs.Field("network", "E2B network rules are not supported; nsbox sandboxes have loopback only, and per-run egress is configured through nsbox's own API (docs/NETWORK.md)")
 	case req.VolumeMounts != nil:
@@ -171,6 +186,10 @@ func (s *Server) describe(sb *sandbox, sess *agentapi.Session, secrets bool) san
 		}
 	}
 	out.CPUCount, out.MemoryMB, out.DiskSizeMB = &sb.cpus, &sb.memoryMB, &sb.diskMB
+	out.Lifecycle = &lifecycle{OnTimeout: "kill"}
+	if sb.autoPause {
+		out.Lifecycle.OnTimeout = "pause"
+	}
 	if out.Metadata == nil {
 		out.Metadata = map[string]string{}
 	}

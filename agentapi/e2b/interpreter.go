@@ -150,6 +150,7 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 	sb.mu.Lock()
 	sb.contexts[c.ID] = c
 	sb.mu.Unlock()
+	s.keepRecord(sb)
 	writeJSON(w, http.StatusOK, c)
 }
 
@@ -189,6 +190,7 @@ func (s *Server) handleRemoveContext(w http.ResponseWriter, r *http.Request) {
 	sb.mu.Lock()
 	delete(sb.contexts, id)
 	sb.mu.Unlock()
+	s.keepRecord(sb)
 	w.WriteHeader(http.StatusNoContent)
 }
 

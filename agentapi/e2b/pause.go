@@ -67,6 +67,7 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := s.core.ParkSession(r.Context(), sb.id); err != nil {
 		s.store.remove(sb.id)
+		s.keepRecord(sb)
 		s.log.Info("e2b: pause refused", "sandbox", sb.id, "err", err)
 		if errors.Is(err, errdefs.ErrConflict) {
 			w.Header().Set("Retry-After", "1")
@@ -107,6 +108,7 @@ func (s *Server) resume(ctx context.Context, id string, req *resumeRequest) (sb 
 		return nil, nil, false, err
 	}
 	s.store.remove(id)
+	s.keepRecord(sb)
 	timeout := DefaultTimeout
 	if req.Timeout != nil {
 		timeout = time.Duration(*req.Timeout) * time.Second
@@ -118,6 +120,20 @@ func (s *Server) resume(ctx context.Context, id string, req *resumeRequest) (sb 
 	}
 	s.log.Info("e2b: sandbox resumed", "sandbox", id, "timeout", timeout)
 	return sb, sess, true, nil
+}
+
+// keepRecord writes the record of a sandbox that its timeout pauses
+// (autoPause) while it runs, and again when its contexts change: the
+// daemon parks its session on its own, and a restart after that must
+// find it its key's. A record whose session is not parked is never
+// loaded, so one of a running sandbox is harmless.
+func (s *Server) keepRecord(sb *sandbox) {
+	if !sb.autoPause {
+		return
+	}
+	if err := s.store.save(sb, s.cfg.Keys); err != nil {
+		s.log.Warn("e2b: the record of a sandbox that pauses at its timeout; a daemon restart while it is paused would leave it unreachable", "sandbox", sb.id, "err", err)
+	}
 }
 
 // handleConnect answers the sandbox, resuming it when paused: 201 when

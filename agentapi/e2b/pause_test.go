@@ -236,3 +236,41 @@ func TestPausedSurvivesRestart(t *testing.T) {
 func containsKey(b []byte) bool {
 	return strings.Contains(string(b), keyA) || strings.Contains(string(b), keyB)
 }
+
+// TestAutoPausedSurvivesRestart: a sandbox created with onTimeout "pause"
+// keeps its record current while it runs (its code contexts too), so that
+// once the daemon has parked it at its timeout, a restart still finds it
+// its key's, with its contexts, and its connect resumes it.
+func TestAutoPausedSurvivesRestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "e2b")
+	core := newFakeCore()
+	s := newStateServer(t, core, dir, keyA, keyB)
+	sb := create(t, s, keyA, `{"autoPause":true,"timeout":60}`)
+	ctxs := do(t, s, "POST", "http://49999-"+sb.SandboxID+".localhost/contexts", `{"language":"python"}`, map[string]string{"E2B-Traffic-Access-Token": sb.TrafficAccessToken})
+	if ctxs.Code != http.StatusOK {
+		t.Fatalf("create a context: %d %s", ctxs.Code, ctxs.Body)
+	}
+	var c codeContext
+	_ = json.Unmarshal(ctxs.Body.Bytes(), &c)
+	// The daemon parks it at its timeout, without the endpoint.
+	if _, err := core.ParkSession(context.Background(), sb.SandboxID); err != nil {
+		t.Fatal(err)
+	}
+	s2 := newStateServer(t, core, dir, keyB, keyA)
+	got := s2.lookup(sb.SandboxID)
+	if got == nil || !got.autoPause || !got.hasContext(c.ID) {
+		t.Fatalf("after the restart: %+v, want the sandbox with its context %s and autoPause", got, c.ID)
+	}
+	if st := state(t, s2, keyA, sb.SandboxID); st != "paused" {
+		t.Fatalf("after the restart: %q", st)
+	}
+	w := do(t, s2, "POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", `{"timeout":60}`, map[string]string{"X-API-KEY": keyA})
+	if w.Code != http.StatusCreated {
+		t.Fatalf("connect after the restart: %d %s", w.Code, w.Body)
+	}
+	var back sandboxJSON
+	_ = json.Unmarshal(w.Body.Bytes(), &back)
+	if back.Lifecycle == nil || back.Lifecycle.OnTimeout != "pause" {
+		t.Fatalf("lifecycle after the resume %+v, want onTimeout pause", back.Lifecycle)
+	}
+}

@@ -27,6 +27,9 @@ type sandbox struct {
 	cpus     float64
 	memoryMB int64
 	diskMB   int64
+	// autoPause: its timeout parks its session (lifecycle.onTimeout
+	// "pause"), so its record is kept current while it runs.
+	autoPause bool
 
 	mu       sync.Mutex
 	contexts map[string]codeContext

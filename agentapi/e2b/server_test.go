@@ -52,7 +52,7 @@ func (f *fakeCore) CreateSessionWith(_ context.Context, req *agentapi.SessionReq
 		rfs = "default"
 	}
 	s := &agentapi.Session{ID: so.ID, Rootfs: rfs, State: agentapi.SessionIdle, CreatedAt: now,
-		ExpiresAt: now.Add(time.Duration(req.LifetimeMs) * time.Millisecond), Limits: *req.Limits}
+		ExpiresAt: now.Add(time.Duration(req.LifetimeMs) * time.Millisecond), Limits: *req.Limits, LifetimeAction: req.LifetimeAction}
 	f.sessions[s.ID] = s
 	return s, nil
 }
@@ -250,7 +250,9 @@ func TestCreate(t *testing.T) {
 		{"a profile", `{"templateID":"strict"}`, http.StatusCreated, "default"},
 		{"unknown template", `{"templateID":"ubuntu"}`, http.StatusNotFound, ""},
 		{"a negative timeout", `{"timeout":-1}`, http.StatusBadRequest, ""},
-		{"autoPause", `{"autoPause":true}`, http.StatusBadRequest, ""},
+		{"autoPause", `{"autoPause":true}`, http.StatusCreated, "default"},
+		{"autoResume", `{"autoPause":true,"autoResume":{"enabled":true}}`, http.StatusBadRequest, ""},
+		{"autoResume off", `{"autoPause":true,"autoResume":{"enabled":false}}`, http.StatusCreated, "default"},
 		{"network rules", `{"network":{"allowOut":["1.1.1.1"]}}`, http.StatusBadRequest, ""},
 		{"bad JSON", `{"timeout":`, http.StatusBadRequest, ""},
 	} {
@@ -271,6 +273,9 @@ func TestCreate(t *testing.T) {
 			sess, _ := core.Session(context.Background(), sb.SandboxID)
 			if sess.Rootfs != tc.rootfs || sess.Limits.TimeoutMs != 600_000 {
 				t.Fatalf("session %+v", sess)
+			}
+			if want := map[bool]string{true: "park"}[strings.Contains(tc.body, `"autoPause":true`)]; sess.LifetimeAction != want {
+				t.Fatalf("lifetime_action %q, want %q (onTimeout \"pause\" parks at the timeout)", sess.LifetimeAction, want)
 			}
 			if tc.name == "a profile" && sess.Limits.MemoryBytes != 128<<20 {
 				t.Fatalf("the profile's limits were not applied: %+v", sess.Limits)

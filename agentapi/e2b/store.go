@@ -43,6 +43,8 @@ type record struct {
 	MemoryMB int64                  `json:"memory_mb"`
 	DiskMB   int64                  `json:"disk_mb"`
 	Contexts map[string]codeContext `json:"contexts"`
+	// AutoPause: its timeout pauses it (lifecycle.onTimeout "pause").
+	AutoPause bool `json:"auto_pause,omitempty"`
 }
 
 // openStore makes dir (0700, owned by the daemon's user: root).
@@ -69,7 +71,7 @@ func (st *store) save(sb *sandbox, keys *Keys) error {
 	sb.mu.Lock()
 	rec := record{ID: sb.id, Key: keys.fingerprint(sb.key), Token: sb.token, Traffic: sb.traffic, Template: sb.template,
 		Alias: sb.alias, Metadata: sb.metadata, Envs: sb.envs, Started: sb.started, CPUs: sb.cpus, MemoryMB: sb.memoryMB,
-		DiskMB: sb.diskMB, Contexts: sb.contexts}
+		DiskMB: sb.diskMB, Contexts: sb.contexts, AutoPause: sb.autoPause}
 	b, err := json.Marshal(rec)
 	sb.mu.Unlock()
 	if err != nil {
@@ -159,7 +161,7 @@ func (st *store) load(ctx context.Context, core Core, keys *Keys) []*sandbox {
 		}
 		out = append(out, &sandbox{id: id, key: key, token: rec.Token, traffic: rec.Traffic, template: rec.Template,
 			alias: rec.Alias, metadata: rec.Metadata, envs: rec.Envs, started: rec.Started, cpus: rec.CPUs,
-			memoryMB: rec.MemoryMB, diskMB: rec.DiskMB, contexts: rec.Contexts})
+			memoryMB: rec.MemoryMB, diskMB: rec.DiskMB, contexts: rec.Contexts, autoPause: rec.AutoPause})
 	}
 	return out
 }

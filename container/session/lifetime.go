@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,6 +34,10 @@ func (s *Session) SetLifetime(d time.Duration) error {
 	return nil
 }
 
+// parkRetry is how soon a lifetime park that found an exec running tries
+// again.
+const parkRetry = time.Second
+
 // armLifeTimer starts the timer that ends the session at s.expires.
 func (s *Session) armLifeTimer(d time.Duration) {
 	s.mu.Lock()
@@ -58,9 +63,26 @@ func (s *Session) lifeEnds() {
 		s.lifeTimer.Reset(left)
 	}
 	lived := time.Since(s.created).Round(time.Millisecond)
+	dead := s.state == StateDead
 	s.mu.Unlock()
-	if left > 0 {
+	if left > 0 || dead {
 		return
+	}
+	if s.opts.LifetimeAction == IdlePark && s.m.cfg.Park != nil {
+		err := s.m.cfg.Park(s)
+		if err == nil {
+			s.log.Info("session lifetime ended: parked", "lived", lived)
+			return
+		}
+		if errors.Is(err, ErrBusy) && time.Since(s.created) < s.maxLife {
+			// An exec runs: park once it is done (the sandbox's own
+			// limit, the maximum lifetime, still ends it).
+			s.mu.Lock()
+			s.lifeTimer.Reset(parkRetry)
+			s.mu.Unlock()
+			return
+		}
+		s.log.Warn("session lifetime ended: park failed, ending it", "err", err)
 	}
 	s.die(runner.StatusTimeout, "its lifetime ended ("+lived.String()+" after its creation)")
 }

@@ -59,6 +59,10 @@ type Options struct {
 	AllowedImports []string
 	// IdleAction is IdleEnd (or empty), IdlePause or IdlePark.
 	IdleAction string
+	// LifetimeAction is what the end of the lifetime does: IdleEnd (or
+	// empty) ends the session, IdlePark parks it through Config.Park
+	// (waiting for a running exec; ended if the park fails).
+	LifetimeAction string
 	// NoIdleEnd: the session ends only at its lifetime (an E2B sandbox),
 	// never at an idle timeout, whatever IdleAction says; IdleTimeout then
 	// only says how long a dead session stays listed.
@@ -106,6 +110,9 @@ type Info struct {
 	NoIdleEnd      bool     // Options.NoIdleEnd
 	AllowedImports []string // Options.AllowedImports
 	IdleAction     string   // Options.IdleAction, filled
+	LifetimeAction string   // Options.LifetimeAction
+	// Lifetime is the lifetime it was given (Options.Lifetime, filled).
+	Lifetime time.Duration
 	// Paused is when the session was paused, for StatePaused.
 	Paused time.Time
 	// Processes: the session has a process agent (Options.Processes).
@@ -156,6 +163,7 @@ func (s *Session) Info() Info {
 		IdleTimeout: s.opts.IdleTimeout, Limits: s.opts.Limits, Pooled: s.pooled, Owner: s.opts.Owner,
 		Expires: s.expires, NoIdleEnd: s.opts.NoIdleEnd, AllowedImports: s.opts.AllowedImports,
 		IdleAction: s.opts.IdleAction, Paused: s.paused, Processes: s.agent != nil,
+		LifetimeAction: s.opts.LifetimeAction, Lifetime: s.opts.Lifetime,
 	}
 }
 

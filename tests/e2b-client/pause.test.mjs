@@ -97,3 +97,21 @@ test("a paused sandbox outlives its timeout, as on E2B; connect resumes it", { t
   const back = await CodeSandbox.connect(sbx.sandboxId, { timeoutMs: 30_000 });
   assert.equal(await value(back, "z"), "'still here'");
 });
+
+test("lifecycle onTimeout pause: the timeout pauses the sandbox, connect resumes it", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, CodeSandbox, { timeoutMs: 3_000, lifecycle: { onTimeout: "pause" } });
+  assert.equal((await sbx.getInfo()).lifecycle?.onTimeout, "pause");
+  await value(sbx, "w = 'paused by its timeout'");
+  const ctx = await sbx.createCodeContext();
+  await value(sbx, "v = 7", { context: ctx });
+  let state;
+  for (const deadline = Date.now() + 15_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 250))) {
+    state = (await Sandbox.getInfo(sbx.sandboxId)).state;
+    if (state === "paused") break;
+  }
+  assert.equal(state, "paused", "a sandbox with onTimeout pause, past its timeout");
+  assert.equal(await sbx.isRunning(), false);
+  const back = await CodeSandbox.connect(sbx.sandboxId, { timeoutMs: 30_000 });
+  assert.equal(await value(back, "w"), "'paused by its timeout'");
+  assert.equal(await value(back, "v", { context: ctx }), "7");
+});

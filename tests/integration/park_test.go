@@ -224,6 +224,56 @@ func TestParkRetention(t *testing.T) {
 	}
 }
 
+// TestSessionLifetimePark: with lifetime_action "park" the end of the
+// lifetime parks the session instead of ending it, after the exec running
+// then has finished; its revive gets its whole lifetime again. Bad values
+// and Node sessions are refused.
+func TestSessionLifetimePark(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	id := newSession(t, d, &agentapi.SessionRequest{LifetimeMs: 1500, LifetimeAction: "park"})
+	execOK(t, d, id, "x = 5")
+	// Running across the end of the lifetime: the park waits for it.
+	if res := execOK(t, d, id, "import time; time.sleep(2); x += 1; x"); res.Value != "6" {
+		t.Fatalf("the exec across the lifetime's end: %q", res.Value)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s, err := d.client.Session(ctx, id)
+		if err != nil {
+			t.Fatalf("the session is gone at the end of its lifetime: %v", err)
+		}
+		if s.State == agentapi.SessionParked {
+			break
+		}
+		if s.State == agentapi.SessionDead || time.Now().After(deadline) {
+			t.Fatalf("at the end of its lifetime: %+v, want parked", s)
+		}
+	}
+	r, err := d.client.ReviveSession(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := time.Until(r.ExpiresAt); left < time.Second || left > 1500*time.Millisecond {
+		t.Errorf("revived with %v of lifetime, want its 1.5 s again", left)
+	}
+	if r.LifetimeAction != "park" {
+		t.Errorf("revived with lifetime_action %q, want park", r.LifetimeAction)
+	}
+	if res := execOK(t, d, id, "x"); res.Value != "6" {
+		t.Fatalf("after the revive: %q", res.Value)
+	}
+	for _, bad := range []struct {
+		req  agentapi.SessionRequest
+		says string
+	}{
+		{agentapi.SessionRequest{LifetimeAction: "sleep"}, "lifetime_action"},
+		{agentapi.SessionRequest{LifetimeAction: "park", Language: "javascript"}, "Python sessions"},
+	} {
+		_, err := d.client.CreateSession(ctx, &bad.req)
+		wantStatus(t, err, http.StatusBadRequest, bad.says)
+	}
+}
+
 // TestParkForkOwner: a parked session keeps its owner's uid through a
 // restart and a revive (by root, here); another user can neither see,
 // revive, fork nor park it; a fork's branches are the parent's owner's.

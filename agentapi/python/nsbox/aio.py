@@ -305,10 +305,11 @@ class AsyncClient(_wire.ClientBase):
                       allowed_imports: Optional[Iterable[str]] = None,
                       idle_action: Optional[str] = None, network: Any = None,
                       language: Optional[str] = None, volumes: Any = None,
-                      datasets: Optional[Sequence[str]] = None) -> AsyncSession:
+                      datasets: Optional[Sequence[str]] = None,
+                      lifetime_action: Optional[str] = None) -> AsyncSession:
         """As nsbox.Client.session; use the result with `async with`."""
         req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
-                                 idle_action, network, language, volumes, datasets)
+                                 idle_action, network, language, volumes, datasets, lifetime_action)
         info = await self._json("POST", API + "/sessions", req)
         return AsyncSession(self, info["id"], info)
 
