@@ -329,9 +329,10 @@ def _recv_fd(what):
 # name that needs a cell's definition is listed. Modules go by name and
 # are imported again on restore. The blob is loaded only by the runner of
 # a sandbox of the same session family: the host never unpickles it.
-_STATE_VERSION = 3
+_STATE_VERSION = 4
 # The blob: an 8-byte big-endian offset of the header, then each name's
-# pickle followed by its out-of-band buffers (pickle protocol 5: NumPy's
+# pickle (all by one pickler, in order: a later one refers to the objects
+# of an earlier one, version 4 on) followed by its out-of-band buffers (pickle protocol 5: NumPy's
 # and pandas' arrays), then the header, a (stdlib) pickle of {'v',
 # 'pickler', 'contexts': {cid: {'count', 'names': [(name, 'module',
 # modname) | (name, 'value', offset, length, [buffer lengths])]}}}. Every
@@ -375,9 +376,12 @@ def _uncarriable(v):
     return None
 
 
-def _pickler():
-    """Returns the pickler's name and dumps(v, sink) -> [buffers]: the
-    pickle goes to sink, the out-of-band buffers are returned."""
+def _pickler(sink):
+    """Returns the pickler's name and dumps(v) -> [buffers]: the pickle
+    goes to sink, the out-of-band buffers are returned. One pickler, its
+    memo kept from one value to the next, so that names bound to one
+    object (b = a, d = {'x': a}) are still one object when loaded with
+    one unpickler; a value that fails leaves the memo as it was."""
     import pickle
     try:
         import cloudpickle
@@ -393,17 +397,25 @@ def _pickler():
                 return NotImplemented
         kind = 'pickle'
 
-    def dumps(v, sink):
-        bufs = []
+    bufs = []
 
-        def out_of_band(pb):
-            try:
-                bufs.append(pb.raw())
-            except BufferError:  # not contiguous: in the pickle
-                return True
-            return None
-        make(sink, protocol=5, buffer_callback=out_of_band).dump(v)
-        return bufs
+    def out_of_band(pb):
+        try:
+            bufs.append(pb.raw())
+        except BufferError:  # not contiguous: in the pickle
+            return True
+        return None
+    p = make(sink, protocol=5, buffer_callback=out_of_band)
+
+    def dumps(v):
+        bufs.clear()
+        memo = p.memo.copy()
+        try:
+            p.dump(v)
+        except BaseException:
+            p.memo = memo
+            raise
+        return list(bufs)
     return kind, dumps
 
 
@@ -417,12 +429,12 @@ def _snapshot(req, count):
     fd = _recv_fd('snapshot')
     try:
         cap = int(req.get('max_bytes') or 0)
-        kind, dumps = _pickler()
         spaces = [('', count, _ns)] + [(cid, c[1], c[0]) for cid, c in _contexts.items()]
         out, skipped = {}, []
         with os.fdopen(os.dup(fd), 'wb', buffering=0) as f:
             sink = _Sink(f, cap)
             sink.write(bytes(8))
+            kind, dumps = _pickler(sink)
             for cid, n, ns in spaces:
                 names = []
                 for name, v in list(ns.items()):
@@ -437,7 +449,7 @@ def _snapshot(req, count):
                     if why is None:
                         at = f.tell()
                         try:
-                            bufs = dumps(v, sink)
+                            bufs = dumps(v)
                             length = f.tell() - at
                             for m in bufs:
                                 sink.write(m)
@@ -495,8 +507,21 @@ def _restore(req):
             try:
                 head = int.from_bytes(mv[:8], 'big')
                 state = pickle.loads(mv[head:])
-                if state.get('v') != _STATE_VERSION:
-                    return 0, {'error': 'restore: state version %r, this runner reads %d' % (state.get('v'), _STATE_VERSION)}
+                if state.get('v') not in (3, _STATE_VERSION):
+                    return 0, {'error': 'restore: state version %r, this runner reads 3 and %d' % (state.get('v'), _STATE_VERSION)}
+                # One unpickler for every value, as one pickler wrote
+                # them: its memo makes shared objects shared again.
+                pending = []
+
+                class _Buffers:
+                    def __iter__(self):
+                        return self
+
+                    def __next__(self):
+                        if not pending:
+                            raise StopIteration
+                        return pending.pop(0)
+                up = pickle.Unpickler(m, buffers=_Buffers())
                 for cid, c in state['contexts'].items():
                     if cid:
                         ns = _fresh({})
@@ -510,17 +535,15 @@ def _restore(req):
                                 ns[name] = importlib.import_module(entry[2])
                                 continue
                             at, length = entry[2], entry[3]
-                            data, at = mv[at:at + length], at + length
-                            bufs = []
+                            m.seek(at)
+                            at += length
+                            pending.clear()
                             for ln in entry[4]:
                                 b = bytearray(ln)  # writable: the arrays are the new session's
                                 b[:] = mv[at:at + ln]
                                 at += ln
-                                bufs.append(b)
-                            try:
-                                ns[name] = _rebind(pickle.loads(data, buffers=bufs), ns)
-                            finally:
-                                data.release()
+                                pending.append(b)
+                            ns[name] = _rebind(up.load(), ns)
                         except Exception as e:
                             failed.append({'name': name, 'context': cid, 'reason': 'could not be loaded: ' + _reason(e)})
             finally:

@@ -134,6 +134,39 @@ func TestStateCloudpickle(t *testing.T) {
 	}
 }
 
+// TestStateSharedObjects: names bound to one object are still bound to
+// one object after a restore (b = a, a dict holding a, across contexts
+// too), and a name whose pickling fails halfway through does not break a
+// later name that holds part of it.
+func TestStateSharedObjects(t *testing.T) {
+	e := newEngine(t)
+	dir := testenv.Rootfs(t)
+	a, b := startRunner(t, e, dir), startRunner(t, e, dir)
+	for _, code := range []string{
+		"import threading",
+		"a = [1]; b = a; d = {'x': a}",
+		"c = [[8], threading.Lock()]; e = c[0]",
+	} {
+		if res := exec(t, a, code); res.Status != StatusOK {
+			t.Fatalf("%q: %s %+v", code, res.Status, res.Exception)
+		}
+	}
+	nc := carry(t, a, b)
+	if _, ok := notCarried(nc, "c"); !ok || len(nc) != 1 {
+		t.Errorf("not carried %+v, want only c (it holds a lock)", nc)
+	}
+	for code, want := range map[string]string{
+		"a is b and d['x'] is a": "True",
+		"e":                      "[8]",
+		"b.append(2); a":         "[1, 2]",
+		"d['x']":                 "[1, 2]",
+	} {
+		if res := exec(t, b, code); res.Status != StatusOK || res.Value != want {
+			t.Errorf("%q in the restored runner: %s %q %+v, want %q", code, res.Status, res.Value, res.Exception, want)
+		}
+	}
+}
+
 // TestStateRandomReseeded: two restores of one state draw different
 // numbers from random.
 func TestStateRandomReseeded(t *testing.T) {
