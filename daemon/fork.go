@@ -30,8 +30,31 @@ func (d *Daemon) ForkSession(ctx context.Context, id string, count *int) (*agent
 	if count != nil {
 		n = *count
 	}
+	return d.ForkSessionWith(ctx, id, ForkOptions{Count: n})
+}
+
+// ForkOptions are what a transport may set of a fork beyond its count.
+type ForkOptions struct {
+	Count int
+	// IDs, when set, are the branches' ids (one per branch, each a valid
+	// session id): E2B's 128-bit sandbox ids. Else the daemon makes them.
+	IDs []string
+	// Lifetime, when set, is the branches' lifetime instead of the
+	// parent's request's.
+	Lifetime time.Duration
+}
+
+// ForkSessionWith is ForkSession with ForkOptions.
+func (d *Daemon) ForkSessionWith(ctx context.Context, id string, fo ForkOptions) (*agentapi.ForkResult, error) {
+	n := fo.Count
 	if n < 1 || n > agentapi.MaxForkCount {
 		return nil, errdefs.Field("count", "%d is outside 1 to %d", n, agentapi.MaxForkCount)
+	}
+	if fo.IDs != nil && len(fo.IDs) != n {
+		return nil, fmt.Errorf("fork of %s: %d ids for %d branches", id, len(fo.IDs), n)
+	}
+	if max := d.pol.Load().Sessions.MaxLifetime; fo.Lifetime < 0 || fo.Lifetime > max {
+		return nil, errdefs.Field("lifetime_ms", "%d is outside 1 to %d (the daemon's max_lifetime, [sessions] in the config)", fo.Lifetime.Milliseconds(), max.Milliseconds())
 	}
 	if err := d.admit(); err != nil {
 		return nil, err
@@ -50,7 +73,11 @@ func (d *Daemon) ForkSession(ctx context.Context, id string, count *int) (*agent
 	var size int64
 	err = parent.Capture(ctx, stateCap(info.Limits), func(st *runner.State, ws *container.Workspace) error {
 		snapshot, size = time.Since(start), st.Size()
-		branches, err := d.branch(ctx, o, info.Owner, n, st, ws)
+		bo := *o
+		if fo.Lifetime > 0 {
+			bo.Request.LifetimeMs = fo.Lifetime.Milliseconds()
+		}
+		branches, err := d.branch(ctx, &bo, info.Owner, n, fo.IDs, st, ws)
 		out.Sessions = branches
 		return err
 	})
@@ -88,8 +115,9 @@ func stateCap(l container.Limits) int64 {
 }
 
 // branch makes n sessions from o, concurrently, each loaded with st and a
-// copy of ws. On any error the ones made are deleted.
-func (d *Daemon) branch(ctx context.Context, o *origin, uid int64, n int, st *runner.State, ws *container.Workspace) ([]agentapi.CarriedSession, error) {
+// copy of ws, with ids[i] as ids when given. On any error the ones made
+// are deleted.
+func (d *Daemon) branch(ctx context.Context, o *origin, uid int64, n int, ids []string, st *runner.State, ws *container.Workspace) ([]agentapi.CarriedSession, error) {
 	out := make([]agentapi.CarriedSession, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -97,7 +125,11 @@ func (d *Daemon) branch(ctx context.Context, o *origin, uid int64, n int, st *ru
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i], errs[i] = d.carry(ctx, o, SessionOptions{Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, owner: &uid}, st, func(dst *container.Workspace) error {
+			so := SessionOptions{Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, owner: &uid}
+			if ids != nil {
+				so.ID = ids[i]
+			}
+			out[i], errs[i] = d.carry(ctx, o, so, st, func(dst *container.Workspace) error {
 				return ws.CopyTo(dst.Workspace)
 			})
 		}()

@@ -20,6 +20,7 @@ type Core interface {
 	DeleteSession(ctx context.Context, id string) error
 	ParkSession(ctx context.Context, id string) (*agentapi.Session, error)
 	ReviveSession(ctx context.Context, id string) (*agentapi.CarriedSession, error)
+	ForkSessionWith(ctx context.Context, id string, fo daemon.ForkOptions) (*agentapi.ForkResult, error)
 	SetSessionLifetime(ctx context.Context, id string, d time.Duration) (*agentapi.Session, error)
 	SessionStats(ctx context.Context, id string) (*daemon.SessionStats, error)
 	Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts daemon.RunOptions) (*agentapi.RunResult, error)

@@ -124,7 +124,8 @@ func (s *Server) controlRoutes() *http.ServeMux {
 	m.HandleFunc("POST /sandboxes/{id}/resume", s.handleResume)
 	m.HandleFunc("POST /sandboxes/{id}/refreshes", s.handleRefresh)
 	m.HandleFunc("GET /sandboxes/{id}/metrics", s.handleMetrics)
-	for _, op := range []string{"fork", "snapshots", "network"} {
+	m.HandleFunc("POST /sandboxes/{id}/fork", s.handleFork)
+	for _, op := range []string{"snapshots", "network"} {
 		m.HandleFunc("/sandboxes/{id}/"+op, s.handleUnsupported(op))
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,96 @@
+package e2b
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"time"
+
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon"
+	"github.com/nsbox/nsbox/daemon/errdefs"
+)
+
+// forkRequest is the body of POST /sandboxes/{id}/fork.
+type forkRequest struct {
+	Timeout *int64 `json:"timeout"` // seconds: the forks' timeout
+	Count   *int   `json:"count"`
+}
+
+// forkResult is one entry of the fork's answer: a sandbox or an error.
+type forkResult struct {
+	Sandbox *sandboxJSON `json:"sandbox"`
+	Error   *apiError    `json:"error"`
+}
+
+// handleFork forks a running sandbox into count new ones (nsbox's session
+// fork, docs/SESSIONS.md): each gets the parent's files and every code
+// context's Python state, its own sandbox, tokens and 128-bit id, the
+// parent's template, metadata, envs and onTimeout, and the timeout given
+// (else E2B's default). The parent is unchanged. All or nothing: if one
+// fork fails none is made and the call fails with the reason (E2B answers
+// per fork; the SDK raises the same error classes either way).
+func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
+	var req forkRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	n := 1
+	if req.Count != nil {
+		n = *req.Count
+	}
+	timeout := DefaultTimeout
+	if req.Timeout != nil {
+		if *req.Timeout <= 0 {
+			writeErr(w, errdefs.Field("timeout", "%d: must be a positive number of seconds", *req.Timeout))
+			return
+		}
+		timeout = time.Duration(*req.Timeout) * time.Second
+	}
+	parent, sess, err := s.live(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if sess.State == agentapi.SessionParked {
+		writeAPIError(w, http.StatusConflict, errPaused(parent.id))
+		return
+	}
+	ids := make([]string, max(n, 0))
+	for i := range ids {
+		ids[i] = randomHex(16)
+	}
+	res, err := s.core.ForkSessionWith(r.Context(), parent.id, daemon.ForkOptions{Count: n, IDs: ids, Lifetime: timeout})
+	if err != nil {
+		s.log.Info("e2b: fork refused", "sandbox", parent.id, "count", n, "err", err)
+		writeErr(w, fmt.Errorf("sandbox %q: fork: %w", parent.id, err))
+		return
+	}
+	out := make([]forkResult, 0, len(res.Sessions))
+	parent.mu.Lock()
+	contexts := maps.Clone(parent.contexts)
+	parent.mu.Unlock()
+	for _, b := range res.Sessions {
+		sb := &sandbox{
+			id: b.ID, key: parent.key, token: randomHex(24), traffic: randomHex(24),
+			template: parent.template, alias: parent.alias, metadata: maps.Clone(parent.metadata), envs: maps.Clone(parent.envs),
+			started: b.CreatedAt, cpus: parent.cpus, memoryMB: parent.memoryMB, diskMB: parent.diskMB,
+			contexts: maps.Clone(contexts), autoPause: parent.autoPause,
+		}
+		if sb.contexts == nil {
+			sb.contexts = map[string]codeContext{}
+		}
+		s.mu.Lock()
+		s.sandboxes[sb.id] = sb
+		s.mu.Unlock()
+		s.keepRecord(sb)
+		if len(b.NotCarried) > 0 {
+			s.log.Info("e2b: fork: not carried", "sandbox", sb.id, "not_carried", b.NotCarried)
+		}
+		d := s.describe(sb, &b.Session, true)
+		out = append(out, forkResult{Sandbox: &d})
+	}
+	s.log.Info("e2b: sandbox forked", "sandbox", parent.id, "forks", len(out), "timeout", timeout)
+	writeJSON(w, http.StatusOK, out)
+}
