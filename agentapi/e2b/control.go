@@ -81,13 +81,10 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	timeout := DefaultTimeout
-	if req.Timeout != nil {
-		if *req.Timeout <= 0 {
-			writeErr(w, errdefs.Field("timeout", "%d: must be a positive number of seconds", *req.Timeout))
-			return
-		}
-		timeout = time.Duration(*req.Timeout) * time.Second
+	timeout, err := timeoutOr(req.Timeout)
+	if err != nil {
+		writeErr(w, err)
+		return
 	}
 	sreq, err := s.sessionRequest(r.Context(), req.TemplateID, req.EnvVars)
 	if err != nil {
@@ -122,6 +119,18 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	s.keepRecord(sb)
 	s.log.Info("e2b: sandbox created", "sandbox", sb.id, "template", template, "rootfs", sess.Rootfs, "timeout", timeout)
 	writeJSON(w, http.StatusCreated, s.describe(sb, sess, true))
+}
+
+// timeoutOr is a request's timeout in seconds, which must be positive;
+// E2B's default when there is none.
+func timeoutOr(secs *int64) (time.Duration, error) {
+	if secs == nil {
+		return DefaultTimeout, nil
+	}
+	if *secs <= 0 {
+		return 0, errdefs.Field("timeout", "%d: must be a positive number of seconds", *secs)
+	}
+	return time.Duration(*secs) * time.Second, nil
 }
 
 // unsupportedCreate refuses what nsbox cannot do rather than ignore it.

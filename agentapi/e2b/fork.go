@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon"
-	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
 // forkRequest is the body of POST /sandboxes/{id}/fork.
@@ -40,13 +38,10 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
 	if req.Count != nil {
 		n = *req.Count
 	}
-	timeout := DefaultTimeout
-	if req.Timeout != nil {
-		if *req.Timeout <= 0 {
-			writeErr(w, errdefs.Field("timeout", "%d: must be a positive number of seconds", *req.Timeout))
-			return
-		}
-		timeout = time.Duration(*req.Timeout) * time.Second
+	timeout, err := timeoutOr(req.Timeout)
+	if err != nil {
+		writeErr(w, err)
+		return
 	}
 	parent, sess, err := s.live(r.Context(), r.PathValue("id"))
 	if err != nil {

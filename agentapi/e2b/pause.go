@@ -85,8 +85,9 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 // timeout: the one given, else E2B's default. A running sandbox's timeout
 // changes only when one is given. resumed says whether it was paused.
 func (s *Server) resume(ctx context.Context, id string, req *resumeRequest) (sb *sandbox, sess *agentapi.Session, resumed bool, err error) {
-	if req.Timeout != nil && *req.Timeout <= 0 {
-		return nil, nil, false, errdefs.Field("timeout", "%d: must be a positive number of seconds", *req.Timeout)
+	timeout, err := timeoutOr(req.Timeout)
+	if err != nil {
+		return nil, nil, false, err
 	}
 	sb, sess, err = s.live(ctx, id)
 	if err != nil || sess.State != agentapi.SessionParked {
@@ -109,10 +110,6 @@ func (s *Server) resume(ctx context.Context, id string, req *resumeRequest) (sb 
 	}
 	s.store.remove(id)
 	s.keepRecord(sb)
-	timeout := DefaultTimeout
-	if req.Timeout != nil {
-		timeout = time.Duration(*req.Timeout) * time.Second
-	}
 	if sess, err = s.core.SetSessionLifetime(ctx, id, timeout); err != nil {
 		// Revived with what was left of its lifetime: running, and
 		// the caller learns why its timeout was not taken.

@@ -31,6 +31,16 @@ func carry(t *testing.T, from, to *Runner) []NotCarried {
 	return append(st.NotCarried, failed...)
 }
 
+// cells runs each code in r, failing t on any that does not run.
+func cells(t *testing.T, r *Runner, codes ...string) {
+	t.Helper()
+	for _, code := range codes {
+		if res := exec(t, r, code); res.Status != StatusOK {
+			t.Fatalf("%q: %s %+v", code, res.Status, res.Exception)
+		}
+	}
+}
+
 func notCarried(nc []NotCarried, name string) (NotCarried, bool) {
 	for _, n := range nc {
 		if n.Name == name {
@@ -47,18 +57,14 @@ func TestStateStdlibPickle(t *testing.T) {
 	e := newEngine(t)
 	dir := testenv.Rootfs(t)
 	a, b := startRunner(t, e, dir), startRunner(t, e, dir)
-	for _, code := range []string{
+	cells(t, a,
 		"import json, random, fractions as fr",
 		"d = {'k': [1, 2, 3], 's': 'x'}; q = fr.Fraction(1, 3)",
 		"f = open('/workspace/x', 'w'); g = (i for i in range(3))",
 		"import threading; th = threading.Thread(target=lambda: None)",
 		"class C: pass",
 		"c = C(); fn = lambda: 1",
-	} {
-		if res := exec(t, a, code); res.Status != StatusOK {
-			t.Fatalf("%q: %s %+v", code, res.Status, res.Exception)
-		}
-	}
+	)
 	if res := execReq(t, a, ExecRequest{Code: "y = 'ctx'", Context: "other", Timeout: time.Minute}); res.Status != StatusOK {
 		t.Fatalf("context cell: %+v", res)
 	}
@@ -101,18 +107,14 @@ func TestStateCloudpickle(t *testing.T) {
 	}
 	e := newEngine(t)
 	a, b := startRunner(t, e, dir), startRunner(t, e, dir)
-	for _, code := range []string{
+	cells(t, a,
 		"k = 10\ndef add(x): return x + k",
 		"sq = lambda v: v * v",
 		"class P:\n  def __init__(s, n): s.n = n\n  def twice(s): return s.n * 2",
 		"p = P(21)",
 		"import matplotlib.pyplot as plt; fig = plt.figure()",
 		"import numpy as np, pandas as pd\ndf = pd.DataFrame(np.arange(100000.0).reshape(-1, 4))\nodd = np.arange(10)[::2]",
-	} {
-		if res := exec(t, a, code); res.Status != StatusOK {
-			t.Fatalf("%q: %s %+v", code, res.Status, res.Exception)
-		}
-	}
+	)
 	nc := carry(t, a, b)
 	if _, ok := notCarried(nc, "fig"); !ok {
 		t.Errorf("a live figure is not listed: %+v", nc)
@@ -142,15 +144,11 @@ func TestStateSharedObjects(t *testing.T) {
 	e := newEngine(t)
 	dir := testenv.Rootfs(t)
 	a, b := startRunner(t, e, dir), startRunner(t, e, dir)
-	for _, code := range []string{
+	cells(t, a,
 		"import threading",
 		"a = [1]; b = a; d = {'x': a}",
 		"c = [[8], threading.Lock()]; e = c[0]",
-	} {
-		if res := exec(t, a, code); res.Status != StatusOK {
-			t.Fatalf("%q: %s %+v", code, res.Status, res.Exception)
-		}
-	}
+	)
 	nc := carry(t, a, b)
 	if _, ok := notCarried(nc, "c"); !ok || len(nc) != 1 {
 		t.Errorf("not carried %+v, want only c (it holds a lock)", nc)

@@ -6,15 +6,10 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Sandbox as CodeSandbox } from "@e2b/code-interpreter";
 import { NotFoundError, Sandbox } from "e2b";
-import { create } from "./lib.mjs";
+import { create, value } from "./lib.mjs";
 
 const OTHER_KEY = process.env.NSBOX_E2B_OTHER_KEY;
 
-async function value(sbx, code, opts) {
-  const ex = await sbx.runCode(code, opts);
-  assert.equal(ex.error, undefined, `${code}: ${ex.error?.name}: ${ex.error?.value}`);
-  return ex.text;
-}
 
 test("fork copies files and Python state into new sandboxes; the parent is unchanged", { timeout: 120_000 }, async (t) => {
   const parent = await create(t, CodeSandbox, { metadata: { purpose: "fork" } });

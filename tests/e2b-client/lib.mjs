@@ -93,3 +93,10 @@ export async function assertRefused(res, what) {
   const body = await res.text();
   assert.ok([401, 403, 404].includes(res.status), `${what}: want 401, 403 or 404, got ${res.status}: ${body.slice(0, 300)}`);
 }
+
+// value runs code and returns its main result's text, failing on an error.
+export async function value(sbx, code, opts) {
+  const ex = await sbx.runCode(code, opts);
+  assert.equal(ex.error, undefined, `${code}: ${ex.error?.name}: ${ex.error?.value}`);
+  return ex.text;
+}

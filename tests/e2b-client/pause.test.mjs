@@ -6,16 +6,10 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Sandbox as CodeSandbox } from "@e2b/code-interpreter";
 import { NotFoundError, Sandbox } from "e2b";
-import { RUN, create, listAll } from "./lib.mjs";
+import { RUN, create, listAll, value } from "./lib.mjs";
 
 const OTHER_KEY = process.env.NSBOX_E2B_OTHER_KEY;
 
-// value runs code and returns its main result's text, failing on an error.
-async function value(sbx, code, opts) {
-  const ex = await sbx.runCode(code, opts);
-  assert.equal(ex.error, undefined, `${code}: ${ex.error?.name}: ${ex.error?.value}`);
-  return ex.text;
-}
 
 test("pause keeps files and Python state; connect resumes the sandbox", { timeout: 120_000 }, async (t) => {
   const sbx = await create(t, CodeSandbox, { metadata: { purpose: "pause" } });
