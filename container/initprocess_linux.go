@@ -49,7 +49,7 @@ func (e *Engine) initProcesses(zb *locks.Block) func(*description) (process, err
 }
 
 func (e *Engine) newInit(name string, l cgroup.Limits, zb *locks.Block) (*initproc.Proc, error) {
-	return initproc.Start(initproc.Options{Name: name, Limits: l, Cgroups: e.cgroups, Self: e.self, UIDs: e.uids, LiveDir: e.liveDir, Block: zb})
+	return initproc.Start(initproc.Options{Name: name, Limits: l, Cgroups: e.cgroups, Self: e.self, UIDs: e.uids, LiveDir: e.liveDir, Block: zb, Spawner: e.spawner})
 }
 
 func newInitProcess(p *initproc.Proc) *initProcess {
@@ -73,7 +73,8 @@ func (p *initProcess) signal(sig syscall.Signal) error { return p.Cmd.Process.Si
 // launch gives init its config and workspace, makes sure it sits in its
 // cgroup, and returns once the user's command has been exec'd.
 func (p *initProcess) launch(d *description, mounts []*os.File) error {
-	// A cold init builds its mounts while we place it in its cgroup.
+	// An init that still has to be placed (v1 without a spawner) builds
+	// its mounts meanwhile.
 	cfg, err := json.Marshal(d.initConfig(p.Zygote, p.Cg.CloneFD() < 0))
 	if err != nil {
 		return err

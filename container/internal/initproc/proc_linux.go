@@ -7,6 +7,7 @@ package initproc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,13 +37,15 @@ type Options struct {
 	Block *locks.Block
 	// LiveDir holds the engine's liveness locks.
 	LiveDir string
+	// Spawner, on v1, clones init in its cgroup, so it needs no Place.
+	Spawner *Spawner
 }
 
 // Proc is a sandbox init: cloned into fresh namespaces, with its uid slot,
 // liveness lock and cgroup, waiting for its run's config. A cold run makes
-// one on demand; a spare is made ahead of time and already sits in its
-// cgroup, which takes the v1 cgroup move (an RCU grace period, ~10 ms) and
-// the clone off the run's critical path. A Proc serves exactly one run.
+// one on demand; a spare is made ahead of time, which takes the clone and
+// the cgroup's creation off the run's critical path. A Proc serves exactly
+// one run.
 type Proc struct {
 	Name   string
 	Owner  int // host uid/gid of the sandbox user (owns /workspace)
@@ -66,8 +69,9 @@ type Proc struct {
 }
 
 // Start allocates a uid slot (or uses the zygote's block), a liveness lock
-// and a cgroup, and clones init into fresh namespaces. On v2 init starts in
-// its cgroup (CLONE_INTO_CGROUP); on v1 it must still be placed.
+// and a cgroup, and clones init into fresh namespaces. Init starts in its
+// cgroup: on v2 through CLONE_INTO_CGROUP, on v1 cloned by o.Spawner. Only
+// without either (the spawner's thread is gone) must it still be placed.
 func Start(o Options) (_ *Proc, err error) {
 	p := &Proc{Name: o.Name, Limits: o.Limits, Zygote: o.Block != nil}
 	cu := cleanup.Make(p.Destroy)
@@ -181,15 +185,27 @@ func Start(o Options) (_ *Proc, err error) {
 		cmd.SysProcAttr.CgroupFD = fd
 		p.placed = true
 	}
-	if err := cmd.Start(); err != nil {
+	err = errSpawnerClosed
+	if !p.placed && o.Spawner != nil {
+		err = o.Spawner.Spawn(p.Cg, cmd.Start)
+		p.placed = err == nil
+	}
+	if errors.Is(err, errSpawnerClosed) {
+		err = cmd.Start()
+	}
+	if cmd.Process != nil {
+		p.Cmd = cmd
+	}
+	if err != nil {
 		return nil, fmt.Errorf("spawn sandbox init: %w", err)
 	}
-	p.Cmd = cmd
 	cu.Release()
 	return p, nil
 }
 
-// Place moves init into its cgroup (v1); a no-op when it started there.
+// Place moves init into its cgroup (v1 without a spawner); a no-op when it
+// started there. After an idle spell the move waits for an RCU grace
+// period (~10 ms), which is why the spawner exists.
 func (p *Proc) Place() error {
 	if p.placed {
 		return nil
