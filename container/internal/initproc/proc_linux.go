@@ -47,12 +47,12 @@ type Options struct {
 // the cgroup's creation off the run's critical path. A Proc serves exactly
 // one run.
 type Proc struct {
-	Name   string
-	Owner  int // host uid/gid of the sandbox user (owns /workspace)
-	Cg     *cgroup.Cgroup
-	Limits cgroup.Limits
-	Cmd    *exec.Cmd
-	Zygote bool // made with Options.Block
+	Name    string
+	Owner   int // host uid/gid of the sandbox user (owns /workspace)
+	Cg      *cgroup.Cgroup
+	Limits  cgroup.Limits
+	Process *os.Process
+	Zygote  bool // made with Options.Block
 
 	// The engine's ends of the command's stdio and of its control socket
 	// (fd 3 of the command). Whoever takes one sets the field to nil.
@@ -65,6 +65,8 @@ type Proc struct {
 	syncW  *os.File // one byte: "you are in your cgroup, go on"
 	errR   *os.File // init's setup error; EOF without data = exec'd
 
+	waitOnce    sync.Once
+	state       *os.ProcessState
 	destroyOnce sync.Once
 }
 
@@ -185,16 +187,17 @@ func Start(o Options) (_ *Proc, err error) {
 		cmd.SysProcAttr.CgroupFD = fd
 		p.placed = true
 	}
+	start := func() (err error) {
+		p.Process, err = startProcess(cmd)
+		return err
+	}
 	err = errSpawnerClosed
 	if !p.placed && o.Spawner != nil {
-		err = o.Spawner.Spawn(p.Cg, cmd.Start)
+		err = o.Spawner.Spawn(p.Cg, start)
 		p.placed = err == nil
 	}
 	if errors.Is(err, errSpawnerClosed) {
-		err = cmd.Start()
-	}
-	if cmd.Process != nil {
-		p.Cmd = cmd
+		err = start()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("spawn sandbox init: %w", err)
@@ -210,7 +213,7 @@ func (p *Proc) Place() error {
 	if p.placed {
 		return nil
 	}
-	if err := p.Cg.Add(p.Cmd.Process.Pid); err != nil {
+	if err := p.Cg.Add(p.Process.Pid); err != nil {
 		return fmt.Errorf("place sandbox in its cgroup: %w", err)
 	}
 	p.placed = true
@@ -243,11 +246,19 @@ func (p *Proc) SetupError() string {
 // message when it left one, else by err.
 func (p *Proc) Failed(err error) error {
 	p.Cg.Kill()
-	p.Cmd.Wait()
+	p.Wait()
 	if msg := p.SetupError(); msg != "" {
 		return fmt.Errorf("sandbox init: %s", msg)
 	}
 	return err
+}
+
+// Wait waits for init (or the command it became) to exit, reaps it, and
+// returns its state; nil if it could not be waited for. Later calls return
+// the same.
+func (p *Proc) Wait() *os.ProcessState {
+	p.waitOnce.Do(func() { p.state, _ = p.Process.Wait() })
+	return p.state
 }
 
 // Destroy kills and reaps init, removes the cgroup and releases the lock
@@ -257,8 +268,8 @@ func (p *Proc) Destroy() {
 		if p.Cg != nil {
 			p.Cg.Kill()
 		}
-		if p.Cmd != nil && p.Cmd.ProcessState == nil {
-			p.Cmd.Wait()
+		if p.Process != nil {
+			p.Wait()
 		}
 		kept := p.Cg != nil && p.Cg.Delete() != nil
 		for _, f := range []*os.File{p.cfg, p.syncW, p.errR, p.Stdout, p.Stderr, p.Stdin, p.Control} {
