@@ -161,6 +161,7 @@ func (c *Cgroup) Kill() error {
 // killFrozen freezes the cgroup, SIGKILLs every pid in it, thaws it, and
 // repeats until it is empty or the deadline passes.
 func (c *Cgroup) killFrozen(deadline time.Time) error {
+	self := unix.Getpid()
 	for {
 		pids, err := c.Pids()
 		if err != nil {
@@ -182,7 +183,12 @@ func (c *Cgroup) killFrozen(deadline time.Time) error {
 			}
 		}
 		for _, pid := range pids {
-			_ = unix.Kill(pid, unix.SIGKILL)
+			// A thread of this process steps into a v1 cgroup to clone
+			// its init there (EnterThread) and lists the process in
+			// cgroup.procs meanwhile; never kill ourselves.
+			if pid != self {
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
 		}
 		if frozen {
 			c.freeze(false, deadline)

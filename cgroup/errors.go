@@ -16,6 +16,9 @@ var (
 	ErrKillTimeout = errors.New("processes still in cgroup after kill")
 	// ErrFreezeTimeout: the kernel did not report the cgroup frozen in time.
 	ErrFreezeTimeout = errors.New("cgroup not frozen in time")
+	// ErrLeader: the thread group leader cannot be moved alone; on v1 its
+	// memory cgroup is where the whole process's memory is charged.
+	ErrLeader = errors.New("the thread group leader cannot move into a cgroup alone")
 	// ErrMalformed means a /proc or cgroup file could not be parsed.
 	ErrMalformed = errors.New("malformed cgroup file")
 )

@@ -56,7 +56,8 @@ type Engine struct {
 	masked  []string
 	ro      []string
 	spares  *initproc.Spares
-	idmaps  idmaps // user namespaces of idmapped mounts (mount_linux.go)
+	spawner *initproc.Spawner // v1: clones inits in their cgroups
+	idmaps  idmaps            // user namespaces of idmapped mounts (mount_linux.go)
 }
 
 // New prepares an engine: it checks it runs as root, compiles the default
@@ -102,6 +103,10 @@ func New(cfg Config) (_ *Engine, err error) {
 		return nil, err
 	}
 	log.Debug("sandbox init", "binary", initPath)
+	var spawner *initproc.Spawner
+	if cg.Mode() != cgroup.ModeV2 {
+		spawner = initproc.NewSpawner(cg, log)
+	}
 	e := &Engine{
 		cfg:     cfg,
 		log:     log,
@@ -109,6 +114,7 @@ func New(cfg Config) (_ *Engine, err error) {
 		uids:    &locks.Allocator{Dir: LockDir},
 		liveDir: liveDir,
 		self:    self,
+		spawner: spawner,
 		masked:  maskedPaths(),
 		ro:      readOnlyPaths(),
 	}
@@ -138,6 +144,9 @@ func (e *Engine) CgroupMode() cgroup.Mode { return e.cgroups.Mode() }
 func (e *Engine) Close() error {
 	if e.spares != nil {
 		e.spares.Close()
+	}
+	if e.spawner != nil {
+		e.spawner.Close()
 	}
 	closeCgroups(e.cgroups, e.log)
 	e.idmaps.close()

@@ -49,7 +49,7 @@ func (e *Engine) initProcesses(zb *locks.Block) func(*description) (process, err
 }
 
 func (e *Engine) newInit(name string, l cgroup.Limits, zb *locks.Block) (*initproc.Proc, error) {
-	return initproc.Start(initproc.Options{Name: name, Limits: l, Cgroups: e.cgroups, Self: e.self, UIDs: e.uids, LiveDir: e.liveDir, Block: zb})
+	return initproc.Start(initproc.Options{Name: name, Limits: l, Cgroups: e.cgroups, Self: e.self, UIDs: e.uids, LiveDir: e.liveDir, Block: zb, Spawner: e.spawner})
 }
 
 func newInitProcess(p *initproc.Proc) *initProcess {
@@ -64,16 +64,17 @@ func (e *errCommandNotFound) Error() string { return e.msg }
 
 func (p *initProcess) owner() int             { return p.Owner }
 func (p *initProcess) cgroup() *cgroup.Cgroup { return p.Cg }
-func (p *initProcess) pid() int               { return p.Cmd.Process.Pid }
+func (p *initProcess) pid() int               { return p.Process.Pid }
 func (p *initProcess) done() <-chan struct{}  { return p.exited }
 func (p *initProcess) destroy()               { p.Destroy() }
 
-func (p *initProcess) signal(sig syscall.Signal) error { return p.Cmd.Process.Signal(sig) }
+func (p *initProcess) signal(sig syscall.Signal) error { return p.Process.Signal(sig) }
 
 // launch gives init its config and workspace, makes sure it sits in its
 // cgroup, and returns once the user's command has been exec'd.
 func (p *initProcess) launch(d *description, mounts []*os.File) error {
-	// A cold init builds its mounts while we place it in its cgroup.
+	// An init that still has to be placed (v1 without a spawner) builds
+	// its mounts meanwhile.
 	cfg, err := json.Marshal(d.initConfig(p.Zygote, p.Cg.CloneFD() < 0))
 	if err != nil {
 		return err
@@ -96,7 +97,7 @@ func (p *initProcess) launch(d *description, mounts []*os.File) error {
 	msg := p.SetupError()
 	if msg != "" && !strings.Contains(msg, "command not found") {
 		p.Cg.Kill()
-		p.Cmd.Wait()
+		p.Wait()
 		return fmt.Errorf("sandbox init: %s", msg)
 	}
 	go func() {
@@ -104,7 +105,7 @@ func (p *initProcess) launch(d *description, mounts []*os.File) error {
 		// before anyone waits.
 		var info unix.Siginfo
 		for {
-			err := unix.Waitid(unix.P_PID, p.Cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			err := unix.Waitid(unix.P_PID, p.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
 			if !errors.Is(err, unix.EINTR) {
 				break
 			}
@@ -124,15 +125,14 @@ func (p *initProcess) stdio() (stdout, stderr, stdin, control *os.File) {
 
 func (p *initProcess) hasExited() bool {
 	var info unix.Siginfo
-	err := unix.Waitid(unix.P_PID, p.Cmd.Process.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	err := unix.Waitid(unix.P_PID, p.Process.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
 	// ECHILD: already reaped. With WNOHANG the kernel leaves si_signo 0
 	// while the child runs.
 	return errors.Is(err, unix.ECHILD) || err == nil && info.Signo == int32(unix.SIGCHLD)
 }
 
 func (p *initProcess) wait() (syscall.WaitStatus, bool) {
-	p.Cmd.Wait()
-	if ps := p.Cmd.ProcessState; ps != nil {
+	if ps := p.Wait(); ps != nil {
 		ws, ok := ps.Sys().(syscall.WaitStatus)
 		return ws, ok
 	}

@@ -19,7 +19,7 @@ func TestInitRunsFromASealedCopy(t *testing.T) {
 		t.Fatal("no spare init ready")
 	}
 	defer p.Destroy()
-	exe := fmt.Sprintf("/proc/%d/exe", p.Cmd.Process.Pid)
+	exe := fmt.Sprintf("/proc/%d/exe", p.Process.Pid)
 	if f, err := os.OpenFile(exe, os.O_WRONLY, 0); err == nil {
 		f.Close()
 		t.Fatalf("%s opened for writing", exe)

@@ -7,6 +7,7 @@ package initproc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,20 +37,22 @@ type Options struct {
 	Block *locks.Block
 	// LiveDir holds the engine's liveness locks.
 	LiveDir string
+	// Spawner, on v1, clones init in its cgroup, so it needs no Place.
+	Spawner *Spawner
 }
 
 // Proc is a sandbox init: cloned into fresh namespaces, with its uid slot,
 // liveness lock and cgroup, waiting for its run's config. A cold run makes
-// one on demand; a spare is made ahead of time and already sits in its
-// cgroup, which takes the v1 cgroup move (an RCU grace period, ~10 ms) and
-// the clone off the run's critical path. A Proc serves exactly one run.
+// one on demand; a spare is made ahead of time, which takes the clone and
+// the cgroup's creation off the run's critical path. A Proc serves exactly
+// one run.
 type Proc struct {
-	Name   string
-	Owner  int // host uid/gid of the sandbox user (owns /workspace)
-	Cg     *cgroup.Cgroup
-	Limits cgroup.Limits
-	Cmd    *exec.Cmd
-	Zygote bool // made with Options.Block
+	Name    string
+	Owner   int // host uid/gid of the sandbox user (owns /workspace)
+	Cg      *cgroup.Cgroup
+	Limits  cgroup.Limits
+	Process *os.Process
+	Zygote  bool // made with Options.Block
 
 	// The engine's ends of the command's stdio and of its control socket
 	// (fd 3 of the command). Whoever takes one sets the field to nil.
@@ -62,12 +65,15 @@ type Proc struct {
 	syncW  *os.File // one byte: "you are in your cgroup, go on"
 	errR   *os.File // init's setup error; EOF without data = exec'd
 
+	waitOnce    sync.Once
+	state       *os.ProcessState
 	destroyOnce sync.Once
 }
 
 // Start allocates a uid slot (or uses the zygote's block), a liveness lock
-// and a cgroup, and clones init into fresh namespaces. On v2 init starts in
-// its cgroup (CLONE_INTO_CGROUP); on v1 it must still be placed.
+// and a cgroup, and clones init into fresh namespaces. Init starts in its
+// cgroup: on v2 through CLONE_INTO_CGROUP, on v1 cloned by o.Spawner. Only
+// without either (the spawner's thread is gone) must it still be placed.
 func Start(o Options) (_ *Proc, err error) {
 	p := &Proc{Name: o.Name, Limits: o.Limits, Zygote: o.Block != nil}
 	cu := cleanup.Make(p.Destroy)
@@ -181,20 +187,33 @@ func Start(o Options) (_ *Proc, err error) {
 		cmd.SysProcAttr.CgroupFD = fd
 		p.placed = true
 	}
-	if err := cmd.Start(); err != nil {
+	start := func() (err error) {
+		p.Process, err = startProcess(cmd)
+		return err
+	}
+	err = errSpawnerClosed
+	if !p.placed && o.Spawner != nil {
+		err = o.Spawner.Spawn(p.Cg, start)
+		p.placed = err == nil
+	}
+	if errors.Is(err, errSpawnerClosed) {
+		err = start()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("spawn sandbox init: %w", err)
 	}
-	p.Cmd = cmd
 	cu.Release()
 	return p, nil
 }
 
-// Place moves init into its cgroup (v1); a no-op when it started there.
+// Place moves init into its cgroup (v1 without a spawner); a no-op when it
+// started there. After an idle spell the move waits for an RCU grace
+// period (~10 ms), which is why the spawner exists.
 func (p *Proc) Place() error {
 	if p.placed {
 		return nil
 	}
-	if err := p.Cg.Add(p.Cmd.Process.Pid); err != nil {
+	if err := p.Cg.Add(p.Process.Pid); err != nil {
 		return fmt.Errorf("place sandbox in its cgroup: %w", err)
 	}
 	p.placed = true
@@ -227,11 +246,19 @@ func (p *Proc) SetupError() string {
 // message when it left one, else by err.
 func (p *Proc) Failed(err error) error {
 	p.Cg.Kill()
-	p.Cmd.Wait()
+	p.Wait()
 	if msg := p.SetupError(); msg != "" {
 		return fmt.Errorf("sandbox init: %s", msg)
 	}
 	return err
+}
+
+// Wait waits for init (or the command it became) to exit, reaps it, and
+// returns its state; nil if it could not be waited for. Later calls return
+// the same.
+func (p *Proc) Wait() *os.ProcessState {
+	p.waitOnce.Do(func() { p.state, _ = p.Process.Wait() })
+	return p.state
 }
 
 // Destroy kills and reaps init, removes the cgroup and releases the lock
@@ -241,8 +268,8 @@ func (p *Proc) Destroy() {
 		if p.Cg != nil {
 			p.Cg.Kill()
 		}
-		if p.Cmd != nil && p.Cmd.ProcessState == nil {
-			p.Cmd.Wait()
+		if p.Process != nil {
+			p.Wait()
 		}
 		kept := p.Cg != nil && p.Cg.Delete() != nil
 		for _, f := range []*os.File{p.cfg, p.syncW, p.errR, p.Stdout, p.Stderr, p.Stdin, p.Control} {

@@ -1,0 +1,123 @@
+package cgroup
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// onOwnThread runs fn on a locked OS thread that is not the thread group
+// leader and exits afterwards (it may be left in a test cgroup).
+func onOwnThread(t *testing.T, fn func(tid int)) {
+	t.Helper()
+	done := make(chan struct{})
+	var tid int
+	var run func(held chan struct{})
+	run = func(held chan struct{}) {
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		if held != nil {
+			close(held)
+		}
+		if unix.Gettid() == unix.Getpid() {
+			h := make(chan struct{})
+			go run(h)
+			<-h
+			runtime.UnlockOSThread()
+			return
+		}
+		defer close(done)
+		tid = unix.Gettid()
+		fn(tid)
+	}
+	go run(nil)
+	<-done
+	// Until it is gone the thread keeps its cgroup busy.
+	task := fmt.Sprintf("/proc/self/task/%d", tid)
+	for i := 0; i < 1000; i++ {
+		if _, err := os.Stat(task); os.IsNotExist(err) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Errorf("thread %d still there", tid)
+}
+
+func readCgroups(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A thread that moves itself into a v1 cgroup moves alone (the rest of
+// the process stays where it was), and a child it clones starts in that
+// cgroup without ever being migrated.
+func TestEnterThread(t *testing.T) {
+	m := newTestManager(t)
+	if m.v2 {
+		t.Skip("cgroup v2: threads are not moved alone")
+	}
+	c := create(t, m, "thread", Limits{Pids: 8})
+	leader := fmt.Sprintf("/proc/self/task/%d/cgroup", os.Getpid())
+	before := readCgroups(t, leader)
+	onOwnThread(t, func(tid int) {
+		self := fmt.Sprintf("/proc/self/task/%d/cgroup", tid)
+		if err := m.EnterThread(); err != nil {
+			t.Error(err)
+			return
+		}
+		if err := c.EnterThread(); err != nil {
+			t.Error(err)
+			return
+		}
+		in := readCgroups(t, self)
+		out, err := exec.Command("cat", "/proc/self/cgroup").Output()
+		if err != nil {
+			t.Error(err)
+		}
+		if err := m.EnterThread(); err != nil {
+			t.Error(err)
+			return
+		}
+		home := readCgroups(t, self)
+		for _, ctrl := range []string{"memory", "pids"} {
+			if !m.Has(ctrl) {
+				continue
+			}
+			for _, tc := range []struct{ what, cgroups, want string }{
+				{"thread in the cgroup", in, "/" + m.Name() + "/thread\n"},
+				{"child", string(out), "/" + m.Name() + "/thread\n"},
+				{"thread back home", home, "/" + m.Name() + "\n"},
+			} {
+				if line := controllerLine(tc.cgroups, ctrl); !strings.HasSuffix(line+"\n", tc.want) {
+					t.Errorf("%s: %s cgroup %q, want suffix %q", tc.what, ctrl, line, tc.want)
+				}
+			}
+		}
+	})
+	if after := readCgroups(t, leader); after != before {
+		t.Errorf("the thread group leader moved:\nbefore %s\nafter %s", before, after)
+	}
+	if pids, err := c.Pids(); err != nil || len(pids) != 0 {
+		t.Errorf("Pids = %v (%v), want none", pids, err)
+	}
+}
+
+// controllerLine returns the path of ctrl in a /proc/<pid>/cgroup text.
+func controllerLine(cgroups, ctrl string) string {
+	for _, l := range strings.Split(cgroups, "\n") {
+		f := strings.SplitN(l, ":", 3)
+		if len(f) == 3 && strings.Contains(","+f[1]+",", ","+ctrl+",") {
+			return f[2]
+		}
+	}
+	return ""
+}
