@@ -425,7 +425,8 @@ def _fork(ctl, req, fds):
             _write_map(pid, 'uid_map', slot)
             _write_map(pid, 'gid_map', slot)
             b = json.dumps(req, separators=(',', ':')).encode()
-            socket.send_fds(sock, [len(b).to_bytes(4, 'big') + b], fds)
+            b = len(b).to_bytes(4, 'big') + b
+            sock.sendall(b[socket.send_fds(sock, [b], fds):])
             return pid
         except OSError:
             os.kill(pid, signal.SIGKILL)
