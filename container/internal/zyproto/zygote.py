@@ -416,22 +416,32 @@ def _fork(ctl, req, fds):
     for attempt in (1, 2):
         _make_spare(ctl)
         (pid, sock), _SPARE = _SPARE, None
-        # The kernel takes a child's id map only from its own user
-        # namespace or the parent's: here. It bounds it by our own map, so
-        # the ids can only come from the block the engine gave us. A spare
-        # that died is still our unreaped child (only this thread reaps),
-        # so its pid cannot name another process.
         try:
-            _write_map(pid, 'uid_map', slot)
-            _write_map(pid, 'gid_map', slot)
+            # A live spare never writes to its socket: an event on it is
+            # its death (EOF). Such a spare is still our unreaped child
+            # (only this thread reaps), so its pid names no other process.
+            p = select.poll()
+            p.register(sock, select.POLLIN)
+            if p.poll(0):
+                os.kill(pid, signal.SIGKILL)
+                if attempt == 2:
+                    raise OSError('spare children die at once')
+                continue
+            # The kernel takes a child's id map only from its own user
+            # namespace or the parent's: here. It bounds it by our own map,
+            # so the ids can only come from the block the engine gave us.
             b = json.dumps(req, separators=(',', ':')).encode()
             b = len(b).to_bytes(4, 'big') + b
-            sock.sendall(b[socket.send_fds(sock, [b], fds):])
-            return pid
-        except OSError:
-            os.kill(pid, signal.SIGKILL)
-            if attempt == 2:
+            try:
+                _write_map(pid, 'uid_map', slot)
+                _write_map(pid, 'gid_map', slot)
+                sock.sendall(b[socket.send_fds(sock, [b], fds):])
+            except OSError:
+                # It may hold the run's fds by now: they never go to
+                # another child, the run fails (the engine falls back).
+                os.kill(pid, signal.SIGKILL)
                 raise
+            return pid
         finally:
             sock.close()
 
