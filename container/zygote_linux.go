@@ -91,7 +91,8 @@ type Zygote struct {
 
 	forks    atomic.Uint64
 	closing  atomic.Bool
-	lastWarm atomic.Int64 // unix nanoseconds of the last warmMigration
+	lastFork atomic.Int64  // unix nanoseconds of the last warmMigration
+	active   chan struct{} // warmMigration kicks keepWarm
 
 	// testSkip names a step children are told to skip (tests of the
 	// verification only).
@@ -126,7 +127,7 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 		return nil, err
 	}
 	z := &Zygote{
-		e: e, cfg: cfg, log: e.log.With("zygote", cfg.ID),
+		e: e, cfg: cfg, log: e.log.With("zygote", cfg.ID), active: make(chan struct{}, 1),
 	}
 	for i := range cfg.Children {
 		z.free = append(z.free, i)
@@ -199,6 +200,7 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 	cu.Release()
 	z.conn = zyproto.NewConn(z.ctl)
 	go z.serve()
+	go z.keepWarm()
 	z.log.Info("zygote ready", "pid", sb.Pid(), "modules", strings.Join(cfg.Modules, ","), "skipped", strings.Join(z.skipped, ","))
 	return z, nil
 }
@@ -290,27 +292,51 @@ func (z *Zygote) Run(ctx context.Context, spec Spec) (*Result, error) {
 	return sb.Wait()
 }
 
-// warmMigration starts, in the background, the RCU grace period that the
-// child's move into its cgroup will need after an idle spell, by
-// rewriting the zygote's own pid into its own cgroup: the wait then runs
-// alongside the fork and the child's set-up instead of after them
-// (measured: fork to running child after 300 ms idle, 20-22 -> 10-11 ms
-// p50). Under load, migrations follow each other and need no warming.
+// warmMigration keeps the cgroup migration warm from now until warmFor
+// after the last fork (keepWarm): a child's move into its cgroup on v1
+// waits an RCU grace period (9-12 ms here) unless a migration on the host
+// started one shortly before.
 func (z *Zygote) warmMigration() {
-	now := time.Now().UnixNano()
-	if last := z.lastWarm.Load(); now-last < int64(warmEvery) || !z.lastWarm.CompareAndSwap(last, now) {
-		return
+	z.lastFork.Store(time.Now().UnixNano())
+	select {
+	case z.active <- struct{}{}:
+	default:
 	}
-	go func() {
-		if err := z.sb.cg.Rewrite(z.sb.Pid()); err != nil {
-			z.log.Debug("warm the cgroup migration", "err", err)
-		}
-	}()
 }
 
-// warmEvery spaces warmMigration's rewrites: a grace period started that
-// recently still serves the next move.
+// keepWarm rewrites the zygote's own pid into its own cgroup (a migration
+// that moves nothing) at once when forks resume, then every warmEvery
+// until warmFor has passed without a fork, so that a child's move finds
+// the grace period already passed. Starting one only at the fork (as
+// before) hid it behind the fork's clone; a spare child (zygote.py) took
+// the clone off the request's path and left the move waiting ~4 ms of it.
+// It costs one write to cgroup.procs every warmEvery while runs come.
+func (z *Zygote) keepWarm() {
+	for {
+		select {
+		case <-z.active:
+		case <-z.conn.Dead():
+			return
+		}
+		for time.Since(time.Unix(0, z.lastFork.Load())) < warmFor {
+			if err := z.sb.cg.Rewrite(z.sb.Pid()); err != nil {
+				z.log.Debug("warm the cgroup migration", "err", err)
+			}
+			select {
+			case <-time.After(warmEvery):
+			case <-z.conn.Dead():
+				return
+			}
+		}
+	}
+}
+
+// warmEvery spaces keepWarm's rewrites: well within a grace period, after
+// which the kernel's migration lock goes back to its slow state.
 const warmEvery = 5 * time.Millisecond
+
+// warmFor is how long keepWarm goes on after the last fork.
+const warmFor = time.Second
 
 // serve dispatches the zygote's frames until it ends, then kills it
 // unless it is ending already.

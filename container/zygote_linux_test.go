@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/internal/verify"
@@ -286,11 +289,24 @@ func TestZygoteNeverHoldsARunsData(t *testing.T) {
 	if got := mustOK(t, res); got != "True" {
 		t.Fatalf("child: %q", got)
 	}
-	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", z.Pid()))
+	// The spare forked after the run, the next run's child, holds none
+	// of it either.
+	for _, pid := range []int{z.Pid(), zygoteSpare(t, z)} {
+		if scanned := scanForSecrets(t, pid, secret, code); scanned < 1<<20 {
+			t.Fatalf("scanned only %d bytes of the memory of %d", scanned, pid)
+		}
+	}
+}
+
+// scanForSecrets reports the secrets found in pid's writable memory and
+// returns how many bytes it read.
+func scanForSecrets(t *testing.T, pid int, secrets ...string) int {
+	t.Helper()
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", z.Pid()))
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,13 +324,74 @@ func TestZygoteNeverHoldsARunsData(t *testing.T) {
 		buf := make([]byte, hi-lo)
 		n, _ := mem.ReadAt(buf, int64(lo))
 		scanned += n
-		for _, s := range []string{secret, code} {
+		for _, s := range secrets {
 			if strings.Contains(string(buf[:n]), s) {
-				t.Errorf("the zygote's memory (%s) holds %q", f[0], s)
+				t.Errorf("the memory of %d (%s) holds %q", pid, f[0], s)
 			}
 		}
 	}
-	if scanned < 1<<20 {
-		t.Fatalf("scanned only %d bytes of the zygote's memory", scanned)
+	return scanned
+}
+
+// zygoteSpare waits for the zygote's spare: its one child while no run
+// is live (zygote.py forks it ahead of the next request).
+func zygoteSpare(t *testing.T, z *Zygote) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", z.Pid(), z.Pid()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := strings.Fields(string(b)); len(f) == 1 {
+			pid, err := strconv.Atoi(f[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the zygote's children are %q, want one spare", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A spare is a child forked before any request: in namespaces of its own
+// and outside every run's cgroup, with nothing of a run. One that dies
+// before it is taken (reaped by then or not) costs the next run nothing:
+// the zygote forks another.
+func TestZygoteSpare(t *testing.T) {
+	e := newTestEngine(t)
+	z := newTestZygote(t, e, "")
+	mustOK(t, runOn(t, z, "print(1)"))
+	spare := zygoteSpare(t, z)
+	ns, err := verify.Namespaces(strconv.Itoa(spare))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for kind, id := range ns {
+		if kind != "cgroup" && (id == z.ns[kind] || id == z.hostNS[kind]) {
+			t.Errorf("the spare's %s namespace is the zygote's or the engine's (%s)", kind, id)
+		}
+	}
+	for i, pause := range []time.Duration{0, 0, 100 * time.Millisecond, 0, 100 * time.Millisecond} {
+		spare := zygoteSpare(t, z)
+		if err := unix.Kill(spare, unix.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// Dead, reaped or not yet: a spare that dies while it is being
+		// taken fails that run's set-up like any child's death would.
+		for {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", spare))
+			if err != nil || strings.Contains(string(b), ") Z ") {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(pause)
+		if got := mustOK(t, runOn(t, z, fmt.Sprintf("print(%d)", i))); got != strconv.Itoa(i) {
+			t.Errorf("run %d after its spare was killed: %q", i, got)
+		}
 	}
 }

@@ -183,7 +183,9 @@ func (d *Daemon) Reconfigure(p policy.Policy) error {
 }
 
 // Saturated reports that live runs hold every run slot: the warm pool
-// does not refill then, so that refilling never takes CPU from them.
+// does not refill cold then, so that an interpreter's start never takes
+// CPU from them (refills a ready zygote forks go on: they cost what a run
+// forked on request would).
 func (d *Daemon) Saturated() bool { return d.adm.inFlight() >= d.cfg.MaxConcurrent }
 
 // InFlight is the number of runs holding a run slot.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
 )
 
 // profile is one profile's ready runners and counters.
@@ -122,8 +123,8 @@ func (pr *profile) unreserve() {
 }
 
 // refill is one refill worker: it starts runners while the profile is
-// short of them, pausing while busy reports every run slot taken and
-// backing off after failures.
+// short of them, pausing while busy reports every run slot taken (unless
+// the refill forks from a ready zygote) and backing off after failures.
 func (pr *profile) refill(ctx context.Context, busy func() bool) {
 	backoff := time.Duration(0)
 	for {
@@ -135,7 +136,7 @@ func (pr *profile) refill(ctx context.Context, busy func() bool) {
 			}
 		}
 		pr.signal() // another worker may take the next one
-		for busy != nil && busy() {
+		for busy != nil && busy() && !pr.forks() {
 			select {
 			case <-ctx.Done():
 				pr.unreserve()
@@ -159,6 +160,19 @@ func (pr *profile) refill(ctx context.Context, busy func() bool) {
 		case <-time.After(backoff):
 		}
 	}
+}
+
+// forks reports whether a refill would now be forked from a ready zygote.
+// Such a refill may run while every run slot is busy: it costs what a run
+// forked on request would have cost anyway, and a run that takes it
+// answers in ~2 ms. A cold refill (an interpreter's start and the
+// imports) would take CPU from the runs.
+func (pr *profile) forks() bool {
+	if pr.pool.zygotes == nil || pr.Language == runner.JavaScript {
+		return false
+	}
+	ready, _ := pr.pool.zygotes.ZygoteReady(pr.Rootfs)
+	return ready
 }
 
 // spawn starts one runner and adds it to the ready list. The reservation

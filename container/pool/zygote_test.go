@@ -264,3 +264,27 @@ func TestTakenColdRunnerKept(t *testing.T) {
 	tk.Detach()
 	waitStats(t, p, "the pool refilled after the taker was done", allForked)
 }
+
+// While every run slot is busy, refills wait, except those a ready zygote
+// forks: a forked refill costs what a run forked on request would.
+func TestBusyHoldsOnlyColdRefills(t *testing.T) {
+	for _, ready := range []bool{false, true} {
+		z := newFakeZygote(ready)
+		rfs := &fixedRootfs{dir: "/rootfs"}
+		p, err := New(Config{Starter: z, Acquire: rfs.acquire, Profiles: []Profile{{Name: "ds", Rootfs: "default", Size: 2}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.start = z.start
+		p.Start(func() bool { return true })
+		if ready {
+			waitStats(t, p, "zygote refills while busy", allForked)
+		} else {
+			time.Sleep(10 * busyPoll)
+			if st := p.Stats()[0]; st.Ready != 0 || st.Refills != 0 {
+				t.Errorf("cold refills while busy: %+v", st)
+			}
+		}
+		p.Close()
+	}
+}

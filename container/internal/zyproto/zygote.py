@@ -212,25 +212,47 @@ def _fail(run, msg):
         os._exit(127)
 
 
-def _child(req, run, fds):
-    """The child, before anything it was sent runs. Every step is fixed
-    here; the engine decides the values and verifies the outcome."""
-    step = 'start'
+def _spare(sock):
+    """A child from its clone until it is taken: it sets up what depends
+    on no run (signals, session, a private mount tree with its own /proc,
+    loopback up), then waits for the zygote to hand it a fork request and
+    its fds. Until then it holds nothing of any run. EOF (the zygote
+    dropped it, or died) or any failure ends it."""
+    failed = None
     try:
-        step = 'signals'
         signal.set_wakeup_fd(-1)
         for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
             signal.signal(s, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.setsid()  # a session of its own, no controlling terminal
+        _mount(None, '/', None, MS_REC | MS_PRIVATE)
+        _mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        _loopback_up()
+    except BaseException as e:
+        failed = 'spare set-up: %s' % e  # reported to the run that takes it
+    try:
+        req, fds = _recv(sock)
+        sock.close()
+        run = fds[0]
+    except BaseException:
+        os._exit(127)
+    if failed:
+        _fail(run, failed)
+    _child(req, run, fds)
+
+
+def _child(req, run, fds):
+    """The child once taken, before anything it was sent runs. Every step
+    is fixed here; the engine decides the values and verifies the
+    outcome."""
+    step = 'start'
+    try:
         step = 'stdio'
         for i, fd in enumerate(fds[1:4]):
             os.dup2(fd, i)
         os.write(run, b'H')  # the kernel attaches our host pid (the engine has SO_PASSCRED)
 
         step = 'mounts'
-        _mount(None, '/', None, MS_REC | MS_PRIVATE)
-        _mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV | MS_NOEXEC)
         for p in req['masked']:
             _mask(p)
         for p in req['read_only']:
@@ -241,10 +263,9 @@ def _child(req, run, fds):
         _sys('move_mount', fds[4], b'', AT_FDCWD, b'/workspace', MOVE_MOUNT_F_EMPTY_PATH)
         _home_user()
         _mnt(req.get('mounts') or [], fds[5:])
-        step = 'uts and net'
+        step = 'uts'
         h = req['hostname'].encode()
         _check(_libc.sethostname(h, len(h)), 'sethostname')
-        _loopback_up()
         step = 'rlimits'
         resource.setrlimit(resource.RLIMIT_NOFILE, (req['nofile'], req['nofile']))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -347,36 +368,82 @@ def _write_map(pid, name, slot):
         f.write('%d %d 1\n' % (_USER_ID, ZYGOTE_UID_BASE + slot))
 
 
+# The spare child: (pid, the zygote's end of its socket), or None.
+_SPARE = None
+
+
+def _make_spare(ctl):
+    """Clone a spare child, to be taken by the next fork request: the
+    clone, the interpreter's after-fork work and the spare's own set-up
+    then happen between requests rather than in one."""
+    global _SPARE
+    if _SPARE is not None:
+        return
+    threads = len(os.listdir('/proc/self/task'))
+    if threads != 1:
+        raise RuntimeError('the zygote has %d threads; a raw clone needs exactly one' % threads)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    _flush()
+    pid = _clone()
+    if pid == 0:
+        ctl.detach()  # fd 3 is closed by close_range; the object must not close it later
+        ours.close()
+        try:
+            _spare(theirs)
+        finally:
+            os._exit(127)
+    theirs.close()
+    _SPARE = (pid, ours)
+
+
+def _drop_spare(pid=None):
+    """Forget the spare (when pid is None or names it): it ends at the EOF."""
+    global _SPARE
+    if _SPARE is not None and pid in (None, _SPARE[0]):
+        _SPARE[1].close()
+        _SPARE = None
+
+
 def _fork(ctl, req, fds):
+    global _SPARE
     n = len(req.get('mounts') or [])
     want = 5 + (n + 1 if n else 0)
     if len(fds) != want:
         raise ValueError('fork request with %d fds, want %d' % (len(fds), want))
-    threads = len(os.listdir('/proc/self/task'))
-    if threads != 1:
-        raise RuntimeError('the zygote has %d threads; a raw clone needs exactly one' % threads)
     slot = int(req['slot'])
     if not 0 <= slot < _SLOTS:
         raise ValueError('slot %d out of range' % slot)
-    _flush()
-    pid = _clone()
-    if pid == 0:
-        ctl.detach()  # fd 3 is closed below by close_range; the object must not close it later
-        run = fds[0]
+    for attempt in (1, 2):
+        _make_spare(ctl)
+        (pid, sock), _SPARE = _SPARE, None
         try:
-            _child(req, run, fds)
+            # A live spare never writes to its socket: an event on it is
+            # its death (EOF). Such a spare is still our unreaped child
+            # (only this thread reaps), so its pid names no other process.
+            p = select.poll()
+            p.register(sock, select.POLLIN)
+            if p.poll(0):
+                os.kill(pid, signal.SIGKILL)
+                if attempt == 2:
+                    raise OSError('spare children die at once')
+                continue
+            # The kernel takes a child's id map only from its own user
+            # namespace or the parent's: here. It bounds it by our own map,
+            # so the ids can only come from the block the engine gave us.
+            b = json.dumps(req, separators=(',', ':')).encode()
+            b = len(b).to_bytes(4, 'big') + b
+            try:
+                _write_map(pid, 'uid_map', slot)
+                _write_map(pid, 'gid_map', slot)
+                sock.sendall(b[socket.send_fds(sock, [b], fds):])
+            except OSError:
+                # It may hold the run's fds by now: they never go to
+                # another child, the run fails (the engine falls back).
+                os.kill(pid, signal.SIGKILL)
+                raise
+            return pid
         finally:
-            os._exit(127)
-    # The kernel takes a child's id map only from its own user namespace or
-    # the parent's: here. It bounds it by our own map, so the ids can only
-    # come from the block the engine gave us.
-    try:
-        _write_map(pid, 'uid_map', slot)
-        _write_map(pid, 'gid_map', slot)
-    except OSError:
-        os.kill(pid, signal.SIGKILL)
-        raise
-    return pid
+            sock.close()
 
 
 def _huge_pages():
@@ -404,6 +471,9 @@ def _reap():
             return
         if pid == 0:
             return
+        if _SPARE is not None and _SPARE[0] == pid:
+            _drop_spare(pid)  # never taken: the engine does not know it
+            continue
         _send({'exit': pid, 'status': status})
 
 
@@ -439,6 +509,10 @@ def main():
     poller.register(_CTL, select.POLLIN)
     poller.register(rd, select.POLLIN)
     while True:
+        try:
+            _make_spare(ctl)
+        except Exception as e:
+            sys.stderr.write('nsbox zygote: spare: %s\n' % e)
         for fd, _ in poller.poll():
             if fd == rd:
                 try:
