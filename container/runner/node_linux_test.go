@@ -99,7 +99,11 @@ func TestNodeErrorsLaterAreReported(t *testing.T) {
 		t.Fatalf("the runner did not survive: %+v", res)
 	}
 	// The rejection is reported when node checks for unhandled ones, at
-	// the end of a tick: in the first cell's output or the next one's.
+	// the end of the tick: a cell that settled a promise answers after
+	// that, so the report is the first cell's.
+	if !strings.Contains(string(first.Stderr), "Unhandled promise rejection: RangeError: nobody") {
+		t.Errorf("the first cell's stderr lacks its unhandled rejection:\n%s", first.Stderr)
+	}
 	stderr := string(first.Stderr) + string(res.Stderr)
 	for _, want := range []string{"Uncaught Error: later", "Unhandled promise rejection: RangeError: nobody", "Uncaught ProcessExit: process.exit(4)"} {
 		if !strings.Contains(stderr, want) {

@@ -12,6 +12,7 @@ const vm = require('vm');
 const util = require('util');
 const Module = require('module');
 const { spawnSync } = require('child_process');
+const { promiseHooks } = require('v8');
 
 const CTL = 3;
 const REPR_CAP = 65536;
@@ -494,14 +495,30 @@ function cell(req, c, n, rep) {
     rep.elapsed_us = Number((process.hrtime.bigint() - t0) / 1000n);
     return marked(req, rep);
   };
+  // A cell that settled a promise may have rejected one nobody handles:
+  // node reports it (unhandledRejection, on stderr) only once the tick's
+  // microtasks are done, which may be after the answer and its end marker,
+  // where nothing would take it. Such a cell answers a turn later.
+  let settled = false;
+  const unhook = promiseHooks.onSettled(() => { settled = true; });
   let p;
   try {
     p = runCell(req, c, n, rep);
   } catch (e) {
+    unhook();
     return end(e);
   }
-  if (p === undefined) return end();
-  return p.then(() => end(), end);
+  if (p === undefined) {
+    unhook();
+    return settled ? nextTurn(end) : end();
+  }
+  return p.then(() => { unhook(); return nextTurn(end); }, (e) => { unhook(); return nextTurn(() => end(e)); });
+}
+
+// nextTurn calls f once the event loop has turned (after the current
+// tick's microtasks and promise rejections): a promise of its result.
+function nextTurn(f) {
+  return new Promise((resolve) => setImmediate(() => resolve(f())));
 }
 
 // Writes the request's end marker on stdout and stderr; returns rep.
