@@ -435,7 +435,11 @@ def _fork(ctl, req, fds):
             try:
                 _write_map(pid, 'uid_map', slot)
                 _write_map(pid, 'gid_map', slot)
-                sock.sendall(b[socket.send_fds(sock, [b], fds):])
+                sent = socket.send_fds(sock, [b], fds)
+                if sent < len(b):
+                    # Not an empty send after a whole one: the spare may
+                    # have read it all and closed its end (EPIPE).
+                    sock.sendall(b[sent:])
             except OSError:
                 # It may hold the run's fds by now: they never go to
                 # another child, the run fails (the engine falls back).
