@@ -53,8 +53,10 @@ func (d *Daemon) ForkSessionWith(ctx context.Context, id string, fo ForkOptions)
 	if fo.IDs != nil && len(fo.IDs) != n {
 		return nil, fmt.Errorf("fork of %s: %d ids for %d branches", id, len(fo.IDs), n)
 	}
-	if max := d.pol.Load().Sessions.MaxLifetime; fo.Lifetime < 0 || fo.Lifetime > max {
-		return nil, errdefs.Field("lifetime_ms", "%d is outside 1 to %d (the daemon's max_lifetime, [sessions] in the config)", fo.Lifetime.Milliseconds(), max.Milliseconds())
+	// Checked before the parent's state is taken, as each branch's
+	// creation would check it after.
+	if err := checkLifetime(d.pol.Load(), fo.Lifetime.Milliseconds()); err != nil {
+		return nil, err
 	}
 	if err := d.admit(); err != nil {
 		return nil, err

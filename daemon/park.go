@@ -79,11 +79,11 @@ func (d *Daemon) park(ctx context.Context, sess *session.Session, o *origin) (*a
 		// or, parked by the end of it (lifetime_action "park"), the
 		// whole lifetime it was given again.
 		left := info.Expires.Sub(now)
-		if left < time.Second {
-			left = max(info.Lifetime, time.Second)
+		if left <= 0 {
+			left = info.Lifetime
 		}
 		rec := parkRecord{Version: parkVersion, Session: wire, Origin: *o, Owner: info.Owner,
-			ParkedAt: now, Expires: now.Add(d.pol.Load().Sessions.ParkRetention), LifetimeLeftMs: left.Milliseconds(), NotCarried: st.NotCarried}
+			ParkedAt: now, Expires: now.Add(d.pol.Load().Sessions.ParkRetention), LifetimeLeftMs: max(left.Milliseconds(), 1), NotCarried: st.NotCarried}
 		p, err := d.parked.write(rec, st, ws, d.pol.Load().Sessions.ParkMaxBytes)
 		if err != nil {
 			return err

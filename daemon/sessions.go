@@ -61,8 +61,8 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 		return nil, errdefs.Field("idle_timeout_ms", "must not be negative")
 	}
 	pol := d.pol.Load()
-	if max := pol.Sessions.MaxLifetime; req.LifetimeMs < 0 || time.Duration(req.LifetimeMs)*time.Millisecond > max {
-		return nil, errdefs.Field("lifetime_ms", "%d is outside 0 (the daemon's max_lifetime) to %d (its max_lifetime, [sessions] in the config)", req.LifetimeMs, max.Milliseconds())
+	if err := checkLifetime(pol, req.LifetimeMs); err != nil {
+		return nil, err
 	}
 	if req.AllowedImports != nil {
 		if err := policy.ValidImports(req.AllowedImports); err != nil {
@@ -414,4 +414,13 @@ func (d *Daemon) wireSession(in session.Info) agentapi.Session {
 		out.Network = nr.wire
 	}
 	return out
+}
+
+// checkLifetime checks a session's lifetime_ms: 0 (the daemon's
+// max_lifetime) up to that maximum.
+func checkLifetime(pol *policy.Rules, ms int64) error {
+	if max := pol.Sessions.MaxLifetime; ms < 0 || time.Duration(ms)*time.Millisecond > max {
+		return errdefs.Field("lifetime_ms", "%d is outside 0 (the daemon's max_lifetime) to %d (its max_lifetime, [sessions] in the config)", ms, max.Milliseconds())
+	}
+	return nil
 }
