@@ -55,6 +55,9 @@ type Info struct {
 // forked from it while its state is "ready".
 type ZygoteInfo struct {
 	Rootfs string `json:"rootfs"`
+	// Lean marks the rootfs's second, smaller zygote ([zygote]
+	// lean_modules): it takes the Python runs whose imports it holds.
+	Lean bool `json:"lean,omitempty"`
 	// State is starting, ready, restarting, unused (the rootfs has none of
 	// the modules) or closed.
 	State   string   `json:"state"`

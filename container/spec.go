@@ -52,6 +52,10 @@ type Spec struct {
 	// Mounts are host directories shown at /mnt/NAME (mount_linux.go).
 	// The engine's caller decides every Source; a sandbox never names one.
 	Mounts []Mount
+	// Imports are the top-level modules a Python run's code imports, when
+	// known (zygote.Imports); nil when not. It only routes the run among
+	// a rootfs's zygotes (zygote.Set); isolation never depends on it.
+	Imports []string
 }
 
 // Mount shows a host directory inside the sandbox. The engine prepares it

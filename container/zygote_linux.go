@@ -81,6 +81,8 @@ type Zygote struct {
 	block   *locks.Block
 	ctl     *os.File
 	skipped []string
+	loaded  map[string]bool   // top-level modules in the zygote's sys.modules
+	stdlib  map[string]bool   // its sys.stdlib_module_names
 	ns      map[string]string // the zygote's namespaces ("net:[4026…]")
 	hostNS  map[string]string // the engine's own
 
@@ -173,8 +175,10 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 	z.sb, z.ctl = sb, sb.Control()
 	ready := make(chan error, 1)
 	go func() {
-		var err error
-		z.skipped, err = zyproto.ReadReady(z.ctl)
+		rep, err := zyproto.ReadReady(z.ctl)
+		if rep != nil {
+			z.skipped, z.loaded, z.stdlib = rep.Skipped, nameSet(rep.Loaded), nameSet(rep.Stdlib)
+		}
 		ready <- err
 	}()
 	timer := time.NewTimer(cfg.StartTimeout)
@@ -216,6 +220,22 @@ func (z *Zygote) Pid() int { return z.sb.Pid() }
 
 // Skipped lists the modules that failed to import in the zygote.
 func (z *Zygote) Skipped() []string { return slices.Clone(z.skipped) }
+
+// Has reports whether the top-level module is in the zygote's sys.modules:
+// a child imports it without a search.
+func (z *Zygote) Has(module string) bool { return z.loaded[module] }
+
+// Stdlib reports whether the top-level module is in the zygote's
+// interpreter's standard library.
+func (z *Zygote) Stdlib(module string) bool { return z.stdlib[module] }
+
+func nameSet(l []string) map[string]bool {
+	m := make(map[string]bool, len(l))
+	for _, s := range l {
+		m[s] = true
+	}
+	return m
+}
 
 // Forks counts the children forked so far.
 func (z *Zygote) Forks() uint64 { return z.forks.Load() }

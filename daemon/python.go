@@ -10,6 +10,7 @@ import (
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/pool"
 	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/container/zygote"
 	"github.com/nsbox/nsbox/daemon/policy"
 )
 
@@ -107,6 +108,9 @@ func (d *Daemon) runPythonOn(ctx context.Context, spec container.Spec, j *policy
 		return out, closeLate, tk.Sandbox(), err
 	}
 	started := time.Now()
+	if lang == runner.Python {
+		spec.Imports = zygote.Imports(j.Code) // which zygote forks it
+	}
 	spec.Limits.Timeout += runner.InterruptGrace + time.Second
 	rn, err := runner.StartLang(ctx, d.cfg.Starter, spec, lang) // writes spec.Files
 	if err != nil {

@@ -20,7 +20,7 @@ func (d *Daemon) zygoteInfo() []agentapi.ZygoteInfo {
 	}
 	for _, st := range d.cfg.Zygotes.Stats() {
 		out = append(out, agentapi.ZygoteInfo{
-			Rootfs: st.Rootfs, State: st.State, Pid: st.Pid, Modules: st.Modules, Skipped: st.Skipped,
+			Rootfs: st.Rootfs, Lean: st.Lean, State: st.State, Pid: st.Pid, Modules: st.Modules, Skipped: st.Skipped,
 			Live: st.Live, Forks: st.Forks, Fallbacks: st.Fallbacks, Restarts: st.Restarts, LastError: st.LastError,
 		})
 	}
@@ -34,7 +34,7 @@ type zygoteCollector struct {
 }
 
 func newZygoteCollector(z Zygotes) *zygoteCollector {
-	l := []string{"rootfs"}
+	l := []string{"rootfs", "zygote"} // zygote: main or lean
 	return &zygoteCollector{
 		z:         z,
 		ready:     prometheus.NewDesc("nsbox_zygote_ready", "1 while the rootfs's zygote is ready to fork.", l, nil),
@@ -53,14 +53,18 @@ func (c *zygoteCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *zygoteCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range c.z.Stats() {
+		kind := "main"
+		if st.Lean {
+			kind = "lean"
+		}
 		ready := 0.0
 		if st.State == "ready" {
 			ready = 1
 		}
-		ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, ready, st.Rootfs)
-		ch <- prometheus.MustNewConstMetric(c.live, prometheus.GaugeValue, float64(st.Live), st.Rootfs)
-		ch <- prometheus.MustNewConstMetric(c.forks, prometheus.CounterValue, float64(st.Forks), st.Rootfs)
-		ch <- prometheus.MustNewConstMetric(c.fallbacks, prometheus.CounterValue, float64(st.Fallbacks), st.Rootfs)
-		ch <- prometheus.MustNewConstMetric(c.rest, prometheus.CounterValue, float64(st.Restarts), st.Rootfs)
+		ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, ready, st.Rootfs, kind)
+		ch <- prometheus.MustNewConstMetric(c.live, prometheus.GaugeValue, float64(st.Live), st.Rootfs, kind)
+		ch <- prometheus.MustNewConstMetric(c.forks, prometheus.CounterValue, float64(st.Forks), st.Rootfs, kind)
+		ch <- prometheus.MustNewConstMetric(c.fallbacks, prometheus.CounterValue, float64(st.Fallbacks), st.Rootfs, kind)
+		ch <- prometheus.MustNewConstMetric(c.rest, prometheus.CounterValue, float64(st.Restarts), st.Rootfs, kind)
 	}
 }

@@ -34,6 +34,10 @@ func DefaultModules() []string {
 	return []string{"numpy", "pandas", "matplotlib", "matplotlib.pyplot", "scipy", "sklearn"}
 }
 
+// DefaultLeanModules are the lean zygote's (Profile.Lean) by default: a
+// pandas cell is the common data-science run.
+func DefaultLeanModules() []string { return []string{"numpy", "pandas"} }
+
 // Backoff bounds between failed zygote starts.
 const (
 	minBackoff = 100 * time.Millisecond
@@ -51,6 +55,13 @@ type Profile struct {
 	// is none (state "unused").
 	Modules []string
 	Bare    bool
+	// Lean marks a second, smaller zygote on the rootfs: it takes the
+	// Python runs whose imports it holds as well as the main one does
+	// (Spec.Imports), and the main one takes the rest. A fork costs in
+	// proportion to the zygote's memory, so a pandas cell forked from a
+	// zygote of numpy and pandas alone is cheaper than one forked from
+	// the whole data-science stack. At most one per rootfs, never bare.
+	Lean bool
 	// Children, MemoryBytes and HugePages are container.ZygoteConfig's.
 	Children    int
 	MemoryBytes int64
@@ -111,13 +122,18 @@ func New(cfg Config) (*Set, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Set{cfg: cfg, log: log, ctx: ctx, cancel: cancel}
-	seen := map[string]bool{}
+	type key struct {
+		rootfs string
+		lean   bool
+	}
+	seen := map[key]bool{}
 	for _, p := range cfg.Profiles {
-		if seen[p.Rootfs] {
+		if seen[key{p.Rootfs, p.Lean}] {
 			cancel()
 			return nil, fmt.Errorf("zygote: rootfs %q configured twice", p.Rootfs)
 		}
-		seen[p.Rootfs] = true
+		seen[key{p.Rootfs, p.Lean}] = true
+		p.Bare = p.Bare && !p.Lean
 		sl := &slot{p: p, ready: make(chan struct{}), state: "starting", changed: make(chan struct{})}
 		s.slots = append(s.slots, sl)
 		s.wg.Add(1)
@@ -148,7 +164,7 @@ func (s *Set) Close() {
 // supervise keeps sl's zygote running until the Set closes.
 func (s *Set) supervise(sl *slot) {
 	defer s.wg.Done()
-	log := s.log.With("rootfs", sl.p.Rootfs)
+	log := s.log.With("rootfs", sl.p.Rootfs, "lean", sl.p.Lean)
 	backoff := minBackoff
 	first := true
 	for s.ctx.Err() == nil {
@@ -261,7 +277,7 @@ func (sl *slot) set(z *container.Zygote, dir, state, lastErr string, skipped []s
 // it started cold while the zygote was starting or restarting.
 func (s *Set) ZygoteReady(rootfs string) (ready bool, changed <-chan struct{}) {
 	for _, sl := range s.slots {
-		if sl.p.Rootfs != rootfs {
+		if sl.p.Rootfs != rootfs || sl.p.Lean {
 			continue
 		}
 		sl.mu.Lock()
@@ -274,17 +290,46 @@ func (s *Set) ZygoteReady(rootfs string) (ready bool, changed <-chan struct{}) {
 	return false, nil
 }
 
-// zygote returns the live zygote for spec's rootfs, if any.
+// zygote returns the live zygote for spec's rootfs, if any: its lean one
+// when that holds the run's imports as well as the main one does, else
+// the main one. Either can run anything (a child imports what its zygote
+// lacks), so when only one is up it takes every run.
 func (s *Set) zygote(spec *container.Spec) (*container.Zygote, *slot) {
+	var main, lean *container.Zygote
+	var mainSl, leanSl *slot
 	for _, sl := range s.slots {
 		sl.mu.Lock()
 		z, dir := sl.z, sl.dir
 		sl.mu.Unlock()
-		if z != nil && dir == spec.RootfsDir {
-			return z, sl
+		switch {
+		case z == nil || dir != spec.RootfsDir:
+		case sl.p.Lean:
+			lean, leanSl = z, sl
+		default:
+			main, mainSl = z, sl
 		}
 	}
-	return nil, nil
+	if lean != nil && (main == nil || leanServes(lean, main, spec.Imports)) {
+		return lean, leanSl
+	}
+	return main, mainSl
+}
+
+// leanServes reports whether a run importing imports (nil: unknown) is
+// served as well by lean's child as by main's: each module is in lean's
+// sys.modules, or is standard library that main has not loaded either
+// (so both children would import it). A module neither holds that is not
+// standard library goes to main, whose stack may hold its dependencies.
+func leanServes(lean, main *container.Zygote, imports []string) bool {
+	if imports == nil {
+		return false
+	}
+	for _, m := range imports {
+		if !lean.Has(m) && (main.Has(m) || !lean.Stdlib(m)) {
+			return false
+		}
+	}
+	return true
 }
 
 // Start runs spec on a zygote's child when one can take it, else on the
@@ -325,6 +370,7 @@ func (s *Set) Run(ctx context.Context, spec container.Spec) (*container.Result, 
 // Stats describes one zygote.
 type Stats struct {
 	Rootfs    string
+	Lean      bool   // the rootfs's lean zygote (Profile.Lean)
 	State     string // starting, ready, restarting, unused, closed
 	Pid       int    // host pid while ready
 	Modules   []string
@@ -341,7 +387,11 @@ func (s *Set) Stats() []Stats {
 	out := make([]Stats, 0, len(s.slots))
 	for _, sl := range s.slots {
 		sl.mu.Lock()
-		st := Stats{Rootfs: sl.p.Rootfs, State: sl.state, Modules: slices.Clone(sl.p.Modules), Skipped: slices.Clone(sl.skipped),
+		if sl.p.Lean && sl.state == "unused" { // a rootfs without the lean modules: nothing to report
+			sl.mu.Unlock()
+			continue
+		}
+		st := Stats{Rootfs: sl.p.Rootfs, Lean: sl.p.Lean, State: sl.state, Modules: slices.Clone(sl.p.Modules), Skipped: slices.Clone(sl.skipped),
 			Restarts: sl.restarts, LastError: sl.lastErr}
 		if sl.z != nil {
 			st.Pid, st.Live = sl.z.Pid(), sl.z.Live()
@@ -359,7 +409,7 @@ func (s *Set) kill(rootfs string) bool {
 		sl.mu.Lock()
 		z := sl.z
 		sl.mu.Unlock()
-		if sl.p.Rootfs == rootfs && z != nil {
+		if sl.p.Rootfs == rootfs && !sl.p.Lean && z != nil {
 			z.Kill()
 			return true
 		}

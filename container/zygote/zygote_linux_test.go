@@ -25,8 +25,8 @@ func newSet(t *testing.T, dir string, modules ...string) (*Set, *container.Engin
 	return newSetOf(t, dir, Profile{Rootfs: "r", Modules: modules, Children: 8, HugePages: true, Bare: true})
 }
 
-// newSetOf is newSet with a profile of the test's.
-func newSetOf(t *testing.T, dir string, p Profile) (*Set, *container.Engine) {
+// newSetOf is newSet with profiles of the test's (on "r").
+func newSetOf(t *testing.T, dir string, ps ...Profile) (*Set, *container.Engine) {
 	t.Helper()
 	testenv.RequireRoot(t)
 	e, err := container.New(container.Config{RunDir: t.TempDir(), CgroupName: testenv.CgroupName()})
@@ -39,7 +39,7 @@ func newSetOf(t *testing.T, dir string, p Profile) (*Set, *container.Engine) {
 		}
 		return dir, func() {}, nil
 	}
-	s, err := New(Config{Engine: e, Acquire: acquire, Profiles: []Profile{p}, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude()})
+	s, err := New(Config{Engine: e, Acquire: acquire, Profiles: ps, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +118,57 @@ func TestRunnerForked(t *testing.T) {
 			t.Errorf("%s: Forked() = %v, want %v", tc.name, r.Forked(), tc.want)
 		}
 		r.Close()
+	}
+}
+
+// A rootfs's lean zygote takes the runs whose imports it holds as well as
+// the main one, and the main one takes the rest: runs of unknown imports,
+// of modules only the main one holds, and of modules neither holds that
+// are not standard library. Each child really holds its zygote's modules.
+func TestLeanZygoteRouting(t *testing.T) {
+	dir := testenv.DataSciRootfs(t)
+	s, _ := newSetOf(t, dir,
+		Profile{Rootfs: "r", Modules: []string{"numpy", "matplotlib"}, Children: 8},
+		Profile{Rootfs: "r", Modules: []string{"numpy"}, Children: 8, Lean: true})
+	main, lean := s.slots[0].z, s.slots[1].z
+	if main == nil || lean == nil {
+		t.Fatalf("zygotes not ready: %+v", s.Stats())
+	}
+	if !lean.Has("numpy") || lean.Has("matplotlib") || !main.Has("matplotlib") || !lean.Stdlib("wave") || lean.Stdlib("numpy") {
+		t.Fatal("the zygotes' reported modules are wrong")
+	}
+	for _, tc := range []struct {
+		name    string
+		imports []string
+		lean    bool
+	}{
+		{"unknown", nil, false},
+		{"nothing", []string{}, true},
+		{"numpy", []string{"numpy"}, true},
+		{"standard library neither holds", []string{"numpy", "wave"}, true},
+		{"matplotlib", []string{"numpy", "matplotlib"}, false},
+		{"third-party neither holds", []string{"nsbox_no_such_module"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := s.Stats()
+			r, err := runner.Start(context.Background(), s, container.Spec{RootfsDir: dir, Imports: tc.imports})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			res, err := r.Exec(context.Background(), runner.ExecRequest{Code: "import sys; print('matplotlib' in sys.modules)", Timeout: time.Minute})
+			if err != nil || res.Status != runner.StatusOK {
+				t.Fatalf("exec: %v %+v", err, res)
+			}
+			if got, want := strings.TrimSpace(string(res.Stdout)), map[bool]string{true: "False", false: "True"}[tc.lean]; got != want {
+				t.Errorf("the child holds matplotlib: %s, want %s", got, want)
+			}
+			after := s.Stats()
+			if after[0].Forks-before[0].Forks != map[bool]uint64{true: 0, false: 1}[tc.lean] ||
+				after[1].Forks-before[1].Forks != map[bool]uint64{true: 1, false: 0}[tc.lean] {
+				t.Errorf("forks main %d -> %d, lean %d -> %d; want the run on lean=%v", before[0].Forks, after[0].Forks, before[1].Forks, after[1].Forks, tc.lean)
+			}
+		})
 	}
 }
 

@@ -15,9 +15,12 @@ import (
 // interpreter whose children serve Python runs and sessions) and what it
 // imports.
 type ZygoteConfig struct {
-	Enabled     bool
-	Rootfs      []string // nil: the default rootfs and every pool's
-	Modules     []string // nil: zygote.DefaultModules()
+	Enabled bool
+	Rootfs  []string // nil: the default rootfs and every pool's
+	Modules []string // nil: zygote.DefaultModules()
+	// LeanModules are a second, smaller zygote's on each rootfs (Profile.Lean).
+	// nil: zygote.DefaultLeanModules() while Modules is nil too, else none.
+	LeanModules []string
 	Children    int
 	MemoryBytes int64
 	HugePages   bool
@@ -50,12 +53,16 @@ func (cfg *Config) setZygoteKey(key string, v *unstable.Node) error {
 			}
 		}
 		z.Rootfs = l
-	case "modules":
+	case "modules", "lean_modules":
 		l, err := tomlModules(v)
 		if err != nil {
 			return err
 		}
-		z.Modules = l
+		if key == "modules" {
+			z.Modules = l
+		} else {
+			z.LeanModules = append([]string{}, l...) // [] (none) is not nil (the default)
+		}
 	case "children":
 		n, err := tomlIntIn(v, 1, container.MaxZygoteChildren, "")
 		if err != nil {
@@ -72,7 +79,7 @@ func (cfg *Config) setZygoteKey(key string, v *unstable.Node) error {
 		}
 		z.MemoryBytes = n
 	default:
-		return fmt.Errorf("unknown key; [zygote] has enabled, rootfs, modules, children, memory, huge_pages and bare")
+		return fmt.Errorf("unknown key; [zygote] has enabled, rootfs, modules, lean_modules, children, memory, huge_pages and bare")
 	}
 	return nil
 }
@@ -93,19 +100,31 @@ func (cfg Config) ZygoteProfiles() []zygote.Profile {
 			}
 		}
 	}
-	modules := cfg.Zygote.Modules
+	modules, lean := cfg.Zygote.Modules, cfg.Zygote.LeanModules
 	if modules == nil {
 		modules = zygote.DefaultModules()
+		if lean == nil {
+			lean = zygote.DefaultLeanModules()
+		}
+	}
+	// A lean zygote that would import what the main one does is none.
+	if a, b := slices.Sorted(slices.Values(lean)), slices.Sorted(slices.Values(modules)); slices.Equal(slices.Compact(a), slices.Compact(b)) {
+		lean = nil
 	}
 	var out []zygote.Profile
 	for _, n := range names {
-		out = append(out, zygote.Profile{Rootfs: n, Modules: slices.Clone(modules), Children: cfg.Zygote.Children,
-			MemoryBytes: cfg.Zygote.MemoryBytes, HugePages: cfg.Zygote.HugePages, Bare: cfg.Zygote.Bare})
+		p := zygote.Profile{Rootfs: n, Modules: slices.Clone(modules), Children: cfg.Zygote.Children,
+			MemoryBytes: cfg.Zygote.MemoryBytes, HugePages: cfg.Zygote.HugePages, Bare: cfg.Zygote.Bare}
+		out = append(out, p)
+		if len(lean) > 0 {
+			p.Modules, p.Bare, p.Lean = slices.Clone(lean), false, true
+			out = append(out, p)
+		}
 	}
 	return out
 }
 
 // String summarises the settings (restart-only on reload).
 func (z ZygoteConfig) String() string {
-	return fmt.Sprint(z.Enabled, z.Rootfs, z.Modules, z.Children, z.MemoryBytes, z.HugePages, z.Bare)
+	return fmt.Sprint(z.Enabled, z.Rootfs, z.Modules, z.LeanModules, z.Children, z.MemoryBytes, z.HugePages, z.Bare)
 }

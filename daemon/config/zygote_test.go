@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -29,6 +31,44 @@ func TestZygoteConfig(t *testing.T) {
 	}
 }
 
+func TestZygoteLeanModules(t *testing.T) {
+	for _, tc := range []struct {
+		name, conf string
+		lean       []string // nil: no lean zygote
+	}{
+		{"default with the default modules", "", zygote.DefaultLeanModules()},
+		{"none when modules are the operator's", "[zygote]\nmodules = [\"numpy\", \"scipy\"]\n", nil},
+		{"the operator's", "[zygote]\nmodules = [\"numpy\", \"scipy\"]\nlean_modules = [\"numpy\"]\n", []string{"numpy"}},
+		{"off", "[zygote]\nlean_modules = []\n", nil},
+		{"none when the same as modules", "[zygote]\nmodules = [\"numpy\", \"pandas\"]\nlean_modules = [\"pandas\", \"numpy\"]\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "nsbox.conf")
+			if err := os.WriteFile(f, []byte(tc.conf), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Load(f, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := c.ZygoteProfiles()
+			if ps[0].Lean {
+				t.Fatalf("the first profile is lean: %+v", ps)
+			}
+			var lean []string
+			if len(ps) > 1 {
+				if len(ps) != 2 || !ps[1].Lean || ps[1].Bare || ps[1].Rootfs != ps[0].Rootfs || ps[1].Children != ps[0].Children {
+					t.Fatalf("profiles %+v, want a main one and a lean one like it on one rootfs", ps)
+				}
+				lean = ps[1].Modules
+			}
+			if !slices.Equal(lean, tc.lean) {
+				t.Errorf("lean modules %q, want %q", lean, tc.lean)
+			}
+		})
+	}
+}
+
 func TestZygoteDefaults(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -49,6 +89,9 @@ func TestZygoteDefaults(t *testing.T) {
 			}
 			var got []string
 			for _, p := range c.ZygoteProfiles() {
+				if p.Lean {
+					continue // TestZygoteLeanModules
+				}
 				got = append(got, p.Rootfs)
 				if !slices.Equal(p.Modules, zygote.DefaultModules()) || p.Children != 64 || !p.HugePages {
 					t.Errorf("profile %+v lacks the defaults", p)

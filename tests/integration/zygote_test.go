@@ -44,17 +44,27 @@ func writeConf(t *testing.T, toml string) string {
 	return conf
 }
 
-// checkForked fails t unless the first zygote served at least n runs and
+// checkForked fails t unless the zygotes served at least n runs and
 // sessions and none fell back to a cold start.
 func (d *daemon) checkForked(t *testing.T, n uint64) {
+	t.Helper()
+	if forks, fallbacks := d.zygoteForks(t); forks < n || fallbacks != 0 {
+		t.Errorf("want at least %d zygote children and no fallback: %d and %d", n, forks, fallbacks)
+	}
+}
+
+// zygoteForks sums the forks and fallbacks of every zygote (the main and
+// the lean one of a rootfs).
+func (d *daemon) zygoteForks(t *testing.T) (forks, fallbacks uint64) {
 	t.Helper()
 	info, err := d.client.Info(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if z := info.Zygotes[0]; z.Forks < n || z.Fallbacks != 0 {
-		t.Errorf("want at least %d zygote children and no fallback: %+v", n, z)
+	for _, z := range info.Zygotes {
+		forks, fallbacks = forks+z.Forks, fallbacks+z.Fallbacks
 	}
+	return forks, fallbacks
 }
 
 // waitZygote polls /v1/info until the first zygote is ready and is not
@@ -122,12 +132,29 @@ func TestZygoteThroughDaemon(t *testing.T) {
 	if r := execOK(t, d, id, "import matplotlib.pyplot as plt\nplt.plot([1, 2]); plt.show()"); len(r.Figures) != 1 || r.Stderr != "" {
 		t.Errorf("session plot: %d figures, stderr %q", len(r.Figures), r.Stderr)
 	}
+	d.checkForked(t, 3)
+
+	// The rootfs's lean zygote (numpy and pandas) takes a pandas cell; the
+	// main one takes a cell that imports what only it holds.
 	info, err := d.client.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := info.Zygotes[0]; got.Forks < 3 || got.Fallbacks != 0 {
-		t.Errorf("zygote after 2 runs and a session: %+v", got)
+	if len(info.Zygotes) != 2 || !info.Zygotes[1].Lean || info.Zygotes[1].State != "ready" {
+		t.Fatalf("zygotes %+v, want the main one and a ready lean one", info.Zygotes)
+	}
+	mainForks, leanForks := info.Zygotes[0].Forks, info.Zygotes[1].Forks
+	if res := run("import pandas, sys\nprint('scipy' in sys.modules)"); res.Stdout != "False\n" {
+		t.Errorf("pandas cell: %+v, want it forked from the lean zygote (no scipy)", res)
+	}
+	if res := run("import sklearn, sys\nprint('scipy' in sys.modules)"); res.Stdout != "True\n" {
+		t.Errorf("sklearn cell: %+v, want it forked from the main zygote", res)
+	}
+	if info, err = d.client.Info(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info.Zygotes[0].Forks != mainForks+1 || info.Zygotes[1].Forks != leanForks+1 {
+		t.Errorf("forks main %d -> %d, lean %d -> %d: want one each", mainForks, info.Zygotes[0].Forks, leanForks, info.Zygotes[1].Forks)
 	}
 
 	// A dead zygote: runs go on (cold), and a new zygote takes over.
@@ -141,7 +168,7 @@ func TestZygoteThroughDaemon(t *testing.T) {
 	if z2.Restarts != 1 {
 		t.Errorf("restarts = %d", z2.Restarts)
 	}
-	if res := run("import sys\nprint('scipy' in sys.modules)"); res.Stdout != "True\n" {
+	if res := run("import scipy, sys\nprint('sklearn' in sys.modules)"); res.Stdout != "True\n" {
 		t.Errorf("run on the new zygote: %+v", res)
 	}
 	if err := d.client.DeleteSession(ctx, id); err != nil {
@@ -208,7 +235,7 @@ func TestFirstSessionHasZygoteImports(t *testing.T) {
 // daemon removes their cgroups and starts a new zygote.
 func TestZygoteDaemonSIGKILL(t *testing.T) {
 	name := dataSciRootfs(t)
-	d := startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[zygote]\nrootfs = [%q]\n", name)))
+	d := startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[zygote]\nrootfs = [%q]\nlean_modules = []\n", name)))
 	z := d.waitZygote(t, 0)
 	id := newSession(t, d, &agentapi.SessionRequest{Rootfs: name})
 	if r := execOK(t, d, id, "import sys\n'pandas' in sys.modules"); r.Value != "True" {
@@ -256,7 +283,8 @@ func TestZygoteDaemonSIGKILL(t *testing.T) {
 // streamed is not run twice: it ends killed, and says why.
 func TestZygoteDiesUnderARun(t *testing.T) {
 	name := dataSciRootfs(t)
-	d := startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[zygote]\nrootfs = [%q]\n", name)))
+	// One zygote: the one killed forks every run.
+	d := startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[zygote]\nrootfs = [%q]\nlean_modules = []\n", name)))
 	ctx := context.Background()
 	z := d.waitZygote(t, 0)
 

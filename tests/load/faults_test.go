@@ -93,7 +93,8 @@ func waitZygote(t *testing.T, d *testdaemon.Daemon, old int) agentapi.ZygoteInfo
 func (s *suite) zygote(t *testing.T, sc *scenario) {
 	name := testdaemon.DataSciRootfs(t)
 	conf := filepath.Join(t.TempDir(), "nsbox.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[zygote]\nrootfs = [%q]\n", name)), 0o644); err != nil {
+	// One zygote (no lean one): the one killed forks every run.
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[zygote]\nrootfs = [%q]\nlean_modules = []\n", name)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	d := sc.start("--config", conf, "--default-rootfs", name, "--max-concurrent", "3")

@@ -508,7 +508,10 @@ def main():
     rd, wr = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wr, warn_on_full_buffer=False)
     signal.signal(signal.SIGCHLD, lambda *a: None)
-    _send({'ready': True, 'skipped': skipped, 'threads': len(os.listdir('/proc/self/task'))})
+    stdlib = sorted(getattr(sys, 'stdlib_module_names', ()))
+    loaded = sorted({m.partition('.')[0] for m in list(sys.modules)})
+    _send({'ready': True, 'skipped': skipped, 'threads': len(os.listdir('/proc/self/task')),
+           'loaded': loaded, 'stdlib': stdlib})
     poller = select.poll()
     poller.register(_CTL, select.POLLIN)
     poller.register(rd, select.POLLIN)

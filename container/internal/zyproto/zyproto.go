@@ -43,19 +43,19 @@ func Command(cfg Config) (argv []string, stdin []byte, err error) {
 }
 
 // ReadReady reads the zygote's first frame, sent once it has imported its
-// modules, and returns the modules it skipped.
-func ReadReady(r io.Reader) (skipped []string, err error) {
+// modules: the modules it skipped, and the top-level modules it holds.
+func ReadReady(r io.Reader) (*Reply, error) {
 	var rep Reply
 	if err := ReadFrame(r, &rep); err != nil {
 		return nil, err
 	}
 	if !rep.Ready {
-		return rep.Skipped, errors.New("no ready frame")
+		return &rep, errors.New("no ready frame")
 	}
 	if rep.Threads != 1 {
-		return rep.Skipped, fmt.Errorf("the zygote has %d threads after its imports; it must have one", rep.Threads)
+		return &rep, fmt.Errorf("the zygote has %d threads after its imports; it must have one", rep.Threads)
 	}
-	return rep.Skipped, nil
+	return &rep, nil
 }
 
 // MaxFrame bounds a frame from the zygote.
@@ -99,10 +99,15 @@ type Reply struct {
 	Ready   bool     `json:"ready"`
 	Skipped []string `json:"skipped"`
 	Threads int      `json:"threads"`
-	Forked  *int     `json:"forked"`
-	Error   string   `json:"error"`
-	Exit    *int     `json:"exit"`
-	Status  int      `json:"status"`
+	// Loaded are the top-level modules in the ready zygote's sys.modules,
+	// Stdlib its sys.stdlib_module_names: what a child can import without
+	// a search (routing by a cell's imports, zygote.Set).
+	Loaded []string `json:"loaded"`
+	Stdlib []string `json:"stdlib"`
+	Forked *int     `json:"forked"`
+	Error  string   `json:"error"`
+	Exit   *int     `json:"exit"`
+	Status int      `json:"status"`
 }
 
 // Run is what the verified child runs, sent to it directly.
