@@ -86,7 +86,7 @@ def _send(obj):
 
 
 def _recv(ctl):
-    """One request and the fds sent with it."""
+    """One request, the fds sent with it, and its frame as it came."""
     fds = array.array('i')
     buf = b''
     need = 4
@@ -104,7 +104,7 @@ def _recv(ctl):
             need = 4 + n
     for fd in fds:
         os.set_inheritable(fd, False)
-    return json.loads(buf[4:]), list(fds)
+    return json.loads(buf[4:]), list(fds), buf
 
 
 # /proc masks ------------------------------------------------------------
@@ -192,7 +192,10 @@ def _reseed():
     random.seed()  # Python's own fork hook does this too; be explicit
     np = sys.modules.get('numpy')
     if np is not None:
-        np.random.seed()
+        # The legacy global generator gets a whole MT19937 state from the
+        # kernel: what np.random.seed() does, without its SeedSequence (half
+        # the pages touched, so half the copy-on-write faults).
+        np.random.set_state(('MT19937', np.frombuffer(os.urandom(624 * 4), dtype=np.uint32), 624))
 
 
 def _threads(n):
@@ -231,7 +234,7 @@ def _spare(sock):
     except BaseException as e:
         failed = 'spare set-up: %s' % e  # reported to the run that takes it
     try:
-        req, fds = _recv(sock)
+        req, fds, _ = _recv(sock)
         sock.close()
         run = fds[0]
     except BaseException:
@@ -404,7 +407,7 @@ def _drop_spare(pid=None):
         _SPARE = None
 
 
-def _fork(ctl, req, fds):
+def _fork(ctl, req, fds, frame):
     global _SPARE
     n = len(req.get('mounts') or [])
     want = 5 + (n + 1 if n else 0)
@@ -430,8 +433,10 @@ def _fork(ctl, req, fds):
             # The kernel takes a child's id map only from its own user
             # namespace or the parent's: here. It bounds it by our own map,
             # so the ids can only come from the block the engine gave us.
-            b = json.dumps(req, separators=(',', ':')).encode()
-            b = len(b).to_bytes(4, 'big') + b
+            # The request goes on as it came (the spare parses the same
+            # bytes): no second encoding in the zygote, whose every
+            # allocation after a fork copies a page it shares with a child.
+            b = frame
             try:
                 _write_map(pid, 'uid_map', slot)
                 _write_map(pid, 'gid_map', slot)
@@ -529,7 +534,7 @@ def main():
                 _reap()
                 continue
             try:
-                req, fds = _recv(ctl)
+                req, fds, frame = _recv(ctl)
             except EOFError:
                 return
             if 'kill' in req:  # a child that never finished its set-up
@@ -539,7 +544,7 @@ def main():
                     pass
                 continue
             try:
-                _send({'forked': _fork(ctl, req, fds)})
+                _send({'forked': _fork(ctl, req, fds, frame)})
             except Exception as e:
                 _send({'error': '%s: %s' % (type(e).__name__, e)})
             finally:
