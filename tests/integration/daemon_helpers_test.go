@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -184,6 +185,29 @@ func execNsbox(args ...string) *exec.Cmd { return exec.Command(nsboxBin, args...
 
 // metric returns the value of an unlabelled metric from the daemon's
 // /metrics ("" when it is not there).
+// metricSum sums the values of the series whose line starts with prefix
+// (a name and the first labels), as a decimal string; "" when there is none.
+func (d *daemon) metricSum(t *testing.T, prefix string) string {
+	t.Helper()
+	var sum float64
+	found := false
+	for _, line := range strings.Split(metricsText(t, d), "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		sum, found = sum+v, true
+	}
+	if !found {
+		return ""
+	}
+	return strconv.FormatFloat(sum, 'f', -1, 64)
+}
+
 func (d *daemon) metric(t *testing.T, name string) string {
 	t.Helper()
 	for _, line := range strings.Split(metricsText(t, d), "\n") {

@@ -164,7 +164,7 @@ func TestSoak(t *testing.T) {
 		t.Logf("pool %s: hits %d misses %d refills %d (mean %.1f ms) discarded %d failures %d", p.Name, p.Hits, p.Misses, p.Refills, p.MeanRefillMs, p.Discarded, p.Failures)
 	}
 	for _, z := range info.Zygotes {
-		t.Logf("zygote on %s: %s, forks %d fallbacks %d restarts %d %s", z.Rootfs, z.State, z.Forks, z.Fallbacks, z.Restarts, z.LastError)
+		t.Logf("zygote on %s (lean %v): %s, forks %d fallbacks %d restarts %d %s", z.Rootfs, z.Lean, z.State, z.Forks, z.Fallbacks, z.Restarts, z.LastError)
 		if z.State == "ready" && (z.Fallbacks > 0 || z.Restarts > 0) {
 			t.Errorf("zygote on %s: %d runs fell back to cold, %d restarts (last error %q)", z.Rootfs, z.Fallbacks, z.Restarts, z.LastError)
 		}
