@@ -263,16 +263,18 @@ func (c *Cgroup) freeze(on bool, deadline time.Time) bool {
 	}
 	for {
 		if c.v2 {
-			ev, err := readKeyed(dir, "cgroup.events")
+			var a small
+			ev, err := readFile(dir, "cgroup.events", a[:0])
 			if err != nil {
 				return false
 			}
-			check = strconv.FormatInt(ev["frozen"], 10)
+			check = strconv.FormatInt(keyed(ev, "frozen"), 10)
 			if check == "1" {
 				return true
 			}
 		} else {
-			b, err := readFile(dir, "freezer.state")
+			var a small
+			b, err := readFile(dir, "freezer.state", a[:0])
 			if err != nil {
 				return false
 			}
