@@ -36,7 +36,7 @@ func BenchmarkCreateAddDelete(b *testing.B) {
 		}
 		for _, c := range v1Controllers {
 			if dir, ok := home.V1[c]; ok {
-				if err := writeFile(dir, "cgroup.procs", strconv.Itoa(pid)); err != nil {
+				if err := writeFile(pathDir(dir), "cgroup.procs", strconv.Itoa(pid)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -131,7 +131,7 @@ func BenchmarkLifecycle(b *testing.B) {
 		m0 := cpuTime(b)
 		for _, ctrl := range v1Controllers {
 			if dir, ok := home.V1[ctrl]; ok {
-				if err := writeFile(dir, "cgroup.procs", pid); err != nil {
+				if err := writeFile(pathDir(dir), "cgroup.procs", pid); err != nil {
 					b.Fatal(err)
 				}
 			}
