@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkCreateAddDelete measures one sandbox cgroup's life: Create with
@@ -34,7 +36,7 @@ func BenchmarkCreateAddDelete(b *testing.B) {
 		}
 		for _, c := range v1Controllers {
 			if dir, ok := home.V1[c]; ok {
-				if err := writeFile(dir, "cgroup.procs", strconv.Itoa(pid)); err != nil {
+				if err := writeFile(pathDir(dir), "cgroup.procs", strconv.Itoa(pid)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -89,4 +91,70 @@ func BenchmarkCreateAddDelete(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkLifecycle is the cgroup work of one sandbox run as the daemon
+// does it: Create with limits, Add a pid, Stats at the end, Kill (the pid
+// is gone: moved back home here, untimed, in place of an exit) and Delete.
+// cpu-ns/op is this process's CPU time (user+system, all threads), the
+// figure the daemon pays per sandbox; ns/op also holds the kernel's waits.
+func BenchmarkLifecycle(b *testing.B) {
+	m := newTestManager(b)
+	if m.v2 {
+		b.Skip("v2: a pid is born in its cgroup (CLONE_INTO_CGROUP)")
+	}
+	home, err := LocateSelf()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sleeper := exec.Command("sleep", "1000")
+	if err := sleeper.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	pid := strconv.Itoa(sleeper.Process.Pid)
+	var cpu, moves time.Duration
+	i := 0
+	for b.Loop() {
+		c0 := cpuTime(b)
+		c, err := m.Create("bench-"+strconv.Itoa(i), Limits{MemoryBytes: 512 << 20, Pids: 64, CPUs: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Add(sleeper.Process.Pid); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Stats(); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		m0 := cpuTime(b)
+		for _, ctrl := range v1Controllers {
+			if dir, ok := home.V1[ctrl]; ok {
+				if err := writeFile(pathDir(dir), "cgroup.procs", pid); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		moves += cpuTime(b) - m0
+		b.StartTimer()
+		if err := c.Kill(); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Delete(); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime(b) - c0
+		i++
+	}
+	b.ReportMetric(float64((cpu-moves).Nanoseconds())/float64(i), "cpu-ns/op")
+}
+
+// cpuTime is the user+system CPU time of this process so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -33,11 +33,13 @@ type Stats struct {
 type Cgroup struct {
 	id   string
 	v2   bool
-	dir  map[string]string // controller (v2: "") -> leaf directory
-	hier []string          // distinct leaf directories
+	dir  map[string]*dir // controller (v2: "") -> leaf directory
+	hier []*dir          // distinct leaf directories
 
-	mu      sync.Mutex
-	fd      int
+	// mu guards the leaves' fds: a file operation holds it for reading,
+	// Delete, which closes them, for writing, so that no operation ever
+	// goes through an fd number that was closed and reused.
+	mu      sync.RWMutex
 	deleted bool
 }
 
@@ -48,9 +50,12 @@ func (c *Cgroup) ID() string { return c.id }
 // syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd} (CLONE_INTO_CGROUP).
 // It is -1 on v1 and after Delete.
 func (c *Cgroup) CloneFD() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.fd
+	if !c.v2 {
+		return -1
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.hier[0].fd
 }
 
 // Add moves pid into the cgroup: on v1 into every hierarchy used, one after
@@ -62,6 +67,8 @@ func (c *Cgroup) CloneFD() int {
 // saves nothing (BenchmarkCreateAddDelete). Overlap Add with the child's own
 // setup to hide it.
 func (c *Cgroup) Add(pid int) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	v := strconv.Itoa(pid)
 	for _, d := range c.hier {
 		if err := writeFile(d, "cgroup.procs", v); err != nil {
@@ -78,6 +85,8 @@ func (c *Cgroup) Add(pid int) error {
 // (9-12 ms here). Call it shortly before an Add that cannot start yet (the
 // pid to move does not exist) to overlap that wait with other work.
 func (c *Cgroup) Rewrite(pid int) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err := writeFile(c.hier[0], "cgroup.procs", strconv.Itoa(pid)); err != nil {
 		return fmt.Errorf("cgroup %s: rewrite pid %d: %w", c.id, pid, err)
 	}
@@ -87,6 +96,8 @@ func (c *Cgroup) Rewrite(pid int) error {
 // AddParallel is Add with the v1 hierarchies written concurrently; it is
 // kept to measure against Add.
 func (c *Cgroup) AddParallel(pid int) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	v := strconv.Itoa(pid)
 	errs := make([]error, len(c.hier))
 	var wg sync.WaitGroup
@@ -103,6 +114,12 @@ func (c *Cgroup) AddParallel(pid int) error {
 // Pids returns the processes in the cgroup (the union over hierarchies on v1),
 // sorted.
 func (c *Cgroup) Pids() ([]int, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.pids()
+}
+
+func (c *Cgroup) pids() ([]int, error) {
 	var all []int
 	for _, d := range c.hier {
 		pids, err := readPids(d)
@@ -121,6 +138,8 @@ func (c *Cgroup) Pids() ([]int, error) {
 // Stats reads the cgroup's resource usage. Counters whose controller is not
 // in use read as zero.
 func (c *Cgroup) Stats() (Stats, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	var s Stats
 	var err error
 	if c.v2 {
@@ -139,6 +158,8 @@ func (c *Cgroup) Stats() (Stats, error) {
 // kernel without cgroup.kill) it freezes the cgroup, SIGKILLs every pid in
 // it, thaws it, and repeats until it is empty.
 func (c *Cgroup) Kill() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	deadline := time.Now().Add(killTimeout)
 	if c.v2 {
 		err := writeFile(c.hier[0], "cgroup.kill", "1")
@@ -163,7 +184,7 @@ func (c *Cgroup) Kill() error {
 func (c *Cgroup) killFrozen(deadline time.Time) error {
 	self := unix.Getpid()
 	for {
-		pids, err := c.Pids()
+		pids, err := c.pids()
 		if err != nil {
 			return fmt.Errorf("cgroup %s: kill: %w", c.id, err)
 		}
@@ -177,7 +198,7 @@ func (c *Cgroup) killFrozen(deadline time.Time) error {
 		// While frozen no process can fork or exit, so the pids read now
 		// are the live members and cannot be reused under us.
 		if frozen {
-			if pids, err = c.Pids(); err != nil {
+			if pids, err = c.pids(); err != nil {
 				c.freeze(false, deadline)
 				return fmt.Errorf("cgroup %s: kill: %w", c.id, err)
 			}
@@ -211,6 +232,8 @@ func earlier(a, b time.Time) time.Time {
 // frozen: from then on none of them runs, forks or exits. ErrController:
 // a v1 hierarchy without the freezer.
 func (c *Cgroup) Freeze() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if !c.v2 {
 		if _, ok := c.dir["freezer"]; !ok {
 			return fmt.Errorf("cgroup %s: freezer: %w", c.id, ErrController)
@@ -225,15 +248,17 @@ func (c *Cgroup) Freeze() error {
 
 // Thaw lets the processes of a frozen cgroup run again.
 func (c *Cgroup) Thaw() error {
-	dir, file, val := c.hier[0], "cgroup.freeze", "0"
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	leaf, file, val := c.hier[0], "cgroup.freeze", "0"
 	if !c.v2 {
 		d, ok := c.dir["freezer"]
 		if !ok {
 			return fmt.Errorf("cgroup %s: freezer: %w", c.id, ErrController)
 		}
-		dir, file, val = d, "freezer.state", "THAWED"
+		leaf, file, val = d, "freezer.state", "THAWED"
 	}
-	if err := writeFile(dir, file, val); err != nil {
+	if err := writeFile(leaf, file, val); err != nil {
 		return fmt.Errorf("cgroup %s: thaw: %w", c.id, err)
 	}
 	return nil
@@ -242,9 +267,10 @@ func (c *Cgroup) Thaw() error {
 // freeze freezes (or thaws) the cgroup and, when freezing, waits until it
 // is frozen. It reports whether the cgroup was frozen.
 func (c *Cgroup) freeze(on bool, deadline time.Time) bool {
-	var dir, file, val, check string
+	var leaf *dir
+	var file, val, check string
 	if c.v2 {
-		dir, file, val = c.hier[0], "cgroup.freeze", "0"
+		leaf, file, val = c.hier[0], "cgroup.freeze", "0"
 		if on {
 			val = "1"
 		}
@@ -253,26 +279,28 @@ func (c *Cgroup) freeze(on bool, deadline time.Time) bool {
 		if !ok {
 			return false
 		}
-		dir, file, val = d, "freezer.state", "THAWED"
+		leaf, file, val = d, "freezer.state", "THAWED"
 		if on {
 			val = "FROZEN"
 		}
 	}
-	if err := writeFile(dir, file, val); err != nil || !on {
+	if err := writeFile(leaf, file, val); err != nil || !on {
 		return false
 	}
 	for {
 		if c.v2 {
-			ev, err := readKeyed(dir, "cgroup.events")
+			var a small
+			ev, err := readFile(leaf, "cgroup.events", a[:0])
 			if err != nil {
 				return false
 			}
-			check = strconv.FormatInt(ev["frozen"], 10)
+			check = strconv.FormatInt(keyed(ev, "frozen"), 10)
 			if check == "1" {
 				return true
 			}
 		} else {
-			b, err := readFile(dir, "freezer.state")
+			var a small
+			b, err := readFile(leaf, "freezer.state", a[:0])
 			if err != nil {
 				return false
 			}
@@ -292,7 +320,7 @@ func (c *Cgroup) freeze(on bool, deadline time.Time) bool {
 func (c *Cgroup) waitEmpty(deadline time.Time) bool {
 	wait := 100 * time.Microsecond
 	for {
-		pids, err := c.Pids()
+		pids, err := c.pids()
 		if err == nil && len(pids) == 0 {
 			return true
 		}
@@ -307,7 +335,7 @@ func (c *Cgroup) waitEmpty(deadline time.Time) bool {
 func (c *Cgroup) exists() bool {
 	for _, d := range c.hier {
 		var st unix.Stat_t
-		if unix.Stat(d, &st) == nil {
+		if unix.Stat(d.path, &st) == nil {
 			return true
 		}
 	}
@@ -324,16 +352,15 @@ func (c *Cgroup) Delete() error {
 	}
 	var errs []error
 	for _, d := range c.hier {
-		if err := rmdirRetry(d); err != nil {
-			errs = append(errs, fmt.Errorf("cgroup %s: remove %s: %w", c.id, d, err))
+		if err := rmdirRetry(d.path); err != nil {
+			errs = append(errs, fmt.Errorf("cgroup %s: remove %s: %w", c.id, d.path, err))
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if c.fd >= 0 {
-		unix.Close(c.fd)
-		c.fd = -1
+	for _, d := range c.hier {
+		d.closeDir()
 	}
 	c.deleted = true
 	return nil

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func requireRoot(t testing.TB) {
@@ -159,7 +161,7 @@ func TestCreateWritesLimits(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(f.name, func(t *testing.T) {
-			if got := readTrim(t, c.dir[f.ctrl], f.name); got != f.want {
+			if got := readTrim(t, c.dir[f.ctrl].path, f.name); got != f.want {
 				t.Errorf("%s = %q, want %q", f.name, got, f.want)
 			}
 		})
@@ -287,8 +289,8 @@ func TestKillAndDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range c.hier {
-		if _, err := os.Stat(d); !os.IsNotExist(err) {
-			t.Errorf("%s still exists after Delete", d)
+		if _, err := os.Stat(d.path); !os.IsNotExist(err) {
+			t.Errorf("%s still exists after Delete", d.path)
 		}
 	}
 	if err := c.Delete(); err != nil {
@@ -459,4 +461,39 @@ func TestFreezeThaw(t *testing.T) {
 		t.Fatalf("Kill of a frozen cgroup: %v", err)
 	}
 	_ = g.cmd.Wait()
+}
+
+// A leaf's files are opened through its O_PATH fd; the fd must not keep
+// the directory from being removed, a file of a removed leaf must read as
+// missing (as by its path), and errors must still name the whole path.
+func TestLeafFDs(t *testing.T) {
+	m := newTestManager(t)
+	c := create(t, m, "leaffds", Limits{})
+	for _, d := range c.hier {
+		if d.fd < 0 {
+			t.Fatalf("%s: no O_PATH fd after Create", d.path)
+		}
+	}
+	d := c.hier[0]
+	_, err := readFile(d, "no-such-file", nil)
+	if !isNotExist(err) || !strings.Contains(err.Error(), filepath.Join(d.path, "no-such-file")) {
+		t.Errorf("read of a missing file: %v, want ENOENT naming %s", err, filepath.Join(d.path, "no-such-file"))
+	}
+	if err := unix.Rmdir(d.path); err != nil {
+		t.Fatalf("rmdir with the O_PATH fd open: %v", err)
+	}
+	if _, err := readFile(d, "cgroup.procs", nil); !isNotExist(err) {
+		t.Errorf("read through the fd of a removed leaf: %v, want ENOENT", err)
+	}
+	if err := c.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range c.hier {
+		if d.fd >= 0 {
+			t.Errorf("%s: fd %d still open after Delete", d.path, d.fd)
+		}
+	}
+	if err := c.Add(os.Getpid()); !isNotExist(err) || !strings.Contains(err.Error(), d.path) {
+		t.Errorf("Add after Delete: %v, want ENOENT naming %s", err, d.path)
+	}
 }

@@ -124,7 +124,7 @@ func setupV2(own, name string) (string, []string, error) {
 		if err := os.Mkdir(sup, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return "", nil, fmt.Errorf("cgroup v2: %w", err)
 		}
-		if err := writeFile(sup, "cgroup.procs", strconv.Itoa(os.Getpid())); err != nil {
+		if err := writeFile(pathDir(sup), "cgroup.procs", strconv.Itoa(os.Getpid())); err != nil {
 			return "", nil, fmt.Errorf("cgroup v2: move self to %s: %w", sup, err)
 		}
 		if err := enableV2(own, want); errors.Is(err, unix.EBUSY) {
@@ -186,7 +186,7 @@ func enableV2(dir string, want []string) error {
 	if len(add) == 0 {
 		return nil
 	}
-	return writeFile(dir, "cgroup.subtree_control", strings.Join(add, " "))
+	return writeFile(pathDir(dir), "cgroup.subtree_control", strings.Join(add, " "))
 }
 
 // Mode returns the host's cgroup layout.
@@ -217,13 +217,23 @@ func (m *Manager) Create(id string, l Limits) (*Cgroup, error) {
 		return nil, fmt.Errorf("cgroup %s: negative limit %+v: use 0 for unlimited", id, l)
 	}
 	c := m.handle(id)
-	var made []string
+	var made []*dir
+	undo := func() {
+		for _, d := range made {
+			d.closeDir()
+			_ = unix.Rmdir(d.path)
+		}
+	}
 	for _, d := range c.hier {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			rmdirAll(made)
+		if err := os.Mkdir(d.path, 0o755); err != nil {
+			undo()
 			return nil, fmt.Errorf("cgroup %s: %w", id, err)
 		}
 		made = append(made, d)
+		if err := d.openDir(); err != nil {
+			undo()
+			return nil, fmt.Errorf("cgroup %s: %w", id, err)
+		}
 	}
 	var err error
 	if m.v2 {
@@ -231,28 +241,22 @@ func (m *Manager) Create(id string, l Limits) (*Cgroup, error) {
 	} else {
 		err = c.limitV1(l)
 	}
-	if err == nil && m.v2 {
-		c.fd, err = unix.Open(c.hier[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			c.fd = -1
-			err = fmt.Errorf("open %s: %w", c.hier[0], err)
-		}
-	}
 	if err != nil {
-		rmdirAll(made)
+		undo()
 		return nil, fmt.Errorf("cgroup %s: %w", id, err)
 	}
 	return c, nil
 }
 
-// handle returns a Cgroup for id without touching the file system.
+// handle returns a Cgroup for id without touching the file system; its
+// leaves are reached by path.
 func (m *Manager) handle(id string) *Cgroup {
-	c := &Cgroup{id: id, v2: m.v2, dir: make(map[string]string, len(m.parent)), fd: -1}
-	for ctrl, p := range m.parent {
-		c.dir[ctrl] = filepath.Join(p, id)
-	}
+	c := &Cgroup{id: id, v2: m.v2, dir: make(map[string]*dir, len(m.parent))}
 	for _, p := range m.hier {
-		c.hier = append(c.hier, filepath.Join(p, id))
+		c.hier = append(c.hier, pathDir(filepath.Join(p, id)))
+	}
+	for ctrl, p := range m.parent {
+		c.dir[ctrl] = c.hier[slices.Index(m.hier, p)]
 	}
 	return c
 }
@@ -306,10 +310,4 @@ func validName(s string) error {
 		return ErrInvalidName
 	}
 	return nil
-}
-
-func rmdirAll(dirs []string) {
-	for _, d := range dirs {
-		_ = unix.Rmdir(d)
-	}
 }

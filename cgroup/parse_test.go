@@ -246,11 +246,18 @@ func TestLocateSubtreeMount(t *testing.T) {
 	}
 }
 
-func TestParseKeyed(t *testing.T) {
-	got := parseKeyed([]byte("oom_kill_disable 0\nunder_oom 0\noom_kill 3\nbogus\nx y\n"))
-	want := map[string]int64{"oom_kill_disable": 0, "under_oom": 0, "oom_kill": 3}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %v, want %v", got, want)
+func TestKeyed(t *testing.T) {
+	b := []byte("oom_kill_disable 7\nunder_oom 0\n oom_kill 3 \nbogus\nx y\nlast 9")
+	for _, tc := range []struct {
+		key  string
+		want int64
+	}{
+		{"oom_kill", 3}, {"oom_kill_disable", 7}, {"under_oom", 0}, {"last", 9},
+		{"oom", 0}, {"bogus", 0}, {"x", 0}, {"missing", 0},
+	} {
+		if got := keyed(b, tc.key); got != tc.want {
+			t.Errorf("keyed(%q) = %d, want %d", tc.key, got, tc.want)
+		}
 	}
 }
 

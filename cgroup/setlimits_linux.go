@@ -16,6 +16,8 @@ func (c *Cgroup) SetLimits(l Limits) error {
 	if l.MemoryBytes < 0 || l.Pids < 0 || l.CPUs < 0 {
 		return fmt.Errorf("cgroup %s: negative limit %+v", c.id, l)
 	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if c.v2 {
 		return c.limitV2(l)
 	}

@@ -10,9 +10,9 @@ import (
 func TestSetLimits(t *testing.T) {
 	m := newTestManager(t)
 	c := create(t, m, "setlimits", Limits{MemoryBytes: 64 << 20, Pids: 16, CPUs: 0.5})
-	memFile, memDir, pidsDir, pidsFile := "memory.limit_in_bytes", c.dir["memory"], c.dir["pids"], "pids.max"
+	memFile, memDir, pidsDir, pidsFile := "memory.limit_in_bytes", c.dir["memory"].path, c.dir["pids"].path, "pids.max"
 	if m.v2 {
-		memFile, memDir, pidsDir = "memory.max", c.hier[0], c.hier[0]
+		memFile, memDir, pidsDir = "memory.max", c.hier[0].path, c.hier[0].path
 	}
 	for _, mem := range []int64{256 << 20, 32 << 20} {
 		if err := c.SetLimits(Limits{MemoryBytes: mem, Pids: 8}); err != nil {
@@ -21,7 +21,7 @@ func TestSetLimits(t *testing.T) {
 		if got := readTrim(t, memDir, memFile); got != fmt.Sprint(mem) {
 			t.Errorf("%s = %s, want %d", memFile, got, mem)
 		}
-		if !m.v2 && fileExists(memDir, "memory.memsw.limit_in_bytes") {
+		if !m.v2 && fileExists(pathDir(memDir), "memory.memsw.limit_in_bytes") {
 			if got := readTrim(t, memDir, "memory.memsw.limit_in_bytes"); got != fmt.Sprint(mem) {
 				t.Errorf("memsw = %s, want %d", got, mem)
 			}

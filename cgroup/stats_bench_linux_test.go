@@ -62,7 +62,7 @@ func benchStats(b *testing.B, m *Manager) {
 		}
 	})
 	if m.v2 {
-		g, err := cgroup2.Load("/"+filepath.Base(c.hier[0]), cgroup2.WithMountpoint(filepath.Dir(c.hier[0])))
+		g, err := cgroup2.Load("/"+filepath.Base(c.hier[0].path), cgroup2.WithMountpoint(filepath.Dir(c.hier[0].path)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func v1Loader(b *testing.B, c *Cgroup) func() (cgroup1.Cgroup, error) {
 		case "freezer":
 			subs = append(subs, cgroup1.NewFreezer(root))
 		}
-		rel[cgroup1.Name(ctrl)] = strings.TrimPrefix(dir, mp)
+		rel[cgroup1.Name(ctrl)] = strings.TrimPrefix(dir.path, mp)
 	}
 	hier := cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) { return subs, nil })
 	path := func(n cgroup1.Name) (string, error) { return rel[n], nil }

@@ -24,6 +24,8 @@ func (c *Cgroup) EnterThread() error {
 	if c.v2 {
 		return fmt.Errorf("cgroup %s: move a thread: %w", c.id, ErrController)
 	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return enterThread(c.hier)
 }
 
@@ -35,10 +37,14 @@ func (m *Manager) EnterThread() error {
 	if m.v2 {
 		return fmt.Errorf("cgroup parent %s: move a thread: %w", m.name, ErrController)
 	}
-	return enterThread(m.hier)
+	dirs := make([]*dir, len(m.hier))
+	for i, p := range m.hier {
+		dirs[i] = pathDir(p)
+	}
+	return enterThread(dirs)
 }
 
-func enterThread(dirs []string) error {
+func enterThread(dirs []*dir) error {
 	if unix.Gettid() == unix.Getpid() {
 		return ErrLeader
 	}

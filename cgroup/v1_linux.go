@@ -66,11 +66,12 @@ func (c *Cgroup) statsV1(s *Stats) error {
 		if s.MemoryBytes, err = readInt(d, "memory.usage_in_bytes"); err != nil {
 			return err
 		}
-		oc, err := readKeyed(d, "memory.oom_control")
+		var a small
+		oc, err := readFile(d, "memory.oom_control", a[:0])
 		if err != nil {
 			return err
 		}
-		s.OOMKills = oc["oom_kill"]
+		s.OOMKills = keyed(oc, "oom_kill")
 	}
 	if d, ok := c.dir["cpuacct"]; ok {
 		v, err := readInt(d, "cpuacct.usage")
@@ -80,11 +81,12 @@ func (c *Cgroup) statsV1(s *Stats) error {
 		s.CPUUsage = time.Duration(v)
 		// cpuacct.stat splits time in ticks; cpuacct.usage is exact. Split
 		// the exact figure by the ticks' ratio, as v2's cpu.stat does.
-		st, err := readKeyed(d, "cpuacct.stat")
+		var a small
+		st, err := readFile(d, "cpuacct.stat", a[:0])
 		if err != nil {
 			return err
 		}
-		if u, sy := st["user"], st["system"]; u+sy > 0 {
+		if u, sy := keyed(st, "user"), keyed(st, "system"); u+sy > 0 {
 			s.UserCPU = time.Duration(float64(v) * float64(u) / float64(u+sy))
 			s.SystemCPU = s.CPUUsage - s.UserCPU
 		}
@@ -95,11 +97,12 @@ func (c *Cgroup) statsV1(s *Stats) error {
 			return err
 		}
 		s.PidsCurrent = v
-		ev, err := readKeyed(d, "pids.events")
+		var a small
+		ev, err := readFile(d, "pids.events", a[:0])
 		if err != nil {
 			return err
 		}
-		s.PidsLimitHit = ev["max"] > 0
+		s.PidsLimitHit = keyed(ev, "max") > 0
 	}
 	return nil
 }

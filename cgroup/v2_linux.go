@@ -56,25 +56,26 @@ func (c *Cgroup) statsV2(s *Stats) error {
 	} else if !isNotExist(err) {
 		return err
 	}
-	if ev, err := readKeyed(d, "memory.events"); err == nil {
-		s.OOMKills = ev["oom_kill"]
+	var a small
+	if ev, err := readFile(d, "memory.events", a[:0]); err == nil {
+		s.OOMKills = keyed(ev, "oom_kill")
 	} else if !isNotExist(err) {
 		return err
 	}
-	cs, err := readKeyed(d, "cpu.stat")
+	cs, err := readFile(d, "cpu.stat", a[:0])
 	if err != nil {
 		return err
 	}
-	s.CPUUsage = time.Duration(cs["usage_usec"]) * time.Microsecond
-	s.UserCPU = time.Duration(cs["user_usec"]) * time.Microsecond
-	s.SystemCPU = time.Duration(cs["system_usec"]) * time.Microsecond
+	s.CPUUsage = time.Duration(keyed(cs, "usage_usec")) * time.Microsecond
+	s.UserCPU = time.Duration(keyed(cs, "user_usec")) * time.Microsecond
+	s.SystemCPU = time.Duration(keyed(cs, "system_usec")) * time.Microsecond
 	if v, err := readInt(d, "pids.current"); err == nil {
 		s.PidsCurrent = v
 	} else if !isNotExist(err) {
 		return err
 	}
-	if ev, err := readKeyed(d, "pids.events"); err == nil {
-		s.PidsLimitHit = ev["max"] > 0
+	if ev, err := readFile(d, "pids.events", a[:0]); err == nil {
+		s.PidsLimitHit = keyed(ev, "max") > 0
 	} else if !isNotExist(err) {
 		return err
 	}

@@ -10,27 +10,97 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // NamespaceKinds are the namespaces a sandboxed process must have of its own.
 var NamespaceKinds = [...]string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"}
 
+// proc is the /proc directory of one process, opened once: its files are
+// opened relative to it, without walking /proc/<pid> again for each, and
+// all of them are that process's: once it is gone, a read through the fd
+// fails (ESRCH) even if its pid has been reused. Errors name whole paths.
+type proc struct {
+	path string // /proc/<pid>
+	fd   int    // O_PATH|O_DIRECTORY
+}
+
+func openProc(pid string) (proc, error) {
+	p := proc{path: "/proc/" + pid}
+	fd, err := unix.Open(p.path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return p, &os.PathError{Op: "open", Path: p.path, Err: err}
+	}
+	p.fd = fd
+	return p, nil
+}
+
+func (p proc) close() { unix.Close(p.fd) }
+
+// read appends the content of the file name to buf.
+func (p proc) read(name string, buf []byte) ([]byte, error) {
+	fd, err := unix.Openat(p.fd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p.path + "/" + name, Err: err}
+	}
+	defer unix.Close(fd)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, &os.PathError{Op: "read", Path: p.path + "/" + name, Err: err}
+		case n == 0:
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
 // Namespaces reads /proc/<pid>/ns/* links ("self" for this process).
 func Namespaces(pid string) (map[string]string, error) {
+	p, err := openProc(pid)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	return p.namespaces()
+}
+
+func (p proc) namespaces() (map[string]string, error) {
 	ns := make(map[string]string, len(NamespaceKinds))
+	var buf [64]byte // "cgroup:[4026531835]"
 	for _, k := range NamespaceKinds {
-		l, err := os.Readlink("/proc/" + pid + "/ns/" + k)
+		n, err := unix.Readlinkat(p.fd, "ns/"+k, buf[:])
 		if err != nil {
-			return nil, err
+			return nil, &os.PathError{Op: "readlink", Path: p.path + "/ns/" + k, Err: err}
 		}
-		ns[k] = l
+		if n == len(buf) {
+			return nil, fmt.Errorf("%s/ns/%s: link longer than %d bytes", p.path, k, len(buf))
+		}
+		ns[k] = string(buf[:n])
 	}
 	return ns, nil
 }
 
 // Status parses /proc/<pid>/status into its fields, values trimmed.
 func Status(pid int) (map[string]string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	p, err := openProc(strconv.Itoa(pid))
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	return p.status()
+}
+
+func (p proc) status() (map[string]string, error) {
+	var buf [4096]byte
+	b, err := p.read("status", buf[:0])
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +148,12 @@ type Want struct {
 // no_new_privs, seccomp, thread count, id maps, cgroup and that none of its
 // namespaces is one of w.Foreign's.
 func Sandboxed(pid int, w Want) error {
-	st, err := Status(pid)
+	p, err := openProc(strconv.Itoa(pid))
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	st, err := p.status()
 	if err != nil {
 		return err
 	}
@@ -94,8 +169,9 @@ func Sandboxed(pid int, w Want) error {
 			return fmt.Errorf("%s is %q, want %q", f[0], got, f[1])
 		}
 	}
+	var buf [256]byte
 	for _, f := range []string{"uid_map", "gid_map"} {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, f))
+		b, err := p.read(f, buf[:0])
 		if err != nil {
 			return err
 		}
@@ -103,7 +179,7 @@ func Sandboxed(pid int, w Want) error {
 			return fmt.Errorf("%s is %q, want %q", f, got, want)
 		}
 	}
-	ns, err := Namespaces(strconv.Itoa(pid))
+	ns, err := p.namespaces()
 	if err != nil {
 		return err
 	}
@@ -114,12 +190,12 @@ func Sandboxed(pid int, w Want) error {
 			}
 		}
 	}
-	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	cg, err := p.read("cgroup", buf[:0])
 	if err != nil {
 		return err
 	}
 	if !bytes.Contains(cg, []byte("/"+w.Cgroup+"\n")) {
-		return fmt.Errorf("the child is not in its cgroup %s: %s", w.Cgroup, bytes.TrimSpace(cg))
+		return fmt.Errorf("the child is not in its cgroup %s: %s", w.Cgroup, string(bytes.TrimSpace(cg)))
 	}
 	return nil
 }

@@ -1,8 +1,10 @@
 package verify
 
 import (
+	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/procfs"
@@ -86,5 +88,20 @@ func BenchmarkNamespacesProcfs(b *testing.B) {
 		if _, err := p.Namespaces(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// This process is no sandbox: Sandboxed reads its /proc files and refuses
+// it on its first check; a pid that does not exist fails on the open of
+// its /proc directory, named in the error.
+func TestSandboxedRefuses(t *testing.T) {
+	err := Sandboxed(os.Getpid(), Want{HostID: os.Getuid() + 1})
+	if err == nil || !strings.HasPrefix(err.Error(), "Uid is ") {
+		t.Errorf("Sandboxed(self) = %v, want a refusal on Uid", err)
+	}
+	const gone = 1 << 30 // above pid_max's ceiling (4194304)
+	_, err = Status(gone)
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "/proc/"+strconv.Itoa(gone)) {
+		t.Errorf("Status(%d) = %v, want ENOENT naming its /proc directory", gone, err)
 	}
 }
