@@ -63,7 +63,7 @@ how to read the tables.`,
 			&cli.StringFlag{Name: "socket", Usage: "measure the daemon at this `SOCKET` instead of starting a private one"},
 			&cli.IntFlag{Name: "daemon-runs", Value: 100, Usage: "rounds of the latency comparison through the daemon"},
 			&cli.IntFlag{Name: "pandas-runs", Value: 10, Usage: "rounds of the import pandas comparison through the daemon"},
-			&cli.StringFlag{Name: "only", Usage: "run only the `engine`, the `daemon`, the `egress`, the `node`, the `state` or the `e2b` part"},
+			&cli.StringFlag{Name: "only", Usage: "run only the `engine`, the `daemon` (with the zygote), the `zygote` part of it, the `egress`, the `node`, the `state` or the `e2b` part"},
 			&cli.StringFlag{Name: "e2b-client", Value: "tests/e2b-client", Usage: "`DIR` of the E2B SDKs' node client (its node_modules: make deps)"},
 		},
 		Action: func(c *cli.Context) error {

@@ -57,9 +57,12 @@ type Options struct {
 // Validate reports settings the bench cannot run with.
 func (o Options) Validate() error {
 	switch o.Only {
-	case "", "engine", "daemon", "egress", "e2b", "node", "state":
+	case "", "engine", "daemon", "zygote", "egress", "e2b", "node", "state":
 	default:
-		return fmt.Errorf("bench: --only %q: use engine, daemon, egress, e2b, node or state", o.Only)
+		return fmt.Errorf("bench: --only %q: use engine, daemon, zygote, egress, e2b, node or state", o.Only)
+	}
+	if o.Only == "zygote" && o.Socket != "" {
+		return errors.New("bench: --only zygote measures private daemons: drop --socket")
 	}
 	for _, c := range []struct {
 		flag string
@@ -116,7 +119,7 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 			return err
 		}
 	}
-	if o.Only == "" || o.Only == "daemon" {
+	if o.Only == "" || o.Only == "daemon" || o.Only == "zygote" {
 		if err := benchThroughDaemon(ctx, o, rep); err != nil {
 			return fmt.Errorf("bench through the daemon: %w", err)
 		}

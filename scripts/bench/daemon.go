@@ -117,6 +117,28 @@ func (d *daemon) waitPools(ctx context.Context) error {
 	}
 }
 
+// idle polls /v1/info until the daemon runs, queues and tears down
+// nothing, then lets the kernel's own clean-up of the last sandboxes pass
+// (poolSettle), so that one system's rounds do not pay for the teardown of
+// the runs before them (the wait is not measured).
+func (d *daemon) idle(ctx context.Context) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		info, err := d.client.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.InFlight == 0 && info.Queued == 0 && info.TearingDown == 0 {
+			time.Sleep(poolSettle)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the daemon was not idle after 2m: %d in flight, %d queued, %d tearing down", info.InFlight, info.Queued, info.TearingDown)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // daemonCase is one kind of request.
 type daemonCase struct {
 	name   string

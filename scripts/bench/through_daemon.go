@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,6 +44,15 @@ func benchThroughDaemon(ctx context.Context, o Options, rep *report) error {
 		}
 		defer d.close()
 		rep.Daemon = "a private daemon (this binary), default pool on " + rfs + ", no zygote"
+		if o.Only == "zygote" { // the daemon above is the zygote rows' cold one
+			if datasci == "" {
+				return errors.New("--only zygote: no data-science rootfs \"default\" with pandas (make rootfs-default)")
+			}
+			if err := d.waitPools(ctx); err != nil {
+				return err
+			}
+			return benchZygote(ctx, o, rep, d, datasci)
+		}
 		// And one as the default config has it: a bare zygote on rfs (no
 		// pool, so every run forks on request).
 		if bare, err = startDaemon(nsbox, store, rfs, "# nsbox bench: bare zygote\n", "--pool-size", "0"); err != nil {

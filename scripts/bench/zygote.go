@@ -79,6 +79,14 @@ func benchZygote(ctx context.Context, o Options, rep *report, cold *daemon, data
 				lim = nil
 			}
 			do := runRequest(s.d.client, datasci, cell.code, lim)
+			// Both daemons idle first: the last system's teardown (a cold
+			// run frees a whole interpreter with its imports) is not this
+			// one's.
+			for _, d := range []*daemon{cold, zd} {
+				if err := d.idle(ctx); err != nil {
+					return err
+				}
+			}
 			var rates []float64
 			var count pooledCount
 			for range o.Rounds {
