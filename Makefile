@@ -71,7 +71,11 @@ lint: deps ## go vet, staticcheck, and pyflakes on the Python (package, runner, 
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	/usr/bin/python3 -m pyflakes agentapi/python scripts/examples container/runner/runner.py container/internal/zyproto/zygote.py
 
+BENCH_PEERS := crun runsc podman
 bench: deps rootfs-test ## nsbox bench: engine vs bubblewrap, runc, crun, runsc, podman, bare python3; warm/cold/session and zygote through the daemon; go benchmarks
+	@missing=$$(for p in $(BENCH_PEERS); do command -v $$p >/dev/null || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "bench: installing the peers$$(echo $$missing | sed 's/^/ /')"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi
 	$(BIN) bench --store $(STORE) --rootfs $(TEST_ROOTFS)
 	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs $(GO) test -run '^$$' -bench . -benchtime 100x ./container/ ./seccomp/
 
