@@ -497,3 +497,51 @@ func TestLeafFDs(t *testing.T) {
 		t.Errorf("Add after Delete: %v, want ENOENT naming %s", err, d.path)
 	}
 }
+
+// A Background cgroup's processes run on what the others leave: two busy
+// loops pinned to one CPU, one of them in a background cgroup, share it by
+// their weights (2 to 1024 on v1, 1 to 100 on v2); after Foreground they
+// share it evenly.
+func TestBackgroundYields(t *testing.T) {
+	m := newTestManager(t)
+	if !m.Has("cpu") {
+		t.Skip("no cpu controller for sandboxes here")
+	}
+	bg := create(t, m, "bg", Limits{Background: true})
+	fg := create(t, m, "fg", Limits{})
+	for _, c := range []*Cgroup{bg, fg} {
+		g := startGated(t, "while :; do :; done")
+		var one unix.CPUSet
+		one.Set(0)
+		if err := unix.SchedSetaffinity(g.cmd.Process.Pid, &one); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Add(g.cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+		g.release(t)
+	}
+	usage := func(c *Cgroup) time.Duration {
+		s, err := c.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.CPUUsage
+	}
+	// bgShare is the background loop's share of CPU 0 over a second.
+	bgShare := func() float64 {
+		b0, f0 := usage(bg), usage(fg)
+		time.Sleep(time.Second)
+		b, f := usage(bg)-b0, usage(fg)-f0
+		return float64(b) / float64(b+f)
+	}
+	if s := bgShare(); s > 0.05 {
+		t.Errorf("the background loop had %.1f%% of the CPU, want under 5%%", 100*s)
+	}
+	if err := bg.Foreground(); err != nil {
+		t.Fatal(err)
+	}
+	if s := bgShare(); s < 0.3 || s > 0.7 {
+		t.Errorf("after Foreground the loop had %.1f%% of the CPU, want about half", 100*s)
+	}
+}

@@ -21,6 +21,11 @@ type Limits struct {
 	MemoryBytes int64
 	Pids        int64
 	CPUs        float64
+	// Background gives the cgroup the least CPU weight (v1 cpu.shares 2,
+	// v2 cpu.weight 1) until Foreground: its processes run on what the
+	// others leave (a pool's sandbox, made ahead of any run, yields to the
+	// runs). Not a limit: alone on a CPU it gets the whole CPU.
+	Background bool
 }
 
 // Manager creates sandbox cgroups under <own cgroup>/<name> in every

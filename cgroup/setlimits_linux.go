@@ -45,3 +45,34 @@ func (c *Cgroup) SetLimits(l Limits) error {
 	}
 	return c.limitV1(l)
 }
+
+// The CPU weights of a background cgroup (Limits.Background) and of every
+// other one (the kernel's defaults).
+const (
+	backgroundShares = 2 // v1 cpu.shares: the least the kernel takes
+	defaultShares    = 1024
+	backgroundWeight = 1 // v2 cpu.weight
+	defaultWeight    = 100
+)
+
+// Foreground gives a Background cgroup the default CPU weight again, as
+// every other sandbox has (a pooled sandbox taken by a run). Without the
+// cpu controller there is no weight to restore.
+func (c *Cgroup) Foreground() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	leaf, file, val := c.hier[0], "cpu.weight", strconv.Itoa(defaultWeight)
+	if !c.v2 {
+		d, ok := c.dir["cpu"]
+		if !ok {
+			return nil
+		}
+		leaf, file, val = d, "cpu.shares", strconv.Itoa(defaultShares)
+	} else if !fileExists(leaf, file) {
+		return nil
+	}
+	if err := writeFile(leaf, file, val); err != nil {
+		return fmt.Errorf("cgroup %s: foreground: %w", c.id, err)
+	}
+	return nil
+}

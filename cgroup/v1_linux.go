@@ -35,6 +35,11 @@ func (c *Cgroup) limitV1(l Limits) error {
 			return err
 		}
 	}
+	if d, ok := c.dir["cpu"]; ok && l.Background { // a weight, not a limit: none without the controller
+		if err := writeFile(d, "cpu.shares", strconv.Itoa(backgroundShares)); err != nil {
+			return err
+		}
+	}
 	if l.CPUs > 0 {
 		d, ok := c.dir["cpu"]
 		if !ok {

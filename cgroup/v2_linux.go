@@ -32,6 +32,11 @@ func (c *Cgroup) limitV2(l Limits) error {
 			return err
 		}
 	}
+	if l.Background && has("cpu.weight") { // a weight, not a limit: none without the controller
+		if err := writeFile(d, "cpu.weight", strconv.Itoa(backgroundWeight)); err != nil {
+			return err
+		}
+	}
 	if l.CPUs > 0 {
 		if !has("cpu.max") {
 			return fmt.Errorf("cpu limit: v2 cpu: %w", ErrController)

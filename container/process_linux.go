@@ -49,15 +49,17 @@ type process interface {
 // init's config and a zygote child's fork request are both made from it,
 // so the two kinds of sandbox carry the same facts.
 type description struct {
-	id       string
-	rootfs   string
-	argv     []string
-	env      []string
-	limits   Limits
-	seccomp  seccomp.Program
-	masked   []string
-	readOnly []string
-	control  bool
+	id     string
+	rootfs string
+	argv   []string
+	env    []string
+	limits Limits
+	// background is Spec.Background.
+	background bool
+	seccomp    seccomp.Program
+	masked     []string
+	readOnly   []string
+	control    bool
 	// mounts are the NAMEs of Spec.Mounts, attached at /mnt/NAME.
 	mounts []string
 	// beforeStart is Spec.BeforeStart: launch calls it once the process
@@ -80,7 +82,7 @@ func (e *Engine) describe(spec *Spec, lim Limits, env []string) *description {
 		prog = e.cfg.Seccomp
 	}
 	return &description{
-		id: spec.ID, rootfs: spec.RootfsDir, argv: spec.Argv, env: env, limits: lim,
+		id: spec.ID, rootfs: spec.RootfsDir, argv: spec.Argv, env: env, limits: lim, background: spec.Background,
 		seccomp: prog, masked: e.masked, readOnly: e.ro, control: spec.Control, beforeStart: spec.BeforeStart,
 		mounts: mountNames(spec.Mounts),
 	}
@@ -88,7 +90,7 @@ func (e *Engine) describe(spec *Spec, lim Limits, env []string) *description {
 
 // cgroupLimits are the limits of the sandbox's cgroup.
 func (d *description) cgroupLimits() cgroup.Limits {
-	return cgroup.Limits{MemoryBytes: d.limits.MemoryBytes, Pids: d.limits.Pids, CPUs: d.limits.CPUs}
+	return cgroup.Limits{MemoryBytes: d.limits.MemoryBytes, Pids: d.limits.Pids, CPUs: d.limits.CPUs, Background: d.background}
 }
 
 // threads is how many threads numeric libraries get: the CPU limit,

@@ -70,6 +70,10 @@ func (s *Sandbox) Pause() error { return s.cg.Freeze() }
 // Resume thaws a paused sandbox.
 func (s *Sandbox) Resume() error { return s.cg.Thaw() }
 
+// Foreground gives a Spec.Background sandbox the CPU weight of every other
+// sandbox: call it before the sandbox serves a run.
+func (s *Sandbox) Foreground() error { return s.cg.Foreground() }
+
 // Stats reads the sandbox's cgroup counters now.
 func (s *Sandbox) Stats() (cgroup.Stats, error) { return s.cg.Stats() }
 

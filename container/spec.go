@@ -52,6 +52,11 @@ type Spec struct {
 	// Mounts are host directories shown at /mnt/NAME (mount_linux.go).
 	// The engine's caller decides every Source; a sandbox never names one.
 	Mounts []Mount
+	// Background starts the sandbox with the least CPU weight
+	// (cgroup.Limits.Background) until Sandbox.Foreground: a pool's
+	// sandbox, made ahead of any run, sets itself up on the CPU the runs
+	// leave. Not a limit: on an idle host it takes a whole CPU.
+	Background bool
 	// Imports are the top-level modules a Python run's code imports, when
 	// known (zygote.Imports); nil when not. It only routes the run among
 	// a rootfs's zygotes (zygote.Set); isolation never depends on it.

@@ -20,6 +20,7 @@ type member interface {
 	done() <-chan struct{} // closed when the sandbox ends
 	cpu() time.Duration    // CPU time the sandbox has used so far
 	id() string
+	foreground() error // the CPU weight of a run (it was made in the background)
 }
 
 // runnerMember is a *runner.Runner in the pool.
@@ -58,3 +59,5 @@ func (m runnerMember) cpu() time.Duration {
 }
 
 func (m runnerMember) id() string { return m.Sandbox().ID() }
+
+func (m runnerMember) foreground() error { return m.Sandbox().Foreground() }

@@ -263,6 +263,15 @@ func (p *Pool) Take(key Key) *Taken {
 			}()
 			continue
 		}
+		if err := e.m.foreground(); err != nil {
+			p.log.Warn("pooled runner: its CPU weight could not be restored; discarding it", "sandbox", e.m.id(), "err", err)
+			pr.count(&pr.discarded)
+			go func() {
+				e.discard()
+				pr.done()
+			}()
+			continue
+		}
 		pr.count(&pr.hits)
 		rm, _ := e.m.(runnerMember) // a fake in tests
 		return &Taken{Runner: rm.Runner, e: e, pr: pr, Profile: pr.Name, CPUBefore: e.cpu, Waited: time.Since(e.ready)}

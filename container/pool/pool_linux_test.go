@@ -3,7 +3,11 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -236,4 +240,61 @@ type runnerStarter struct{}
 
 func (runnerStarter) Start(context.Context, container.Spec) (*container.Sandbox, error) {
 	return nil, errors.New("not used")
+}
+
+// A pooled sandbox is made in the background, with the least CPU weight,
+// and Take gives it a run's weight (TestBackgroundYields in cgroup shows
+// what the weight does).
+func TestPooledSandboxesYieldTheCPU(t *testing.T) {
+	rfs := &fixedRootfs{dir: testenv.Rootfs(t)}
+	p := newPool(t, rfs, Profile{Name: "default", Rootfs: "minimal", Size: 1})
+	p.Start(nil)
+	waitReady(t, p, 0, 1)
+	pr := p.profiles[0]
+	pr.mu.Lock()
+	sb := pr.ready[0].m.(runnerMember).Sandbox()
+	pr.mu.Unlock()
+	if got := cpuWeight(t, sb.Pid()); got != "2" && got != "1" {
+		t.Errorf("a pooled sandbox's CPU weight is %s, want the least (v1 cpu.shares 2, v2 cpu.weight 1)", got)
+	}
+	tk := p.Take(Key{Rootfs: "minimal", RootfsDir: rfs.dir})
+	if tk == nil {
+		t.Fatal("no runner taken from a full pool")
+	}
+	defer tk.Kill(container.StatusKilled)
+	if got := cpuWeight(t, sb.Pid()); got != "1024" && got != "100" {
+		t.Errorf("a taken sandbox's CPU weight is %s, want the default (1024 or 100)", got)
+	}
+}
+
+// cpuWeight reads the CPU weight of pid's cgroup: v1 cpu.shares, else v2
+// cpu.weight.
+func cpuWeight(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v2 string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if slices.Contains(strings.Split(f[1], ","), "cpu") {
+			w, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", f[1], f[2], "cpu.shares"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.TrimSpace(string(w))
+		}
+		if f[1] == "" {
+			v2 = f[2]
+		}
+	}
+	w, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", v2, "cpu.weight"))
+	if err != nil {
+		t.Skipf("no cpu controller for sandboxes here: %v", err)
+	}
+	return strings.TrimSpace(string(w))
 }

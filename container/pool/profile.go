@@ -202,8 +202,11 @@ func (pr *profile) spawn(ctx context.Context) (err error) {
 	}
 	lim := pr.Limits
 	lim.Timeout = Lifetime
+	// Made ahead of any run, on the CPU the runs leave: a refill (and its
+	// pre-imports) never slows a run that is being served; Take gives the
+	// sandbox a run's CPU weight.
 	m, err := pr.pool.start(ctx, container.Spec{
-		ID: "pool-" + container.NewID(), RootfsDir: dir, Env: pr.Env, Limits: lim,
+		ID: "pool-" + container.NewID(), RootfsDir: dir, Env: pr.Env, Limits: lim, Background: true,
 	}, pr.Language)
 	if err != nil {
 		release()

@@ -42,6 +42,7 @@ func (m *fakeMember) alive() bool {
 func (m *fakeMember) done() <-chan struct{} { return m.dead }
 func (m *fakeMember) cpu() time.Duration    { return 0 }
 func (m *fakeMember) id() string            { return "fake" }
+func (m *fakeMember) foreground() error     { return nil }
 
 // fakeZygote is a Starter whose runners are forked while its zygote is
 // ready and cold otherwise, and which tells the pool when it changes.
