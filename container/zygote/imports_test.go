@@ -35,3 +35,18 @@ func TestImports(t *testing.T) {
 		}
 	}
 }
+
+// Imports reads a run's code, which is hostile input: any string returns,
+// without a panic, in time linear in its length.
+func FuzzImports(f *testing.F) {
+	for _, s := range []string{"import a", "from a import b", "'''", "\"\\", "r'\\'", "import (a,", "from . import", "\\\n", "(((( import x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, code string) {
+		for _, m := range Imports(code) {
+			if !isName(m) {
+				t.Errorf("Imports(%q) has %q, not a name", code, m)
+			}
+		}
+	})
+}

@@ -119,8 +119,8 @@ func (d *daemon) waitPools(ctx context.Context) error {
 
 // idle polls /v1/info until the daemon runs, queues and tears down
 // nothing, then lets the kernel's own clean-up of the last sandboxes pass
-// (poolSettle), so that one system's rounds do not pay for the teardown of
-// the runs before them (the wait is not measured).
+// (poolSettle, then settle), so that one system's rounds do not pay for the
+// teardown of the runs before them (the wait is not measured).
 func (d *daemon) idle(ctx context.Context) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -130,6 +130,7 @@ func (d *daemon) idle(ctx context.Context) error {
 		}
 		if info.InFlight == 0 && info.Queued == 0 && info.TearingDown == 0 {
 			time.Sleep(poolSettle)
+			settle(ctx)
 			return nil
 		}
 		if time.Now().After(deadline) {

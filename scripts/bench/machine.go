@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"context"
 	"fmt"
+	"github.com/prometheus/procfs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // machineLine names the host, its kernel, its cores and its load, the
@@ -32,4 +35,33 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// settle waits, up to 30 s, until the CPUs have been at least 90 % idle
+// over a quarter of a second: the kernel's own clean-up after earlier rows
+// (thousands of sandboxes' network namespaces and cgroups) goes on after
+// the daemons report nothing left, and would land on the next row.
+func settle(ctx context.Context) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return
+	}
+	prev, err := fs.Stat()
+	deadline := time.Now().Add(30 * time.Second)
+	for err == nil && ctx.Err() == nil && time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+		cur, e := fs.Stat()
+		if e != nil {
+			return
+		}
+		idle := cur.CPUTotal.Idle + cur.CPUTotal.Iowait - prev.CPUTotal.Idle - prev.CPUTotal.Iowait
+		if all := cpuSeconds(cur.CPUTotal) - cpuSeconds(prev.CPUTotal); all > 0 && idle/all >= 0.9 {
+			return
+		}
+		prev = cur
+	}
+}
+
+func cpuSeconds(c procfs.CPUStat) float64 {
+	return c.User + c.Nice + c.System + c.Idle + c.Iowait + c.IRQ + c.SoftIRQ + c.Steal
 }

@@ -54,6 +54,11 @@ func benchZygote(ctx context.Context, o Options, rep *report, cold *daemon, data
 			{name: cell.name + ", zygote pre-forked", target: cell.target, warm: true, pools: zd, do: runRequest(zd.client, datasci, cell.code, nil)},
 		}
 		first := len(rep.ZygoteLatency)
+		for _, d := range []*daemon{cold, zd} { // the cold row's teardown is not the zygote's
+			if err := d.idle(ctx); err != nil {
+				return err
+			}
+		}
 		if err := addLatency(ctx, &rep.ZygoteLatency, zd, cases, o.DaemonRuns); err != nil {
 			return err
 		}
