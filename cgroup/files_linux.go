@@ -95,6 +95,14 @@ func readFile(d *dir, name string, buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
+	return ReadAll(fd, d.join(name), buf)
+}
+
+// ReadAll appends the rest of fd to buf with read(2) alone: no os.File,
+// so no fstat, no poller and no allocation when buf has room. It reads the
+// small kernel files on a sandbox's path (cgroup files here, /proc files
+// in the engine's verification); path names the file in errors.
+func ReadAll(fd int, path string, buf []byte) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
@@ -104,7 +112,7 @@ func readFile(d *dir, name string, buf []byte) ([]byte, error) {
 		case err == unix.EINTR:
 			continue
 		case err != nil:
-			return nil, &os.PathError{Op: "read", Path: d.join(name), Err: err}
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
 		case n == 0:
 			return buf, nil
 		}

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nsbox/nsbox/cgroup"
 )
 
 // NamespaceKinds are the namespaces a sandboxed process must have of its own.
@@ -45,21 +47,7 @@ func (p proc) read(name string, buf []byte) ([]byte, error) {
 		return nil, &os.PathError{Op: "open", Path: p.path + "/" + name, Err: err}
 	}
 	defer unix.Close(fd)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return nil, &os.PathError{Op: "read", Path: p.path + "/" + name, Err: err}
-		case n == 0:
-			return buf, nil
-		}
-		buf = buf[:len(buf)+n]
-	}
+	return cgroup.ReadAll(fd, p.path+"/"+name, buf)
 }
 
 // Namespaces reads /proc/<pid>/ns/* links ("self" for this process).
