@@ -10,9 +10,9 @@ import (
 func TestSetLimits(t *testing.T) {
 	m := newTestManager(t)
 	c := create(t, m, "setlimits", Limits{MemoryBytes: 64 << 20, Pids: 16, CPUs: 0.5})
-	memFile, memDir, pidsDir, pidsFile := "memory.limit_in_bytes", c.dir["memory"].path, c.dir["pids"].path, "pids.max"
-	if m.v2 {
-		memFile, memDir, pidsDir = "memory.max", c.hier[0].path, c.hier[0].path
+	memFile, memDir, pidsDir, pidsFile := "memory.max", c.hier[0].path, c.hier[0].path, "pids.max"
+	if !m.v2 {
+		memFile, memDir, pidsDir = "memory.limit_in_bytes", c.dir["memory"].path, c.dir["pids"].path
 	}
 	for _, mem := range []int64{256 << 20, 32 << 20} {
 		if err := c.SetLimits(Limits{MemoryBytes: mem, Pids: 8}); err != nil {
