@@ -17,16 +17,7 @@ import (
 // back to back.
 func BenchmarkCreateAddDelete(b *testing.B) {
 	m := newTestManager(b)
-	home, err := LocateSelf()
-	if err != nil {
-		b.Fatal(err)
-	}
-	sleeper := exec.Command("sleep", "1000")
-	if err := sleeper.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
-	pid := sleeper.Process.Pid
+	home, pid := benchSleeper(b)
 
 	// moveHome puts the sleeper back where it started so the leaf can be
 	// deleted.
@@ -103,16 +94,8 @@ func BenchmarkLifecycle(b *testing.B) {
 	if m.v2 {
 		b.Skip("v2: a pid is born in its cgroup (CLONE_INTO_CGROUP)")
 	}
-	home, err := LocateSelf()
-	if err != nil {
-		b.Fatal(err)
-	}
-	sleeper := exec.Command("sleep", "1000")
-	if err := sleeper.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
-	pid := strconv.Itoa(sleeper.Process.Pid)
+	home, spid := benchSleeper(b)
+	pid := strconv.Itoa(spid)
 	var cpu, moves time.Duration
 	i := 0
 	for b.Loop() {
@@ -121,7 +104,7 @@ func BenchmarkLifecycle(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := c.Add(sleeper.Process.Pid); err != nil {
+		if err := c.Add(spid); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := c.Stats(); err != nil {
@@ -157,4 +140,19 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchSleeper starts a process to move between cgroups (killed at the
+// end) and returns it with this process's own cgroups, where it starts.
+func benchSleeper(b *testing.B) (home Layout, pid int) {
+	home, err := LocateSelf()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sleeper := exec.Command("sleep", "1000")
+	if err := sleeper.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	return home, sleeper.Process.Pid
 }

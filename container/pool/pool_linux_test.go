@@ -3,7 +3,6 @@ package pool
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsbox/nsbox/cgroup"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/runner"
@@ -143,10 +143,7 @@ func TestDeadRunnerReplaced(t *testing.T) {
 	p := newPool(t, rfs, Profile{Name: "default", Rootfs: "minimal", Size: 1})
 	p.Start(nil)
 	waitReady(t, p, 0, 1)
-	pr := p.profiles[0]
-	pr.mu.Lock()
-	victim := pr.ready[0].m.(runnerMember).Runner
-	pr.mu.Unlock()
+	victim := readyRunner(p)
 	victim.Sandbox().Kill(container.StatusKilled)
 	deadline := time.Now().Add(time.Minute)
 	for p.Stats()[0].Discarded == 0 || p.Stats()[0].Ready == 0 {
@@ -250,10 +247,7 @@ func TestPooledSandboxesYieldTheCPU(t *testing.T) {
 	p := newPool(t, rfs, Profile{Name: "default", Rootfs: "minimal", Size: 1})
 	p.Start(nil)
 	waitReady(t, p, 0, 1)
-	pr := p.profiles[0]
-	pr.mu.Lock()
-	sb := pr.ready[0].m.(runnerMember).Sandbox()
-	pr.mu.Unlock()
+	sb := readyRunner(p).Sandbox()
 	if got := cpuWeight(t, sb.Pid()); got != "2" && got != "1" {
 		t.Errorf("a pooled sandbox's CPU weight is %s, want the least (v1 cpu.shares 2, v2 cpu.weight 1)", got)
 	}
@@ -271,30 +265,25 @@ func TestPooledSandboxesYieldTheCPU(t *testing.T) {
 // cpu.weight.
 func cpuWeight(t *testing.T, pid int) string {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	_, cgs, err := cgroup.ReadProc("/proc", pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v2 string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		f := strings.SplitN(line, ":", 3)
-		if len(f) != 3 {
-			continue
-		}
-		if slices.Contains(strings.Split(f[1], ","), "cpu") {
-			w, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", f[1], f[2], "cpu.shares"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return strings.TrimSpace(string(w))
-		}
-		if f[1] == "" {
-			v2 = f[2]
-		}
+	file := filepath.Join("/sys/fs/cgroup/cpu", cgs["cpu"], "cpu.shares")
+	if _, v1 := cgs["cpu"]; !v1 {
+		file = filepath.Join("/sys/fs/cgroup", cgs[""], "cpu.weight")
 	}
-	w, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", v2, "cpu.weight"))
+	w, err := os.ReadFile(file)
 	if err != nil {
 		t.Skipf("no cpu controller for sandboxes here: %v", err)
 	}
 	return strings.TrimSpace(string(w))
+}
+
+// readyRunner is the oldest ready runner of p's first profile.
+func readyRunner(p *Pool) *runner.Runner {
+	pr := p.profiles[0]
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.ready[0].m.(runnerMember).Runner
 }
