@@ -2,13 +2,14 @@ package container
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nsbox/nsbox/cgroup"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 )
 
@@ -59,7 +60,7 @@ func TestColdInitStartsInItsCgroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", sb.Pid()))
+	_, initCgs, err := cgroup.ReadProc("/proc", sb.Pid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestColdInitStartsInItsCgroup(t *testing.T) {
 		if !e.cgroups.Has(ctrl) {
 			continue
 		}
-		if got, want := cgroupOf(string(b), ctrl), name+"/"+sb.ID(); !strings.HasSuffix(got, want) {
+		if got, want := initCgs[ctrl], name+"/"+sb.ID(); !strings.HasSuffix(got, want) {
 			t.Errorf("init's %s cgroup %q, want it to end in %q", ctrl, got, want)
 		}
 	}
@@ -80,8 +81,13 @@ func TestColdInitStartsInItsCgroup(t *testing.T) {
 		if cg == before[tid] {
 			continue // the spawner, already there
 		}
+		n, _ := strconv.Atoi(tid)
+		_, cgs, err := cgroup.ReadProc("/proc/self/task", n)
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
 		for _, ctrl := range []string{"memory", "pids"} {
-			if p := cgroupOf(cg, ctrl); e.cgroups.Has(ctrl) && !strings.HasSuffix(p, name) {
+			if p := cgs[ctrl]; e.cgroups.Has(ctrl) && !strings.HasSuffix(p, name) {
 				t.Errorf("thread %s is in %s cgroup %q, not the parent", tid, ctrl, p)
 			}
 		}
@@ -126,15 +132,4 @@ func TestInitDiesWithItsSpawner(t *testing.T) {
 	if got := mustOK(t, runPy(t, e, "print(1)")); got != "1" {
 		t.Errorf("after the spawner: stdout %q", got)
 	}
-}
-
-// cgroupOf returns the path of ctrl in a /proc/<pid>/cgroup text.
-func cgroupOf(text, ctrl string) string {
-	for _, l := range strings.Split(text, "\n") {
-		f := strings.SplitN(l, ":", 3)
-		if len(f) == 3 && strings.Contains(","+f[1]+",", ","+ctrl+",") {
-			return f[2]
-		}
-	}
-	return ""
 }
