@@ -131,13 +131,16 @@ func (d *description) initConfig(zygote, cgroupNS bool) sandboxinit.Config {
 }
 
 // zygoteRequest is the fork request of a zygote's child in slot: the same
-// facts as initConfig, which the child applies to itself. Its command goes
-// to it separately (zyproto.Run), once it is verified.
+// facts as initConfig, which the child applies to itself, but the /proc
+// masks and read-only paths: those are the engine's for every sandbox, so
+// they go to the zygote once (zyproto.Config) and each spare applies them
+// before it is taken. Its command goes to it separately (zyproto.Run),
+// once it is verified.
 func (d *description) zygoteRequest(slot int, testSkip string) zyproto.Request {
 	return zyproto.Request{
 		Slot: slot, Hostname: sandboxHostname,
 		TmpBytes: d.limits.DiskBytes, TmpInodes: workspace.Inodes(d.limits.DiskBytes), NoFile: sandboxNoFile, FSize: uint64(d.limits.DiskBytes),
-		UID: SandboxUID, GID: SandboxGID, Masked: d.masked, ReadOnly: d.readOnly, Seccomp: d.seccomp,
+		UID: SandboxUID, GID: SandboxGID, Seccomp: d.seccomp,
 		CgroupNS: true, Threads: threads(d.limits.CPUs), Control: d.control,
 		TestSkip: testSkip, Mounts: d.mounts,
 	}

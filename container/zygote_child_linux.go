@@ -1,6 +1,7 @@
 package container
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"sync"
@@ -105,12 +106,17 @@ func (c *zygoteChild) launch(d *description, mounts []*os.File) error {
 	c.z.warmMigration()
 	// The child's ends of its socket and pipes are closed here whatever
 	// happens: the zygote has them, or the fork failed.
-	err := c.z.conn.Fork(d.zygoteRequest(c.slot, c.z.testSkip), append(c.files.Theirs(), mounts...), c)
+	req := d.zygoteRequest(c.slot, c.z.testSkip)
+	if bytes.Equal(req.Seccomp, c.z.e.cfg.Seccomp) {
+		req.Seccomp = nil // the zygote's, decoded once
+	}
+	err := c.z.conn.Fork(req, append(c.files.Theirs(), mounts...), c)
 	c.files.CloseTheirs()
 	if err != nil {
 		return err
 	}
-	if err := c.setUp(zyproto.Run{Argv: d.argv, Env: d.env}, d.beforeStart); err != nil {
+	run := zyproto.HoldArgs(zyproto.Run{Argv: d.argv, Env: d.env}, c.z.held)
+	if err := c.setUp(run, d.beforeStart); err != nil {
 		return fmt.Errorf("zygote child: %w", err)
 	}
 	c.z.forks.Add(1)

@@ -2,6 +2,7 @@ package container
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -79,6 +80,28 @@ func TestZygoteRunsPython(t *testing.T) {
 	}
 	if len(cmdline) > 512 {
 		t.Errorf("the zygote's command line is %d bytes: %.200q...", len(cmdline), cmdline)
+	}
+}
+
+// An argument the zygote holds (the runner's source, in the daemon) goes to
+// a child as a reference to the zygote's copy and arrives whole, in its
+// place among the others; an argument it does not hold goes as its bytes.
+func TestZygoteHeldArguments(t *testing.T) {
+	e := newTestEngine(t)
+	held := strings.Repeat("held \u00e9 \"quoted\"\n", 2048)
+	z := newTestZygoteConfig(t, e, ZygoteConfig{Held: []string{"not used", held}})
+	argv := append(zyPy("import sys, hashlib\nfor a in sys.argv[1:]: print(len(a), hashlib.sha256(a.encode()).hexdigest())"),
+		"before", held, "after")
+	res, err := z.Run(context.Background(), Spec{RootfsDir: z.RootfsDir(), Argv: argv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, a := range argv[4:] {
+		want = append(want, fmt.Sprintf("%d %x", len([]rune(a)), sha256.Sum256([]byte(a))))
+	}
+	if got := mustOK(t, res); got != strings.Join(want, "\n") {
+		t.Errorf("the child's arguments:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
 }
 

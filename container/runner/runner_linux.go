@@ -38,6 +38,11 @@ func ZygotePrelude() string {
 	return "RUNNER_SOURCE = " + strconv.Quote(runnerSource) + "\nRUNNER = compile(RUNNER_SOURCE, '<nsbox-runner>', 'exec')\n"
 }
 
+// ZygoteHeld is for container.ZygoteConfig.Held: the runner's source, an
+// argument of every runner a zygote forks (Argv), goes to a child as a
+// reference to the zygote's copy instead of 26 KB of JSON (~0.5 ms a run).
+func ZygoteHeld() []string { return []string{runnerSource} }
+
 // Argv is the command that starts the Python runner in a sandbox.
 func Argv() []string { return []string{"python3", "-I", "-c", bootstrap, runnerSource} }
 

@@ -79,7 +79,10 @@ type Config struct {
 	// Prelude is run in each zygote after its imports
 	// (runner.ZygotePrelude).
 	Prelude string
-	Logger  *slog.Logger // nil discards
+	// Held are the strings each zygote keeps for its children's commands
+	// (container.ZygoteConfig.Held; runner.ZygoteHeld).
+	Held   []string
+	Logger *slog.Logger // nil discards
 }
 
 // Set runs the configured zygotes and routes runs to them.
@@ -236,7 +239,7 @@ func (s *Set) start(p Profile) (_ *container.Zygote, release func(), skipped []s
 		modules = nil
 	}
 	z, err := s.cfg.Engine.StartZygote(s.ctx, container.ZygoteConfig{
-		ID: "zy-" + container.NewID(), RootfsDir: dir, Modules: modules, Env: s.cfg.Env, Prelude: s.cfg.Prelude,
+		ID: "zy-" + container.NewID(), RootfsDir: dir, Modules: modules, Env: s.cfg.Env, Prelude: s.cfg.Prelude, Held: s.cfg.Held,
 		Children: p.Children, MemoryBytes: p.MemoryBytes, HugePages: p.HugePages && modules != nil,
 	})
 	if err != nil {

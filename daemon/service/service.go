@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	// forked from it; everything else (and everything while it is down)
 	// starts on the engine.
 	if profiles := cfg.ZygoteProfiles(); len(profiles) > 0 {
-		zs, err := zygote.New(zygote.Config{Engine: eng, Acquire: store.Acquire, Profiles: profiles, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude(), Logger: log.With("component", "zygote")})
+		zs, err := zygote.New(zygote.Config{Engine: eng, Acquire: store.Acquire, Profiles: profiles, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude(), Held: runner.ZygoteHeld(), Logger: log.With("component", "zygote")})
 		if err != nil {
 			return fmt.Errorf("zygotes: %w", err)
 		}

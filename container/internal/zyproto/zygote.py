@@ -8,6 +8,13 @@
 # its command and environment over the child's own socket. A fork request
 # carries only the sandbox's settings, never a run's code or data.
 #
+# The engine's /proc masks, read-only paths and default seccomp filter come
+# once, in the zygote's config: a spare applies the masks (and drops its
+# bounding set, and reseeds its random state) before it is taken, so none
+# of that is on a request's path, and a request names a filter only when
+# it is not the default. Strings the config holds ("held": the runner's
+# source) go to a child by their index, not their bytes.
+#
 # fd 3 is the control socket. Frames both ways are a 4-byte big-endian
 # length then JSON. A fork request carries SCM_RIGHTS fds [run socket,
 # stdin, stdout, stderr, workspace mount] and, when its "mounts" lists
@@ -164,9 +171,12 @@ def _loopback_up():
         s.close()
 
 
-def _drop_privileges(uid, gid):
+def _drop_bounding_set():
     for c in range(_CAP_LAST + 1):
         _prctl(PR_CAPBSET_DROP, c)
+
+
+def _drop_privileges(uid, gid):
     _sys('setgroups', 0, None)
     _sys('setresgid', gid, gid, gid)
     _sys('setresuid', uid, uid, uid)
@@ -217,9 +227,10 @@ def _fail(run, msg):
 
 def _spare(sock):
     """A child from its clone until it is taken: it sets up what depends
-    on no run (signals, session, a private mount tree with its own /proc,
-    loopback up), then waits for the zygote to hand it a fork request and
-    its fds. Until then it holds nothing of any run. EOF (the zygote
+    on no run (signals, session, a private mount tree with its own /proc
+    and the engine's masks on it, loopback up, an empty bounding set, its
+    own random state), then waits for the zygote to hand it a fork request
+    and its fds. Until then it holds nothing of any run. EOF (the zygote
     dropped it, or died) or any failure ends it."""
     failed = None
     try:
@@ -230,7 +241,17 @@ def _spare(sock):
         os.setsid()  # a session of its own, no controlling terminal
         _mount(None, '/', None, MS_REC | MS_PRIVATE)
         _mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        for p in _MASKED:
+            _mask(p)
+        for p in _READ_ONLY:
+            _read_only(p)
         _loopback_up()
+        # Only what an execve could gain: the spare keeps its effective
+        # capabilities for the mounts still to come.
+        _drop_bounding_set()
+        # Each spare serves one child: a state drawn here is that child's
+        # alone.
+        _reseed()
     except BaseException as e:
         failed = 'spare set-up: %s' % e  # reported to the run that takes it
     try:
@@ -256,10 +277,6 @@ def _child(req, run, fds):
         os.write(run, b'H')  # the kernel attaches our host pid (the engine has SO_PASSCRED)
 
         step = 'mounts'
-        for p in req['masked']:
-            _mask(p)
-        for p in req['read_only']:
-            _read_only(p)
         size = 'size=%d,nr_inodes=%d,mode=1777' % (req['tmp_bytes'], req['tmp_inodes'])
         _mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, size)
         _mount('tmpfs', '/dev/shm', 'tmpfs', MS_NOSUID | MS_NODEV | MS_NOEXEC, size)
@@ -292,9 +309,8 @@ def _child(req, run, fds):
         _sys('close_range', 4, ctypes.c_uint(0xffffffff), 0)
         step = 'seccomp'
         if req.get('test_skip') != 'seccomp':  # the engine's verification tests only
-            _install_seccomp(base64.b64decode(req['seccomp']))
-        step = 'random state'
-        _reseed()
+            _install_seccomp(base64.b64decode(req['seccomp']) if req.get('seccomp') else _SECCOMP)
+        step = 'threads'
         _threads(req.get('threads', 1))
         os.write(run, b'R')
         # Verified: the engine says go and sends the run itself (argv and
@@ -303,6 +319,8 @@ def _child(req, run, fds):
         if _read_exact(run, 1) != b'G':
             os._exit(0)
         spec = json.loads(_read_exact(run, int.from_bytes(_read_exact(run, 4), 'big')))
+        for i, j in (spec.get('held') or {}).items():
+            spec['argv'][int(i)] = _HELD[j]
         os.environ.clear()
         for kv in spec['env']:
             k, _, v = kv.partition('=')
@@ -489,10 +507,14 @@ def _reap():
 
 
 def main():
-    global _CAP_LAST, _SLOTS, _USER_ID
+    global _CAP_LAST, _SLOTS, _USER_ID, _MASKED, _READ_ONLY, _SECCOMP, _HELD
     cfg = json.loads(sys.argv[1])
     _SLOTS = int(cfg['slots'])
     _USER_ID = int(cfg['user_id'])
+    _MASKED = tuple(cfg.get('masked') or ())
+    _READ_ONLY = tuple(cfg.get('read_only') or ())
+    _SECCOMP = base64.b64decode(cfg.get('seccomp') or '')
+    _HELD = tuple(cfg.get('held') or ())
     with open('/proc/sys/kernel/cap_last_cap') as f:
         _CAP_LAST = int(f.read())
     skipped = []

@@ -68,27 +68,38 @@ type Config struct {
 	HugePages bool     `json:"huge_pages"`
 	Slots     int      `json:"slots"`
 	UserID    int      `json:"user_id"`
+	// Masked and ReadOnly are the engine's /proc masks and read-only
+	// paths: every spare applies them to its fresh /proc before it is
+	// taken, so they are off the request's path.
+	Masked   []string `json:"masked"`
+	ReadOnly []string `json:"read_only"`
+	// Seccomp is the engine's default filter, decoded once in the
+	// zygote; a Request without one of its own gets it.
+	Seccomp []byte `json:"seccomp"` // base64 in JSON
+	// Held are strings the zygote keeps for its children's commands
+	// (Run.Held): the runner's 26 KB source, sent once instead of in
+	// every run.
+	Held []string `json:"held"`
 }
 
 // Request is a fork request: everything the child applies to itself,
 // decided by the engine. It carries no run's code or data: those go to the
 // child (Run) once it is verified.
 type Request struct {
-	Slot      int      `json:"slot"`
-	Hostname  string   `json:"hostname"`
-	TmpBytes  int64    `json:"tmp_bytes"`
-	TmpInodes int64    `json:"tmp_inodes"`
-	NoFile    uint64   `json:"nofile"`
-	FSize     uint64   `json:"fsize"`
-	UID       int      `json:"uid"`
-	GID       int      `json:"gid"`
-	Masked    []string `json:"masked"`
-	ReadOnly  []string `json:"read_only"`
-	Seccomp   []byte   `json:"seccomp"` // base64 in JSON
-	CgroupNS  bool     `json:"cgroupns"`
-	Threads   int      `json:"threads"`
-	Control   bool     `json:"control"`
-	TestSkip  string   `json:"test_skip,omitempty"`
+	Slot      int    `json:"slot"`
+	Hostname  string `json:"hostname"`
+	TmpBytes  int64  `json:"tmp_bytes"`
+	TmpInodes int64  `json:"tmp_inodes"`
+	NoFile    uint64 `json:"nofile"`
+	FSize     uint64 `json:"fsize"`
+	UID       int    `json:"uid"`
+	GID       int    `json:"gid"`
+	// Seccomp is the child's filter; nil: the zygote's (Config.Seccomp).
+	Seccomp  []byte `json:"seccomp,omitempty"` // base64 in JSON
+	CgroupNS bool   `json:"cgroupns"`
+	Threads  int    `json:"threads"`
+	Control  bool   `json:"control"`
+	TestSkip string `json:"test_skip,omitempty"`
 	// Mounts are the NAMEs to attach at /mnt/NAME, one per fd after the
 	// workspace's in the request's SCM_RIGHTS.
 	Mounts []string `json:"mounts,omitempty"`
@@ -114,6 +125,26 @@ type Reply struct {
 type Run struct {
 	Argv []string `json:"argv"`
 	Env  []string `json:"env"`
+	// Held maps an argument's index to the index of the Config.Held
+	// string it is: that argument is sent empty and the child takes the
+	// zygote's copy.
+	Held map[int]int `json:"held,omitempty"`
+}
+
+// HoldArgs is run with each argument that is one of held (string to its
+// index) sent as a reference.
+func HoldArgs(run Run, held map[string]int) Run {
+	for i, a := range run.Argv {
+		j, ok := held[a]
+		if !ok {
+			continue
+		}
+		if run.Held == nil {
+			run.Argv, run.Held = slices.Clone(run.Argv), map[int]int{}
+		}
+		run.Argv[i], run.Held[i] = "", j
+	}
+	return run
 }
 
 // ReadFrame reads one frame of the zygote's into v.
