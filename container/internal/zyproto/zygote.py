@@ -99,7 +99,8 @@ def _recv(ctl):
     need = 4
     n = None
     while len(buf) < need:
-        data, anc, _, _ = ctl.recvmsg(need - len(buf), socket.CMSG_SPACE(16 * fds.itemsize))
+        # The fds arrive close-on-exec: no fcntl per fd after.
+        data, anc, _, _ = ctl.recvmsg(need - len(buf), socket.CMSG_SPACE(16 * fds.itemsize), socket.MSG_CMSG_CLOEXEC)
         for level, typ, d in anc:
             if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
                 fds.frombytes(d[:len(d) - len(d) % fds.itemsize])
@@ -109,8 +110,6 @@ def _recv(ctl):
         if n is None and len(buf) >= 4:
             n = int.from_bytes(buf[:4], 'big')
             need = 4 + n
-    for fd in fds:
-        os.set_inheritable(fd, False)
     return json.loads(buf[4:]), list(fds), buf
 
 
@@ -387,8 +386,13 @@ def _clone():
 
 
 def _write_map(pid, name, slot):
-    with open('/proc/%d/%s' % (pid, name), 'w') as f:
-        f.write('%d %d 1\n' % (_USER_ID, ZYGOTE_UID_BASE + slot))
+    # os.open, not open(): no file object to build on the request's path,
+    # in a zygote whose every allocation after a fork copies a page.
+    fd = os.open('/proc/%d/%s' % (pid, name), os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, b'%d %d 1\n' % (_USER_ID, ZYGOTE_UID_BASE + slot))
+    finally:
+        os.close(fd)
 
 
 # The spare child: (pid, the zygote's end of its socket), or None.
