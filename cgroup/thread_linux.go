@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,6 +44,38 @@ func (m *Manager) EnterThread() error {
 	}
 	return enterThread(dirs)
 }
+
+// TaskFiles opens the cgroup's tasks file in every v1 hierarchy, for a
+// single-threaded process that has not started yet to place itself: it
+// writes "0" to each, a thread moving itself, which takes no global lock
+// (above): no grace period, and no cgroup_mutex held through one for
+// every other cgroup operation on the host to queue behind. The kernel
+// checks such a write against the credentials the file was opened with
+// (__cgroup1_procs_write), so the process needs no rights of its own on
+// the cgroup. The caller closes the files; v1 only (ErrController).
+func (c *Cgroup) TaskFiles() ([]*os.File, error) {
+	if c.v2 {
+		return nil, fmt.Errorf("cgroup %s: tasks files: %w", c.id, ErrController)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	fs := make([]*os.File, 0, len(c.hier))
+	for _, d := range c.hier {
+		fd, err := d.open("tasks", unix.O_WRONLY)
+		if err != nil {
+			for _, f := range fs {
+				f.Close()
+			}
+			return nil, fmt.Errorf("cgroup %s: %w", c.id, err)
+		}
+		fs = append(fs, os.NewFile(uintptr(fd), d.join("tasks")))
+	}
+	return fs, nil
+}
+
+// Hierarchies is how many hierarchies the cgroup spans: the lines of a
+// member's /proc/<pid>/cgroup that name it (1 on v2).
+func (c *Cgroup) Hierarchies() int { return len(c.hier) }
 
 func enterThread(dirs []*dir) error {
 	if unix.Gettid() == unix.Getpid() {

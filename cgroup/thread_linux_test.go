@@ -1,11 +1,14 @@
 package cgroup
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,4 +123,45 @@ func controllerLine(cgroups, ctrl string) string {
 		}
 	}
 	return ""
+}
+
+// A process with no rights on a cgroup places itself in it, in every
+// hierarchy, by writing "0" to the tasks files the cgroup's owner opened
+// for it: the kernel checks the opener. Without them it is refused.
+func TestTaskFiles(t *testing.T) {
+	m := newTestManager(t)
+	c := create(t, m, "selfplace", Limits{Pids: 8})
+	if m.v2 {
+		if _, err := c.TaskFiles(); !errors.Is(err, ErrController) {
+			t.Fatalf("TaskFiles on v2: %v, want ErrController", err)
+		}
+		t.Skip("cgroup v2: a process moves through cgroup.procs")
+	}
+	fs, err := c.TaskFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != c.Hierarchies() || len(fs) == 0 {
+		t.Fatalf("%d tasks files, %d hierarchies", len(fs), c.Hierarchies())
+	}
+	// nobody, with the files as fds 3.. and a direct write to the first
+	// hierarchy's tasks by path as well, which must fail.
+	script := "for fd in $(seq 3 $((2+" + strconv.Itoa(len(fs)) + "))); do echo 0 >&$fd || exit 9; done; " +
+		"(echo 0 > " + fs[0].Name() + ") 2>/dev/null && echo path-write-allowed; cat /proc/self/cgroup"
+	cmd := exec.Command("sh", "-c", script)
+	cmd.ExtraFiles = fs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	for _, f := range fs {
+		f.Close()
+	}
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if strings.Contains(string(out), "path-write-allowed") {
+		t.Errorf("nobody wrote the tasks file by its path:\n%s", out)
+	}
+	if n := strings.Count(string(out), "/"+m.Name()+"/selfplace\n"); n != c.Hierarchies() {
+		t.Errorf("in the cgroup in %d hierarchies, want %d:\n%s", n, c.Hierarchies(), out)
+	}
 }

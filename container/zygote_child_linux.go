@@ -2,8 +2,10 @@ package container
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -31,6 +33,8 @@ type zygoteChild struct {
 	pidfd  int
 
 	files *zyproto.ChildFiles
+	// selfPlaced: the child moves itself into cg (v1), not the engine.
+	selfPlaced bool
 
 	exitOnce    sync.Once
 	exited      chan struct{}
@@ -103,15 +107,30 @@ func (c *zygoteChild) stdio() (stdout, stderr, stdin, control *os.File) {
 // launch has the zygote fork the child with d's request, then sets it up
 // and verifies it (setUp) before it gets d's command.
 func (c *zygoteChild) launch(d *description, mounts []*os.File) error {
-	c.z.warmMigration()
-	// The child's ends of its socket and pipes are closed here whatever
-	// happens: the zygote has them, or the fork failed.
 	req := d.zygoteRequest(c.slot, c.z.testSkip)
 	if bytes.Equal(req.Seccomp, c.z.e.cfg.Seccomp) {
 		req.Seccomp = nil // the zygote's, decoded once
 	}
-	err := c.z.conn.Fork(req, append(c.files.Theirs(), mounts...), c)
+	// On v1 the child places itself, through its cgroup's tasks files
+	// (cgroup.TaskFiles): a migration by the engine would take the
+	// kernel's global migration lock, which waits an RCU grace period
+	// after an idle spell with cgroup_mutex held. On v2 the engine moves
+	// it (setUp), with that grace period kept passed (keepWarm).
+	tasks, err := c.cg.TaskFiles()
+	switch {
+	case errors.Is(err, cgroup.ErrController):
+		c.z.warmMigration()
+	case err != nil:
+		return err
+	}
+	c.selfPlaced, req.Tasks = len(tasks) > 0, len(tasks)
+	// The child's ends of its socket and pipes are closed here whatever
+	// happens: the zygote has them, or the fork failed.
+	err = c.z.conn.Fork(req, slices.Concat(c.files.Theirs(), mounts, tasks), c)
 	c.files.CloseTheirs()
+	for _, f := range tasks {
+		f.Close()
+	}
 	if err != nil {
 		return err
 	}
@@ -162,8 +181,10 @@ func (c *zygoteChild) setUp(run zyproto.Run, beforeStart func(pid int) error) er
 	if err := verify.Child(pid, c.zpid); err != nil {
 		return err
 	}
-	if err := c.cg.Add(pid); err != nil {
-		return err
+	if !c.selfPlaced {
+		if err := c.cg.Add(pid); err != nil {
+			return err
+		}
 	}
 	if err := h.Placed(); err != nil {
 		return err
@@ -174,7 +195,8 @@ func (c *zygoteChild) setUp(run zyproto.Run, beforeStart func(pid int) error) er
 	// From the host: its credentials, capabilities, no_new_privs, seccomp,
 	// id map, cgroup, and that none of its namespaces is the zygote's or
 	// the engine's.
-	want := verify.Want{HostID: c.hostID, SandboxUID: SandboxUID, Cgroup: c.name, Foreign: []map[string]string{c.z.ns, c.z.hostNS}}
+	want := verify.Want{HostID: c.hostID, SandboxUID: SandboxUID, Cgroup: c.name, CgroupLines: c.cg.Hierarchies(),
+		Foreign: []map[string]string{c.z.ns, c.z.hostNS}}
 	if err := verify.Sandboxed(pid, want); err != nil {
 		return fmt.Errorf("verification failed, the child never got its code: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nsbox/nsbox/cgroup"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/internal/verify"
 )
@@ -103,6 +104,38 @@ func TestZygoteHeldArguments(t *testing.T) {
 	if got := mustOK(t, res); got != strings.Join(want, "\n") {
 		t.Errorf("the child's arguments:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
+}
+
+// On v1 a zygote's child places itself in its cgroup (cgroup.TaskFiles),
+// in every hierarchy, before it says hello: the engine migrates no process,
+// so the kernel's global migration lock (an RCU grace period after an
+// idle spell, with cgroup_mutex held) is off the request's path. On v2 the
+// engine moves it.
+func TestZygoteChildPlacesItself(t *testing.T) {
+	e := newTestEngine(t)
+	z := newTestZygote(t, e, "")
+	r, w := io.Pipe()
+	sb, err := z.Start(context.Background(), Spec{RootfsDir: z.RootfsDir(), Argv: zyPy("import sys; sys.stdin.read()"), Stdin: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sb.proc.(*zygoteChild)
+	if v2 := e.cgroups.Mode() == cgroup.ModeV2; c.selfPlaced == v2 {
+		t.Errorf("cgroups %s: the child placed itself: %v", e.cgroups.Mode(), c.selfPlaced)
+	}
+	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", sb.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(cg), "/"+sb.ID()+"\n"); n != c.cg.Hierarchies() {
+		t.Errorf("in its cgroup in %d hierarchies, want %d:\n%s", n, c.cg.Hierarchies(), cg)
+	}
+	w.Close()
+	res, err := sb.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, res)
 }
 
 // Two live children of one zygote share nothing: every namespace, the host

@@ -128,6 +128,9 @@ type Want struct {
 	HostID     int    // its uid and gid on the host, all four of each
 	SandboxUID int    // what HostID maps to inside (uid_map, gid_map)
 	Cgroup     string // the last element of its cgroup path
+	// CgroupLines is how many lines of its /proc/<pid>/cgroup must name
+	// Cgroup: every hierarchy the engine uses (at least one).
+	CgroupLines int
 	// Foreign are namespace sets (Namespaces) it must share nothing with.
 	Foreign []map[string]string
 }
@@ -182,8 +185,8 @@ func Sandboxed(pid int, w Want) error {
 	if err != nil {
 		return err
 	}
-	if !bytes.Contains(cg, []byte("/"+w.Cgroup+"\n")) {
-		return fmt.Errorf("the child is not in its cgroup %s: %s", w.Cgroup, string(bytes.TrimSpace(cg)))
+	if n := bytes.Count(cg, []byte("/"+w.Cgroup+"\n")); n == 0 || n < w.CgroupLines {
+		return fmt.Errorf("the child is in its cgroup %s in %d of %d hierarchies: %s", w.Cgroup, n, max(1, w.CgroupLines), string(bytes.TrimSpace(cg)))
 	}
 	return nil
 }

@@ -19,7 +19,10 @@
 # length then JSON. A fork request carries SCM_RIGHTS fds [run socket,
 # stdin, stdout, stderr, workspace mount] and, when its "mounts" lists
 # names, the engine's read-only tmpfs for /mnt (a directory per name) and
-# one detached mount per name, attached at /mnt/NAME. Replies: {"forked": pid} or
+# one detached mount per name, attached at /mnt/NAME; then, when its
+# "tasks" is N > 0, the child's cgroup's N tasks files (cgroup v1), opened
+# by the engine, to which the child writes "0": it places itself, with no
+# migration of another process (the kernel's global lock). Replies: {"forked": pid} or
 # {"error": why}; asynchronously {"exit": pid, "status": wait status}.
 import os, sys, json, signal, socket, array, ctypes, struct, fcntl, gc, base64, types, importlib, platform, traceback
 import resource, random, select
@@ -269,7 +272,13 @@ def _child(req, run, fds):
     is fixed here; the engine decides the values and verifies the
     outcome."""
     step = 'start'
+    ntasks = req.get('tasks') or 0
+    tasks, fds = fds[len(fds) - ntasks:], fds[:len(fds) - ntasks]
     try:
+        step = 'cgroup placement'
+        for fd in tasks:
+            os.write(fd, b'0')  # this thread, the only one: the whole child
+            os.close(fd)
         step = 'stdio'
         for i, fd in enumerate(fds[1:4]):
             os.dup2(fd, i)
@@ -434,7 +443,7 @@ def _drop_spare(pid=None):
 def _fork(ctl, req, fds, frame):
     global _SPARE
     n = len(req.get('mounts') or [])
-    want = 5 + (n + 1 if n else 0)
+    want = 5 + (n + 1 if n else 0) + (req.get('tasks') or 0)
     if len(fds) != want:
         raise ValueError('fork request with %d fds, want %d' % (len(fds), want))
     slot = int(req['slot'])

@@ -103,6 +103,10 @@ type Request struct {
 	// Mounts are the NAMEs to attach at /mnt/NAME, one per fd after the
 	// workspace's in the request's SCM_RIGHTS.
 	Mounts []string `json:"mounts,omitempty"`
+	// Tasks is the number of fds at the end of the request's SCM_RIGHTS
+	// that are the child's cgroup's tasks files (v1): it writes "0" to
+	// each, placing itself before anything else, and closes them.
+	Tasks int `json:"tasks,omitempty"`
 }
 
 // Reply is a frame from the zygote.
