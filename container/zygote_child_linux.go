@@ -134,7 +134,7 @@ func (c *zygoteChild) launch(d *description, mounts []*os.File) error {
 	if err != nil {
 		return err
 	}
-	run := zyproto.HoldArgs(zyproto.Run{Argv: d.argv, Env: d.env}, c.z.held)
+	run := zyproto.HoldArgs(zyproto.Run{Argv: d.argv, Env: d.env}, c.z.cfg.Held)
 	if err := c.setUp(run, d.beforeStart); err != nil {
 		return fmt.Errorf("zygote child: %w", err)
 	}

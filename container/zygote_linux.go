@@ -64,11 +64,11 @@ type ZygoteConfig struct {
 	HugePages bool
 	// StartTimeout bounds the zygote's imports. 0: 2 minutes.
 	StartTimeout time.Duration
-	// Held are strings the zygote keeps for its children's commands: an
-	// argument equal to one goes to a child as a reference to the
-	// zygote's copy (the runner's source, runner.ZygoteHeld), not as its
-	// bytes.
-	Held []string
+	// Held are string constants of Prelude, by value, to their names: an
+	// argument of a child's command equal to one goes to it as the name,
+	// and the child takes the prelude's copy (the runner's source,
+	// runner.ZygoteHeld), not the bytes.
+	Held map[string]string
 }
 
 // Zygote is a started zygote. Its Start forks a sandboxed child for one
@@ -90,7 +90,6 @@ type Zygote struct {
 	stdlib  map[string]bool   // its sys.stdlib_module_names
 	ns      map[string]string // the zygote's namespaces ("net:[4026…]")
 	hostNS  map[string]string // the engine's own
-	held    map[string]int    // cfg.Held, to its index
 
 	conn *zyproto.Conn
 
@@ -132,16 +131,13 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 	}
 	argv, stdin, err := zyproto.Command(zyproto.Config{
 		Modules: cfg.Modules, Prelude: cfg.Prelude, HugePages: cfg.HugePages, Slots: cfg.Children, UserID: SandboxUID,
-		Masked: e.masked, ReadOnly: e.ro, Seccomp: e.cfg.Seccomp, Held: cfg.Held,
+		Masked: e.masked, ReadOnly: e.ro, Seccomp: e.cfg.Seccomp,
 	})
 	if err != nil {
 		return nil, err
 	}
 	z := &Zygote{
-		e: e, cfg: cfg, log: e.log.With("zygote", cfg.ID), active: make(chan struct{}, 1), held: map[string]int{},
-	}
-	for i, s := range cfg.Held {
-		z.held[s] = i
+		e: e, cfg: cfg, log: e.log.With("zygote", cfg.ID), active: make(chan struct{}, 1),
 	}
 	for i := range cfg.Children {
 		z.free = append(z.free, i)

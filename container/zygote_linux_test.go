@@ -84,13 +84,16 @@ func TestZygoteRunsPython(t *testing.T) {
 	}
 }
 
-// An argument the zygote holds (the runner's source, in the daemon) goes to
-// a child as a reference to the zygote's copy and arrives whole, in its
-// place among the others; an argument it does not hold goes as its bytes.
+// An argument that is a held constant of the prelude (the runner's source,
+// in the daemon) goes to a child as the constant's name and arrives whole,
+// in its place among the others; an argument not held goes as its bytes.
 func TestZygoteHeldArguments(t *testing.T) {
 	e := newTestEngine(t)
 	held := strings.Repeat("held \u00e9 \"quoted\"\n", 2048)
-	z := newTestZygoteConfig(t, e, ZygoteConfig{Held: []string{"not used", held}})
+	z := newTestZygoteConfig(t, e, ZygoteConfig{
+		Prelude: "UNUSED = 'not used'\nHELD = " + strconv.Quote(held) + "\n",
+		Held:    map[string]string{"not used": "UNUSED", held: "HELD"},
+	})
 	argv := append(zyPy("import sys, hashlib\nfor a in sys.argv[1:]: print(len(a), hashlib.sha256(a.encode()).hexdigest())"),
 		"before", held, "after")
 	res, err := z.Run(context.Background(), Spec{RootfsDir: z.RootfsDir(), Argv: argv})

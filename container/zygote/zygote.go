@@ -79,9 +79,9 @@ type Config struct {
 	// Prelude is run in each zygote after its imports
 	// (runner.ZygotePrelude).
 	Prelude string
-	// Held are the strings each zygote keeps for its children's commands
+	// Held are string constants of Prelude, by value, to their names
 	// (container.ZygoteConfig.Held; runner.ZygoteHeld).
-	Held   []string
+	Held   map[string]string
 	Logger *slog.Logger // nil discards
 }
 

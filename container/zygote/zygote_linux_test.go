@@ -39,7 +39,7 @@ func newSetOf(t *testing.T, dir string, ps ...Profile) (*Set, *container.Engine)
 		}
 		return dir, func() {}, nil
 	}
-	s, err := New(Config{Engine: e, Acquire: acquire, Profiles: ps, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude()})
+	s, err := New(Config{Engine: e, Acquire: acquire, Profiles: ps, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude(), Held: runner.ZygoteHeld()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,9 @@
 # once, in the zygote's config: a spare applies the masks (and drops its
 # bounding set, and reseeds its random state) before it is taken, so none
 # of that is on a request's path, and a request names a filter only when
-# it is not the default. Strings the config holds ("held": the runner's
-# source) go to a child by their index, not their bytes.
+# it is not the default. An argument of a child's command that is a string
+# constant of the prelude (the runner's source) comes by that name, and the
+# child takes the prelude's copy.
 #
 # fd 3 is the control socket. Frames both ways are a 4-byte big-endian
 # length then JSON. A fork request carries SCM_RIGHTS fds [run socket,
@@ -327,8 +328,11 @@ def _child(req, run, fds):
         if _read_exact(run, 1) != b'G':
             os._exit(0)
         spec = json.loads(_read_exact(run, int.from_bytes(_read_exact(run, 4), 'big')))
-        for i, j in (spec.get('held') or {}).items():
-            spec['argv'][int(i)] = _HELD[j]
+        for i, name in (spec.get('held') or {}).items():
+            v = getattr(sys.modules.get('_nsbox_prelude'), name, None)
+            if not isinstance(v, str):
+                raise ValueError('held argument %s: the prelude has no string %r' % (i, name))
+            spec['argv'][int(i)] = v
         os.environ.clear()
         for kv in spec['env']:
             k, _, v = kv.partition('=')
@@ -520,14 +524,13 @@ def _reap():
 
 
 def main():
-    global _CAP_LAST, _SLOTS, _USER_ID, _MASKED, _READ_ONLY, _SECCOMP, _HELD
+    global _CAP_LAST, _SLOTS, _USER_ID, _MASKED, _READ_ONLY, _SECCOMP
     cfg = json.loads(sys.argv[1])
     _SLOTS = int(cfg['slots'])
     _USER_ID = int(cfg['user_id'])
     _MASKED = tuple(cfg.get('masked') or ())
     _READ_ONLY = tuple(cfg.get('read_only') or ())
     _SECCOMP = base64.b64decode(cfg.get('seccomp') or '')
-    _HELD = tuple(cfg.get('held') or ())
     with open('/proc/sys/kernel/cap_last_cap') as f:
         _CAP_LAST = int(f.read())
     skipped = []

@@ -76,10 +76,6 @@ type Config struct {
 	// Seccomp is the engine's default filter, decoded once in the
 	// zygote; a Request without one of its own gets it.
 	Seccomp []byte `json:"seccomp"` // base64 in JSON
-	// Held are strings the zygote keeps for its children's commands
-	// (Run.Held): the runner's 26 KB source, sent once instead of in
-	// every run.
-	Held []string `json:"held"`
 }
 
 // Request is a fork request: everything the child applies to itself,
@@ -129,22 +125,22 @@ type Reply struct {
 type Run struct {
 	Argv []string `json:"argv"`
 	Env  []string `json:"env"`
-	// Held maps an argument's index to the index of the Config.Held
-	// string it is: that argument is sent empty and the child takes the
-	// zygote's copy.
-	Held map[int]int `json:"held,omitempty"`
+	// Held maps an argument's index to the name of the string constant of
+	// the zygote's prelude that it equals: that argument is sent empty and
+	// the child takes the prelude's copy (the runner's 26 KB source).
+	Held map[int]string `json:"held,omitempty"`
 }
 
-// HoldArgs is run with each argument that is one of held (string to its
-// index) sent as a reference.
-func HoldArgs(run Run, held map[string]int) Run {
+// HoldArgs is run with each argument that is one of held (a prelude
+// constant's value, to its name) sent as the name.
+func HoldArgs(run Run, held map[string]string) Run {
 	for i, a := range run.Argv {
 		j, ok := held[a]
 		if !ok {
 			continue
 		}
 		if run.Held == nil {
-			run.Argv, run.Held = slices.Clone(run.Argv), map[int]int{}
+			run.Argv, run.Held = slices.Clone(run.Argv), map[int]string{}
 		}
 		run.Argv[i], run.Held[i] = "", j
 	}
