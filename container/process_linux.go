@@ -1,6 +1,7 @@
 package container
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"syscall"
@@ -134,13 +135,18 @@ func (d *description) initConfig(zygote, cgroupNS bool) sandboxinit.Config {
 // facts as initConfig, which the child applies to itself, but the /proc
 // masks and read-only paths: those are the engine's for every sandbox, so
 // they go to the zygote once (zyproto.Config) and each spare applies them
-// before it is taken. Its command goes to it separately (zyproto.Run),
-// once it is verified.
-func (d *description) zygoteRequest(slot int, testSkip string) zyproto.Request {
+// before it is taken; and the filter when it is the zygote's default
+// (zygoteFilter, decoded once there). Its command goes to it separately
+// (zyproto.Run), once it is verified.
+func (d *description) zygoteRequest(slot int, zygoteFilter []byte, testSkip string) zyproto.Request {
+	filter := d.seccomp
+	if bytes.Equal(filter, zygoteFilter) {
+		filter = nil
+	}
 	return zyproto.Request{
 		Slot: slot, Hostname: sandboxHostname,
 		TmpBytes: d.limits.DiskBytes, TmpInodes: workspace.Inodes(d.limits.DiskBytes), NoFile: sandboxNoFile, FSize: uint64(d.limits.DiskBytes),
-		UID: SandboxUID, GID: SandboxGID, Seccomp: d.seccomp,
+		UID: SandboxUID, GID: SandboxGID, Seccomp: filter,
 		CgroupNS: true, Threads: threads(d.limits.CPUs), Control: d.control,
 		TestSkip: testSkip, Mounts: d.mounts,
 	}

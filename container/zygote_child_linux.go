@@ -1,7 +1,6 @@
 package container
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -107,10 +106,7 @@ func (c *zygoteChild) stdio() (stdout, stderr, stdin, control *os.File) {
 // launch has the zygote fork the child with d's request, then sets it up
 // and verifies it (setUp) before it gets d's command.
 func (c *zygoteChild) launch(d *description, mounts []*os.File) error {
-	req := d.zygoteRequest(c.slot, c.z.testSkip)
-	if bytes.Equal(req.Seccomp, c.z.e.cfg.Seccomp) {
-		req.Seccomp = nil // the zygote's, decoded once
-	}
+	req := d.zygoteRequest(c.slot, c.z.e.cfg.Seccomp, c.z.testSkip)
 	// On v1 the child places itself, through its cgroup's tasks files
 	// (cgroup.TaskFiles): a migration by the engine would take the
 	// kernel's global migration lock, which waits an RCU grace period
