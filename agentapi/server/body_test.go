@@ -65,13 +65,6 @@ func TestDeclaredOversizeBodyRefusedUnread(t *testing.T) {
 	}
 }
 
-// inUse is what is reserved now.
-func (b *bodyBudget) inUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
-
 func TestBodyBudget(t *testing.T) {
 	const max = 64 << 10
 	ts := startServer(t, nil, func(c *testConfig) { c.MaxBodyBytes, c.MaxBodyBytesInFlight = max, max+max/2 })
@@ -80,9 +73,9 @@ func TestBodyBudget(t *testing.T) {
 	startBody(t, a, len(first), first[:max/2]) // holds its reservation while it trickles
 	// Wait until the server has reserved it: a competitor sent before that
 	// would take the budget first and get the held body refused instead.
-	for deadline := time.Now().Add(10 * time.Second); ts.srv.bodies.inUse() != int64(len(first)); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ts.srv.bodies.InUse() != int64(len(first)); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the held body's %d bytes never showed in the budget (%d in use)", len(first), ts.srv.bodies.inUse())
+			t.Fatalf("the held body's %d bytes never showed in the budget (%d in use)", len(first), ts.srv.bodies.InUse())
 		}
 	}
 	// The second full-size body does not fit beside the first.

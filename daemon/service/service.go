@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/agentapi/server"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/pool"
@@ -186,8 +187,8 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	}
 	// Every run slot and queue place, plus room for health, info, metrics
 	// and fast 429 answers.
-	srv, err := server.New(server.Config{Core: core, Logger: log, ShutdownGrace: cfg.ShutdownGrace,
-		MaxConns: max(1024, info.MaxConcurrent+info.QueueSize+64)})
+	srv, err := server.New(server.Config{Core: core, Logger: log, ShutdownGrace: cfg.ShutdownGrace, Limits: httpkit.Limits{
+		MaxConns: max(1024, info.MaxConcurrent+info.QueueSize+64)}})
 	if err != nil {
 		return err
 	}
