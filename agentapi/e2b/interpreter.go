@@ -52,10 +52,12 @@ func isPython(lang string) bool { return lang == "" || lang == "python" || lang 
 func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
 	var req executeRequest
-	if err := decode(r, &req); err != nil {
+	release, err := s.decode(w, r, &req)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	defer release()
 	if !isPython(req.Language) {
 		writeErr(w, errdefs.Field("language", "%q: nsbox's code interpreter runs python", req.Language))
 		return
@@ -134,10 +136,12 @@ type createContextRequest struct {
 func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
 	var req createContextRequest
-	if err := decode(r, &req); err != nil {
+	release, err := s.decode(w, r, &req)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	defer release()
 	if !isPython(req.Language) {
 		writeErr(w, errdefs.Field("language", "%q: nsbox's code interpreter runs python", req.Language))
 		return

@@ -13,8 +13,10 @@ import (
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
-// ErrBodyTimeout: the client did not send its body in time.
-var ErrBodyTimeout = errors.New("the request body did not arrive in time; send it at once (the connection is closed)")
+// ErrBodyTimeout: the client did not send its body in time. It is of
+// the class errdefs.ErrInvalidArgument, so that a table without a row of
+// its own (E2B's) answers 400, not 500.
+var ErrBodyTimeout = errdefs.New(errdefs.ErrInvalidArgument, "the request body did not arrive in time; send it at once (the connection is closed)")
 
 // freeAfter is the body size after which the memory it took is handed
 // back to the kernel as soon as the request is done: a daemon that took

@@ -13,8 +13,9 @@ import (
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
-// ErrMediaType: the body is not JSON.
-var ErrMediaType = errors.New("the request body must be application/json")
+// ErrMediaType: the body is not JSON (of the class
+// errdefs.ErrInvalidArgument, as ErrBodyTimeout).
+var ErrMediaType = errdefs.New(errdefs.ErrInvalidArgument, "the request body must be application/json")
 
 // contentTypeJSON is the one media type Decode accepts (agentapi's).
 const contentTypeJSON = "application/json"

@@ -80,9 +80,12 @@ func (l Limits) Or() Limits {
 
 // Server returns an http.Server for h with l's header limit and deadlines
 // (l filled with Or first), requests' contexts derived from base, and
-// net/http's own complaints logged as warnings.
+// net/http's own complaints logged as warnings (log nil discards them).
 func (l Limits) Server(h http.Handler, base context.Context, log *slog.Logger) *http.Server {
 	l = l.Or()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &http.Server{
 		Handler:           h,
 		BaseContext:       func(net.Listener) context.Context { return base },
