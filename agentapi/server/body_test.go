@@ -140,3 +140,16 @@ func TestIdleAndSlowClientsDoNotLockOut(t *testing.T) {
 		t.Fatalf("a run beside 200 idle and 80 slow connections: %v", err)
 	}
 }
+
+// TestBigHeaderRefused: a 1 MiB header, under Go's default cap, is over
+// httpkit's (64 KiB) and answered 431 without being served.
+func TestBigHeaderRefused(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	c := rawConn(t, ts)
+	go func() {
+		_, _ = fmt.Fprintf(c, "GET /v1/health HTTP/1.1\r\nHost: nsbox\r\nX-Pad: %s\r\n\r\n", strings.Repeat("a", 1<<20))
+	}()
+	if resp, body := readStatus(t, c); resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a 1 MiB header: %d %s, want 431", resp.StatusCode, body)
+	}
+}
