@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -54,14 +55,16 @@ type listening struct {
 	sb   sandboxJSON
 }
 
-func listen(t *testing.T) *listening {
+func listen(t *testing.T) *listening { return listenWith(t, nil) }
+
+func listenWith(t *testing.T, bodies *httpkit.Bodies) *listening {
 	t.Helper()
 	keys, err := NewKeys([]string{keyA})
 	if err != nil {
 		t.Fatal(err)
 	}
 	core := &bodyCore{fakeCore: newFakeCore()}
-	s, err := New(Config{Core: core, Keys: keys})
+	s, err := New(Config{Core: core, Keys: keys, Bodies: bodies})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,5 +327,33 @@ func TestBigHeadersRSSBounded(t *testing.T) {
 	}
 	if httpkit.DefaultMaxHeaderBytes >= size {
 		t.Errorf("the header cap %d is not below the 1 MiB this test sends", httpkit.DefaultMaxHeaderBytes)
+	}
+}
+
+// TestSharedBodyBudget: with the daemon's budget shared, a body held by
+// the other listener (/v1) counts here: a cell that does not fit beside
+// it is refused 429 before it is read, and runs once that body is done.
+func TestSharedBodyBudget(t *testing.T) {
+	shared := httpkit.NewBodies(httpkit.Limits{MaxBodyBytes: 4 << 10, MaxBodyBytesInFlight: 6 << 10})
+	l := listenWith(t, shared)
+	held := httptest.NewRequest("POST", "/v1/runs", strings.NewReader(strings.Repeat("x", 4<<10)))
+	_, release, err := shared.Hold(httptest.NewRecorder(), held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := []byte(`{"code":"` + strings.Repeat("x", 3<<10) + `"}`)
+	resp, b, err := l.post(InterpreterPort, "/execute", "application/json", cell)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a cell beside a body held on the other listener: %s %s, want 429 with Retry-After", resp.Status, b)
+	}
+	release()
+	if resp, b, err = l.post(InterpreterPort, "/execute", "application/json", cell); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the cell once the other body is done: %s %s", resp.Status, b)
 	}
 }

@@ -46,6 +46,10 @@ type Config struct {
 	// descriptors bounded whatever they do. MaxBodyBytes and the
 	// in-flight budget bound the JSON bodies, which are held in memory.
 	httpkit.Limits
+	// Bodies, when set, is a body budget shared with another listener
+	// (the daemon has one for /v1 and E2B together); its limits replace
+	// the body fields of Limits. Nil: one of the server's own.
+	Bodies *httpkit.Bodies
 	// MaxUploadBytes bounds a request that is streamed rather than held:
 	// an envd file upload (POST /files, copied into the workspace as it
 	// arrives) and a Connect-RPC call (default 128 MiB).
@@ -87,6 +91,11 @@ func New(cfg Config) (*Server, error) {
 		cfg.ShutdownGrace = 30 * time.Second
 	}
 	cfg.Limits = cfg.Limits.Or()
+	if cfg.Bodies == nil {
+		cfg.Bodies = httpkit.NewBodies(cfg.Limits)
+	}
+	bl := cfg.Bodies.Limits()
+	cfg.MaxBodyBytes, cfg.MaxBodyBytesInFlight, cfg.BodyTimeout = bl.MaxBodyBytes, bl.MaxBodyBytesInFlight, bl.BodyTimeout
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = 128 << 20
 	}
@@ -97,7 +106,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, store: st, bodies: httpkit.NewBodies(cfg.Limits), sandboxes: map[string]*sandbox{}}
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, store: st, bodies: cfg.Bodies, sandboxes: map[string]*sandbox{}}
 	for _, sb := range st.load(context.Background(), cfg.Core, cfg.Keys) {
 		s.sandboxes[sb.id] = sb
 	}

@@ -61,6 +61,10 @@ type Config struct {
 	// (httpkit's defaults: 64 KiB of headers, 64 MiB bodies, 128 MiB of
 	// bodies held at once, 30 s to send a body, 1024 connections).
 	httpkit.Limits
+	// Bodies, when set, is a body budget shared with another listener
+	// (the daemon has one for /v1 and E2B together); its limits replace
+	// the body fields of Limits. Nil: one of the server's own.
+	Bodies *httpkit.Bodies
 }
 
 // Server serves the API over HTTP. Create it with New; it serves one
@@ -87,7 +91,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.ShutdownGrace = 30 * time.Second
 	}
 	cfg.Limits = cfg.Limits.Or()
-	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: httpkit.NewBodies(cfg.Limits)}
+	if cfg.Bodies == nil {
+		cfg.Bodies = httpkit.NewBodies(cfg.Limits)
+	}
+	bl := cfg.Bodies.Limits()
+	cfg.MaxBodyBytes, cfg.MaxBodyBytesInFlight, cfg.BodyTimeout = bl.MaxBodyBytes, bl.MaxBodyBytesInFlight, bl.BodyTimeout
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: cfg.Bodies}
 	s.handler = s.routes()
 	return s, nil
 }
