@@ -49,10 +49,13 @@ func (b *Bodies) InUse() int64 {
 	return b.used
 }
 
-func (b *Bodies) take(n int64) bool {
+func (b *Bodies) take(n int64) bool { return b.takeBeside(n, 0) }
+
+// takeBeside reserves n more bytes for a body that holds own already.
+func (b *Bodies) takeBeside(n, own int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.used+n > b.max && b.used > 0 { // one body of any allowed size always fits
+	if b.used+n > b.max && b.used > own { // one body of any allowed size always fits
 		return false
 	}
 	b.used += n
@@ -71,33 +74,84 @@ func (b *Bodies) give(n int64) {
 
 // Hold returns r's body for reading into memory, capped at MaxBodyBytes
 // and due within BodyTimeout, with its bytes reserved from the budget
-// (its Content-Length, MaxBodyBytes when it has none) until release. A
-// declared length above the cap is refused before a byte is read
-// (*http.MaxBytesError, 413); a full budget is refused with
-// errdefs.ErrExhausted (429). release gives the reservation back and
-// clears the read deadline; call it once what was decoded is dropped.
+// until release. A body that declares its length reserves it before a
+// byte is read: above the cap it is refused (*http.MaxBytesError, 413),
+// past the budget too (errdefs.ErrExhausted, 429). A chunked body (no
+// Content-Length: the E2B JS SDK sends its JSON so) reserves its bytes as
+// they are read, and a read that would pass the budget fails with
+// ErrExhausted and closes the connection; reserving the cap up front for
+// it let only two small chunked requests in at once. release gives the
+// reservation back and clears the read deadline; call it once what was
+// decoded is dropped.
 func (b *Bodies) Hold(w http.ResponseWriter, r *http.Request) (_ io.Reader, release func(), _ error) {
 	n := r.ContentLength
 	if n > b.lim.MaxBodyBytes {
 		w.Header().Set("Connection", "close")
 		return nil, nil, &http.MaxBytesError{Limit: b.lim.MaxBodyBytes}
 	}
-	if n < 0 {
-		n = b.lim.MaxBodyBytes
-	}
-	if !b.take(n) {
-		return nil, nil, errdefs.New(errdefs.ErrExhausted, fmt.Sprintf(
-			"request bodies in flight fill the daemon's %d MiB budget; retry shortly", b.max>>20))
+	if n >= 0 && !b.take(n) {
+		return nil, nil, b.full()
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(b.lim.BodyTimeout))
+	var body io.Reader = http.MaxBytesReader(w, r.Body, b.lim.MaxBodyBytes)
+	var metered *meteredReader
+	if n < 0 {
+		metered = &meteredReader{r: body, b: b, w: w}
+		body = metered
+	}
 	var once sync.Once
-	return http.MaxBytesReader(w, r.Body, b.lim.MaxBodyBytes), func() {
+	return body, func() {
 		once.Do(func() {
 			_ = rc.SetReadDeadline(time.Time{})
+			if metered != nil {
+				n = metered.taken()
+			}
 			b.give(n)
 		})
 	}, nil
+}
+
+func (b *Bodies) full() error {
+	return errdefs.New(errdefs.ErrExhausted, fmt.Sprintf(
+		"request bodies in flight fill the daemon's %d MiB budget; retry shortly", b.max>>20))
+}
+
+// meteredReader reserves a chunked body's bytes from the budget as they
+// are read.
+type meteredReader struct {
+	r   io.Reader
+	b   *Bodies
+	w   http.ResponseWriter
+	mu  sync.Mutex
+	n   int64
+	err error
+}
+
+func (m *meteredReader) Read(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return 0, m.err
+	}
+	k, err := m.r.Read(p)
+	if k > 0 {
+		if !m.b.takeBeside(int64(k), m.n) {
+			// What was not reserved is not handed on: the request is
+			// refused, and the rest of its body is not read.
+			m.w.Header().Set("Connection", "close")
+			m.err = m.b.full()
+			return 0, m.err
+		}
+		m.n += int64(k)
+	}
+	return k, err
+}
+
+func (m *meteredReader) taken() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n
 }
 
 // Stream returns r's body for a reader that never holds it whole (an

@@ -2,10 +2,12 @@ package httpkit
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/nsbox/nsbox/daemon"
@@ -135,5 +137,58 @@ func TestLimitsServer(t *testing.T) {
 	hs := Limits{}.Server(http.NotFoundHandler(), t.Context(), nil)
 	if hs.MaxHeaderBytes != DefaultMaxHeaderBytes || hs.ReadHeaderTimeout != DefaultReadHeaderTimeout || hs.IdleTimeout != DefaultIdleTimeout {
 		t.Fatalf("server limits: headers %d, read header %s, idle %s", hs.MaxHeaderBytes, hs.ReadHeaderTimeout, hs.IdleTimeout)
+	}
+}
+
+// chunked is a request with no Content-Length, as the E2B JS SDK sends.
+func chunked(body string) *http.Request {
+	r := httptest.NewRequest("POST", "/", strings.NewReader(body))
+	r.ContentLength = -1
+	return r
+}
+
+func TestHoldChunked(t *testing.T) {
+	b := NewBodies(Limits{MaxBodyBytes: 100, MaxBodyBytesInFlight: 150})
+	// A small chunked body reserves what it sent, not the cap: many fit.
+	var releases []func()
+	for i := range 10 {
+		body, release, err := b.Hold(httptest.NewRecorder(), chunked(`{"a":"x"}`))
+		if err != nil {
+			t.Fatalf("small chunked body %d: %v", i, err)
+		}
+		if _, err := io.ReadAll(body); err != nil {
+			t.Fatalf("small chunked body %d: %v", i, err)
+		}
+		releases = append(releases, release)
+	}
+	if got := b.InUse(); got != 90 {
+		t.Fatalf("10 chunked bodies of 9 bytes reserve %d, want 90", got)
+	}
+	// One that does not fit beside them is refused as it is read.
+	w := httptest.NewRecorder()
+	body, release, err := b.Hold(w, chunked(strings.Repeat("x", 100)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(body); !errors.Is(err, errdefs.ErrExhausted) || w.Header().Get("Connection") != "close" {
+		t.Fatalf("a chunked body past the budget: %v (Connection %q), want ErrExhausted and the connection closed", err, w.Header().Get("Connection"))
+	}
+	release()
+	for _, r := range releases {
+		r()
+	}
+	// Alone, a chunked body of the cap fits even when the budget is
+	// smaller than the cap, as a declared one does.
+	small := NewBodies(Limits{MaxBodyBytes: 100, MaxBodyBytesInFlight: 10})
+	body, release, err = small.Hold(httptest.NewRecorder(), chunked(strings.Repeat("x", 100)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := io.Copy(io.Discard, iotest.OneByteReader(body)); err != nil || n != 100 {
+		t.Fatalf("a lone chunked body of the cap: %d bytes, %v", n, err)
+	}
+	release()
+	if b.InUse() != 0 || small.InUse() != 0 {
+		t.Fatalf("reserved after every release: %d, %d", b.InUse(), small.InUse())
 	}
 }
