@@ -68,10 +68,11 @@ demo: deps rootfs-default ## set up everything and run a pandas snippet in a san
 		'import os; print("uid", os.getuid(), "| rootfs writable:", os.access("/usr", os.W_OK))' \
 		| $(BIN) exec -- python3 -
 
-lint: deps ## go vet, staticcheck, and pyflakes on the Python (package, runner, zygote, examples)
+lint: deps ## go vet, staticcheck, pyflakes on the Python (package, runner, zygote, examples), then the budgets: file and package sizes, orphaned doc comments, what the product links (scripts/lint)
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	/usr/bin/python3 -m pyflakes agentapi/python scripts/examples container/runner/runner.py container/internal/zyproto/zygote.py
+	$(GO) run ./scripts/lint
 
 BENCH_PEERS := crun runsc podman
 bench: deps rootfs-test ## nsbox bench: engine vs bubblewrap, runc, crun, runsc, podman, bare python3; warm/cold/session and zygote through the daemon; go benchmarks
