@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
 // Options are the settings of one bench. The zero value is not usable:
@@ -123,7 +124,7 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	}
 	defer release()
 	argv := []string{"python3", "-c", "print(1)"}
-	rep := &report{Machine: machineLine(), Command: strings.Join(argv, " ")}
+	rep := &report{Machine: measure.MachineLine(), Command: strings.Join(argv, " ")}
 	var systems []system
 	if o.Only == "" || o.Only == "engine" {
 		if systems, err = benchEngine(ctx, o, rep, rfs, argv); err != nil {
