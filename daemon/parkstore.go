@@ -345,7 +345,6 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// mapDiskErr makes a full disk the park's ErrParkFull class (507).
 // diskReserve is what a park leaves free on the state directory's disk:
 // a twentieth of the filesystem, at most 1 GiB, for the host's own use.
 func diskReserve(st *unix.Statfs_t) int64 {
@@ -367,6 +366,7 @@ func diskRoom(dir string, need int64) error {
 	return nil
 }
 
+// mapDiskErr makes a full disk the park's ErrParkFull class (507).
 func mapDiskErr(err error) error {
 	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 		return fmt.Errorf("%w: the state directory's disk is full (%v)", ErrParkFull, err)

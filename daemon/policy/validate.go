@@ -72,7 +72,7 @@ type Job struct {
 	declared *Language
 }
 
-// validate checks req against the request rules and the daemon's maxima and
+// Validate checks req against the request rules and the daemon's maxima and
 // returns the job it describes. Errors are *errdefs.FieldError.
 func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 	j := &Job{Stdin: req.Stdin, Rootfs: req.Rootfs}
