@@ -15,6 +15,7 @@ import (
 	"github.com/nsbox/nsbox/container/internal/cleanup"
 	"github.com/nsbox/nsbox/container/internal/initproc"
 	"github.com/nsbox/nsbox/container/internal/locks"
+	"github.com/nsbox/nsbox/container/internal/mnt"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
@@ -57,7 +58,7 @@ type Engine struct {
 	ro      []string
 	spares  *initproc.Spares
 	spawner *initproc.Spawner // v1: clones inits in their cgroups
-	idmaps  idmaps            // user namespaces of idmapped mounts (mount_linux.go)
+	idmaps  mnt.Cache         // user namespaces of idmapped mounts (container/internal/mnt)
 }
 
 // New prepares an engine: it checks it runs as root, compiles the default
@@ -149,7 +150,7 @@ func (e *Engine) Close() error {
 		e.spawner.Close()
 	}
 	closeCgroups(e.cgroups, e.log)
-	e.idmaps.close()
+	e.idmaps.Close()
 	return e.self.Close()
 }
 
