@@ -96,6 +96,19 @@ func (f *Fake) Waiters() int {
 	return len(f.timers)
 }
 
+// Next is how long from now the earliest armed timer fires; ok is false
+// when none is armed.
+func (f *Fake) Next() (d time.Duration, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range f.timers {
+		if !ok || t.when.Sub(f.now) < d {
+			d, ok = t.when.Sub(f.now), true
+		}
+	}
+	return d, ok
+}
+
 // BlockUntil waits until at least n timers are armed: the code under test
 // has got to its wait. It reports false if that took longer than timeout
 // (real time), a failure of the code under test.

@@ -23,6 +23,9 @@ func TestAdvanceFiresInOrder(t *testing.T) {
 		t.Fatal("Stop: want true for an armed timer, then false")
 	}
 	ch := f.After(3 * time.Second)
+	if d, ok := f.Next(); !ok || d != time.Second {
+		t.Fatalf("Next = %v, %v; want 1s", d, ok)
+	}
 	if f.Waiters() != 3 {
 		t.Fatalf("Waiters = %d, want 3", f.Waiters())
 	}
