@@ -13,6 +13,7 @@ import (
 	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/clock"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/session"
 )
@@ -72,6 +73,9 @@ type Config struct {
 	Volumes Volumes
 	// Datasets are the operator's read-only host datasets, by name.
 	Datasets []Dataset
+	// Clock times session lifetimes, idle timeouts and park retention
+	// (nil: the real clock; tests move a fake one).
+	Clock clock.Clock
 }
 
 // Daemon is the transport-independent core: it admits, validates and runs
@@ -111,6 +115,7 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.MaxConcurrent <= 0 {
 		cfg.MaxConcurrent = runtime.NumCPU()
 	}
@@ -155,10 +160,11 @@ func New(cfg Config) (*Daemon, error) {
 			OnEnd:              func(st runner.Status) { d.metrics.sessionsEnded.WithLabelValues(string(st)).Inc() },
 			Take:               d.takeForSession,
 			Park:               d.parkIdle,
+			Clock:              cfg.Clock,
 		})
 		d.metrics.registerSessions(d.sessions)
 		if cfg.ParkDir != "" {
-			if d.parked, err = openParkStore(cfg.ParkDir, d.log.With("component", "park")); err != nil {
+			if d.parked, err = openParkStore(cfg.ParkDir, d.log.With("component", "park"), cfg.Clock); err != nil {
 				return nil, err
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/clock"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -80,6 +81,9 @@ type Config struct {
 	// (default 1): the pool's CPU budget.
 	Refills int
 	Logger  *slog.Logger // nil discards
+	// Clock times the busy pauses and failure back-offs (nil: the real
+	// clock; tests move a fake one).
+	Clock clock.Clock
 }
 
 // Pool keeps runners ready. It is safe for concurrent use.
@@ -107,6 +111,7 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Refills <= 0 {
 		cfg.Refills = 1
 	}

@@ -141,7 +141,7 @@ func (pr *profile) refill(ctx context.Context, busy func() bool) {
 			case <-ctx.Done():
 				pr.unreserve()
 				return
-			case <-time.After(busyPoll):
+			case <-pr.pool.cfg.Clock.After(busyPoll):
 			}
 		}
 		err := pr.spawn(ctx)
@@ -157,7 +157,7 @@ func (pr *profile) refill(ctx context.Context, busy func() bool) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-pr.pool.cfg.Clock.After(backoff):
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/clock"
 	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/runner"
 )
@@ -133,7 +134,7 @@ type Session struct {
 	// maxLife bounds the session's life from its creation (the Manager's
 	// MaxLifetime then); lifeTimer ends it at expires (lifetime.go).
 	maxLife   time.Duration
-	lifeTimer *time.Timer
+	lifeTimer clock.Timer
 
 	sem chan struct{} // one exec at a time; file operations do not take it (files_linux.go)
 
@@ -144,7 +145,7 @@ type Session struct {
 	created   time.Time
 	lastUsed  time.Time
 	execs     int
-	idleTimer *time.Timer
+	idleTimer clock.Timer
 	ended     bool
 	paused    time.Time // when it was paused, while StatePaused
 	expires   time.Time // when its lifetime ends
@@ -196,7 +197,7 @@ func (s *Session) acquire(ctx context.Context) error {
 
 func (s *Session) release() {
 	s.mu.Lock()
-	s.lastUsed = time.Now()
+	s.lastUsed = s.m.clock.Now()
 	if s.state == StateBusy {
 		s.state = StateIdle
 	}
@@ -312,7 +313,7 @@ func (s *Session) pauseHeld() error {
 	if err := s.r.Sandbox().Pause(); err != nil {
 		return fmt.Errorf("session %s: pause: %w", s.id, err)
 	}
-	s.state, s.paused = StatePaused, time.Now()
+	s.state, s.paused = StatePaused, s.m.clock.Now()
 	s.log.Info("session paused")
 	return nil
 }
@@ -337,7 +338,7 @@ func (s *Session) resumeHeld() error {
 	if err := s.r.Sandbox().Resume(); err != nil {
 		return fmt.Errorf("session %s: resume: %w", s.id, err)
 	}
-	s.log.Info("session resumed", "paused_for", time.Since(s.paused))
+	s.log.Info("session resumed", "paused_for", s.m.clock.Now().Sub(s.paused))
 	s.state, s.paused = StateIdle, time.Time{}
 	return nil
 }
@@ -403,7 +404,7 @@ func (s *Session) expire() {
 		return
 	}
 	s.mu.Lock()
-	idle := time.Since(s.lastUsed)
+	idle := s.m.clock.Now().Sub(s.lastUsed)
 	if s.state == StateDead { // kept for GET until now
 		s.mu.Unlock()
 		s.m.remove(s.id)
