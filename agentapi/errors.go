@@ -43,7 +43,14 @@ type Error struct {
 	Status int `json:"-"`
 	// RetryAfter is the server's Retry-After hint on 429 and 503 (client side only).
 	RetryAfter time.Duration `json:"-"`
+	// Class is the daemon/errdefs class of Code, so that a client's
+	// errors.Is(err, errdefs.ErrSessionBusy) works (client side only: the
+	// Go client sets it by errhttp.FromCode).
+	Class error `json:"-"`
 }
+
+// Unwrap returns the error's class, nil when it has none.
+func (e *Error) Unwrap() error { return e.Class }
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("nsbox daemon: %s: %s", e.Code, e.Message)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
 // wantCode fails unless err is an API error with status and code.
@@ -54,6 +55,9 @@ func TestSessionConflictCodes(t *testing.T) {
 	}
 	_, err := d.client.PauseSession(ctx, id)
 	wantCode(t, "pause of a busy session", err, http.StatusConflict, agentapi.CodeSessionBusy)
+	if !errors.Is(err, errdefs.ErrSessionBusy) || errors.Is(err, errdefs.ErrSessionDead) {
+		t.Errorf("the client's error %v is not errdefs.ErrSessionBusy alone", err)
+	}
 	_, err = d.client.ForkSession(ctx, id, 1)
 	wantCode(t, "fork of a busy session", err, http.StatusConflict, agentapi.CodeSessionBusy)
 	_, err = d.client.ParkSession(ctx, id)
@@ -72,6 +76,9 @@ func TestSessionConflictCodes(t *testing.T) {
 	}
 	_, err = d.client.Exec(ctx, id, &agentapi.ExecRequest{Code: "1"})
 	wantCode(t, "exec on a dead session", err, http.StatusConflict, agentapi.CodeSessionDead)
+	if !errors.Is(err, errdefs.ErrSessionDead) {
+		t.Errorf("the client's error %v is not errdefs.ErrSessionDead", err)
+	}
 	_, err = d.client.ParkSession(ctx, id)
 	wantCode(t, "park of a dead session", err, http.StatusConflict, agentapi.CodeSessionDead)
 

@@ -43,3 +43,15 @@ func ToHTTP(err error) (status int, code string) {
 	}
 	return http.StatusInternalServerError, agentapi.CodeInternal
 }
+
+// FromCode returns the class whose wire code is code, nil for a code of
+// none (internal, or one of the HTTP layer's own): a client's way back
+// from an answer to errors.Is (agentapi.Error.Class).
+func FromCode(code string) error {
+	for class, m := range mapping {
+		if m.code == code {
+			return class
+		}
+	}
+	return nil
+}

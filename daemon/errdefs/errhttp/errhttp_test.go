@@ -23,10 +23,16 @@ func TestEveryClass(t *testing.T) {
 		if status < 400 || status == http.StatusInternalServerError || code == agentapi.CodeInternal {
 			t.Errorf("class %q: %d %q, want a 4xx or a 5xx of its own", c, status, code)
 		}
+		if FromCode(code) != c {
+			t.Errorf("FromCode(%q) = %v, want %q", code, FromCode(code), c)
+		}
 		if other, ok := codes[code]; ok {
 			t.Errorf("classes %q and %q share the code %q", c, other, code)
 		}
 		codes[code] = c
+	}
+	if FromCode(agentapi.CodeInternal) != nil || FromCode(agentapi.CodeForbidden) != nil {
+		t.Error("FromCode gave a class to a code of none")
 	}
 	if len(mapping) != len(errdefs.Classes()) {
 		t.Errorf("%d classes mapped, %d classes", len(mapping), len(errdefs.Classes()))
