@@ -29,11 +29,12 @@ import (
 // Cache keeps package files by their digest and serves one only for a
 // URL whose digest the sandbox's own proxy learned from an index page it
 // forwarded (PEP 503 links carry "#sha256=..."; PEP 691 JSON a "hashes"
-// object; npm's abbreviated metadata a sha512 "integrity"). A file is kept only if its content has that hash, so nothing a
-// sandbox sends can put bytes in the cache under a name they do not have.
-// The URL-to-hash index lives in each Proxy (an Index), not the Cache: a page served
-// by a host one sandbox may reach cannot steer what another is served.
-// A Cache is shared, size-capped and safe for concurrent use.
+// object; npm's abbreviated metadata a sha512 "integrity"). A file is kept
+// only if its content has that hash, so nothing a sandbox sends can put
+// bytes in the cache under a name they do not have. The URL-to-hash index
+// lives in each Proxy (an Index), not the Cache: a page served by a host
+// one sandbox may reach cannot steer what another is served. A Cache is
+// shared, size-capped and safe for concurrent use.
 type Cache struct {
 	dir string
 	max int64
