@@ -83,7 +83,7 @@ func newTestDaemon(t *testing.T, r *fakeRunner, mod func(*Config)) (*Daemon, *fa
 		r = &fakeRunner{}
 	}
 	store := &fakeStore{dirs: map[string]string{"default": t.TempDir(), "other": t.TempDir()}}
-	cfg := Config{Runner: r, Rootfs: store, MaxConcurrent: 2}
+	cfg := Config{Engine: r, Rootfs: store, MaxConcurrent: 2}
 	if mod != nil {
 		mod(&cfg)
 	}

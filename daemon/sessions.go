@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/lang"
 	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/nsbox/nsbox/agentapi"
@@ -79,20 +81,18 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	}
 	// The run validator checks rootfs, language, limits, env and files
 	// the same way.
-	language := req.Language
-	if language == "" {
-		language = agentapi.LanguagePython
+	l := lang.Default()
+	if req.Language != "" {
+		if l, _ = lang.Builtin(req.Language); l == nil || !l.Sessions() {
+			return nil, errdefs.Field("language", "%q: a session runs %s", req.Language, strings.Join(lang.Sessions(), ", "))
+		}
 	}
-	switch {
-	case language == agentapi.LanguagePython || policy.IsNode(language):
-	default:
-		return nil, errdefs.Field("language", "%q: a session runs python, javascript or typescript", req.Language)
-	}
+	language := l.Name
 	if idleAction == policy.IdlePark {
 		switch {
-		case language != agentapi.LanguagePython && req.IdleAction == policy.IdlePark:
+		case !l.Carriable() && req.IdleAction == policy.IdlePark:
 			return nil, errdefs.Field("idle_action", "%q: fork and park are for Python sessions", idleAction)
-		case language != agentapi.LanguagePython: // the daemon's default: a Node session ends
+		case !l.Carriable(): // the daemon's default: a Node session ends
 			idleAction = policy.IdleEnd
 		case d.parked == nil:
 			return nil, errdefs.Field("idle_action", "%q: this daemon cannot park sessions (it has no state directory)", idleAction)
@@ -102,7 +102,7 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	case "", policy.IdleEnd:
 	case policy.IdlePark:
 		switch {
-		case language != agentapi.LanguagePython:
+		case !l.Carriable():
 			return nil, errdefs.Field("lifetime_action", "%q: fork and park are for Python sessions", req.LifetimeAction)
 		case d.parked == nil:
 			return nil, errdefs.Field("lifetime_action", "%q: this daemon cannot park sessions (it has no state directory)", req.LifetimeAction)
@@ -110,14 +110,14 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	default:
 		return nil, errdefs.Field("lifetime_action", "%q: use %q (the end of the lifetime ends the session) or %q (it parks it)", req.LifetimeAction, policy.IdleEnd, policy.IdlePark)
 	}
-	if req.AllowedImports != nil && language != agentapi.LanguagePython {
+	if req.AllowedImports != nil && !l.AllowedImports() {
 		return nil, errdefs.Field("allowed_imports", "applies to Python sessions only (language %q)", language)
 	}
 	j, err := pol.Validate(&agentapi.RunRequest{Language: language, Code: " ", Rootfs: req.Rootfs, Limits: req.Limits, Env: req.Env, Files: req.Files, Network: req.Network})
 	if err != nil {
 		return nil, err
 	}
-	if so.Processes && language != agentapi.LanguagePython {
+	if so.Processes && !l.Processes() {
 		return nil, errdefs.Field("language", "processes beside the interpreter are Python sessions' (E2B sandboxes) for now")
 	}
 	dir, release, err := d.acquireRootfs(j.Rootfs)
@@ -156,7 +156,7 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: spec.Env, Files: spec.Files, Owner: uid, Origin: o,
 		Lifetime: time.Duration(req.LifetimeMs) * time.Millisecond, AllowedImports: req.AllowedImports,
 		IdleAction: idleAction, LifetimeAction: req.LifetimeAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd,
-		Language: runnerLanguage(language), TypeScript: language == agentapi.LanguageTypeScript,
+		Language: language, Runner: l.Runner, Transform: l.Transform,
 		Mounts: mounts,
 	})
 	if err != nil {
@@ -388,15 +388,8 @@ func (d *Daemon) sessionFile(ctx context.Context, id, path string) (*session.Ses
 }
 
 func (d *Daemon) wireSession(in session.Info) agentapi.Session {
-	lang := agentapi.LanguagePython
-	switch {
-	case in.TypeScript:
-		lang = agentapi.LanguageTypeScript
-	case in.Language == runner.JavaScript:
-		lang = agentapi.LanguageJavaScript
-	}
 	out := agentapi.Session{
-		ID: in.ID, Rootfs: in.Rootfs, Language: lang, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
+		ID: in.ID, Rootfs: in.Rootfs, Language: in.Language, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
 		CreatedAt: in.Created.UTC(), LastUsedAt: in.LastUsed.UTC(), ExecCount: in.ExecCount,
 		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: policy.WireLimits(in.Limits), Pooled: in.Pooled,
 		ExpiresAt: in.Expires.UTC(), AllowedImports: in.AllowedImports, IdleAction: in.IdleAction,

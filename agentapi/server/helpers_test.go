@@ -129,7 +129,7 @@ func startServer(t *testing.T, runner *fakeRunner, mod func(*testConfig)) *testS
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := testConfig{Config: daemon.Config{
-		Runner:        runner,
+		Engine:        runner,
 		Rootfs:        store,
 		Logger:        log,
 		MaxConcurrent: 2,

@@ -37,7 +37,7 @@ func execInProcess(c *cli.Context, x *execRun) error {
 	}
 	defer eng.Close()
 	core, err := daemon.New(daemon.Config{
-		Runner:        eng,
+		Engine:        eng,
 		Rootfs:        daemon.Store{Store: rootfs.Store{Root: c.String("store")}},
 		MaxConcurrent: 1,
 		NoQueue:       true,

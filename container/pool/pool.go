@@ -131,9 +131,7 @@ func New(cfg Config) (*Pool, error) {
 			return nil, fmt.Errorf("%w: %q: size %d is negative", ErrInvalidProfile, pr.Name, pr.Size)
 		}
 		names[pr.Name] = true
-		if pr.Language == "" {
-			pr.Language = runner.Python
-		}
+		pr.Language = pr.Language.Or()
 		pr.Limits = pr.Limits.WithDefaults()
 		pr.Env = slices.Sorted(slices.Values(pr.Env))
 		for _, q := range p.profiles {
@@ -291,9 +289,7 @@ func (p *Pool) match(k Key) *profile {
 		return nil
 	}
 	l := k.Limits.WithDefaults()
-	if k.Language == "" {
-		k.Language = runner.Python
-	}
+	k.Language = k.Language.Or()
 	env := k.Env
 	if !slices.IsSorted(env) {
 		env = slices.Sorted(slices.Values(env))

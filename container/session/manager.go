@@ -210,7 +210,7 @@ func (m *Manager) start(ctx context.Context, id string, opts Options, limits con
 		Limits:      limits,
 		BeforeStart: opts.BeforeStart,
 		Mounts:      opts.Mounts,
-	}, opts.Language)
+	}, opts.Runner)
 	return r, false, err
 }
 

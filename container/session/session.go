@@ -75,10 +75,14 @@ type Options struct {
 	// a session with any never takes a pooled runner: a pooled sandbox's
 	// mounts were made before the session asked.
 	Mounts []container.Mount
-	// Language is the session's interpreter (zero: Python).
-	Language runner.Language
-	// TypeScript strips the types of every cell (a Node session).
-	TypeScript bool
+	// Language names the session's language as its creator knows it
+	// (daemon/lang); the session only reports it.
+	Language string
+	// Runner is the kind of the session's interpreter (zero: Python).
+	Runner runner.Language
+	// Transform is applied to every cell (runner.StripTypes: a
+	// TypeScript session).
+	Transform runner.Transform
 	// Origin is what the session was made from, kept for its creator (the
 	// daemon re-creates a session from it for a fork or a revive); the
 	// session never reads it.
@@ -93,8 +97,8 @@ type Options struct {
 type Info struct {
 	ID          string
 	Rootfs      string
-	Language    runner.Language // Options.Language
-	TypeScript  bool            // Options.TypeScript
+	Language    string          // Options.Language
+	Runner      runner.Language // Options.Runner
 	State       State
 	DeadReason  string // why it died, for StateDead
 	DeadStatus  runner.Status
@@ -159,7 +163,7 @@ func (s *Session) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Info{
-		ID: s.id, Rootfs: s.opts.Rootfs, Language: s.opts.Language, TypeScript: s.opts.TypeScript, State: s.state, DeadReason: s.deadWhy, DeadStatus: s.deadSt,
+		ID: s.id, Rootfs: s.opts.Rootfs, Language: s.opts.Language, Runner: s.opts.Runner, State: s.state, DeadReason: s.deadWhy, DeadStatus: s.deadSt,
 		Created: s.created, LastUsed: s.lastUsed, ExecCount: s.execs,
 		IdleTimeout: s.opts.IdleTimeout, Limits: s.opts.Limits, Pooled: s.pooled, Owner: s.opts.Owner,
 		Expires: s.expires, NoIdleEnd: s.opts.NoIdleEnd, AllowedImports: s.opts.AllowedImports,
@@ -230,7 +234,7 @@ func (s *Session) Exec(ctx context.Context, req runner.ExecRequest) (*ExecResult
 	if req.AllowedImports == nil {
 		req.AllowedImports = s.opts.AllowedImports
 	}
-	req.TypeScript = s.opts.TypeScript
+	req.Transform = s.opts.Transform
 	ws := s.r.Sandbox().Workspace()
 	before, err := ws.Snapshot()
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 
 	"github.com/nsbox/nsbox/agentapi"
-	"github.com/nsbox/nsbox/daemon/policy"
+	"github.com/nsbox/nsbox/daemon/lang"
 )
 
 // parse reads a TOML config file over cfg and returns every
@@ -81,7 +81,7 @@ func checkTable(t []string) string {
 	case len(t) == 1 && t[0] == "languages":
 		return ""
 	case len(t) == 2 && t[0] == "languages":
-		if err := policy.ValidLanguageName(t[1]); err != nil {
+		if err := lang.ValidName(t[1]); err != nil {
 			return err.Error()
 		}
 		return ""

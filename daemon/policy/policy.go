@@ -14,6 +14,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/lang"
 )
 
 // Policy is the part of the configuration that Reconfigure changes while
@@ -27,7 +28,7 @@ type Policy struct {
 	Sessions      Sessions
 	Network       Network
 	// Languages are the operator's declared one-shot languages.
-	Languages []Language
+	Languages []lang.Declared
 }
 
 // Sessions are the session settings.
@@ -79,15 +80,15 @@ func DefaultMaxLimits() container.Limits {
 // Rules are a checked Policy with its defaults filled. They do not change;
 // the daemon swaps whole Rules on Reconfigure.
 type Rules struct {
-	// Builtins, when set, lists the built-in languages beyond python and
-	// bash that a rootfs can run (javascript and typescript where it has
-	// Node.js and esbuild); the daemon sets it from its rootfs store.
-	Builtins      func(rootfs string) []string
+	// RootfsDir, when set, resolves a rootfs name to its tree, where the
+	// language registry looks for what a language needs (node, esbuild);
+	// the daemon sets it from its rootfs store.
+	RootfsDir     func(rootfs string) (string, error)
 	DefaultRootfs string
 	Defaults, Max container.Limits
 	Sessions      Sessions
 	Network       Network
-	languages     map[string]Language
+	langs         *lang.Registry
 	profiles      map[string]agentapi.Profile
 	names         []string // sorted
 }
@@ -148,16 +149,11 @@ func New(p Policy) (*Rules, error) {
 		pol.names = append(pol.names, pr.Name)
 	}
 	sort.Strings(pol.names)
-	pol.languages = make(map[string]Language, len(p.Languages))
-	for _, l := range p.Languages {
-		if err := l.Check(); err != nil {
-			return nil, fmt.Errorf("policy: %w", err)
-		}
-		if _, dup := pol.languages[l.Name]; dup {
-			return nil, fmt.Errorf("policy: language %q declared twice", l.Name)
-		}
-		pol.languages[l.Name] = l
+	langs, err := lang.New(p.Languages)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
 	}
+	pol.langs = langs
 	return pol, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon/egress"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/lang"
 )
 
 // MaxArgBytes is the longest one argument or environment string execve
@@ -56,7 +57,8 @@ func validGlob(g string) error {
 // rootfs is resolved.
 type Job struct {
 	Argv        []string // nil when Language is set
-	Language    string
+	Language    string   // Lang's name
+	Lang        *lang.Descriptor
 	Code        string
 	Stdin       string
 	Files       []container.File
@@ -68,8 +70,6 @@ type Job struct {
 	AllowedImports []string
 	// Network is the run's egress policy; nil means loopback only.
 	Network *egress.Policy
-	// declared is Language's declaration when it is not built in.
-	declared *Language
 }
 
 // Validate checks req against the request rules and the daemon's maxima and
@@ -102,27 +102,20 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 		}
 		j.Argv = req.Argv
 	case req.Language != "":
-		if IsNode(req.Language) {
-			if err := pol.builtin(req.Language, j.Rootfs); err != nil {
-				return nil, err
-			}
-		} else if req.Language != agentapi.LanguagePython && req.Language != agentapi.LanguageBash {
-			l, err := pol.declared(req.Language, j.Rootfs)
-			if err != nil {
-				return nil, err
-			}
-			j.declared = &l
-			if req.Stdin != "" && !strings.Contains(strings.Join(l.Argv, " "), FileArg) {
-				return nil, errdefs.Field("stdin", "language %q reads its program from standard input; give the program's input as files instead", l.Name)
-			}
+		l, err := pol.language(req.Language, j.Rootfs)
+		if err != nil {
+			return nil, err
+		}
+		if req.Stdin != "" && l.StdinIsProgram() {
+			return nil, errdefs.Field("stdin", "language %q reads its program from standard input; give the program's input as files instead", l.Name)
 		}
 		if strings.IndexByte(req.Code, 0) >= 0 {
 			return nil, errdefs.Field("code", "contains NUL")
 		}
-		if req.Language == agentapi.LanguageBash && len(req.Code) > MaxArgBytes {
+		if l.CodeInArgv() && len(req.Code) > MaxArgBytes {
 			return nil, errdefs.Field("code", "%d bytes, above the kernel's limit of %d for the argument of bash -c; put the script in files and run argv [\"bash\", \"script.sh\"]", len(req.Code), MaxArgBytes)
 		}
-		j.Language, j.Code = req.Language, req.Code
+		j.Lang, j.Language, j.Code = l, l.Name, req.Code
 	case req.Code != "":
 		return nil, errdefs.Field("language", "required with code: one of %s", strings.Join(pol.Languages(j.Rootfs), ", "))
 	default:
@@ -176,8 +169,8 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 		j.Env = append(j.Env, k+"="+req.Env[k])
 	}
 
-	total := 0 // Python code goes to the runner, not through exec
-	if j.Language == agentapi.LanguageBash {
+	total := 0 // code goes to the runner or a file, not through exec, but for bash -c
+	if j.Lang != nil && j.Lang.CodeInArgv() {
 		total = len(j.Code)
 	}
 	for _, a := range j.Argv {
@@ -201,8 +194,8 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 	j.ReturnFiles = req.ReturnFiles
 
 	if req.AllowedImports != nil {
-		if j.Language != agentapi.LanguagePython {
-			return nil, errdefs.Field("allowed_imports", "applies to Python code only (language %q); remove it for argv and bash runs", agentapi.LanguagePython)
+		if j.Lang == nil || !j.Lang.AllowedImports() {
+			return nil, errdefs.Field("allowed_imports", "applies to Python code only (language %q); remove it for argv and bash runs", lang.Default().Name)
 		}
 		if err := ValidImports(req.AllowedImports); err != nil {
 			return nil, err
