@@ -52,7 +52,7 @@ func mcpLimitFlags() []cli.Flag {
 		case "output":
 			return "output kept per stream and call (what the model reads)", mcpOutput
 		}
-		return r.Usage + " of the sandbox", "the daemon's"
+		return r.Usage, "the daemon's"
 	})
 	for _, f := range flags {
 		if sf, ok := f.(*cli.StringFlag); ok && sf.Name == "output" {

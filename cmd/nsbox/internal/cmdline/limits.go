@@ -27,7 +27,7 @@ func LimitFlags(session, inProcess bool) []cli.Flag {
 	flags := TableFlags(func(r limits.Row) (usage, def string) {
 		def = "the daemon's"
 		if inProcess {
-			def += "; " + r.Format(r.Default) + " in-process"
+			def += "; " + flagValue(r, r.Default) + " in-process"
 		}
 		usage = r.Usage
 		if session {
@@ -46,6 +46,14 @@ func LimitFlags(session, inProcess bool) []cli.Flag {
 		&cli.StringSliceFlag{Name: "file", Usage: "copy `LOCAL[:PATH]` into /workspace first (repeatable)"},
 		&cli.StringSliceFlag{Name: "env", Usage: "set `K=V` in the sandbox (repeatable); nothing else of your environment goes in"},
 	)
+}
+
+// flagValue writes v as the flag takes it: 512M rather than 512 MiB.
+func flagValue(r limits.Row, v float64) string {
+	if n := int64(v); r.Unit == limits.Bytes && n > 0 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%dM", n>>20)
+	}
+	return r.Format(v)
 }
 
 // TableFlags are one flag per row of the limits table, named by its key,
