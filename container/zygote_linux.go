@@ -23,6 +23,7 @@ import (
 	"github.com/nsbox/nsbox/container/internal/output"
 	"github.com/nsbox/nsbox/container/internal/verify"
 	"github.com/nsbox/nsbox/container/internal/zyproto"
+	"github.com/nsbox/nsbox/limits"
 )
 
 // Bounds on a zygote's exchanges with the engine.
@@ -162,7 +163,7 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 			MemoryBytes: cfg.MemoryBytes,
 			Pids:        int64(cfg.Children) + 16,
 			CPUs:        float64(runtime.NumCPU()),
-			DiskBytes:   1 << 20,
+			DiskBytes:   minDisk(), // the zygote writes nothing
 		},
 		Control:      true,
 		StreamOutput: true,
@@ -380,4 +381,10 @@ func (z *Zygote) serve() {
 		}
 		z.sb.Kill(StatusError)
 	}
+}
+
+// minDisk is the least /workspace the limits table allows.
+func minDisk() int64 {
+	r, _ := limits.Lookup("disk")
+	return int64(r.Min)
 }

@@ -56,7 +56,7 @@ func (d *Daemon) ForkSessionWith(ctx context.Context, id string, fo ForkOptions)
 	}
 	// Checked before the parent's state is taken, as each branch's
 	// creation would check it after.
-	if err := checkLifetime(d.pol.Load(), fo.Lifetime.Milliseconds()); err != nil {
+	if err := d.pol.Load().CheckLifetime(fo.Lifetime.Milliseconds()); err != nil {
 		return nil, err
 	}
 	if err := d.admit(); err != nil {

@@ -47,9 +47,10 @@ func (f *fakeRunner) lastSpec(t *testing.T) container.Spec {
 
 // fakeStore knows the rootfs names in dirs and counts acquisitions.
 type fakeStore struct {
-	dirs map[string]string
-	mu   sync.Mutex
-	held int
+	dirs  map[string]string
+	mu    sync.Mutex
+	held  int
+	total int // acquisitions ever
 }
 
 func (s *fakeStore) Acquire(name string) (string, func(), error) {
@@ -59,6 +60,7 @@ func (s *fakeStore) Acquire(name string) (string, func(), error) {
 	}
 	s.mu.Lock()
 	s.held++
+	s.total++
 	s.mu.Unlock()
 	return d, func() { s.mu.Lock(); s.held--; s.mu.Unlock() }, nil
 }
@@ -69,6 +71,12 @@ func (s *fakeStore) List() ([]string, error) {
 		names = append(names, n)
 	}
 	return names, nil
+}
+
+func (s *fakeStore) acquired() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
 }
 
 func (s *fakeStore) holding() int {

@@ -303,6 +303,4 @@ func (p *Pool) match(k Key) *profile {
 }
 
 // sameLimits compares the limits a pooled sandbox is made with.
-func sameLimits(a, b container.Limits) bool {
-	return a.MemoryBytes == b.MemoryBytes && a.Pids == b.Pids && a.CPUs == b.CPUs && a.DiskBytes == b.DiskBytes
-}
+func sameLimits(a, b container.Limits) bool { return a.Sandbox() == b.Sandbox() }

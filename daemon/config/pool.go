@@ -52,9 +52,7 @@ type PoolProfileConfig struct {
 // limits resolves the pool's limits over the daemon's defaults d: timeout
 // and output are per run, so always d's.
 func (pp PoolProfileConfig) limits(d container.Limits) container.Limits {
-	l := policy.EngineLimits(pp.Limits)
-	l.Timeout, l.OutputBytes = 0, 0
-	return l.Or(d)
+	return policy.EngineLimits(pp.Limits).Sandbox().Or(d)
 }
 
 func defaultPoolConfig() PoolConfig {

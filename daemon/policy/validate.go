@@ -78,7 +78,7 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 	j := &Job{Stdin: req.Stdin, Rootfs: req.Rootfs}
 	if j.Rootfs == "" {
 		j.Rootfs = pol.DefaultRootfs
-	} else if len(j.Rootfs) > maxRootfsNameLen || strings.ContainsAny(j.Rootfs, "/\x00") || j.Rootfs == "." || j.Rootfs == ".." {
+	} else if !validRootfsName(j.Rootfs) {
 		return nil, errdefs.Field("rootfs", "%q is not a rootfs name", j.Rootfs)
 	}
 
@@ -122,51 +122,12 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 		return nil, errdefs.Field("argv", "required: give argv, or language and code")
 	}
 
-	if len(req.Files) > maxFiles {
-		return nil, errdefs.Field("files", "more than %d files", maxFiles)
-	}
-	seen := make(map[string]bool, len(req.Files))
-	for i, f := range req.Files {
-		name := fmt.Sprintf("files[%d]", i)
-		if err := container.ValidPath(f.Path); err != nil {
-			return nil, errdefs.Field(name+".path", "%v", err)
-		}
-		if seen[f.Path] {
-			return nil, errdefs.Field(name+".path", "%q given twice", f.Path)
-		}
-		seen[f.Path] = true
-		if f.Mode > maxFileMode {
-			return nil, errdefs.Field(name+".mode", "%#o has bits beyond 0777", f.Mode)
-		}
-		cf := container.File{Path: f.Path, Mode: f.Mode}
-		if cf.Mode == 0 {
-			cf.Mode = defaultFileMode
-		}
-		switch {
-		case f.ContentBase64 != "" && f.Text != "":
-			return nil, errdefs.Field(name, "give content_base64 or text, not both")
-		case f.ContentBase64 != "":
-			data, err := base64.StdEncoding.DecodeString(f.ContentBase64)
-			if err != nil {
-				return nil, errdefs.Field(name+".content_base64", "not standard base64: %v", err)
-			}
-			cf.Data = data
-		default:
-			cf.Data = []byte(f.Text)
-		}
-		j.Files = append(j.Files, cf)
-	}
-
-	if err := ValidEnv("env", req.Env); err != nil {
+	var err error
+	if j.Files, err = validFiles(req.Files); err != nil {
 		return nil, err
 	}
-	keys := make([]string, 0, len(req.Env))
-	for k := range req.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		j.Env = append(j.Env, k+"="+req.Env[k])
+	if j.Env, err = envList(req.Env); err != nil {
+		return nil, err
 	}
 
 	total := 0 // code goes to the runner or a file, not through exec, but for bash -c
@@ -203,15 +164,75 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 		j.AllowedImports = req.AllowedImports
 	}
 
-	lim, err := pol.limitsFor(req.Profile, req.Limits)
-	if err != nil {
+	if j.Limits, err = pol.limitsFor(req.Profile, req.Limits); err != nil {
 		return nil, err
 	}
-	j.Limits = lim
 	if j.Network, err = pol.network(req.Profile, req.Network); err != nil {
 		return nil, err
 	}
 	return j, nil
+}
+
+// validFiles checks a request's input files and decodes them.
+func validFiles(files []agentapi.File) ([]container.File, error) {
+	var out []container.File
+	if len(files) > maxFiles {
+		return nil, errdefs.Field("files", "more than %d files", maxFiles)
+	}
+	seen := make(map[string]bool, len(files))
+	for i, f := range files {
+		name := fmt.Sprintf("files[%d]", i)
+		if err := container.ValidPath(f.Path); err != nil {
+			return nil, errdefs.Field(name+".path", "%v", err)
+		}
+		if seen[f.Path] {
+			return nil, errdefs.Field(name+".path", "%q given twice", f.Path)
+		}
+		seen[f.Path] = true
+		if f.Mode > maxFileMode {
+			return nil, errdefs.Field(name+".mode", "%#o has bits beyond 0777", f.Mode)
+		}
+		cf := container.File{Path: f.Path, Mode: f.Mode}
+		if cf.Mode == 0 {
+			cf.Mode = defaultFileMode
+		}
+		switch {
+		case f.ContentBase64 != "" && f.Text != "":
+			return nil, errdefs.Field(name, "give content_base64 or text, not both")
+		case f.ContentBase64 != "":
+			data, err := base64.StdEncoding.DecodeString(f.ContentBase64)
+			if err != nil {
+				return nil, errdefs.Field(name+".content_base64", "not standard base64: %v", err)
+			}
+			cf.Data = data
+		default:
+			cf.Data = []byte(f.Text)
+		}
+		out = append(out, cf)
+	}
+	return out, nil
+}
+
+// envList checks a request's env and returns it as sorted KEY=VALUE.
+func envList(env map[string]string) ([]string, error) {
+	if err := ValidEnv("env", env); err != nil {
+		return nil, err
+	}
+	var out []string
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+env[k])
+	}
+	return out, nil
+}
+
+// validRootfsName checks the name a request gives a rootfs.
+func validRootfsName(name string) bool {
+	return len(name) <= maxRootfsNameLen && !strings.ContainsAny(name, "/\x00") && name != "." && name != ".."
 }
 
 // ValidImports checks an allowed_imports list: dotted Python module names
@@ -258,8 +279,9 @@ func ValidEnv(field string, env map[string]string) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := env[k]
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return errdefs.Field(field, "%q is not a variable name", k)
+		// The engine's rule (runenv), checked here before any sandbox work.
+		if err := container.ValidEnvKey(k); err != nil {
+			return errdefs.Field(field, "%v", err)
 		}
 		if strings.IndexByte(v, 0) >= 0 {
 			return errdefs.Field(field+"."+k, "value contains NUL")
