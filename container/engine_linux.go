@@ -11,12 +11,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/cgroup"
 	"github.com/nsbox/nsbox/container/internal/cleanup"
 	"github.com/nsbox/nsbox/container/internal/initproc"
 	"github.com/nsbox/nsbox/container/internal/locks"
 	"github.com/nsbox/nsbox/container/internal/mnt"
-	"github.com/nsbox/nsbox/limits"
 	"github.com/nsbox/nsbox/seccomp"
 )
 

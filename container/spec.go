@@ -3,8 +3,8 @@ package container
 import (
 	"io"
 
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/container/internal/runenv"
-	"github.com/nsbox/nsbox/limits"
 	"github.com/nsbox/nsbox/seccomp"
 )
 

@@ -18,12 +18,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/container/internal/cleanup"
 	"github.com/nsbox/nsbox/container/internal/locks"
 	"github.com/nsbox/nsbox/container/internal/output"
 	"github.com/nsbox/nsbox/container/internal/verify"
 	"github.com/nsbox/nsbox/container/internal/zyproto"
-	"github.com/nsbox/nsbox/limits"
 )
 
 // Bounds on a zygote's exchanges with the engine.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/nsbox/nsbox/agentapi"
-	"github.com/nsbox/nsbox/limits"
+	"github.com/nsbox/nsbox/agentapi/limits"
 )
 
 // TestLimitsBelowMinimum: a limit below its row's minimum is a 400 naming

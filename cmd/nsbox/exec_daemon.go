@@ -17,8 +17,8 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
-	"github.com/nsbox/nsbox/limits"
 )
 
 // maxDaemonStdin bounds what exec reads from a piped stdin to send along.

@@ -9,11 +9,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/policy"
-	"github.com/nsbox/nsbox/limits"
 	"github.com/nsbox/nsbox/rootfs"
 )
 

@@ -14,9 +14,9 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/agentapi/mcp"
 	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
-	"github.com/nsbox/nsbox/limits"
 )
 
 func mcpCommand() *cli.Command {

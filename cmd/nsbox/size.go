@@ -1,6 +1,6 @@
 package main
 
-import "github.com/nsbox/nsbox/limits"
+import "github.com/nsbox/nsbox/agentapi/limits"
 
 // Sizes on the command line read as in the config file.
 var (

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/daemon/policy"
-	"github.com/nsbox/nsbox/limits"
 
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"

@@ -10,8 +10,8 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/daemon/lang"
-	"github.com/nsbox/nsbox/limits"
 )
 
 // parse reads a TOML config file over cfg and returns every

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/daemon/lang"
-	"github.com/nsbox/nsbox/limits"
 )
 
 // Policy is the part of the configuration that Reconfigure changes while

@@ -5,11 +5,11 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon/egress"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/daemon/lang"
-	"github.com/nsbox/nsbox/limits"
 )
 
 // SessionJob is a validated session request: what the daemon needs to

@@ -14,9 +14,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/container/workspace"
 	"github.com/nsbox/nsbox/daemon/errdefs"
-	"github.com/nsbox/nsbox/limits"
 )
 
 // LimitFlags are the resource flags of exec and session create, one per row
