@@ -36,8 +36,10 @@ type Info struct {
 	// Python runs and sessions, one per rootfs (empty when off).
 	Zygotes []ZygoteInfo `json:"zygotes"`
 
-	// Languages are the run languages of each rootfs: python and bash,
-	// and those the operator declared ([languages.NAME]) for it.
+	// Languages are the run languages of each rootfs, from the daemon's
+	// language registry: python and bash, javascript and typescript where
+	// the rootfs has Node.js (and esbuild), and those the operator
+	// declared ([languages.NAME]) for it.
 	Languages map[string][]string `json:"languages"`
 
 	// Network is what a run may ask for in its network policy: the

@@ -437,7 +437,16 @@ func TestFreezeThaw(t *testing.T) {
 		}
 		return s.CPUUsage
 	}
-	time.Sleep(50 * time.Millisecond)
+	// spins waits until the loop has used d of CPU since from: it runs.
+	spins := func(from, d time.Duration, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); cpu()-from < d; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the busy loop used %v of CPU in 30 s, want %v", what, cpu()-from, d)
+			}
+		}
+	}
+	spins(0, 20*time.Millisecond, "before the freeze")
 	if err := c.Freeze(); err != nil {
 		t.Fatal(err)
 	}
@@ -449,11 +458,7 @@ func TestFreezeThaw(t *testing.T) {
 	if err := c.Thaw(); err != nil {
 		t.Fatal(err)
 	}
-	thawed := cpu()
-	time.Sleep(300 * time.Millisecond)
-	if d := cpu() - thawed; d < 20*time.Millisecond {
-		t.Errorf("a thawed busy loop used only %v of CPU in 300 ms", d)
-	}
+	spins(cpu(), 20*time.Millisecond, "thawed")
 	if err := c.Freeze(); err != nil {
 		t.Fatal(err)
 	}

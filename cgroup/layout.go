@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// V1Controllers are the v1 controllers a Manager uses, in the order they are
+// v1Controllers are the v1 controllers a Manager uses, in the order they are
 // written. cpuset, devices and blkio are deliberately left alone.
 var v1Controllers = [...]string{"memory", "pids", "cpu", "cpuacct", "freezer"}
 

@@ -11,10 +11,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/cgroup"
 	"github.com/nsbox/nsbox/container/internal/cleanup"
 	"github.com/nsbox/nsbox/container/internal/initproc"
 	"github.com/nsbox/nsbox/container/internal/locks"
+	"github.com/nsbox/nsbox/container/internal/mnt"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
@@ -57,7 +59,7 @@ type Engine struct {
 	ro      []string
 	spares  *initproc.Spares
 	spawner *initproc.Spawner // v1: clones inits in their cgroups
-	idmaps  idmaps            // user namespaces of idmapped mounts (mount_linux.go)
+	idmaps  mnt.Cache         // user namespaces of idmapped mounts (container/internal/mnt)
 }
 
 // New prepares an engine: it checks it runs as root, compiles the default
@@ -149,7 +151,7 @@ func (e *Engine) Close() error {
 		e.spawner.Close()
 	}
 	closeCgroups(e.cgroups, e.log)
-	e.idmaps.close()
+	e.idmaps.Close()
 	return e.self.Close()
 }
 
@@ -225,18 +227,8 @@ func (e *Engine) validate(spec *Spec) error {
 	if st, err := os.Stat(filepath.Join(spec.RootfsDir, "workspace")); err != nil || !st.IsDir() {
 		return fmt.Errorf("%w: rootfs %s is not an nsbox rootfs (no /workspace directory)", ErrInvalidSpec, spec.RootfsDir)
 	}
-	l := spec.Limits
-	switch {
-	case l.Timeout < 0, l.MemoryBytes < 0, l.Pids < 0, l.CPUs < 0, l.DiskBytes < 0, l.OutputBytes < 0:
-		return fmt.Errorf("%w: limits must not be negative", ErrInvalidSpec)
-	case l.MemoryBytes != 0 && l.MemoryBytes < 8<<20:
-		return fmt.Errorf("%w: memory limit %d is below 8 MiB", ErrInvalidSpec, l.MemoryBytes)
-	case l.Pids != 0 && l.Pids < 2:
-		return fmt.Errorf("%w: pids limit must be at least 2", ErrInvalidSpec)
-	case l.CPUs != 0 && l.CPUs < 0.01:
-		return fmt.Errorf("%w: cpus must be at least 0.01", ErrInvalidSpec)
-	case l.DiskBytes != 0 && l.DiskBytes < 1<<20:
-		return fmt.Errorf("%w: disk limit is below 1 MiB", ErrInvalidSpec)
+	if key, err := limits.CheckSet(spec.Limits); err != nil {
+		return fmt.Errorf("%w: %s limit: %v", ErrInvalidSpec, key, err)
 	}
 	seen := map[string]bool{}
 	for _, f := range spec.Files {

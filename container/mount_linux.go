@@ -5,13 +5,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
-	"sync"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/container/internal/cleanup"
+	"github.com/nsbox/nsbox/container/internal/mnt"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -80,7 +76,7 @@ func mountNames(ms []Mount) []string {
 }
 
 // openMounts prepares ms for a sandbox whose user is host id owner: first
-// the tmpfs for /mnt that holds their mount points (mntTmpfs), then each
+// the tmpfs for /mnt that holds their mount points (mnt.Tmpfs), then each
 // mount, a detached clone of its source (open_tree OPEN_TREE_CLONE, not
 // recursive: mounts below the source are not carried), idmapped so that
 // the mount's OwnerUID/OwnerGID on disk are owner, nosuid and nodev, and
@@ -97,17 +93,17 @@ func (e *Engine) openMounts(ms []Mount, owner int) (_ []*os.File, err error) {
 		}
 	})
 	defer cu.Clean()
-	tmp, err := mntTmpfs(mountNames(ms))
+	tmp, err := mnt.Tmpfs(mountNames(ms))
 	if err != nil {
 		return nil, err
 	}
 	out = append(out, tmp)
 	for _, m := range ms {
-		ns, err := e.idmaps.get(idmapKey{diskUID: m.OwnerUID, diskGID: m.OwnerGID, host: owner})
+		ns, err := e.idmaps.Get(mnt.Key{DiskUID: m.OwnerUID, DiskGID: m.OwnerGID, Host: owner})
 		if err != nil {
 			return nil, fmt.Errorf("mount %s: %w", m.Target, err)
 		}
-		f, err := cloneIdmapped(m, ns)
+		f, err := mnt.Clone(m.Source, m.Target, m.ReadOnly, m.NoExec, ns)
 		if err != nil {
 			return nil, err
 		}
@@ -117,157 +113,16 @@ func (e *Engine) openMounts(ms []Mount, owner int) (_ []*os.File, err error) {
 	return out, nil
 }
 
-// mntTmpfs makes the tmpfs the sandbox sees at /mnt: a detached mount,
-// made here because a zygote's child cannot create inodes in a filesystem
-// of its own (its root is unmapped in its user namespace), holding one
-// empty directory per name, then made read-only. The sandbox attaches it
-// at /mnt and its mounts on those directories (a read-only mount may
-// still be mounted on).
-func mntTmpfs(names []string) (*os.File, error) {
-	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("fsopen tmpfs for /mnt: %w", err)
-	}
-	defer unix.Close(fsfd)
-	for _, o := range [][2]string{{"size", "4k"}, {"nr_inodes", fmt.Sprint(len(names) + 2)}, {"mode", "0755"}} {
-		if err := unix.FsconfigSetString(fsfd, o[0], o[1]); err != nil {
-			return nil, fmt.Errorf("tmpfs for /mnt: %s=%s: %w", o[0], o[1], err)
-		}
-	}
-	if err := unix.FsconfigCreate(fsfd); err != nil {
-		return nil, fmt.Errorf("tmpfs for /mnt: %w", err)
-	}
-	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("fsmount tmpfs for /mnt: %w", err)
-	}
-	f := os.NewFile(uintptr(mfd), "mount:/mnt")
-	for _, n := range names {
-		if err := unix.Mkdirat(mfd, n, 0o755); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("mkdir /mnt/%s: %w", n, err)
-		}
-	}
-	if err := unix.MountSetattr(mfd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("make the tmpfs for /mnt read-only: %w", err)
-	}
-	return f, nil
-}
-
-func cloneIdmapped(m Mount, ns *os.File) (*os.File, error) {
-	fd, err := unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("mount %s: open_tree %s: %w", m.Target, m.Source, err)
-	}
-	attr := unix.MountAttr{
-		Attr_set:  unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
-		Userns_fd: uint64(ns.Fd()),
-	}
-	if m.ReadOnly {
-		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
-	}
-	if m.NoExec {
-		attr.Attr_set |= unix.MOUNT_ATTR_NOEXEC
-	}
-	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("mount %s: idmap %s (does its filesystem support idmapped mounts?): %w", m.Target, m.Source, err)
-	}
-	return os.NewFile(uintptr(fd), "mount:"+m.Target), nil
-}
-
-// idmapKey names one idmap user namespace: on-disk ids to a host id.
-type idmapKey struct{ diskUID, diskGID, host int }
-
-// idmaps caches the user namespaces of idmapped mounts: making one forks
-// a process (about a millisecond), and a host id keeps its sandbox user
-// for the engine's life. The cache is bounded; a full one is emptied.
-type idmaps struct {
-	mu sync.Mutex
-	m  map[idmapKey]*os.File
-}
-
-// maxIdmaps bounds the cache (one fd each).
-const maxIdmaps = 1024
-
-func (c *idmaps) get(k idmapKey) (*os.File, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if f, ok := c.m[k]; ok {
-		return f, nil
-	}
-	if c.m == nil || len(c.m) >= maxIdmaps {
-		c.closeLocked()
-		c.m = map[idmapKey]*os.File{}
-	}
-	f, err := newIdmap(k)
-	if err != nil {
-		return nil, err
-	}
-	c.m[k] = f
-	return f, nil
-}
-
-func (c *idmaps) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closeLocked()
-}
-
-func (c *idmaps) closeLocked() {
-	for _, f := range c.m {
-		f.Close()
-	}
-	c.m = nil
-}
-
-// newIdmap makes a user namespace whose maps send k's on-disk uid and gid
-// to its host id, and returns its nsfs fd; nothing ever runs in it. As
-// containerd does (mount.getUsernsFD), a process is started in a new user
-// namespace with PTRACE_TRACEME, so it stops at its exec before running a
-// single instruction of the binary; its namespace is opened and it is
-// killed. The namespace lives on as long as the fd.
-func newIdmap(k idmapKey) (*os.File, error) {
-	// The tracer is the forking thread; keep it for the kill and reap.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	uids := []syscall.SysProcIDMap{{ContainerID: k.diskUID, HostID: k.host, Size: 1}}
-	gids := []syscall.SysProcIDMap{{ContainerID: k.diskGID, HostID: k.host, Size: 1}}
-	p, err := os.StartProcess("/proc/self/exe", []string{"nsbox-idmap"}, &os.ProcAttr{
-		Env: []string{},
-		Sys: &syscall.SysProcAttr{
-			Cloneflags:  syscall.CLONE_NEWUSER,
-			UidMappings: uids,
-			GidMappings: gids,
-			Ptrace:      true,
-			Pdeathsig:   syscall.SIGKILL,
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("idmap user namespace: %w", err)
-	}
-	defer func() {
-		p.Kill()
-		p.Wait()
-	}()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", p.Pid))
-	if err != nil {
-		return nil, fmt.Errorf("idmap user namespace: %w", err)
-	}
-	return f, nil
-}
-
 // IdmapSupported reports whether dir can be mounted in sandboxes (its
 // filesystem takes idmapped mounts on this kernel: ext4, xfs, btrfs from
 // Linux 5.12, tmpfs from 6.3), by making, and dropping, one such mount.
 func IdmapSupported(dir string) error {
-	ns, err := newIdmap(idmapKey{diskUID: 0, diskGID: 0, host: 65534})
+	ns, err := mnt.NewUserns(mnt.Key{DiskUID: 0, DiskGID: 0, Host: 65534})
 	if err != nil {
 		return err
 	}
 	defer ns.Close()
-	f, err := cloneIdmapped(Mount{Source: dir, Target: "/mnt/probe"}, ns)
+	f, err := mnt.Clone(dir, "/mnt/probe", false, false, ns)
 	if err != nil {
 		return err
 	}

@@ -197,46 +197,6 @@ func BenchmarkStartWithMount(b *testing.B) {
 	}
 }
 
-// BenchmarkIdmapParts: what one mount costs host-side: making an idmap
-// user namespace (done once per on-disk owner and host id, then cached),
-// and cloning and idmapping the directory (done for every sandbox).
-func BenchmarkIdmapParts(b *testing.B) {
-	testenv.RequireRoot(b)
-	src := b.TempDir()
-	b.Run("new-userns", func(b *testing.B) {
-		for b.Loop() {
-			f, err := newIdmap(idmapKey{diskUID: diskOwner, diskGID: diskOwner, host: 0x50000001})
-			if err != nil {
-				b.Fatal(err)
-			}
-			f.Close()
-		}
-	})
-	ns, err := newIdmap(idmapKey{diskUID: diskOwner, diskGID: diskOwner, host: 0x50000001})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ns.Close()
-	b.Run("clone-and-idmap", func(b *testing.B) {
-		for b.Loop() {
-			f, err := cloneIdmapped(Mount{Source: src, Target: "/mnt/x", ReadOnly: true}, ns)
-			if err != nil {
-				b.Fatal(err)
-			}
-			f.Close()
-		}
-	})
-	b.Run("mnt-tmpfs", func(b *testing.B) {
-		for b.Loop() {
-			f, err := mntTmpfs([]string{"a", "b"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			f.Close()
-		}
-	})
-}
-
 // FuzzMountName: whatever a request says, a target that passes is
 // exactly /mnt/NAME with NAME one plain path element.
 func FuzzMountName(f *testing.F) {

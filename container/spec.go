@@ -1,10 +1,9 @@
 package container
 
 import (
-	"cmp"
 	"io"
-	"time"
 
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/container/internal/runenv"
 	"github.com/nsbox/nsbox/seccomp"
 )
@@ -91,42 +90,12 @@ type File struct {
 	Mode uint32 // permission bits; 0 means 0644
 }
 
-// Limits bound the resources of one run.
-type Limits struct {
-	Timeout     time.Duration
-	MemoryBytes int64
-	Pids        int64
-	CPUs        float64
-	DiskBytes   int64 // size of /workspace; /tmp and /dev/shm get the same cap each
-	OutputBytes int64 // per stream (stdout, stderr)
-}
+// Limits bound the resources of one run: the row values of the one limits
+// table (package limits), which also has their minimums and defaults.
+type Limits = limits.Set
 
 // DefaultLimits are applied to zero fields of a Spec's Limits.
-func DefaultLimits() Limits {
-	return Limits{
-		Timeout:     30 * time.Second,
-		MemoryBytes: 512 << 20,
-		Pids:        64,
-		CPUs:        1,
-		DiskBytes:   256 << 20,
-		OutputBytes: 1 << 20,
-	}
-}
-
-// WithDefaults returns l with zero fields filled from DefaultLimits.
-func (l Limits) WithDefaults() Limits { return l.Or(DefaultLimits()) }
-
-// Or returns l with its zero fields taken from base: the one place that
-// fills absent limits (defaults, profiles, pools).
-func (l Limits) Or(base Limits) Limits {
-	l.Timeout = cmp.Or(l.Timeout, base.Timeout)
-	l.MemoryBytes = cmp.Or(l.MemoryBytes, base.MemoryBytes)
-	l.Pids = cmp.Or(l.Pids, base.Pids)
-	l.CPUs = cmp.Or(l.CPUs, base.CPUs)
-	l.DiskBytes = cmp.Or(l.DiskBytes, base.DiskBytes)
-	l.OutputBytes = cmp.Or(l.OutputBytes, base.OutputBytes)
-	return l
-}
+func DefaultLimits() Limits { return limits.Defaults() }
 
 // ValidEnvKey reports whether k is a usable environment variable name.
 func ValidEnvKey(k string) error { return runenv.ValidKey(k) }

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/container/internal/cleanup"
 	"github.com/nsbox/nsbox/container/internal/locks"
 	"github.com/nsbox/nsbox/container/internal/output"
@@ -162,7 +163,7 @@ func (e *Engine) StartZygote(ctx context.Context, cfg ZygoteConfig) (_ *Zygote, 
 			MemoryBytes: cfg.MemoryBytes,
 			Pids:        int64(cfg.Children) + 16,
 			CPUs:        float64(runtime.NumCPU()),
-			DiskBytes:   1 << 20,
+			DiskBytes:   minDisk(), // the zygote writes nothing
 		},
 		Control:      true,
 		StreamOutput: true,
@@ -380,4 +381,10 @@ func (z *Zygote) serve() {
 		}
 		z.sb.Kill(StatusError)
 	}
+}
+
+// minDisk is the least /workspace the limits table allows.
+func minDisk() int64 {
+	r, _ := limits.Lookup("disk")
+	return int64(r.Min)
 }

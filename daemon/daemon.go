@@ -13,13 +13,16 @@ import (
 	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/clock"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/session"
 )
 
-// Runner runs one sandbox to its end; *container.Engine and *zygote.Set
-// implement it.
-type Runner interface {
+// Engine runs one sandbox to its end (an argv run, or code as its
+// language's one-shot program); *container.Engine and *zygote.Set
+// implement it. (A runner, container/runner, is an interpreter serving
+// cells in a sandbox the Starter started.)
+type Engine interface {
 	Run(ctx context.Context, spec container.Spec) (*container.Result, error)
 }
 
@@ -31,13 +34,14 @@ type RootfsStore interface {
 	List() ([]string, error)
 }
 
-// Config configures a Daemon. Runner and Rootfs are required.
+// Config configures a Daemon. Engine and Rootfs are required.
 type Config struct {
-	Runner Runner
-	// Starter starts long-lived sandboxes: Python runs go through the
-	// runner on one, and sessions need it. *container.Engine and
-	// *zygote.Set implement it. Nil: Python runs are `python3 -c` argv
-	// runs and sessions are refused.
+	Engine Engine
+	// Starter starts long-lived sandboxes: runs of a language with a
+	// runner kind (daemon/lang) go through a runner on one, and sessions
+	// need it. *container.Engine and *zygote.Set implement it. Nil: code
+	// runs as its language's one-shot program (`python3 -c`) and sessions
+	// are refused.
 	Starter runner.Starter
 	Rootfs  RootfsStore
 	Logger  *slog.Logger // nil discards
@@ -72,6 +76,9 @@ type Config struct {
 	Volumes Volumes
 	// Datasets are the operator's read-only host datasets, by name.
 	Datasets []Dataset
+	// Clock times session lifetimes, idle timeouts and park retention
+	// (nil: the real clock; tests move a fake one).
+	Clock clock.Clock
 }
 
 // Daemon is the transport-independent core: it admits, validates and runs
@@ -105,12 +112,13 @@ type Daemon struct {
 
 // New checks cfg and returns a Daemon.
 func New(cfg Config) (*Daemon, error) {
-	if cfg.Runner == nil || cfg.Rootfs == nil {
-		return nil, errors.New("daemon: Config.Runner and Config.Rootfs are required")
+	if cfg.Engine == nil || cfg.Rootfs == nil {
+		return nil, errors.New("daemon: Config.Engine and Config.Rootfs are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.MaxConcurrent <= 0 {
 		cfg.MaxConcurrent = runtime.NumCPU()
 	}
@@ -128,7 +136,7 @@ func New(cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol.Builtins = d.builtins
+	pol.RootfsDir = d.rootfsDir
 	d.pol.Store(pol)
 	d.metrics.gauges(d.adm)
 	d.egressMetrics = newEgressMetrics(d.metrics.reg)
@@ -155,10 +163,11 @@ func New(cfg Config) (*Daemon, error) {
 			OnEnd:              func(st runner.Status) { d.metrics.sessionsEnded.WithLabelValues(string(st)).Inc() },
 			Take:               d.takeForSession,
 			Park:               d.parkIdle,
+			Clock:              cfg.Clock,
 		})
 		d.metrics.registerSessions(d.sessions)
 		if cfg.ParkDir != "" {
-			if d.parked, err = openParkStore(cfg.ParkDir, d.log.With("component", "park")); err != nil {
+			if d.parked, err = openParkStore(cfg.ParkDir, d.log.With("component", "park"), cfg.Clock); err != nil {
 				return nil, err
 			}
 		}
@@ -174,7 +183,7 @@ func (d *Daemon) Reconfigure(p policy.Policy) error {
 	if err != nil {
 		return err
 	}
-	pol.Builtins = d.builtins
+	pol.RootfsDir = d.rootfsDir
 	d.pol.Store(pol)
 	if d.sessions != nil {
 		d.sessions.SetLimits(pol.Sessions.Max, pol.Sessions.IdleTimeout, pol.Sessions.MaxLifetime)

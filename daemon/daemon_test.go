@@ -13,9 +13,11 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/session"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/daemon/policy"
+	"github.com/nsbox/nsbox/daemon/volume"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -81,7 +83,7 @@ func newTestDaemon(t *testing.T, r *fakeRunner, mod func(*Config)) (*Daemon, *fa
 		r = &fakeRunner{}
 	}
 	store := &fakeStore{dirs: map[string]string{"default": t.TempDir(), "other": t.TempDir()}}
-	cfg := Config{Runner: r, Rootfs: store, MaxConcurrent: 2}
+	cfg := Config{Engine: r, Rootfs: store, MaxConcurrent: 2}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -189,7 +191,7 @@ func TestErrorClasses(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			for _, c := range []error{errdefs.ErrInvalidArgument, errdefs.ErrNotFound, errdefs.ErrConflict, errdefs.ErrTooLarge, errdefs.ErrExhausted, errdefs.ErrUnavailable} {
+			for _, c := range errdefs.Classes() {
 				if errors.Is(err, c) != (c == tc.class) {
 					t.Errorf("%v: errors.Is(%v) = %v", err, c, !(c == tc.class))
 				}
@@ -212,7 +214,19 @@ func TestClassify(t *testing.T) {
 		{session.ErrNotFound, errdefs.ErrNotFound},
 		{container.ErrNotExist, errdefs.ErrNotFound},
 		{session.ErrTooMany, errdefs.ErrExhausted},
-		{session.ErrDead, errdefs.ErrConflict},
+		{session.ErrDead, errdefs.ErrSessionDead},
+		{session.ErrBusy, errdefs.ErrSessionBusy},
+		{session.ErrNoProcesses, errdefs.ErrInvalidArgument},
+		{container.ErrExist, errdefs.ErrExists},
+		{container.ErrFull, errdefs.ErrNoSpace},
+		{runner.ErrState, errdefs.ErrInvalidArgument},
+		{fmt.Errorf("%w: %w", runner.ErrState, runner.ErrStateTooLarge), errdefs.ErrTooLarge},
+		{volume.ErrNotFound, errdefs.ErrNotFound},
+		{volume.ErrExists, errdefs.ErrExists},
+		{volume.ErrInUse, errdefs.ErrInUse},
+		{volume.ErrInvalid, errdefs.ErrInvalidArgument},
+		{volume.ErrNoSpace, errdefs.ErrNoSpace},
+		{volume.ErrNoTools, errdefs.ErrUnavailable},
 		{session.ErrClosed, errdefs.ErrUnavailable},
 		{container.ErrInvalidPath, errdefs.ErrInvalidArgument},
 		{container.ErrNotRegular, errdefs.ErrInvalidArgument},
@@ -223,6 +237,11 @@ func TestClassify(t *testing.T) {
 		got := classify(wrapped)
 		if !errors.Is(got, tc.class) || !errors.Is(got, tc.err) || !strings.Contains(got.Error(), "context: ") {
 			t.Errorf("classify(%v) = %v: want both %v and %v, message kept", wrapped, got, tc.err, tc.class)
+		}
+		for _, c := range errdefs.Classes() {
+			if c != tc.class && errors.Is(got, c) {
+				t.Errorf("classify(%v) is also of class %v", wrapped, c)
+			}
 		}
 	}
 	if err := errors.New("x"); classify(err) != err || classify(nil) != nil {

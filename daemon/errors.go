@@ -8,6 +8,7 @@ import (
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/session"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/volume"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -28,44 +29,58 @@ var (
 // Fork and park errors.
 var (
 	// ErrParked: the session is parked; it has no sandbox until revived.
-	ErrParked = errdefs.New(errdefs.ErrConflict, "the session is parked: an exec or POST /v1/sessions/{id}/revive revives it")
+	ErrParked = errdefs.New(errdefs.ErrSessionParked, "the session is parked: an exec or POST /v1/sessions/{id}/revive revives it")
 	// ErrNotCarriable: the session was not made through the daemon's
 	// session path, so it cannot be made again.
 	ErrNotCarriable = errdefs.New(errdefs.ErrInvalidArgument, "this session cannot be forked or parked")
 )
 
-// classify gives the engine's, the sessions' and the store's errors their
-// class. It is the one place that knows those packages' sentinels.
+// classify gives the engine's, the sessions', the runners' and the
+// volume store's errors their class. It is the one place that knows
+// those packages' sentinels.
 func classify(err error) error {
 	var class error
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, session.ErrNotFound), errors.Is(err, container.ErrNotExist):
+	case errors.Is(err, session.ErrNotFound), errors.Is(err, container.ErrNotExist), errors.Is(err, volume.ErrNotFound):
 		class = errdefs.ErrNotFound
 	case errors.Is(err, session.ErrTooMany):
 		class = errdefs.ErrExhausted
-	case errors.Is(err, session.ErrDead), errors.Is(err, session.ErrBusy), errors.Is(err, session.ErrNoProcesses):
-		class = errdefs.ErrConflict
+	case errors.Is(err, session.ErrDead):
+		class = errdefs.ErrSessionDead
+	case errors.Is(err, session.ErrBusy):
+		class = errdefs.ErrSessionBusy
 	case errors.Is(err, session.ErrClosed):
 		return fmt.Errorf("%w: %w", err, ErrShuttingDown)
 	case errors.Is(err, container.ErrInvalidSpec), errors.Is(err, container.ErrInvalidPath),
-		errors.Is(err, container.ErrNotRegular), errors.Is(err, rootfs.ErrNotFound):
+		errors.Is(err, container.ErrNotRegular), errors.Is(err, rootfs.ErrNotFound),
+		errors.Is(err, volume.ErrInvalid):
+		class = errdefs.ErrInvalidArgument
+	case errors.Is(err, session.ErrNoProcesses):
+		// A session made without processes: the request, not the
+		// session's state, is what to change.
 		class = errdefs.ErrInvalidArgument
 	case errors.Is(err, container.ErrTooLarge):
 		class = errdefs.ErrTooLarge
-	case errors.Is(err, container.ErrFull):
+	case errors.Is(err, container.ErrFull), errors.Is(err, volume.ErrNoSpace):
 		class = errdefs.ErrNoSpace
-	case errors.Is(err, container.ErrExist):
-		class = errdefs.ErrConflict
+	case errors.Is(err, container.ErrExist), errors.Is(err, volume.ErrExists):
+		class = errdefs.ErrExists
+	case errors.Is(err, volume.ErrInUse):
+		class = errdefs.ErrInUse
+	case errors.Is(err, volume.ErrNoTools):
+		class = errdefs.ErrUnavailable
 	case errors.Is(err, session.ErrNotPython):
 		class = errdefs.ErrInvalidArgument
 	case errors.Is(err, runner.ErrStateTooLarge):
 		class = errdefs.ErrTooLarge
 	case errors.Is(err, runner.ErrState):
-		// Interrupted (its pickling outlived the exec timeout), or a blob
-		// a runner refused.
-		class = errdefs.ErrConflict
+		// The session's own state refused to be carried: its pickling
+		// (user code, __reduce__) raised or outlived the exec timeout.
+		// The session it came from lives on; the same call fails again
+		// until the state or the timeout changes, as a bad argument does.
+		class = errdefs.ErrInvalidArgument
 	case errors.Is(err, container.ErrNotDir), errors.Is(err, session.ErrLifetime):
 		class = errdefs.ErrInvalidArgument
 	default:

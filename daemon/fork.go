@@ -12,6 +12,7 @@ import (
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/session"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/lang"
 )
 
 // ErrTooManyBranches: a fork needs more session slots than are free.
@@ -55,7 +56,7 @@ func (d *Daemon) ForkSessionWith(ctx context.Context, id string, fo ForkOptions)
 	}
 	// Checked before the parent's state is taken, as each branch's
 	// creation would check it after.
-	if err := checkLifetime(d.pol.Load(), fo.Lifetime.Milliseconds()); err != nil {
+	if err := d.pol.Load().CheckLifetime(fo.Lifetime.Milliseconds()); err != nil {
 		return nil, err
 	}
 	if err := d.admit(); err != nil {
@@ -101,7 +102,7 @@ func (d *Daemon) carriable(ctx context.Context, id string) (*session.Session, *o
 	if o == nil {
 		return nil, nil, fmt.Errorf("session %s: %w", id, ErrNotCarriable)
 	}
-	if o.Request.Language != "" && o.Request.Language != agentapi.LanguagePython {
+	if l, ok := lang.Builtin(o.Request.Language); o.Request.Language != "" && (!ok || !l.Carriable()) {
 		return nil, nil, errdefs.Field("language", "%q: fork and park are for Python sessions", o.Request.Language)
 	}
 	return sess, o, nil

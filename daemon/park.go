@@ -73,7 +73,7 @@ func (d *Daemon) park(ctx context.Context, sess *session.Session, o *origin) (*a
 	info := sess.Info()
 	var out agentapi.Session
 	err := sess.Capture(ctx, stateCap(info.Limits), func(st *runner.State, ws *container.Workspace) error {
-		now := time.Now()
+		now := d.cfg.Clock.Now()
 		wire := d.wireSession(info)
 		// The lifetime stops while parked: a revive gets what is left,
 		// or, parked by the end of it (lifetime_action "park"), the
@@ -140,7 +140,7 @@ func (d *Daemon) revive(ctx context.Context, p *parked) (*agentapi.CarriedSessio
 		return &agentapi.CarriedSession{Session: d.wireSession(sess.Info()), NotCarried: []agentapi.NotCarried{}}, nil
 	}
 	left := p.lifetimeLeft()
-	if left <= 0 || time.Now().After(p.rec.Expires) {
+	if left <= 0 || d.cfg.Clock.Now().After(p.rec.Expires) {
 		d.parked.remove(p)
 		return nil, fmt.Errorf("session %s: %w", id, ErrParkExpired)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/clock"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -64,7 +65,7 @@ type parked struct {
 	// gone: revived, deleted or expired (its files removed).
 	gone bool
 	// expiry removes it at rec.Expires.
-	expiry *time.Timer
+	expiry clock.Timer
 }
 
 // lifetimeLeft is what a revive of p gets of its lifetime.
@@ -92,8 +93,9 @@ func (p *parked) wire() agentapi.Session {
 
 // parkStore holds the parked sessions of a daemon.
 type parkStore struct {
-	dir string
-	log *slog.Logger
+	dir   string
+	log   *slog.Logger
+	clock clock.Clock
 
 	mu   sync.Mutex
 	recs map[string]*parked
@@ -102,14 +104,14 @@ type parkStore struct {
 // openParkStore makes dir (0700) and loads the sessions parked in it; a
 // temp directory of an interrupted park is removed, and so is a session
 // whose lifetime ended.
-func openParkStore(dir string, log *slog.Logger) (*parkStore, error) {
+func openParkStore(dir string, log *slog.Logger, clk clock.Clock) (*parkStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("parked sessions: %w", err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("parked sessions: %w", err)
 	}
-	s := &parkStore{dir: dir, log: log, recs: map[string]*parked{}}
+	s := &parkStore{dir: dir, log: log, clock: clk, recs: map[string]*parked{}}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("parked sessions: %w", err)
@@ -137,7 +139,7 @@ func openParkStore(dir string, log *slog.Logger) (*parkStore, error) {
 			continue
 		}
 		ps := &parked{dir: p, rec: rec}
-		if time.Now().After(rec.Expires) {
+		if s.clock.Now().After(rec.Expires) {
 			log.Info("a parked session's retention ended while the daemon was down; removing it", "session", rec.Session.ID)
 			_ = os.RemoveAll(p)
 			continue
@@ -178,7 +180,7 @@ func (s *parkStore) used() int64 {
 // expireAt removes p at its rec.Expires, unless it is gone by then: a
 // parked session costs only disk, but not for ever.
 func (s *parkStore) expireAt(p *parked) {
-	p.expiry = time.AfterFunc(time.Until(p.rec.Expires), func() {
+	p.expiry = s.clock.AfterFunc(p.rec.Expires.Sub(s.clock.Now()), func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if !p.gone {
@@ -345,7 +347,6 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// mapDiskErr makes a full disk the park's ErrParkFull class (507).
 // diskReserve is what a park leaves free on the state directory's disk:
 // a twentieth of the filesystem, at most 1 GiB, for the host's own use.
 func diskReserve(st *unix.Statfs_t) int64 {
@@ -367,6 +368,7 @@ func diskRoom(dir string, need int64) error {
 	return nil
 }
 
+// mapDiskErr makes a full disk the park's ErrParkFull class (507).
 func mapDiskErr(err error) error {
 	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 		return fmt.Errorf("%w: the state directory's disk is full (%v)", ErrParkFull, err)

@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container/clock"
+	"github.com/nsbox/nsbox/container/clock/clocktest"
 )
 
 // TestOpenParkStore: at start the store loads complete parks, removes the
@@ -43,7 +45,7 @@ func TestOpenParkStore(t *testing.T) {
 	write("broken", nil)
 	write("renamed", rec("other", time.Now().Add(time.Hour)))
 
-	s, err := openParkStore(dir, slog.New(slog.DiscardHandler))
+	s, err := openParkStore(dir, slog.New(slog.DiscardHandler), clock.Real)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +62,37 @@ func TestOpenParkStore(t *testing.T) {
 	}
 	if p := s.get("live"); p.wire().State != agentapi.SessionParked || p.wire().ParkedAt == nil {
 		t.Errorf("wire: %+v", p.wire())
+	}
+}
+
+// TestParkRetentionEnds: a parked session is removed, files and all, when
+// its retention ends, and not before.
+func TestParkRetentionEnds(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	clk := clocktest.New(time.Now())
+	rec := parkRecord{Version: parkVersion, Session: agentapi.Session{ID: "kept"}, ParkedAt: clk.Now(), Expires: clk.Now().Add(4 * time.Second)}
+	b, _ := json.Marshal(rec)
+	if err := os.MkdirAll(filepath.Join(dir, "kept"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kept", parkRecordF), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := openParkStore(dir, slog.New(slog.DiscardHandler), clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	clk.Advance(4*time.Second - time.Millisecond)
+	if s.get("kept") == nil {
+		t.Fatal("removed 1 ms before its retention ends")
+	}
+	clk.Advance(time.Millisecond) // the expiry timer removes it before Advance returns
+	if s.get("kept") != nil {
+		t.Fatal("still listed at the end of its retention")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kept")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("its files at the end of its retention: %v, want them removed", err)
 	}
 }
 

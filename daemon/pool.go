@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nsbox/nsbox/daemon/lang"
 	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,11 +25,11 @@ type Pool interface {
 }
 
 // takePooled takes a warm runner for a Python run, or returns nil.
-func (d *Daemon) takePooled(rootfs string, spec container.Spec, lang runner.Language) *pool.Taken {
+func (d *Daemon) takePooled(rootfs string, spec container.Spec, kind runner.Language) *pool.Taken {
 	if d.cfg.Pool == nil {
 		return nil
 	}
-	return d.cfg.Pool.Take(pool.Key{Rootfs: rootfs, RootfsDir: spec.RootfsDir, Limits: spec.Limits, Env: spec.Env, Stdin: spec.Stdin != nil, Language: lang})
+	return d.cfg.Pool.Take(pool.Key{Rootfs: rootfs, RootfsDir: spec.RootfsDir, Limits: spec.Limits, Env: spec.Env, Stdin: spec.Stdin != nil, Language: kind})
 }
 
 // takeForSession is session.Config.Take.
@@ -36,7 +37,7 @@ func (d *Daemon) takeForSession(opts session.Options) *runner.Runner {
 	if d.cfg.Pool == nil {
 		return nil
 	}
-	tk := d.cfg.Pool.Take(pool.Key{Rootfs: opts.Rootfs, RootfsDir: opts.RootfsDir, Limits: opts.Limits, Env: opts.Env, Language: opts.Language})
+	tk := d.cfg.Pool.Take(pool.Key{Rootfs: opts.Rootfs, RootfsDir: opts.RootfsDir, Limits: opts.Limits, Env: opts.Env, Language: opts.Runner})
 	if tk == nil {
 		return nil
 	}
@@ -50,12 +51,8 @@ func (d *Daemon) poolInfo() []agentapi.PoolInfo {
 		return out
 	}
 	for _, st := range d.cfg.Pool.Stats() {
-		lang := agentapi.LanguagePython
-		if st.Language == runner.JavaScript {
-			lang = agentapi.LanguageJavaScript
-		}
 		pi := agentapi.PoolInfo{
-			Name: st.Name, Rootfs: st.Rootfs, Language: lang, Limits: policy.WireLimits(st.Limits), Preimport: st.Preimport, Skipped: st.Skipped,
+			Name: st.Name, Rootfs: st.Rootfs, Language: lang.OfRunner(st.Language).Name, Limits: policy.WireLimits(st.Limits), Preimport: st.Preimport, Skipped: st.Skipped,
 			Size: st.Size, Ready: st.Ready, Spawning: st.Spawning, Forked: st.Forked,
 			Hits: st.Hits, Misses: st.Misses, Discarded: st.Discarded, Replaced: st.Replaced, Failures: st.Failures, LastError: st.LastError,
 			Refills: st.Refills, LastRefillMs: ms(st.LastRefill),

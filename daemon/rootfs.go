@@ -3,10 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
-	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 
 	"github.com/nsbox/nsbox/rootfs"
@@ -57,28 +54,12 @@ func (s Store) Dir(name string) (string, error) {
 	return r.Dir, nil
 }
 
-// builtins lists the built-in languages beyond python and bash that
-// rootfs has the programs for: javascript with node, typescript with node
-// and esbuild. policy.Rules.Builtins.
-func (d *Daemon) builtins(rootfs string) []string {
+// rootfsDir is policy.Rules.RootfsDir: the tree of a rootfs, where the
+// language registry looks for what a language needs (daemon/lang).
+func (d *Daemon) rootfsDir(name string) (string, error) {
 	ds, ok := d.cfg.Rootfs.(interface{ Dir(string) (string, error) })
 	if !ok {
-		return nil
+		return "", errors.New("the rootfs store does not show its trees")
 	}
-	dir, err := ds.Dir(rootfs)
-	if err != nil || !hasFile(dir, "usr/bin/node") {
-		return nil
-	}
-	out := []string{agentapi.LanguageJavaScript}
-	if hasFile(dir, "usr/bin/esbuild") {
-		out = append(out, agentapi.LanguageTypeScript)
-	}
-	return out
-}
-
-// hasFile reports whether rel exists in the tree at dir (a symlink counts;
-// it is not followed).
-func hasFile(dir, rel string) bool {
-	_, err := os.Lstat(filepath.Join(dir, rel))
-	return err == nil
+	return ds.Dir(name)
 }

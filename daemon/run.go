@@ -11,7 +11,6 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon/errdefs"
-	"github.com/nsbox/nsbox/daemon/policy"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
@@ -55,10 +54,13 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		d.metrics.runs.WithLabelValues("invalid").Inc()
 		return nil, err
 	}
-	viaRunner := d.cfg.Starter != nil && (j.Language == agentapi.LanguagePython || policy.IsNode(j.Language)) && opts.Seccomp == nil
-	if j.Language == agentapi.LanguageTypeScript && !viaRunner {
+	// Code of a language with a runner kind goes to a runner; an argv run,
+	// or code whose language has none, to the engine.
+	viaRunner := d.cfg.Starter != nil && j.Lang != nil && j.Lang.Runner != "" && opts.Seccomp == nil
+	if j.Lang != nil && !viaRunner && !j.Lang.HasOneShot() {
 		d.metrics.runs.WithLabelValues("invalid").Inc()
-		return nil, errdefs.Field("language", "typescript needs the Node runner, and this run goes to the engine directly (a custom seccomp filter, or no runner); run it as javascript, or without the custom filter")
+		return nil, errdefs.Field("language", "%s needs its runner (%s), and this run goes to the engine directly (a custom seccomp filter, or no runner); run it without the custom filter",
+			j.Language, j.Lang.Runner)
 	}
 	if j.AllowedImports != nil && !viaRunner {
 		d.metrics.runs.WithLabelValues("invalid").Inc()
@@ -101,7 +103,12 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	// a Python run's teardown gets a teardown token (tearDown).
 	done := func() { releaseRootfs(); release() }
 
-	spec := j.Spec(id, dir)
+	var spec container.Spec
+	if viaRunner {
+		spec = j.CellSpec(id, dir)
+	} else {
+		spec = j.Spec(id, dir)
+	}
 	spec.Mounts = mounts
 	spec.Seccomp = opts.Seccomp
 	switch {
@@ -118,7 +125,11 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	if opts.OnStart != nil {
 		opts.OnStart(id)
 	}
-	log.Info("run started", append(callerAttrs(ctx), "argv0", spec.Argv[0], "rootfs", j.Rootfs, "queue_wait", time.Since(queued))...)
+	what := []any{"language", j.Language}
+	if j.Lang == nil || !viaRunner {
+		what = []any{"argv0", spec.Argv[0]}
+	}
+	log.Info("run started", append(append(callerAttrs(ctx), what...), "rootfs", j.Rootfs, "queue_wait", time.Since(queued))...)
 	started := time.Now()
 
 	var (
@@ -126,7 +137,7 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		closeLate func()
 	)
 	if viaRunner {
-		out, closeLate, err = d.runPython(ctx, spec, j, opts)
+		out, closeLate, err = d.runCell(ctx, spec, j, opts)
 	} else {
 		if opts.OnStdout != nil {
 			spec.Stdout = funcWriter(opts.OnStdout)
@@ -135,7 +146,7 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 			spec.Stderr = funcWriter(opts.OnStderr)
 		}
 		var res *container.Result
-		if res, err = d.cfg.Runner.Run(ctx, spec); err == nil {
+		if res, err = d.cfg.Engine.Run(ctx, spec); err == nil {
 			out = wireResult(res, id)
 		}
 	}

@@ -7,26 +7,13 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/policy"
 )
-
-// validContext checks a context name: it is shown in tracebacks
-// ("<cell NAME:N>") and logs, so it stays short and plain.
-func validContext(name string) error {
-	if len(name) > 64 {
-		return errdefs.Field("context", "longer than 64 characters")
-	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return errdefs.Field("context", "%q: use letters, digits, '-', '_' and '.'", name)
-		}
-	}
-	return nil
-}
 
 // DropContext forgets a context of a session's interpreter and its
 // variables; "" empties the default one. An unknown name is no error.
 func (d *Daemon) DropContext(ctx context.Context, id, name string) error {
-	if err := validContext(name); err != nil {
+	if err := policy.ValidContext(name); err != nil {
 		return err
 	}
 	sess, err := d.session(ctx, id)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/daemon/policy"
@@ -57,68 +56,11 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	if d.sessions == nil {
 		return nil, ErrNoSessions
 	}
-	if req.IdleTimeoutMs < 0 {
-		return nil, errdefs.Field("idle_timeout_ms", "must not be negative")
-	}
-	pol := d.pol.Load()
-	if err := checkLifetime(pol, req.LifetimeMs); err != nil {
-		return nil, err
-	}
-	if req.AllowedImports != nil {
-		if err := policy.ValidImports(req.AllowedImports); err != nil {
-			return nil, err
-		}
-	}
-	idleAction := req.IdleAction
-	switch idleAction {
-	case "":
-		idleAction = pol.Sessions.IdleAction
-	case policy.IdleEnd, policy.IdlePause, policy.IdlePark:
-	default:
-		return nil, errdefs.Field("idle_action", "%q: use %q, %q or %q", idleAction, policy.IdleEnd, policy.IdlePause, policy.IdlePark)
-	}
-	// The run validator checks rootfs, language, limits, env and files
-	// the same way.
-	language := req.Language
-	if language == "" {
-		language = agentapi.LanguagePython
-	}
-	switch {
-	case language == agentapi.LanguagePython || policy.IsNode(language):
-	default:
-		return nil, errdefs.Field("language", "%q: a session runs python, javascript or typescript", req.Language)
-	}
-	if idleAction == policy.IdlePark {
-		switch {
-		case language != agentapi.LanguagePython && req.IdleAction == policy.IdlePark:
-			return nil, errdefs.Field("idle_action", "%q: fork and park are for Python sessions", idleAction)
-		case language != agentapi.LanguagePython: // the daemon's default: a Node session ends
-			idleAction = policy.IdleEnd
-		case d.parked == nil:
-			return nil, errdefs.Field("idle_action", "%q: this daemon cannot park sessions (it has no state directory)", idleAction)
-		}
-	}
-	switch req.LifetimeAction {
-	case "", policy.IdleEnd:
-	case policy.IdlePark:
-		switch {
-		case language != agentapi.LanguagePython:
-			return nil, errdefs.Field("lifetime_action", "%q: fork and park are for Python sessions", req.LifetimeAction)
-		case d.parked == nil:
-			return nil, errdefs.Field("lifetime_action", "%q: this daemon cannot park sessions (it has no state directory)", req.LifetimeAction)
-		}
-	default:
-		return nil, errdefs.Field("lifetime_action", "%q: use %q (the end of the lifetime ends the session) or %q (it parks it)", req.LifetimeAction, policy.IdleEnd, policy.IdlePark)
-	}
-	if req.AllowedImports != nil && language != agentapi.LanguagePython {
-		return nil, errdefs.Field("allowed_imports", "applies to Python sessions only (language %q)", language)
-	}
-	j, err := pol.Validate(&agentapi.RunRequest{Language: language, Code: " ", Rootfs: req.Rootfs, Limits: req.Limits, Env: req.Env, Files: req.Files, Network: req.Network})
+	// Every field is checked before the rootfs, the volumes or a sandbox
+	// are touched.
+	j, err := d.pol.Load().ValidateSession(req, d.parked != nil, so.Processes)
 	if err != nil {
 		return nil, err
-	}
-	if so.Processes && language != agentapi.LanguagePython {
-		return nil, errdefs.Field("language", "processes beside the interpreter are Python sessions' (E2B sandboxes) for now")
 	}
 	dir, release, err := d.acquireRootfs(j.Rootfs)
 	if err != nil {
@@ -153,10 +95,10 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	o.Request.Files = nil
 	sess, err := d.sessions.Create(ctx, session.Options{
 		ID: spec.ID, Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
-		IdleTimeout: time.Duration(req.IdleTimeoutMs) * time.Millisecond, Env: spec.Env, Files: spec.Files, Owner: uid, Origin: o,
-		Lifetime: time.Duration(req.LifetimeMs) * time.Millisecond, AllowedImports: req.AllowedImports,
-		IdleAction: idleAction, LifetimeAction: req.LifetimeAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd,
-		Language: runnerLanguage(language), TypeScript: language == agentapi.LanguageTypeScript,
+		IdleTimeout: j.IdleTimeout, Env: spec.Env, Files: spec.Files, Owner: uid, Origin: o,
+		Lifetime: j.Lifetime, AllowedImports: req.AllowedImports,
+		IdleAction: j.IdleAction, LifetimeAction: req.LifetimeAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd,
+		Language: j.Lang.Name, Runner: j.Lang.Runner, Transform: j.Lang.Transform,
 		Mounts: mounts,
 	})
 	if err != nil {
@@ -239,9 +181,14 @@ func (d *Daemon) DeleteSession(ctx context.Context, id string) error {
 // Exec runs a cell in a session; opts.OnStdout/OnStderr stream its output
 // and opts.OnResult is called with the result, as for Run.
 func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts RunOptions) (*agentapi.RunResult, error) {
+	// The request is checked whole before a parked session is revived or
+	// anything is sent to the interpreter.
+	timeout, err := d.pol.Load().ValidateExec(req)
+	if err != nil {
+		return nil, err
+	}
 	var revived *agentapi.CarriedSession
 	if p := d.parkedFor(ctx, id); p != nil {
-		var err error
 		if revived, err = d.revive(ctx, p); err != nil {
 			return nil, err
 		}
@@ -250,21 +197,8 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 	if err != nil {
 		return nil, err
 	}
-	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
-	switch mx := d.pol.Load().Max.Timeout; {
-	case req.TimeoutMs < 0:
-		return nil, errdefs.Field("timeout_ms", "must not be negative")
-	case timeout > mx:
-		return nil, errdefs.Field("timeout_ms", "%d is above the daemon's maximum %d", req.TimeoutMs, mx.Milliseconds())
-	}
 	if opts.OnStart != nil {
 		opts.OnStart(id)
-	}
-	if err := validContext(req.Context); err != nil {
-		return nil, err
-	}
-	if err := policy.ValidEnv("env", req.Env); err != nil {
-		return nil, err
 	}
 	ereq := runner.ExecRequest{Code: req.Code, Context: req.Context, Env: req.Env, Timeout: timeout, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr}
 	res, err := sess.Exec(ctx, ereq)
@@ -388,15 +322,8 @@ func (d *Daemon) sessionFile(ctx context.Context, id, path string) (*session.Ses
 }
 
 func (d *Daemon) wireSession(in session.Info) agentapi.Session {
-	lang := agentapi.LanguagePython
-	switch {
-	case in.TypeScript:
-		lang = agentapi.LanguageTypeScript
-	case in.Language == runner.JavaScript:
-		lang = agentapi.LanguageJavaScript
-	}
 	out := agentapi.Session{
-		ID: in.ID, Rootfs: in.Rootfs, Language: lang, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
+		ID: in.ID, Rootfs: in.Rootfs, Language: in.Language, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
 		CreatedAt: in.Created.UTC(), LastUsedAt: in.LastUsed.UTC(), ExecCount: in.ExecCount,
 		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: policy.WireLimits(in.Limits), Pooled: in.Pooled,
 		ExpiresAt: in.Expires.UTC(), AllowedImports: in.AllowedImports, IdleAction: in.IdleAction,
@@ -414,13 +341,4 @@ func (d *Daemon) wireSession(in session.Info) agentapi.Session {
 		out.Network = nr.wire
 	}
 	return out
-}
-
-// checkLifetime checks a session's lifetime_ms: 0 (the daemon's
-// max_lifetime) up to that maximum.
-func checkLifetime(pol *policy.Rules, ms int64) error {
-	if max := pol.Sessions.MaxLifetime; ms < 0 || time.Duration(ms)*time.Millisecond > max {
-		return errdefs.Field("lifetime_ms", "%d is outside 0 (the daemon's max_lifetime) to %d (its max_lifetime, [sessions] in the config)", ms, max.Milliseconds())
-	}
-	return nil
 }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -101,7 +100,7 @@ func (d *Daemon) mounts(ctx context.Context, vols []agentapi.VolumeMount, datase
 		}
 		dir, rel, err := d.cfg.Volumes.Acquire(v.Name, d.volumeAccess(ctx))
 		if err != nil {
-			return nil, then, classifyVolume(err)
+			return nil, then, classify(err)
 		}
 		releases = append(releases, rel)
 		out = append(out, container.Mount{Source: dir, Target: p, ReadOnly: v.ReadOnly, OwnerUID: volume.OwnerID, OwnerGID: volume.OwnerID})
@@ -156,25 +155,6 @@ func (d *Daemon) volumeNames(ctx context.Context) []string {
 	return out
 }
 
-// classifyVolume gives a volume store's error its class.
-func classifyVolume(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, volume.ErrNotFound):
-		return errdefs.In(errdefs.ErrNotFound, err)
-	case errors.Is(err, volume.ErrExists), errors.Is(err, volume.ErrInUse):
-		return errdefs.In(errdefs.ErrInUse, err)
-	case errors.Is(err, volume.ErrInvalid):
-		return errdefs.In(errdefs.ErrInvalidArgument, err)
-	case errors.Is(err, volume.ErrNoSpace):
-		return errdefs.In(errdefs.ErrNoSpace, err)
-	case errors.Is(err, volume.ErrNoTools):
-		return errdefs.In(errdefs.ErrUnavailable, err)
-	}
-	return classify(err)
-}
-
 func wireVolume(in volume.Info) agentapi.Volume {
 	v := agentapi.Volume{Name: in.Name, SizeBytes: in.SizeBytes, UsedBytes: in.UsedBytes, InUse: in.InUse}
 	if in.Owner >= 0 {
@@ -191,7 +171,7 @@ func (d *Daemon) CreateVolume(ctx context.Context, req *agentapi.VolumeRequest) 
 	}
 	in, err := d.cfg.Volumes.Create(req.Name, req.SizeBytes, owner(ctx))
 	if err != nil {
-		return nil, classifyVolume(err)
+		return nil, classify(err)
 	}
 	d.log.Info("volume created", append(callerAttrs(ctx), "volume", in.Name, "size_bytes", in.SizeBytes)...)
 	v := wireVolume(in)
@@ -216,7 +196,7 @@ func (d *Daemon) Volume(ctx context.Context, name string) (*agentapi.Volume, err
 	}
 	in, err := d.cfg.Volumes.Get(name, d.volumeAccess(ctx))
 	if err != nil {
-		return nil, classifyVolume(err)
+		return nil, classify(err)
 	}
 	v := wireVolume(in)
 	return &v, nil
@@ -229,7 +209,7 @@ func (d *Daemon) DeleteVolume(ctx context.Context, name string) error {
 		return ErrNoVolumes
 	}
 	if err := d.cfg.Volumes.Delete(name, d.volumeAccess(ctx)); err != nil {
-		return classifyVolume(err)
+		return classify(err)
 	}
 	d.log.Info("volume deleted", append(callerAttrs(ctx), "volume", name)...)
 	return nil
@@ -248,7 +228,7 @@ func (d *Daemon) volumeFiles(ctx context.Context, name, p string, op func(*works
 	}
 	ws, err := d.cfg.Volumes.Files(name, d.volumeAccess(ctx))
 	if err != nil {
-		return classifyVolume(err)
+		return classify(err)
 	}
 	defer ws.Close()
 	return classify(op(ws))

@@ -30,7 +30,7 @@ type outcome struct {
 }
 
 // compileFile compiles p and writes the program where children can read it.
-func compileFile(t *testing.T, p *Profile) string {
+func compileFile(t testing.TB, p *Profile) string {
 	t.Helper()
 	prog, err := p.Compile()
 	if err != nil {
@@ -43,7 +43,7 @@ func compileFile(t *testing.T, p *Profile) string {
 	return path
 }
 
-func defaultProgFile(t *testing.T) string {
+func defaultProgFile(t testing.TB) string {
 	t.Helper()
 	p, err := Default()
 	if err != nil {
@@ -53,7 +53,7 @@ func defaultProgFile(t *testing.T) string {
 }
 
 // runChild re-execs the test binary to install progFile and run attempt.
-func runChild(t *testing.T, progFile, attempt string, attr *syscall.SysProcAttr, exe string) outcome {
+func runChild(t testing.TB, progFile, attempt string, attr *syscall.SysProcAttr, exe string) outcome {
 	t.Helper()
 	if exe == "" {
 		exe = os.Args[0]
@@ -259,16 +259,21 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-// TestInstallCost logs what one Install of the default program costs in a
-// fresh process (no assertion: benchmarks are for speed).
-func TestInstallCost(t *testing.T) {
-	prog := defaultProgFile(t)
+// BenchmarkInstall measures one Install of the default program in a fresh
+// process: install-ns/op is the prctl + seccomp TSYNC itself, as the child
+// times it; ns/op also counts the re-exec that carries it. That the
+// program lets the child run at all is TestDefaultAllows's to check.
+func BenchmarkInstall(b *testing.B) {
+	prog := defaultProgFile(b)
 	var total int64
-	const runs = 5
-	for range runs {
-		total += runChild(t, prog, "getpid", nil, "").installNS
+	for b.Loop() {
+		o := runChild(b, prog, "getpid", nil, "")
+		if o.signal != 0 || o.errno != 0 {
+			b.Fatalf("getpid under the default program: %v", o)
+		}
+		total += o.installNS
 	}
-	t.Logf("Program.Install (prctl + seccomp TSYNC, default profile): %.1f µs mean over %d fresh processes", float64(total)/runs/1e3, runs)
+	b.ReportMetric(float64(total)/float64(b.N), "install-ns/op")
 }
 
 func TestCompileDefault(t *testing.T) {

@@ -35,8 +35,9 @@ func (c *Client) RunBatch(ctx context.Context, req *agentapi.BatchRequest, onIte
 		case item.Type == agentapi.BatchDone && item.Done != nil:
 			return item.Done, nil
 		case item.Index < 0 && item.Error != nil: // the batch itself failed
-			return nil, item.Error
+			return nil, classed(item.Error)
 		case onItem != nil:
+			classed(item.Error)
 			onItem(item)
 		}
 	}

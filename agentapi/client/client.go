@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon/errdefs/errhttp"
 )
 
 // Client talks to one nsbox daemon. The zero value is usable; a Client is
@@ -177,6 +178,15 @@ func responseError(resp *http.Response) error {
 	}
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
 		ae.RetryAfter = time.Duration(s) * time.Second
+	}
+	return classed(ae)
+}
+
+// classed sets ae's class from its code, for errors.Is on the client side
+// (errors.Is(err, errdefs.ErrSessionDead)), and returns it.
+func classed(ae *agentapi.Error) *agentapi.Error {
+	if ae != nil {
+		ae.Class = errhttp.FromCode(ae.Code)
 	}
 	return ae
 }

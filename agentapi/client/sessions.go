@@ -148,7 +148,7 @@ func readStream(r io.Reader, onEvent func(agentapi.Event)) (*agentapi.RunResult,
 			if ev.Error == nil {
 				return nil, errors.New("nsbox daemon: error event without an error")
 			}
-			return nil, ev.Error
+			return nil, classed(ev.Error)
 		}
 	}
 }

@@ -38,7 +38,7 @@ func (c *Client) Volume(ctx context.Context, name string) (*agentapi.Volume, err
 }
 
 // DeleteVolume removes a volume and its data; a volume a live sandbox
-// mounts is refused (409, code "conflict").
+// mounts is refused (409, code "in_use": errors.Is(err, errdefs.ErrInUse)).
 func (c *Client) DeleteVolume(ctx context.Context, name string) error {
 	return c.doJSON(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(name), nil, nil)
 }

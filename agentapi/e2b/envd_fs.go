@@ -14,41 +14,23 @@ import (
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem/filesystemconnect"
 	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/errdefs/errconnect"
 )
 
-// connectError is the one table from the core's error classes to
-// Connect codes, which the SDKs turn into their error classes
-// (NotFoundError, InvalidArgumentError, ...).
+// connectError is err as a Connect error, by errconnect, the one table
+// from a class to a Connect code. The process agent's errors (this
+// package uses the agent directly, not through the core) get their class
+// here first.
 func connectError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ce *connect.Error
-	if errors.As(err, &ce) {
-		return err
-	}
-	code := connect.CodeInternal
 	switch {
 	case errors.Is(err, procs.ErrNotFound):
-		return connect.NewError(connect.CodeNotFound, err)
+		err = errdefs.In(errdefs.ErrNotFound, err)
 	case errors.Is(err, procs.ErrStart), errors.Is(err, procs.ErrStdin):
-		return connect.NewError(connect.CodeInvalidArgument, err)
+		err = errdefs.In(errdefs.ErrInvalidArgument, err)
 	case errors.Is(err, procs.ErrClosed):
-		return connect.NewError(connect.CodeUnavailable, err)
+		err = errdefs.In(errdefs.ErrUnavailable, err)
 	}
-	switch statusOf(err) {
-	case 400:
-		code = connect.CodeInvalidArgument
-	case 404:
-		code = connect.CodeNotFound
-	case 409:
-		code = connect.CodeFailedPrecondition
-	case 413, 429:
-		code = connect.CodeResourceExhausted
-	case 503:
-		code = connect.CodeUnavailable
-	}
-	return connect.NewError(code, err)
+	return errconnect.ToConnect(err)
 }
 
 func unimplemented(what string) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/lang"
 )
 
 // defaultContext is the id the interpreter's default Python context is
@@ -44,7 +45,19 @@ type line struct {
 	ExecutionCount *int `json:"execution_count,omitempty"`
 }
 
-func isPython(lang string) bool { return lang == "" || lang == "python" || lang == "python3" }
+// interpreted returns the language the code interpreter runs for name
+// ("" is the default one), or a field error: a language whose contexts
+// the interpreter serves (daemon/lang: python, alias python3).
+func interpreted(name string) (*lang.Descriptor, error) {
+	l := lang.Default()
+	if name != "" {
+		l, _ = lang.Builtin(name)
+	}
+	if l == nil || !l.Contexts() {
+		return nil, errdefs.Field("language", "%q: nsbox's code interpreter runs %s", name, lang.Default().Name)
+	}
+	return l, nil
+}
 
 // handleExecute runs code in a context of the session's interpreter and
 // streams its output as it comes, then its results. A client that goes
@@ -58,8 +71,8 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	if !isPython(req.Language) {
-		writeErr(w, errdefs.Field("language", "%q: nsbox's code interpreter runs python", req.Language))
+	if _, err := interpreted(req.Language); err != nil {
+		writeErr(w, err)
 		return
 	}
 	ctxID := req.ContextID
@@ -142,15 +155,16 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	if !isPython(req.Language) {
-		writeErr(w, errdefs.Field("language", "%q: nsbox's code interpreter runs python", req.Language))
+	l, err := interpreted(req.Language)
+	if err != nil {
+		writeErr(w, err)
 		return
 	}
 	if req.Cwd != "" && req.Cwd != Home && req.Cwd != "/workspace" {
 		writeErr(w, errdefs.Field("cwd", "%q: a context's working directory is the sandbox's home, %s (contexts share one interpreter)", req.Cwd, Home))
 		return
 	}
-	c := codeContext{ID: randomHex(8), Language: "python", Cwd: Home}
+	c := codeContext{ID: randomHex(8), Language: l.Name, Cwd: Home}
 	sb.mu.Lock()
 	sb.contexts[c.ID] = c
 	sb.mu.Unlock()
@@ -160,7 +174,7 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleListContexts(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
-	out := []codeContext{{ID: defaultContext, Language: "python", Cwd: Home}}
+	out := []codeContext{{ID: defaultContext, Language: lang.Default().Name, Cwd: Home}}
 	sb.mu.Lock()
 	for _, c := range sb.contexts {
 		out = append(out, c)

@@ -71,9 +71,15 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 		s.store.remove(sb.id)
 		s.keepRecord(sb)
 		s.log.Info("e2b: pause refused", "sandbox", sb.id, "err", err)
-		if errors.Is(err, errdefs.ErrConflict) {
+		switch {
+		case errors.Is(err, errdefs.ErrSessionBusy):
 			w.Header().Set("Retry-After", "1")
 			writeAPIError(w, http.StatusServiceUnavailable, fmt.Sprintf("sandbox %q is busy (a cell or a file operation is running); it stays running: pause it when idle (%v)", sb.id, err))
+			return
+		case errors.Is(err, errdefs.ErrSessionDead):
+			// It died since live looked: gone, as live says of a dead
+			// one (a 409 would tell the SDK "already paused").
+			writeErr(w, errdefs.In(errdefs.ErrNotFound, fmt.Errorf("sandbox %q ended: %v", sb.id, err)))
 			return
 		}
 		writeErr(w, err)

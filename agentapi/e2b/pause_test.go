@@ -21,8 +21,10 @@ func (f *fakeCore) ParkSession(_ context.Context, id string) (*agentapi.Session,
 	switch {
 	case !ok:
 		return nil, errdefs.New(errdefs.ErrNotFound, "session "+id+" not found")
-	case s.State == agentapi.SessionParked, s.State == agentapi.SessionBusy:
-		return nil, errdefs.New(errdefs.ErrConflict, "session "+id+" is "+s.State)
+	case s.State == agentapi.SessionParked:
+		return nil, errdefs.New(errdefs.ErrSessionParked, "session "+id+" is parked")
+	case s.State == agentapi.SessionBusy:
+		return nil, errdefs.New(errdefs.ErrSessionBusy, "session "+id+" is busy")
 	}
 	s.State = agentapi.SessionParked
 	c := *s

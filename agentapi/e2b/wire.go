@@ -2,11 +2,10 @@ package e2b
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/nsbox/nsbox/agentapi/httpkit"
-	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/errdefs/errhttp"
 )
 
 // apiError is the control plane's error body, as E2B's API answers.
@@ -25,29 +24,11 @@ func writeAPIError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, apiError{Code: status, Message: msg})
 }
 
-// statusOf is the one table from the core's error classes to HTTP
-// statuses on this endpoint's REST routes.
+// statusOf is err's HTTP status on this endpoint's REST routes: the one
+// table of the /v1 API too (errhttp), so the two never differ.
 func statusOf(err error) int {
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
-		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, errdefs.ErrInvalidArgument):
-		return http.StatusBadRequest
-	case errors.Is(err, errdefs.ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, errdefs.ErrConflict):
-		return http.StatusConflict
-	case errors.Is(err, errdefs.ErrNoSpace):
-		return http.StatusInsufficientStorage
-	case errors.Is(err, errdefs.ErrTooLarge):
-		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, errdefs.ErrExhausted):
-		return http.StatusTooManyRequests
-	case errors.Is(err, errdefs.ErrUnavailable):
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
+	st, _ := errhttp.ToHTTP(err)
+	return st
 }
 
 func writeErr(w http.ResponseWriter, err error) {

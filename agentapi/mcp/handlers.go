@@ -147,7 +147,6 @@ func shellFromExec(res *agentapi.RunResult) *ShellResult {
 	return out
 }
 
-// callLimits are the limits of one per-call run.
 // runRequest is a per-call run of code in lang, with the operator's
 // rootfs, limits, network and mounts.
 func (s *Server) runRequest(lang, code string, timeoutMs int64) *agentapi.RunRequest {
@@ -155,6 +154,7 @@ func (s *Server) runRequest(lang, code string, timeoutMs int64) *agentapi.RunReq
 		Network: s.cfg.Network, Volumes: s.cfg.Volumes, Datasets: s.cfg.Datasets}
 }
 
+// callLimits are the limits of one per-call run.
 func (s *Server) callLimits(timeoutMs int64) *agentapi.Limits {
 	lim := s.cfg.Limits
 	if timeoutMs > 0 {

@@ -7,13 +7,15 @@ with the package).
 
 import warnings
 
-from nsbox import (DEFAULT_SOCKET, Client, DaemonUnreachable, Forbidden, InternalError, InvalidArgument, NotFound,
-                   NsboxError, PayloadTooLarge, ResourceExhausted, Result, Session, SessionDead, Unavailable)
+from nsbox import (DEFAULT_SOCKET, Client, Conflict, DaemonUnreachable, Exists, Forbidden, InternalError, InUse,
+                   InvalidArgument, NotFound, NsboxError, PayloadTooLarge, ResourceExhausted, Result, Session,
+                   SessionBusy, SessionDead, SessionParked, Unavailable)
 
 __all__ = [
     "Client", "Session", "Result", "DEFAULT_SOCKET",
     "NsboxError", "DaemonUnreachable", "InvalidArgument", "Forbidden", "NotFound",
-    "SessionDead", "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable",
+    "Conflict", "SessionDead", "SessionBusy", "SessionParked", "Exists", "InUse",
+    "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable",
 ]
 
 warnings.warn("nsbox_client is deprecated: import nsbox (pip install ./agentapi/python)", DeprecationWarning,

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/errdefs/errhttp"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/httpkit"
@@ -24,10 +24,11 @@ var (
 	ErrMediaType = httpkit.ErrMediaType
 )
 
-// httpErrors is the one table from an error class to its HTTP status and
-// wire code, in the order they are tried.
+// httpErrors maps the HTTP layer's own errors to their status and wire
+// code; the core's classes go through errhttp, the one table shared with
+// E2B's REST routes.
 var httpErrors = []struct {
-	class  error
+	err    error
 	status int
 	code   string
 }{
@@ -36,18 +37,10 @@ var httpErrors = []struct {
 	{ErrMethodNotAllowed, http.StatusMethodNotAllowed, agentapi.CodeMethodNotAllowed},
 	{ErrMediaType, http.StatusUnsupportedMediaType, agentapi.CodeUnsupportedMediaType},
 	{ErrBodyTimeout, http.StatusRequestTimeout, agentapi.CodeRequestTimeout},
-	{errdefs.ErrInvalidArgument, http.StatusBadRequest, agentapi.CodeInvalidArgument},
-	{errdefs.ErrNotFound, http.StatusNotFound, agentapi.CodeNotFound},
-	{errdefs.ErrConflict, http.StatusConflict, agentapi.CodeSessionDead},
-	{errdefs.ErrInUse, http.StatusConflict, agentapi.CodeConflict},
-	{errdefs.ErrTooLarge, http.StatusRequestEntityTooLarge, agentapi.CodePayloadTooLarge},
-	{errdefs.ErrNoSpace, http.StatusInsufficientStorage, agentapi.CodeNoSpace},
-	{errdefs.ErrExhausted, http.StatusTooManyRequests, agentapi.CodeResourceExhausted},
-	{errdefs.ErrUnavailable, http.StatusServiceUnavailable, agentapi.CodeUnavailable},
 }
 
-// ToHTTP translates err to a status and wire error. It is the only place
-// that maps errors to statuses.
+// ToHTTP translates err to a status and wire error: the HTTP layer's own
+// errors here, the core's classes by errhttp.ToHTTP.
 func ToHTTP(err error) (int, *agentapi.Error) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -55,11 +48,12 @@ func ToHTTP(err error) (int, *agentapi.Error) {
 			Message: fmt.Sprintf("request body larger than %d bytes (%d MiB), the daemon's cap on one request: send big inputs as several session file uploads (PUT /v1/sessions/{id}/files/PATH, one per file), each under it", mbe.Limit, mbe.Limit>>20)}
 	}
 	for _, e := range httpErrors {
-		if errors.Is(err, e.class) {
+		if errors.Is(err, e.err) {
 			return e.status, &agentapi.Error{Code: e.code, Message: err.Error()}
 		}
 	}
-	return http.StatusInternalServerError, &agentapi.Error{Code: agentapi.CodeInternal, Message: err.Error()}
+	status, code := errhttp.ToHTTP(err)
+	return status, &agentapi.Error{Code: code, Message: err.Error()}
 }
 
 // writeError writes err as a JSON error body with its status.

@@ -48,9 +48,10 @@ func (f *fakeRunner) lastSpec(t *testing.T) container.Spec {
 
 // fakeStore knows the rootfs names in dirs and counts acquisitions.
 type fakeStore struct {
-	dirs map[string]string
-	mu   sync.Mutex
-	held int
+	dirs  map[string]string
+	mu    sync.Mutex
+	held  int
+	total int // acquisitions ever
 }
 
 func (s *fakeStore) Acquire(name string) (string, func(), error) {
@@ -60,6 +61,7 @@ func (s *fakeStore) Acquire(name string) (string, func(), error) {
 	}
 	s.mu.Lock()
 	s.held++
+	s.total++
 	s.mu.Unlock()
 	return d, func() { s.mu.Lock(); s.held--; s.mu.Unlock() }, nil
 }
@@ -70,6 +72,12 @@ func (s *fakeStore) List() ([]string, error) {
 		names = append(names, n)
 	}
 	return names, nil
+}
+
+func (s *fakeStore) acquired() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
 }
 
 func (s *fakeStore) holding() int {
@@ -130,7 +138,7 @@ func startServer(t *testing.T, runner *fakeRunner, mod func(*testConfig)) *testS
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := testConfig{Config: daemon.Config{
-		Runner:        runner,
+		Engine:        runner,
 		Rootfs:        store,
 		Logger:        log,
 		MaxConcurrent: 2,

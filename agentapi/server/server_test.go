@@ -31,7 +31,7 @@ func TestRunHappyPath(t *testing.T) {
 			{Path: "dir/bin.dat", ContentBase64: base64.StdEncoding.EncodeToString([]byte{0, 1, 2}), Mode: 0o755},
 		},
 		Env:         map[string]string{"B": "2", "A": "1"},
-		Limits:      &agentapi.Limits{TimeoutMs: 1500, MemoryBytes: 1 << 20},
+		Limits:      &agentapi.Limits{TimeoutMs: 1500, MemoryBytes: 16 << 20},
 		Rootfs:      "other",
 		ReturnFiles: []string{"*.png"},
 	}
@@ -60,7 +60,7 @@ func TestRunHappyPath(t *testing.T) {
 		t.Errorf("files = %+v, want %+v", sp.Files, wantFiles)
 	}
 	d := container.DefaultLimits()
-	if sp.Limits.Timeout != 1500*time.Millisecond || sp.Limits.MemoryBytes != 1<<20 || sp.Limits.Pids != d.Pids || sp.Limits.CPUs != d.CPUs {
+	if sp.Limits.Timeout != 1500*time.Millisecond || sp.Limits.MemoryBytes != 16<<20 || sp.Limits.Pids != d.Pids || sp.Limits.CPUs != d.CPUs {
 		t.Errorf("limits = %+v", sp.Limits)
 	}
 	stdin, _ := io.ReadAll(sp.Stdin)

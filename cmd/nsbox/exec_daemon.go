@@ -17,6 +17,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 )
 
@@ -80,19 +81,7 @@ func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 	if res.Status != agentapi.StatusOK && res.Status != agentapi.StatusExitNonzero {
 		// Name the limit the daemon applied when the flag did not set it.
 		if info, err := cl.Info(c.Context); err == nil {
-			d := info.DefaultLimits
-			for _, f := range []struct {
-				flag string
-				dst  *int64
-				val  int64
-			}{{"memory", &lim.MemoryBytes, d.MemoryBytes}, {"output", &lim.OutputBytes, d.OutputBytes}} {
-				if !c.IsSet(f.flag) && f.val > 0 {
-					*f.dst = f.val
-				}
-			}
-			if !c.IsSet("timeout") && d.TimeoutMs > 0 {
-				lim.Timeout = msDuration(d.TimeoutMs)
-			}
+			lim = lim.Or(limits.FromWire(info.DefaultLimits))
 		}
 	}
 	return verdict(res.Status, res.ExitCode, res.Signal, res.Error, lim)

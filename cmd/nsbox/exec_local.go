@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon"
@@ -37,7 +38,7 @@ func execInProcess(c *cli.Context, x *execRun) error {
 	}
 	defer eng.Close()
 	core, err := daemon.New(daemon.Config{
-		Runner:        eng,
+		Engine:        eng,
 		Rootfs:        daemon.Store{Store: rootfs.Store{Root: c.String("store")}},
 		MaxConcurrent: 1,
 		NoQueue:       true,
@@ -68,10 +69,10 @@ func execInProcess(c *cli.Context, x *execRun) error {
 	return verdict(res.Status, res.ExitCode, res.Signal, res.Error, x.limits.WithDefaults())
 }
 
-// maxLimits is the larger of a and b, field by field.
+// maxLimits is the larger of a and b, limit by limit.
 func maxLimits(a, b container.Limits) container.Limits {
-	return container.Limits{
-		Timeout: max(a.Timeout, b.Timeout), MemoryBytes: max(a.MemoryBytes, b.MemoryBytes), Pids: max(a.Pids, b.Pids),
-		CPUs: max(a.CPUs, b.CPUs), DiskBytes: max(a.DiskBytes, b.DiskBytes), OutputBytes: max(a.OutputBytes, b.OutputBytes),
+	for _, r := range limits.Table {
+		r.Put(&a, max(r.Get(a), r.Get(b)))
 	}
+	return a
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/agentapi/mcp"
 	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 )
@@ -30,41 +31,41 @@ func mcpCommand() *cli.Command {
 			socketFlag(),
 			&cli.StringFlag{Name: "rootfs", Usage: "rootfs `NAME` of the sandboxes", DefaultText: "the daemon's"},
 			&cli.StringFlag{Name: "session-mode", Value: mcp.SessionPerConnection, Usage: "per-connection (one persistent session per MCP client) or per-call (a fresh sandbox per call)"},
-			&cli.DurationFlag{Name: "timeout", Usage: "default timeout of one tool call", DefaultText: "the daemon's"},
-			&cli.StringFlag{Name: "memory", Usage: "memory limit of the sandbox, e.g. 1G", DefaultText: "the daemon's"},
-			&cli.Float64Flag{Name: "cpus", Usage: "CPU limit, may be fractional", DefaultText: "the daemon's"},
-			&cli.Int64Flag{Name: "pids", Usage: "process limit", DefaultText: "the daemon's"},
-			&cli.StringFlag{Name: "disk", Usage: "size of /workspace, e.g. 512M", DefaultText: "the daemon's"},
-			&cli.StringFlag{Name: "output", Value: "128K", Usage: "output kept per stream and call (what the model reads)"},
 			&cli.DurationFlag{Name: "idle-timeout", Usage: "end an unused session after this long", DefaultText: "the daemon's"},
 			&cli.StringSliceFlag{Name: "allow-net", Usage: "let every sandbox reach `HOST` through the daemon's egress proxy (repeatable; within the daemon's [network] allow); the model cannot change it"},
 			&cli.StringSliceFlag{Name: "secret", Usage: "give every sandbox the daemon's secret `NAME` (as a placeholder; repeatable)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error (logs go to stderr)"},
-		}, cmdline.MountFlags()...),
+		}, append(mcpLimitFlags(), cmdline.MountFlags()...)...),
 		Action: mcpServe,
 	}
 }
 
-// mcpLimits reads the limit flags shared by `nsbox mcp`.
-func mcpLimits(c *cli.Context) (agentapi.Limits, error) {
-	lim := agentapi.Limits{
-		TimeoutMs: c.Duration("timeout").Milliseconds(),
-		CPUs:      c.Float64("cpus"),
-		Pids:      c.Int64("pids"),
-	}
-	for _, f := range []struct {
-		name string
-		dst  *int64
-	}{{"memory", &lim.MemoryBytes}, {"disk", &lim.DiskBytes}, {"output", &lim.OutputBytes}} {
-		if v := c.String(f.name); v != "" {
-			n, err := parseSize(v)
-			if err != nil {
-				return lim, fmt.Errorf("--%s: %w", f.name, err)
-			}
-			*f.dst = n
+// mcpOutput is what the model reads of a stream unless --output says.
+const mcpOutput = "128K"
+
+// mcpLimitFlags are the limit flags of `nsbox mcp`, from the limits table.
+func mcpLimitFlags() []cli.Flag {
+	flags := cmdline.TableFlags(func(r limits.Row) (string, string) {
+		switch r.Key {
+		case "timeout":
+			return "default timeout of one tool call", "the daemon's"
+		case "output":
+			return "output kept per stream and call (what the model reads)", mcpOutput
+		}
+		return r.Usage, "the daemon's"
+	})
+	for _, f := range flags {
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Name == "output" {
+			sf.Value, sf.DefaultText = mcpOutput, ""
 		}
 	}
-	return lim, nil
+	return flags
+}
+
+// mcpLimits reads the limit flags of `nsbox mcp`, checked as exec's are.
+func mcpLimits(c *cli.Context) (agentapi.Limits, error) {
+	l, err := cmdline.ReadLimits(c)
+	return limits.ToWire(l), err
 }
 
 func mcpServe(c *cli.Context) error {

@@ -1,15 +1,9 @@
 package main
 
-import (
-	"time"
-
-	"github.com/nsbox/nsbox/daemon/config"
-)
+import "github.com/nsbox/nsbox/agentapi/limits"
 
 // Sizes on the command line read as in the config file.
 var (
-	parseSize  = config.ParseSize
-	humanBytes = config.HumanBytes
+	parseSize  = limits.ParseSize
+	humanBytes = limits.HumanBytes
 )
-
-func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/clock"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -80,6 +81,9 @@ type Config struct {
 	// (default 1): the pool's CPU budget.
 	Refills int
 	Logger  *slog.Logger // nil discards
+	// Clock times the busy pauses and failure back-offs (nil: the real
+	// clock; tests move a fake one).
+	Clock clock.Clock
 }
 
 // Pool keeps runners ready. It is safe for concurrent use.
@@ -107,6 +111,7 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Refills <= 0 {
 		cfg.Refills = 1
 	}
@@ -126,9 +131,7 @@ func New(cfg Config) (*Pool, error) {
 			return nil, fmt.Errorf("%w: %q: size %d is negative", ErrInvalidProfile, pr.Name, pr.Size)
 		}
 		names[pr.Name] = true
-		if pr.Language == "" {
-			pr.Language = runner.Python
-		}
+		pr.Language = pr.Language.Or()
 		pr.Limits = pr.Limits.WithDefaults()
 		pr.Env = slices.Sorted(slices.Values(pr.Env))
 		for _, q := range p.profiles {
@@ -286,9 +289,7 @@ func (p *Pool) match(k Key) *profile {
 		return nil
 	}
 	l := k.Limits.WithDefaults()
-	if k.Language == "" {
-		k.Language = runner.Python
-	}
+	k.Language = k.Language.Or()
 	env := k.Env
 	if !slices.IsSorted(env) {
 		env = slices.Sorted(slices.Values(env))
@@ -302,6 +303,4 @@ func (p *Pool) match(k Key) *profile {
 }
 
 // sameLimits compares the limits a pooled sandbox is made with.
-func sameLimits(a, b container.Limits) bool {
-	return a.MemoryBytes == b.MemoryBytes && a.Pids == b.Pids && a.CPUs == b.CPUs && a.DiskBytes == b.DiskBytes
-}
+func sameLimits(a, b container.Limits) bool { return a.Sandbox() == b.Sandbox() }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nsbox/nsbox/cgroup"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/clock/clocktest"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/runner"
 )
@@ -34,7 +35,14 @@ func (f *fixedRootfs) acquire(name string) (string, func(), error) {
 
 func newPool(t *testing.T, rfs *fixedRootfs, profiles ...Profile) *Pool {
 	t.Helper()
-	p, err := New(Config{Starter: newEngine(t), Acquire: rfs.acquire, Profiles: profiles})
+	return newPoolWith(t, Config{Acquire: rfs.acquire, Profiles: profiles})
+}
+
+// newPoolWith makes a pool of cfg over a new engine.
+func newPoolWith(t *testing.T, cfg Config) *Pool {
+	t.Helper()
+	cfg.Starter = newEngine(t)
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,15 +173,27 @@ func TestDeadRunnerReplaced(t *testing.T) {
 
 func TestRefillPausesWhileBusy(t *testing.T) {
 	rfs := &fixedRootfs{dir: testenv.Rootfs(t)}
-	p := newPool(t, rfs, Profile{Name: "default", Rootfs: "minimal", Size: 1})
+	clk := clocktest.New(time.Now())
+	p := newPoolWith(t, Config{Acquire: rfs.acquire, Clock: clk, Profiles: []Profile{{Name: "default", Rootfs: "minimal", Size: 1}}})
 	var busy atomic.Bool
 	busy.Store(true)
 	p.Start(busy.Load)
-	time.Sleep(300 * time.Millisecond) // a refill would be done by now
-	if st := p.Stats()[0]; st.Ready != 0 || st.Refills != 0 {
-		t.Fatalf("refilled while busy: %+v", st)
+	// The refill found every slot busy and waits to look again; it looks,
+	// finds them busy still, and waits again.
+	for range 2 {
+		if !clk.BlockUntil(1, time.Minute) {
+			t.Fatal("the refill never paused for the busy slots")
+		}
+		if d, _ := clk.Next(); d != busyPoll {
+			t.Fatalf("the refill waits %v, want busyPoll (%v)", d, busyPoll)
+		}
+		if st := p.Stats()[0]; st.Ready != 0 || st.Refills != 0 || st.Failures != 0 || rfs.holds.Load() != 0 {
+			t.Fatalf("refilled while busy: %+v, %d rootfs holds", st, rfs.holds.Load())
+		}
+		clk.Advance(busyPoll)
 	}
 	busy.Store(false)
+	clk.Advance(busyPoll)
 	waitReady(t, p, 0, 1)
 }
 
@@ -197,14 +217,27 @@ func TestCloseEndsEverything(t *testing.T) {
 func TestRefillFailureBacksOff(t *testing.T) {
 	rfs := &fixedRootfs{dir: testenv.Rootfs(t)}
 	rfs.fail.Store(true)
-	p := newPool(t, rfs, Profile{Name: "default", Rootfs: "minimal", Size: 1})
+	clk := clocktest.New(time.Now())
+	p := newPoolWith(t, Config{Acquire: rfs.acquire, Clock: clk, Profiles: []Profile{{Name: "default", Rootfs: "minimal", Size: 1}}})
 	p.Start(nil)
-	time.Sleep(500 * time.Millisecond)
-	st := p.Stats()[0]
-	if st.Failures == 0 || st.Failures > 5 || st.LastError == "" {
-		t.Fatalf("failures %d (last %q): want a few, backing off", st.Failures, st.LastError)
+	// Each failure doubles the wait before the next try.
+	for i, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond} {
+		if !clk.BlockUntil(1, time.Minute) {
+			t.Fatalf("failure %d: the refill never waited before trying again (%+v)", i+1, p.Stats()[0])
+		}
+		if d, _ := clk.Next(); d != want {
+			t.Fatalf("failure %d: the refill waits %v, want %v", i+1, d, want)
+		}
+		if st := p.Stats()[0]; st.Failures != uint64(i+1) || st.LastError == "" {
+			t.Fatalf("failure %d: Failures %d (last %q)", i+1, st.Failures, st.LastError)
+		}
+		clk.Advance(want)
+	}
+	if !clk.BlockUntil(1, time.Minute) {
+		t.Fatal("the refill never waited after its fifth failure")
 	}
 	rfs.fail.Store(false)
+	clk.Advance(time.Hour) // past any back-off
 	waitReady(t, p, 0, 1)
 	if p.Stats()[0].LastError != "" {
 		t.Error("LastError not cleared by a successful refill")

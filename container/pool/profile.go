@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
-	"github.com/nsbox/nsbox/container/runner"
 )
 
 // profile is one profile's ready runners and counters.
@@ -141,7 +140,7 @@ func (pr *profile) refill(ctx context.Context, busy func() bool) {
 			case <-ctx.Done():
 				pr.unreserve()
 				return
-			case <-time.After(busyPoll):
+			case <-pr.pool.cfg.Clock.After(busyPoll):
 			}
 		}
 		err := pr.spawn(ctx)
@@ -157,7 +156,7 @@ func (pr *profile) refill(ctx context.Context, busy func() bool) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-pr.pool.cfg.Clock.After(backoff):
 		}
 	}
 }
@@ -168,7 +167,7 @@ func (pr *profile) refill(ctx context.Context, busy func() bool) {
 // answers in ~2 ms. A cold refill (an interpreter's start and the
 // imports) would take CPU from the runs.
 func (pr *profile) forks() bool {
-	if pr.pool.zygotes == nil || pr.Language == runner.JavaScript {
+	if pr.pool.zygotes == nil || !pr.Language.Forks() {
 		return false
 	}
 	ready, _ := pr.pool.zygotes.ZygoteReady(pr.Rootfs)

@@ -2,8 +2,6 @@ package pool
 
 import (
 	"context"
-
-	"github.com/nsbox/nsbox/container/runner"
 )
 
 // Zygotes tells when the zygote of a rootfs is ready; zygote.Set
@@ -23,7 +21,7 @@ type Zygotes interface {
 // wait for. A change is a state that differs from the last, so a zygote
 // seen ready again has been down in between.
 func (pr *profile) follow(ctx context.Context, zs Zygotes) {
-	if pr.Language == runner.JavaScript { // never forked: nothing to renew
+	if !pr.Language.Forks() { // never forked: nothing to renew
 		return
 	}
 	for {

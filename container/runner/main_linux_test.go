@@ -77,7 +77,7 @@ func runCells(t *testing.T, r *Runner, frames []string, tests []cell) {
 	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := execReq(t, r, ExecRequest{Code: tc.code, TypeScript: tc.ts, Timeout: time.Minute})
+			res := execReq(t, r, ExecRequest{Code: tc.code, Transform: tsIf(tc.ts), Timeout: time.Minute})
 			if res.Status != tc.status || res.Value != tc.value || string(res.Stdout) != tc.stdout || string(res.Stderr) != tc.stderr {
 				t.Fatalf("got status %q value %q stdout %q stderr %q exception %+v; want %q %q %q %q",
 					res.Status, res.Value, res.Stdout, res.Stderr, res.Exception, tc.status, tc.value, tc.stdout, tc.stderr)

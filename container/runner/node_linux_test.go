@@ -357,7 +357,7 @@ func BenchmarkNodeExec(b *testing.B) {
 		ts         bool
 	}{{"js", "1+1", false}, {"ts", "1+1", true}, {"await", "await 1+1", false}} {
 		b.Run(c.name, func(b *testing.B) {
-			req := ExecRequest{Code: c.code, TypeScript: c.ts, Timeout: time.Minute}
+			req := ExecRequest{Code: c.code, Transform: tsIf(c.ts), Timeout: time.Minute}
 			execReq(b, r, req)
 			for b.Loop() {
 				if res := execReq(b, r, req); res.Status != StatusOK || res.Value != "2" {
@@ -385,10 +385,18 @@ func TestNodeLoopAfterAwaitIsKilled(t *testing.T) {
 
 func TestTypeScriptNeedsNode(t *testing.T) {
 	r := startRunner(t, newEngine(t), nodeRootfs(t))
-	if _, err := r.Exec(context.Background(), ExecRequest{Code: "1", TypeScript: true}); !errors.Is(err, ErrUnsupported) {
+	if _, err := r.Exec(context.Background(), ExecRequest{Code: "1", Transform: StripTypes}); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("a TypeScript cell in Python: %v, want ErrUnsupported", err)
 	}
 	if res := exec(t, r, "1+1"); res.Value != "2" || r.Language() != Python {
 		t.Fatalf("after it: %+v (%s)", res, r.Language())
 	}
+}
+
+// tsIf is StripTypes for a TypeScript cell.
+func tsIf(ts bool) Transform {
+	if ts {
+		return StripTypes
+	}
+	return ""
 }

@@ -31,7 +31,7 @@ type request struct {
 	Context string `json:"context,omitempty"`
 	// Env is set in os.environ for the cell only.
 	Env map[string]string `json:"env,omitempty"`
-	// Lang "ts" makes a Node runner strip the cell's TypeScript types
+	// Lang is the cell's Transform: "ts" makes a Node runner strip its TypeScript types
 	// first; "" is the runner's own language.
 	Lang string `json:"lang,omitempty"`
 	// NoInterrupt tells the runner that the host kills the sandbox rather

@@ -60,29 +60,12 @@ func NodeArgv() []string {
 	return []string{"node", "--experimental-vm-modules", "-e", nodeBootstrap, nodeRunnerSource}
 }
 
-// Language is the interpreter a runner runs cells in.
-type Language string
-
-// Languages a runner speaks.
-const (
-	Python     Language = "python"
-	JavaScript Language = "javascript" // Node.js; TypeScript cells too (ExecRequest.TypeScript)
-)
-
 // argv is the command that starts lang's runner.
 func (l Language) argv() []string {
 	if l == JavaScript {
 		return NodeArgv()
 	}
 	return Argv()
-}
-
-// what names lang's runner in errors, and what the rootfs must have.
-func (l Language) what() (name, needs string) {
-	if l == JavaScript {
-		return "Node.js runner", "node"
-	}
-	return "Python runner", "python3"
 }
 
 // nodeInterrupted is the name of the exception the Node runner reports for
@@ -183,7 +166,7 @@ func start(ctx context.Context, eng Starter, spec container.Spec, lang Language)
 	// context it was started with ends.
 	var sb *container.Sandbox
 	var err error
-	if fs, ok := eng.(ForkStarter); ok && lang == Python {
+	if fs, ok := eng.(ForkStarter); ok && lang.Forks() {
 		sb, r.forked, err = fs.StartForked(context.WithoutCancel(ctx), spec)
 	} else {
 		sb, err = eng.Start(context.WithoutCancel(ctx), spec)
@@ -208,7 +191,7 @@ func start(ctx context.Context, eng Starter, spec container.Spec, lang Language)
 	lost := ctx.Err() == nil && sb.ZygoteLost(zygoteNews)
 	sb.Kill(container.StatusError)
 	res, _ := sb.Wait()
-	name, needs := lang.what()
+	name, needs := lang.kind().name, lang.kind().needs
 	if lost {
 		return nil, fmt.Errorf("start %s: %w (%v)", name, errZygoteLost, err)
 	}
@@ -303,10 +286,11 @@ type ExecRequest struct {
 	// Env holds environment variables set for this cell only (os.environ
 	// and what the cell starts); the previous values come back after it.
 	Env map[string]string
-	// TypeScript marks the cell as TypeScript, for a JavaScript runner:
-	// its types are stripped (esbuild in the sandbox, which does not
-	// type-check) before it runs. A Python runner refuses it.
-	TypeScript bool
+	// Transform is applied to the cell before it runs (StripTypes: a
+	// TypeScript cell's types are stripped by esbuild in the sandbox,
+	// which does not type-check); a runner that does not take it
+	// refuses the cell (ErrUnsupported).
+	Transform Transform
 }
 
 // Exec runs one cell and returns its result. The error is non-nil only
@@ -349,8 +333,8 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 	if st, why := r.Dead(); st != "" {
 		return nil, nil, fmt.Errorf("%w: %s", ErrDead, why)
 	}
-	if req.TypeScript && r.lang != JavaScript {
-		return nil, nil, fmt.Errorf("a TypeScript cell in a %s runner: %w", r.lang, ErrUnsupported)
+	if req.Transform != "" && !r.lang.Takes(req.Transform) {
+		return nil, nil, fmt.Errorf("a cell with transform %q in a %s runner: %w", req.Transform, r.lang, ErrUnsupported)
 	}
 	if req.OutputBytes <= 0 {
 		req.OutputBytes = 1 << 20
@@ -365,9 +349,7 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 	res := &Result{}
 	frame := request{Code: req.Code, Marker: marker, Setup: setup, Preimport: preimport,
 		Stream: req.OnStdout != nil || req.OnStderr != nil, Context: req.Context, Env: req.Env, NoInterrupt: req.KillOnTimeout}
-	if req.TypeScript {
-		frame.Lang = "ts"
-	}
+	frame.Lang = string(req.Transform)
 	if req.AllowedImports != nil {
 		frame.AllowedImports = &req.AllowedImports
 	}

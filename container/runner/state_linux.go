@@ -100,7 +100,7 @@ func seal(f *os.File) error {
 // it is interrupted, and killed InterruptGrace later with the sandbox.
 // It waits for a running cell, like Exec.
 func (r *Runner) Snapshot(ctx context.Context, maxBytes int64, timeout time.Duration) (*State, error) {
-	if r.lang == JavaScript {
+	if !r.lang.Snapshots() {
 		return nil, fmt.Errorf("snapshot: fork and park are for Python sessions: %w", ErrUnsupported)
 	}
 	if maxBytes <= 0 || maxBytes > MaxStateBytes {
@@ -146,7 +146,7 @@ func (r *Runner) Snapshot(ctx context.Context, maxBytes int64, timeout time.Dura
 // so that branches differ. Names that fail to load are returned. st stays
 // the caller's (one State restores into many runners).
 func (r *Runner) Restore(ctx context.Context, st *State, timeout time.Duration) ([]NotCarried, error) {
-	if r.lang == JavaScript {
+	if !r.lang.Snapshots() {
 		return nil, fmt.Errorf("restore: fork and park are for Python sessions: %w", ErrUnsupported)
 	}
 	rep, err := r.controlFor(ctx, stateRequest{Restore: true}, []*os.File{st.f}, timeout)

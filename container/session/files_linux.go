@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/workspace"
@@ -32,10 +31,10 @@ func (s *Session) files(ctx context.Context) (ws *container.Workspace, done func
 	if s.state == StateDead {
 		return nil, nil, fmt.Errorf("session %s: %w: %s", s.id, ErrDead, s.deadWhy)
 	}
-	s.lastUsed = time.Now()
+	s.lastUsed = s.m.clock.Now()
 	done = func() {
 		s.mu.Lock()
-		s.lastUsed = time.Now()
+		s.lastUsed = s.m.clock.Now()
 		s.mu.Unlock()
 	}
 	return s.r.Sandbox().Workspace(), done, nil

@@ -22,7 +22,7 @@ func (s *Session) SetLifetime(d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("session %s: %w: %v must be positive", s.id, ErrLifetime, d)
 	}
-	now := time.Now()
+	now := s.m.clock.Now()
 	limit := s.created.Add(s.maxLife)
 	if end := now.Add(d); end.After(limit) {
 		return fmt.Errorf("session %s: %w: %v from now would end it %v after its creation; the maximum is %v (max_lifetime), %v from now",
@@ -42,7 +42,7 @@ const parkRetry = time.Second
 func (s *Session) armLifeTimer(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lifeTimer = time.AfterFunc(d, s.lifeEnds)
+	s.lifeTimer = s.m.clock.AfterFunc(d, s.lifeEnds)
 }
 
 func (s *Session) stopLifeTimer() {
@@ -58,11 +58,12 @@ func (s *Session) stopLifeTimer() {
 // checks again.
 func (s *Session) lifeEnds() {
 	s.mu.Lock()
-	left := time.Until(s.expires)
+	now := s.m.clock.Now()
+	left := s.expires.Sub(now)
 	if left > 0 {
 		s.lifeTimer.Reset(left)
 	}
-	lived := time.Since(s.created).Round(time.Millisecond)
+	lived := now.Sub(s.created).Round(time.Millisecond)
 	dead := s.state == StateDead
 	s.mu.Unlock()
 	if left > 0 || dead {
@@ -74,7 +75,7 @@ func (s *Session) lifeEnds() {
 			s.log.Info("session lifetime ended: parked", "lived", lived)
 			return
 		}
-		if errors.Is(err, ErrBusy) && time.Since(s.created) < s.maxLife {
+		if errors.Is(err, ErrBusy) && s.m.clock.Now().Sub(s.created) < s.maxLife {
 			// An exec runs: park once it is done (the sandbox's own
 			// limit, the maximum lifetime, still ends it).
 			s.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsbox/nsbox/container/clock/clocktest"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -14,15 +15,16 @@ import (
 // life past the Manager's MaxLifetime is refused, naming it. With
 // NoIdleEnd, idling past the idle timeout does not end it.
 func TestSetLifetime(t *testing.T) {
-	m, _ := newManager(t, Config{MaxLifetime: time.Minute})
+	clk := clocktest.New(time.Now())
+	m, _ := newManager(t, Config{MaxLifetime: time.Minute, Clock: clk})
 	s := create(t, m, Options{Lifetime: time.Second, IdleTimeout: 200 * time.Millisecond, NoIdleEnd: true})
 	if err := s.SetLifetime(20 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if left := time.Until(s.Info().Expires); left < 15*time.Second || left > 20*time.Second {
+	if left := s.Info().Expires.Sub(clk.Now()); left != 20*time.Second {
 		t.Fatalf("Expires in %v after SetLifetime(20s)", left)
 	}
-	time.Sleep(2 * time.Second) // past its first lifetime and ten idle timeouts
+	clk.Advance(2 * time.Second) // past its first lifetime and ten idle timeouts
 	if info := s.Info(); info.State != StateIdle || !info.NoIdleEnd {
 		t.Fatalf("2 s in: %+v, want it alive", info)
 	}
@@ -39,15 +41,13 @@ func TestSetLifetime(t *testing.T) {
 	if err := s.SetLifetime(300 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for s.Info().State != StateDead || m.Live() != 0 { // Live drops once the sandbox is gone
-		if time.Now().After(deadline) {
-			t.Fatalf("alive 30 s after a 300 ms lifetime: %+v", s.Info())
-		}
-		time.Sleep(20 * time.Millisecond)
+	clk.Advance(299 * time.Millisecond)
+	if st := s.Info().State; st != StateIdle {
+		t.Fatalf("state %s 1 ms before its lifetime ends, want idle", st)
 	}
-	if info := s.Info(); info.DeadStatus != runner.StatusTimeout || !strings.Contains(info.DeadReason, "lifetime") {
-		t.Fatalf("dead with %s: %s", info.DeadStatus, info.DeadReason)
+	clk.Advance(time.Millisecond) // the timer's callback ends it before Advance returns
+	if info := s.Info(); info.State != StateDead || m.Live() != 0 || info.DeadStatus != runner.StatusTimeout || !strings.Contains(info.DeadReason, "lifetime") {
+		t.Fatalf("at its lifetime's end: %+v, %d live; want dead with timeout", info, m.Live())
 	}
 	if err := s.SetLifetime(time.Second); !errors.Is(err, ErrDead) {
 		t.Fatalf("SetLifetime on a dead session: %v", err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/clock"
 	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/runner"
 )
@@ -41,12 +42,16 @@ type Config struct {
 	// IdleAction IdlePark (the session is not held when it is called); on
 	// an error but ErrBusy the session is ended.
 	Park func(s *Session) error
+	// Clock times lifetimes and idle timeouts (nil: the real clock; tests
+	// move a fake one).
+	Clock clock.Clock
 }
 
 // Manager owns the live sessions. It is safe for concurrent use.
 type Manager struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	clock clock.Clock
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -72,7 +77,7 @@ func New(cfg Config) *Manager {
 	if cfg.OutputBytes <= 0 {
 		cfg.OutputBytes = 64 << 20
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}}
+	return &Manager{cfg: cfg, log: cfg.Logger, clock: clock.Or(cfg.Clock), sessions: map[string]*Session{}}
 }
 
 // SetLimits changes the cap on live sessions, the default idle timeout
@@ -159,14 +164,14 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 			return nil, fmt.Errorf("session %s: %w", id, err)
 		}
 	}
-	now := time.Now()
+	now := m.clock.Now()
 	s := &Session{
 		m: m, id: id, opts: opts, r: r, agent: agent, log: m.log.With("session", id), pooled: pooled,
 		sem: make(chan struct{}, 1), state: StateIdle, created: now, lastUsed: now,
 		maxLife: maxLife, expires: now.Add(lifetime),
 	}
 	s.armLifeTimer(lifetime)
-	s.idleTimer = time.AfterFunc(opts.IdleTimeout, s.expire)
+	s.idleTimer = m.clock.AfterFunc(opts.IdleTimeout, s.expire)
 	m.mu.Lock()
 	m.sessions[id] = s
 	closed := m.closed
@@ -205,7 +210,7 @@ func (m *Manager) start(ctx context.Context, id string, opts Options, limits con
 		Limits:      limits,
 		BeforeStart: opts.BeforeStart,
 		Mounts:      opts.Mounts,
-	}, opts.Language)
+	}, opts.Runner)
 	return r, false, err
 }
 

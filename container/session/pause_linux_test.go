@@ -3,10 +3,10 @@ package session
 import (
 	"context"
 	"errors"
-	"strconv"
 	"testing"
 	"time"
 
+	"github.com/nsbox/nsbox/container/clock/clocktest"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -20,6 +20,10 @@ func cpuOf(t *testing.T, s *Session) time.Duration {
 	return st.CPUUsage
 }
 
+// passes waits up to 60 s for the spinning thread's count n[0] to move on
+// and says whether it did.
+const passes = "import time\nfirst, end = n[0], time.monotonic() + 60\nwhile n[0] == first and time.monotonic() < end:\n    time.sleep(0.001)\nn[0] != first"
+
 // TestPauseResume: a paused session's busy background thread uses no CPU
 // and makes no progress; resumed, it goes on where it was, with its
 // state; an exec on a paused session resumes it first.
@@ -27,7 +31,10 @@ func TestPauseResume(t *testing.T) {
 	m, _ := newManager(t, Config{})
 	s := create(t, m, Options{})
 	run(t, s, "import threading\nn = [0]\ndef spin():\n    while True:\n        n[0] += 1\nthreading.Thread(target=spin, daemon=True).start()")
-	time.Sleep(100 * time.Millisecond)
+	counted := run(t, s, passes) // the thread spins: pausing freezes a busy thread
+	if counted.Value != "True" {
+		t.Fatalf("the thread did not count in 60 s: %+v", counted.Result)
+	}
 	if err := s.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +56,8 @@ func TestPauseResume(t *testing.T) {
 	if st := s.Info().State; st != StateIdle {
 		t.Fatalf("state %s after Resume, want idle", st)
 	}
-	first, _ := strconv.Atoi(run(t, s, "n[0]").Value)
-	time.Sleep(100 * time.Millisecond)
-	second, _ := strconv.Atoi(run(t, s, "n[0]").Value)
-	if first <= 0 || second <= first {
-		t.Fatalf("the thread counted %d then %d: want it running after Resume", first, second)
+	if res := run(t, s, passes); res.Value != "True" {
+		t.Fatalf("the thread did not count in 60 s after Resume: %+v", res.Result)
 	}
 
 	// An exec on a paused session thaws it and runs.
@@ -105,17 +109,19 @@ func TestPauseRefusals(t *testing.T) {
 // TestIdlePause: with idle_action pause, an idle session is paused at its
 // idle timeout instead of ending, and the next exec finds its state.
 func TestIdlePause(t *testing.T) {
-	m, _ := newManager(t, Config{})
+	clk := clocktest.New(time.Now())
+	m, _ := newManager(t, Config{Clock: clk})
 	s := create(t, m, Options{IdleTimeout: 300 * time.Millisecond, IdleAction: IdlePause})
 	run(t, s, "x = 7")
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Info().State != StatePaused {
-		if time.Now().After(deadline) {
-			t.Fatalf("not paused 10 s after a 300 ms idle timeout: %+v", s.Info())
-		}
-		time.Sleep(20 * time.Millisecond)
+	clk.Advance(299 * time.Millisecond)
+	if st := s.Info().State; st != StateIdle {
+		t.Fatalf("state %s 1 ms before the idle timeout, want idle", st)
 	}
-	time.Sleep(700 * time.Millisecond) // two more idle timeouts: it stays paused, not ended
+	clk.Advance(time.Millisecond)
+	if st := s.Info().State; st != StatePaused {
+		t.Fatalf("state %s at the idle timeout, want paused", st)
+	}
+	clk.Advance(600 * time.Millisecond) // two more idle timeouts: it stays paused, not ended
 	if st := s.Info().State; st != StatePaused {
 		t.Fatalf("state %s, want still paused", st)
 	}

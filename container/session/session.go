@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/clock"
 	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/runner"
 )
@@ -74,10 +75,14 @@ type Options struct {
 	// a session with any never takes a pooled runner: a pooled sandbox's
 	// mounts were made before the session asked.
 	Mounts []container.Mount
-	// Language is the session's interpreter (zero: Python).
-	Language runner.Language
-	// TypeScript strips the types of every cell (a Node session).
-	TypeScript bool
+	// Language names the session's language as its creator knows it
+	// (daemon/lang); the session only reports it.
+	Language string
+	// Runner is the kind of the session's interpreter (zero: Python).
+	Runner runner.Language
+	// Transform is applied to every cell (runner.StripTypes: a
+	// TypeScript session).
+	Transform runner.Transform
 	// Origin is what the session was made from, kept for its creator (the
 	// daemon re-creates a session from it for a fork or a revive); the
 	// session never reads it.
@@ -92,8 +97,8 @@ type Options struct {
 type Info struct {
 	ID          string
 	Rootfs      string
-	Language    runner.Language // Options.Language
-	TypeScript  bool            // Options.TypeScript
+	Language    string          // Options.Language
+	Runner      runner.Language // Options.Runner
 	State       State
 	DeadReason  string // why it died, for StateDead
 	DeadStatus  runner.Status
@@ -133,7 +138,7 @@ type Session struct {
 	// maxLife bounds the session's life from its creation (the Manager's
 	// MaxLifetime then); lifeTimer ends it at expires (lifetime.go).
 	maxLife   time.Duration
-	lifeTimer *time.Timer
+	lifeTimer clock.Timer
 
 	sem chan struct{} // one exec at a time; file operations do not take it (files_linux.go)
 
@@ -144,7 +149,7 @@ type Session struct {
 	created   time.Time
 	lastUsed  time.Time
 	execs     int
-	idleTimer *time.Timer
+	idleTimer clock.Timer
 	ended     bool
 	paused    time.Time // when it was paused, while StatePaused
 	expires   time.Time // when its lifetime ends
@@ -158,7 +163,7 @@ func (s *Session) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Info{
-		ID: s.id, Rootfs: s.opts.Rootfs, Language: s.opts.Language, TypeScript: s.opts.TypeScript, State: s.state, DeadReason: s.deadWhy, DeadStatus: s.deadSt,
+		ID: s.id, Rootfs: s.opts.Rootfs, Language: s.opts.Language, Runner: s.opts.Runner, State: s.state, DeadReason: s.deadWhy, DeadStatus: s.deadSt,
 		Created: s.created, LastUsed: s.lastUsed, ExecCount: s.execs,
 		IdleTimeout: s.opts.IdleTimeout, Limits: s.opts.Limits, Pooled: s.pooled, Owner: s.opts.Owner,
 		Expires: s.expires, NoIdleEnd: s.opts.NoIdleEnd, AllowedImports: s.opts.AllowedImports,
@@ -196,7 +201,7 @@ func (s *Session) acquire(ctx context.Context) error {
 
 func (s *Session) release() {
 	s.mu.Lock()
-	s.lastUsed = time.Now()
+	s.lastUsed = s.m.clock.Now()
 	if s.state == StateBusy {
 		s.state = StateIdle
 	}
@@ -229,7 +234,7 @@ func (s *Session) Exec(ctx context.Context, req runner.ExecRequest) (*ExecResult
 	if req.AllowedImports == nil {
 		req.AllowedImports = s.opts.AllowedImports
 	}
-	req.TypeScript = s.opts.TypeScript
+	req.Transform = s.opts.Transform
 	ws := s.r.Sandbox().Workspace()
 	before, err := ws.Snapshot()
 	if err != nil {
@@ -312,7 +317,7 @@ func (s *Session) pauseHeld() error {
 	if err := s.r.Sandbox().Pause(); err != nil {
 		return fmt.Errorf("session %s: pause: %w", s.id, err)
 	}
-	s.state, s.paused = StatePaused, time.Now()
+	s.state, s.paused = StatePaused, s.m.clock.Now()
 	s.log.Info("session paused")
 	return nil
 }
@@ -337,7 +342,7 @@ func (s *Session) resumeHeld() error {
 	if err := s.r.Sandbox().Resume(); err != nil {
 		return fmt.Errorf("session %s: resume: %w", s.id, err)
 	}
-	s.log.Info("session resumed", "paused_for", time.Since(s.paused))
+	s.log.Info("session resumed", "paused_for", s.m.clock.Now().Sub(s.paused))
 	s.state, s.paused = StateIdle, time.Time{}
 	return nil
 }
@@ -403,7 +408,7 @@ func (s *Session) expire() {
 		return
 	}
 	s.mu.Lock()
-	idle := time.Since(s.lastUsed)
+	idle := s.m.clock.Now().Sub(s.lastUsed)
 	if s.state == StateDead { // kept for GET until now
 		s.mu.Unlock()
 		s.m.remove(s.id)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/clock/clocktest"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/workspace"
@@ -128,21 +129,20 @@ func TestOOMKillsSession(t *testing.T) {
 }
 
 func TestIdleExpiryLeavesNothing(t *testing.T) {
-	m, name := newManager(t, Config{})
+	clk := clocktest.New(time.Now())
+	m, name := newManager(t, Config{Clock: clk})
 	s := create(t, m, Options{IdleTimeout: 200 * time.Millisecond})
 	pid := s.r.Sandbox().Pid()
 	if len(cgroupDirs(t, name)) == 0 {
 		t.Fatal("no sandbox cgroup found while the session lives (test cannot check cleanup)")
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := m.Get(s.ID()); errors.Is(err, ErrNotFound) && m.Live() == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("session did not expire")
-		}
-		time.Sleep(50 * time.Millisecond)
+	clk.Advance(199 * time.Millisecond)
+	if _, err := m.Get(s.ID()); err != nil {
+		t.Fatalf("Get 1 ms before the idle timeout: %v", err)
+	}
+	clk.Advance(time.Millisecond) // the idle timer ends it before Advance returns
+	if _, err := m.Get(s.ID()); !errors.Is(err, ErrNotFound) || m.Live() != 0 {
+		t.Fatalf("at the idle timeout: Get %v, %d live; want it gone", err, m.Live())
 	}
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("session process %d still exists: %v", pid, err)

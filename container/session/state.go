@@ -25,7 +25,7 @@ const stateHeadroom = 16 << 20
 // most maxBytes; Capture closes it after fn) and the workspace; fn may
 // End the session.
 func (s *Session) Capture(ctx context.Context, maxBytes int64, fn func(st *runner.State, ws *container.Workspace) error) error {
-	if s.opts.Language != "" && s.opts.Language != runner.Python {
+	if !s.opts.Runner.Snapshots() {
 		return fmt.Errorf("session %s: %w", s.id, ErrNotPython)
 	}
 	select {

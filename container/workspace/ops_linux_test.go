@@ -476,9 +476,13 @@ func TestClosedWorkspace(t *testing.T) {
 	w := newTestWorkspace(t, 16<<20)
 	stop := make(chan struct{})
 	done := make(chan struct{})
+	running := make(chan struct{}) // closed once a round of operations is done
 	go func() {
 		defer close(done)
 		for i := 0; ; i++ {
+			if i == 1 {
+				close(running)
+			}
 			select {
 			case <-stop:
 				return
@@ -496,8 +500,8 @@ func TestClosedWorkspace(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(20 * time.Millisecond)
-	w.Close()
+	<-running
+	w.Close() // the operations go on around it
 	close(stop)
 	<-done
 	for name, err := range map[string]error{

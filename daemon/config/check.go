@@ -7,8 +7,8 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
-	"time"
 
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/nsbox/nsbox/container"
@@ -117,17 +117,11 @@ type limitField struct {
 }
 
 func limitFields(a, b container.Limits) []limitField {
-	bytes := func(v float64) string { return HumanBytes(int64(v)) }
-	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	dur := func(v float64) string { return time.Duration(v).String() }
-	return []limitField{
-		{"timeout", float64(a.Timeout), float64(b.Timeout), dur},
-		{"memory", float64(a.MemoryBytes), float64(b.MemoryBytes), bytes},
-		{"pids", float64(a.Pids), float64(b.Pids), num},
-		{"cpus", a.CPUs, b.CPUs, num},
-		{"disk", float64(a.DiskBytes), float64(b.DiskBytes), bytes},
-		{"output", float64(a.OutputBytes), float64(b.OutputBytes), bytes},
+	out := make([]limitField, 0, len(limits.Table))
+	for _, r := range limits.Table {
+		out = append(out, limitField{r.Key, r.Get(a), r.Get(b), r.Format})
 	}
+	return out
 }
 
 // CheckMetricsAddr accepts loopback host:port addresses only: metrics are

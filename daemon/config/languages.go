@@ -5,12 +5,12 @@ import (
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
-	"github.com/nsbox/nsbox/daemon/policy"
+	"github.com/nsbox/nsbox/daemon/lang"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
 // Language is [languages.NAME]: an operator-declared one-shot language.
-type Language = policy.Language
+type Language = lang.Declared
 
 // language returns the declared language named name, adding it if needed.
 // The pointer is valid until the next call.
@@ -28,7 +28,7 @@ func (cfg *Config) language(name string) *Language {
 // "{file}" standing for the program's path; without it the program comes
 // on stdin), rootfs (where it exists; empty: every rootfs) and extension.
 func (cfg *Config) setLanguageKey(name, key string, v *unstable.Node) error {
-	if err := policy.ValidLanguageName(name); err != nil {
+	if err := lang.ValidName(name); err != nil {
 		return err
 	}
 	l := cfg.language(name)

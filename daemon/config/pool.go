@@ -13,7 +13,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/pool"
-	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/daemon/lang"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -52,9 +52,7 @@ type PoolProfileConfig struct {
 // limits resolves the pool's limits over the daemon's defaults d: timeout
 // and output are per run, so always d's.
 func (pp PoolProfileConfig) limits(d container.Limits) container.Limits {
-	l := policy.EngineLimits(pp.Limits)
-	l.Timeout, l.OutputBytes = 0, 0
-	return l.Or(d)
+	return policy.EngineLimits(pp.Limits).Sandbox().Or(d)
 }
 
 func defaultPoolConfig() PoolConfig {
@@ -164,8 +162,8 @@ func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 			if err != nil {
 				return err
 			}
-			if s != agentapi.LanguagePython && s != agentapi.LanguageJavaScript {
-				return fmt.Errorf("%q: python or javascript (javascript runners serve typescript too)", s)
+			if _, ok := lang.Pooled(s); !ok {
+				return fmt.Errorf("%q: %s (a runner serves the languages it transforms too: javascript runners serve typescript)", s, strings.Join(lang.PooledNames(), " or "))
 			}
 			pp.Language = s
 		case "memory", "pids", "cpus", "disk":
@@ -231,7 +229,7 @@ func (cfg Config) PoolProfiles() []pool.Profile {
 		out = append(out, pool.Profile{Name: defaultPoolName, Rootfs: cfg.DefaultRootfs, Limits: d, Preimport: cfg.Pool.Preimport, Size: size})
 	}
 	if cfg.Pool.NodeSize > 0 {
-		out = append(out, pool.Profile{Name: nodePoolName, Rootfs: cfg.DefaultRootfs, Limits: d, Size: cfg.Pool.NodeSize, Language: runner.JavaScript})
+		out = append(out, pool.Profile{Name: nodePoolName, Rootfs: cfg.DefaultRootfs, Limits: d, Size: cfg.Pool.NodeSize, Language: lang.BuiltinPool(nodePoolName).Runner})
 	}
 	for _, pp := range cfg.Pool.Extra {
 		if pp.Size == 0 {
@@ -241,11 +239,11 @@ func (cfg Config) PoolProfiles() []pool.Profile {
 		if r == "" {
 			r = cfg.DefaultRootfs
 		}
-		lang := runner.Python
-		if pp.Language == agentapi.LanguageJavaScript {
-			lang = runner.JavaScript
+		kind := lang.Default().Runner
+		if l, ok := lang.Pooled(pp.Language); ok {
+			kind = l.Runner
 		}
-		out = append(out, pool.Profile{Name: pp.Name, Rootfs: r, Limits: pp.limits(d), Preimport: slices.Clone(pp.Preimport), Size: pp.Size, Language: lang})
+		out = append(out, pool.Profile{Name: pp.Name, Rootfs: r, Limits: pp.limits(d), Preimport: slices.Clone(pp.Preimport), Size: pp.Size, Language: kind})
 	}
 	return out
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 
 	"github.com/nsbox/nsbox/agentapi"
-	"github.com/nsbox/nsbox/daemon/policy"
+	"github.com/nsbox/nsbox/agentapi/limits"
+	"github.com/nsbox/nsbox/daemon/lang"
 )
 
 // parse reads a TOML config file over cfg and returns every
@@ -81,7 +82,7 @@ func checkTable(t []string) string {
 	case len(t) == 1 && t[0] == "languages":
 		return ""
 	case len(t) == 2 && t[0] == "languages":
-		if err := policy.ValidLanguageName(t[1]); err != nil {
+		if err := lang.ValidName(t[1]); err != nil {
 			return err.Error()
 		}
 		return ""
@@ -263,55 +264,54 @@ func profileNameError(name string) string {
 	return ""
 }
 
-// setLimit stores one limit key (timeout, memory, pids, cpus, disk, output).
+// setLimit stores one limit key (a key of the limits table: timeout,
+// memory, pids, cpus, disk, output), checked against its row's range.
 func setLimit(l *agentapi.Limits, key string, v *unstable.Node) error {
-	switch key {
-	case "timeout":
+	r, ok := limits.Lookup(key)
+	if !ok || r.Key != key {
+		keys := make([]string, len(limits.Table))
+		for i, r := range limits.Table {
+			keys[i] = r.Key
+		}
+		return fmt.Errorf("unknown limit; the limits are %s", strings.Join(keys, ", "))
+	}
+	var x float64
+	switch r.Unit {
+	case limits.Millis:
 		d, err := tomlDuration(v)
 		if err != nil {
 			return err
 		}
-		if d < time.Millisecond {
-			return fmt.Errorf("%v: must be at least 1ms", d)
-		}
-		l.TimeoutMs = d.Milliseconds()
-	case "memory", "disk", "output":
+		x = float64(d) / float64(time.Millisecond)
+	case limits.Bytes:
 		n, err := tomlSize(v)
 		if err != nil {
 			return err
 		}
-		if n == 0 {
-			return fmt.Errorf("must be positive (leave the key out for the default)")
-		}
-		switch key {
-		case "memory":
-			if n < 4<<20 {
-				return fmt.Errorf("%d bytes: below 4 MiB no Python starts", n)
-			}
-			l.MemoryBytes = n
-		case "disk":
-			l.DiskBytes = n
-		case "output":
-			l.OutputBytes = n
-		}
-	case "pids":
-		n, err := tomlIntIn(v, 1, 1<<22, "")
+		x = float64(n)
+	case limits.Count:
+		n, err := tomlInt(v)
 		if err != nil {
 			return err
 		}
-		l.Pids = n
-	case "cpus":
+		x = float64(n)
+	case limits.Cores:
 		f, err := tomlFloat(v)
 		if err != nil {
 			return err
 		}
-		if f < 0.01 || f > 4096 || math.IsNaN(f) {
-			return fmt.Errorf("%v: must be between 0.01 and 4096 (fractions allowed)", f)
-		}
-		l.CPUs = f
-	default:
-		return fmt.Errorf("unknown limit; the limits are timeout, memory, pids, cpus, disk and output")
+		x = f
 	}
+	switch {
+	case x == 0:
+		return fmt.Errorf("must be positive (leave the key out for the default)")
+	case r.Ceiling > 0 && x > r.Ceiling:
+		return fmt.Errorf("%s: must be between %s and %s", r.Format(x), r.Format(r.Min), r.Format(r.Ceiling))
+	}
+	if err := r.Check(x); err != nil {
+		return fmt.Errorf("%s: must be at least %s", r.Format(x), r.Format(r.Min))
+	}
+	r.SetWire(l, x)
 	return nil
 }
 
@@ -372,7 +372,7 @@ func tomlSize(v *unstable.Node) (int64, error) {
 		}
 		return n, err
 	case unstable.String:
-		return ParseSize(string(v.Data))
+		return limits.ParseSize(string(v.Data))
 	}
 	return 0, fmt.Errorf("want a size like \"512M\" or a number of bytes, got a TOML %s", kindName(v.Kind))
 }

@@ -21,6 +21,8 @@ import (
 	"crypto/x509"
 	"log/slog"
 	"net/netip"
+
+	"github.com/nsbox/nsbox/daemon/egress/pkgcache"
 )
 
 // Rule is one allowed destination: Host is an exact name, a one-label
@@ -57,8 +59,10 @@ type Options struct {
 	// CA signs the certificates of the hosts the proxy terminates TLS for
 	// (secret hosts); nil: a policy with secrets is refused by New.
 	CA *CA
-	// Cache, when set, keeps immutable package artifacts (cache.go).
-	Cache *Cache
+	// Cache, when set, keeps immutable package artifacts (pkgcache); each
+	// Proxy keeps its own URL-to-digest index, so it serves a file only
+	// for a URL whose digest it learned itself.
+	Cache *pkgcache.Cache
 	// Intercept are the hosts whose TLS the proxy terminates (with CA,
 	// verifying the upstream in full) so that the package files fetched
 	// from them over HTTPS can be cached: package indexes such as
@@ -108,6 +112,3 @@ type Report struct {
 // CA is the daemon's certificate authority for the hosts the proxy
 // terminates TLS for (ca.go).
 type CA struct{ impl caImpl }
-
-// Cache is the shared, size-capped cache of package artifacts (cache.go).
-type Cache struct{ impl cacheImpl }

@@ -112,9 +112,9 @@ func (p *Proxy) cachedRoundTrip(req *http.Request, rec *Record) (*http.Response,
 	if c == nil || req.Method != http.MethodGet || req.Header.Get("Range") != "" {
 		return p.transport.RoundTrip(req)
 	}
-	sum := p.hashes.lookup(cacheKey(req.URL))
+	sum := p.hashes.Lookup(req.URL)
 	if sum != "" {
-		if f, size, ok := c.impl.open(sum); ok {
+		if f, size, ok := c.Get(sum); ok {
 			rec.Cached = true
 			return &http.Response{
 				Status: "200 OK", StatusCode: http.StatusOK,
@@ -133,9 +133,9 @@ func (p *Proxy) cachedRoundTrip(req *http.Request, rec *Record) (*http.Response,
 	enc := resp.Header.Get("Content-Encoding")
 	switch {
 	case sum != "" && enc == "":
-		resp.Body = c.impl.tee(resp.Body, sum)
-	case sum == "" && pageKind(resp.Header.Get("Content-Type")) != "":
-		resp.Body = p.hashes.learnFrom(req.URL, pageKind(resp.Header.Get("Content-Type")), enc, resp.Body)
+		resp.Body = c.Fill(resp.Body, sum)
+	case sum == "": // an index page is learned from; anything else passes
+		resp.Body = p.hashes.Learn(req.URL, resp.Header.Get("Content-Type"), enc, resp.Body)
 	}
 	return resp, nil
 }

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nsbox/nsbox/daemon/egress/pkgcache"
 )
 
 // dialTimeout bounds a dial upstream; a sandbox waiting longer learns
@@ -41,8 +43,8 @@ type Proxy struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 
-	bytes  atomic.Int64 // both directions, all records: MaxBytes
-	hashes hashIndex    // package files' hashes, from the pages forwarded
+	bytes  atomic.Int64   // both directions, all records: MaxBytes
+	hashes pkgcache.Index // package files' hashes, from the pages this proxy forwarded
 
 	mu     sync.Mutex
 	closed bool

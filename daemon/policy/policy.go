@@ -5,15 +5,16 @@ package policy
 
 import (
 	"fmt"
-	"math"
-	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/lang"
 )
 
 // Policy is the part of the configuration that Reconfigure changes while
@@ -27,7 +28,7 @@ type Policy struct {
 	Sessions      Sessions
 	Network       Network
 	// Languages are the operator's declared one-shot languages.
-	Languages []Language
+	Languages []lang.Declared
 }
 
 // Sessions are the session settings.
@@ -64,30 +65,22 @@ const (
 	IdlePark  = "park" // to disk (needs the daemon's state directory); Python sessions only
 )
 
-// DefaultMaxLimits are the maxima a request may ask for unless configured.
-func DefaultMaxLimits() container.Limits {
-	return container.Limits{
-		Timeout:     10 * time.Minute,
-		MemoryBytes: 8 << 30,
-		Pids:        4096,
-		CPUs:        float64(runtime.NumCPU()),
-		DiskBytes:   8 << 30,
-		OutputBytes: 64 << 20,
-	}
-}
+// DefaultMaxLimits are the maxima a request may ask for unless configured
+// (the limits table's maxima).
+func DefaultMaxLimits() container.Limits { return limits.Maxima() }
 
 // Rules are a checked Policy with its defaults filled. They do not change;
 // the daemon swaps whole Rules on Reconfigure.
 type Rules struct {
-	// Builtins, when set, lists the built-in languages beyond python and
-	// bash that a rootfs can run (javascript and typescript where it has
-	// Node.js and esbuild); the daemon sets it from its rootfs store.
-	Builtins      func(rootfs string) []string
+	// RootfsDir, when set, resolves a rootfs name to its tree, where the
+	// language registry looks for what a language needs (node, esbuild);
+	// the daemon sets it from its rootfs store.
+	RootfsDir     func(rootfs string) (string, error)
 	DefaultRootfs string
 	Defaults, Max container.Limits
 	Sessions      Sessions
 	Network       Network
-	languages     map[string]Language
+	langs         *lang.Registry
 	profiles      map[string]agentapi.Profile
 	names         []string // sorted
 }
@@ -98,9 +91,13 @@ type Rules struct {
 // built-in profile does not stop a daemon on a small host from starting.
 func New(p Policy) (*Rules, error) {
 	d, m := p.DefaultLimits.WithDefaults(), p.MaxLimits.Or(DefaultMaxLimits())
-	if d.Timeout > m.Timeout || d.MemoryBytes > m.MemoryBytes || d.Pids > m.Pids || d.CPUs > m.CPUs ||
-		d.DiskBytes > m.DiskBytes || d.OutputBytes > m.OutputBytes {
-		return nil, fmt.Errorf("policy: default limits %+v exceed the maxima %+v; raise the maxima", d, m)
+	if r, got, mx, above := limits.Above(d, m); above {
+		return nil, fmt.Errorf("policy: the default %s %s is above the maximum %s; raise the maximum", r.Key, r.Format(got), r.Format(mx))
+	}
+	for _, l := range []container.Limits{d, m} {
+		if key, err := limits.CheckSet(l); err != nil {
+			return nil, fmt.Errorf("policy: %s limit: %v", key, err)
+		}
 	}
 	profiles := p.Profiles
 	if profiles == nil {
@@ -139,25 +136,18 @@ func New(p Policy) (*Rules, error) {
 		if _, dup := pol.profiles[pr.Name]; dup {
 			return nil, fmt.Errorf("policy: profile %q defined twice", pr.Name)
 		}
-		l := pr.Limits
-		if l.TimeoutMs < 0 || l.MemoryBytes < 0 || l.Pids < 0 || l.DiskBytes < 0 || l.OutputBytes < 0 ||
-			l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
-			return nil, fmt.Errorf("policy: profile %q has a negative or invalid limit: %+v", pr.Name, l)
+		if field, err := limits.CheckWire(pr.Limits); err != nil {
+			return nil, fmt.Errorf("policy: profile %q: %s: %v", pr.Name, field, err)
 		}
 		pol.profiles[pr.Name] = pr
 		pol.names = append(pol.names, pr.Name)
 	}
 	sort.Strings(pol.names)
-	pol.languages = make(map[string]Language, len(p.Languages))
-	for _, l := range p.Languages {
-		if err := l.Check(); err != nil {
-			return nil, fmt.Errorf("policy: %w", err)
-		}
-		if _, dup := pol.languages[l.Name]; dup {
-			return nil, fmt.Errorf("policy: language %q declared twice", l.Name)
-		}
-		pol.languages[l.Name] = l
+	langs, err := lang.New(p.Languages)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
 	}
+	pol.langs = langs
 	return pol, nil
 }
 
@@ -177,7 +167,7 @@ func (pol *Rules) limitsFor(profile string, l *agentapi.Limits) (container.Limit
 	if l != nil {
 		req = *l
 	}
-	if err := checkWireLimits(req); err != nil {
+	if err := CheckLimits(&req); err != nil {
 		return container.Limits{}, err
 	}
 	lim := EngineLimits(req)
@@ -192,70 +182,31 @@ func (pol *Rules) limitsFor(profile string, l *agentapi.Limits) (container.Limit
 		suffix = fmt.Sprintf(" (request limits over profile %q)", profile)
 	}
 	lim = lim.Or(pol.Defaults)
-	mx := pol.Max
-	for _, c := range []struct {
-		name     string
-		got, max int64
-	}{
-		{"limits.timeout_ms", lim.Timeout.Milliseconds(), mx.Timeout.Milliseconds()},
-		{"limits.memory_bytes", lim.MemoryBytes, mx.MemoryBytes},
-		{"limits.pids", lim.Pids, mx.Pids},
-		{"limits.disk_bytes", lim.DiskBytes, mx.DiskBytes},
-		{"limits.output_bytes", lim.OutputBytes, mx.OutputBytes},
-	} {
-		if c.got > c.max {
-			return container.Limits{}, errdefs.Field(c.name, "%d is above the daemon's maximum %d%s", c.got, c.max, suffix)
-		}
-	}
-	if lim.CPUs > mx.CPUs {
-		return container.Limits{}, errdefs.Field("limits.cpus", "%v is above the daemon's maximum %v%s", lim.CPUs, mx.CPUs, suffix)
+	if r, got, mx, above := limits.Above(lim, pol.Max); above {
+		return container.Limits{}, errdefs.Field("limits."+r.Field, "%v is above the daemon's maximum %v%s",
+			strconv.FormatFloat(got, 'f', -1, 64), strconv.FormatFloat(mx, 'f', -1, 64), suffix)
 	}
 	return lim, nil
 }
 
-// checkWireLimits refuses negative and non-finite limits.
-func checkWireLimits(l agentapi.Limits) error {
-	for _, c := range []struct {
-		name string
-		got  int64
-	}{
-		{"limits.timeout_ms", l.TimeoutMs}, {"limits.memory_bytes", l.MemoryBytes}, {"limits.pids", l.Pids},
-		{"limits.disk_bytes", l.DiskBytes}, {"limits.output_bytes", l.OutputBytes},
-	} {
-		if c.got < 0 {
-			return errdefs.Field(c.name, "%d is negative", c.got)
-		}
+// CheckLimits refuses what no sandbox could run with (limits.CheckWire:
+// negative, not a number, below the minimum), naming the field, before any
+// sandbox work.
+func CheckLimits(l *agentapi.Limits) error {
+	if l == nil {
+		return nil
 	}
-	if l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
-		return errdefs.Field("limits.cpus", "%v is not a CPU count", l.CPUs)
+	if field, err := limits.CheckWire(*l); err != nil {
+		return errdefs.Field(field, "%v", err)
 	}
 	return nil
 }
 
-// EngineLimits converts wire limits to the engine's; with WireLimits it is
-// the one conversion pair between the two layers.
-func EngineLimits(l agentapi.Limits) container.Limits {
-	return container.Limits{
-		Timeout:     time.Duration(l.TimeoutMs) * time.Millisecond,
-		MemoryBytes: l.MemoryBytes,
-		Pids:        l.Pids,
-		CPUs:        l.CPUs,
-		DiskBytes:   l.DiskBytes,
-		OutputBytes: l.OutputBytes,
-	}
-}
+// EngineLimits converts wire limits to the engine's (limits.FromWire).
+func EngineLimits(l agentapi.Limits) container.Limits { return limits.FromWire(l) }
 
-// WireLimits converts engine limits to their wire form.
-func WireLimits(l container.Limits) agentapi.Limits {
-	return agentapi.Limits{
-		TimeoutMs:   l.Timeout.Milliseconds(),
-		MemoryBytes: l.MemoryBytes,
-		Pids:        l.Pids,
-		CPUs:        l.CPUs,
-		DiskBytes:   l.DiskBytes,
-		OutputBytes: l.OutputBytes,
-	}
-}
+// WireLimits converts engine limits to their wire form (limits.ToWire).
+func WireLimits(l container.Limits) agentapi.Limits { return limits.ToWire(l) }
 
 // Profiles lists the profiles with their limits resolved over the
 // defaults, sorted by name.

@@ -1,18 +1,39 @@
 package policy
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 )
 
-// Spec builds the engine's Spec for j on the rootfs at dir.
+// Spec builds the engine's Spec for j on the rootfs at dir, for a run
+// that goes to the engine: an argv run, or code as its language's
+// one-shot program (lang.Descriptor.OneShot). A run whose language has
+// none (it needs its runner) gets no Argv; the daemon refuses it first.
 func (j *Job) Spec(id, dir string) container.Spec {
-	sp := container.Spec{
+	sp := j.CellSpec(id, dir)
+	if j.Lang == nil {
+		return sp
+	}
+	p, ok := j.Lang.OneShot(j.Code, dir)
+	if !ok {
+		return sp
+	}
+	sp.Argv = p.Argv
+	if p.File != nil {
+		sp.Files = append(slices.Clone(sp.Files), *p.File)
+	}
+	if p.Stdin {
+		sp.Stdin = strings.NewReader(j.Code)
+	}
+	return sp
+}
+
+// CellSpec builds the Spec of the sandbox of a run whose code goes to a
+// runner: the runner sets the command.
+func (j *Job) CellSpec(id, dir string) container.Spec {
+	return container.Spec{
 		ID:          id,
 		RootfsDir:   dir,
 		Argv:        j.Argv,
@@ -21,36 +42,4 @@ func (j *Job) Spec(id, dir string) container.Spec {
 		Limits:      j.Limits,
 		ReturnFiles: j.ReturnFiles,
 	}
-	switch j.Language {
-	case "":
-	case agentapi.LanguagePython:
-		sp.Argv = []string{"python3", "-c", j.Code}
-	case agentapi.LanguageJavaScript, agentapi.LanguageTypeScript:
-		// Both go to the Node runner (the daemon's runner path); this is
-		// what a run that cannot take it (a custom seccomp profile) gets.
-		sp.Argv = []string{"node", "-e", j.Code}
-	case agentapi.LanguageBash:
-		sh := "/bin/sh"
-		if hasFile(dir, "usr/bin/bash") || hasFile(dir, "bin/bash") {
-			sh = "bash"
-		}
-		sp.Argv = []string{sh, "-c", j.Code}
-	default:
-		argv, file, stdin := j.declared.program(j.Code)
-		sp.Argv = argv
-		if file != nil {
-			sp.Files = append(slices.Clone(sp.Files), *file)
-		}
-		if stdin {
-			sp.Stdin = strings.NewReader(j.Code)
-		}
-	}
-	return sp
-}
-
-// hasFile reports whether rel exists in the rootfs at dir (a symlink counts;
-// it is not followed on the host).
-func hasFile(dir, rel string) bool {
-	_, err := os.Lstat(filepath.Join(dir, rel))
-	return err == nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon/egress"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/lang"
 )
 
 // MaxArgBytes is the longest one argument or environment string execve
@@ -56,7 +57,8 @@ func validGlob(g string) error {
 // rootfs is resolved.
 type Job struct {
 	Argv        []string // nil when Language is set
-	Language    string
+	Language    string   // Lang's name
+	Lang        *lang.Descriptor
 	Code        string
 	Stdin       string
 	Files       []container.File
@@ -68,17 +70,15 @@ type Job struct {
 	AllowedImports []string
 	// Network is the run's egress policy; nil means loopback only.
 	Network *egress.Policy
-	// declared is Language's declaration when it is not built in.
-	declared *Language
 }
 
-// validate checks req against the request rules and the daemon's maxima and
+// Validate checks req against the request rules and the daemon's maxima and
 // returns the job it describes. Errors are *errdefs.FieldError.
 func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 	j := &Job{Stdin: req.Stdin, Rootfs: req.Rootfs}
 	if j.Rootfs == "" {
 		j.Rootfs = pol.DefaultRootfs
-	} else if len(j.Rootfs) > maxRootfsNameLen || strings.ContainsAny(j.Rootfs, "/\x00") || j.Rootfs == "." || j.Rootfs == ".." {
+	} else if !validRootfsName(j.Rootfs) {
 		return nil, errdefs.Field("rootfs", "%q is not a rootfs name", j.Rootfs)
 	}
 
@@ -102,38 +102,85 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 		}
 		j.Argv = req.Argv
 	case req.Language != "":
-		if IsNode(req.Language) {
-			if err := pol.builtin(req.Language, j.Rootfs); err != nil {
-				return nil, err
-			}
-		} else if req.Language != agentapi.LanguagePython && req.Language != agentapi.LanguageBash {
-			l, err := pol.declared(req.Language, j.Rootfs)
-			if err != nil {
-				return nil, err
-			}
-			j.declared = &l
-			if req.Stdin != "" && !strings.Contains(strings.Join(l.Argv, " "), FileArg) {
-				return nil, errdefs.Field("stdin", "language %q reads its program from standard input; give the program's input as files instead", l.Name)
-			}
+		l, err := pol.language(req.Language, j.Rootfs)
+		if err != nil {
+			return nil, err
+		}
+		if req.Stdin != "" && l.StdinIsProgram() {
+			return nil, errdefs.Field("stdin", "language %q reads its program from standard input; give the program's input as files instead", l.Name)
 		}
 		if strings.IndexByte(req.Code, 0) >= 0 {
 			return nil, errdefs.Field("code", "contains NUL")
 		}
-		if req.Language == agentapi.LanguageBash && len(req.Code) > MaxArgBytes {
+		if l.CodeInArgv() && len(req.Code) > MaxArgBytes {
 			return nil, errdefs.Field("code", "%d bytes, above the kernel's limit of %d for the argument of bash -c; put the script in files and run argv [\"bash\", \"script.sh\"]", len(req.Code), MaxArgBytes)
 		}
-		j.Language, j.Code = req.Language, req.Code
+		j.Lang, j.Language, j.Code = l, l.Name, req.Code
 	case req.Code != "":
 		return nil, errdefs.Field("language", "required with code: one of %s", strings.Join(pol.Languages(j.Rootfs), ", "))
 	default:
 		return nil, errdefs.Field("argv", "required: give argv, or language and code")
 	}
 
-	if len(req.Files) > maxFiles {
+	var err error
+	if j.Files, err = validFiles(req.Files); err != nil {
+		return nil, err
+	}
+	if j.Env, err = envList(req.Env); err != nil {
+		return nil, err
+	}
+
+	total := 0 // code goes to the runner or a file, not through exec, but for bash -c
+	if j.Lang != nil && j.Lang.CodeInArgv() {
+		total = len(j.Code)
+	}
+	for _, a := range j.Argv {
+		total += len(a) + 1
+	}
+	for _, e := range j.Env {
+		total += len(e) + 1
+	}
+	if total > maxExecBytes {
+		return nil, errdefs.Field("argv", "the command and env take %d bytes together, above the %d an exec takes; pass large data as files", total, maxExecBytes)
+	}
+
+	if len(req.ReturnFiles) > maxReturnGlobs {
+		return nil, errdefs.Field("return_files", "more than %d patterns", maxReturnGlobs)
+	}
+	for i, g := range req.ReturnFiles {
+		if err := validGlob(g); err != nil {
+			return nil, errdefs.Field(fmt.Sprintf("return_files[%d]", i), "%v", err)
+		}
+	}
+	j.ReturnFiles = req.ReturnFiles
+
+	if req.AllowedImports != nil {
+		if j.Lang == nil || !j.Lang.AllowedImports() {
+			return nil, errdefs.Field("allowed_imports", "applies to Python code only (language %q); remove it for argv and bash runs", lang.Default().Name)
+		}
+		if err := ValidImports(req.AllowedImports); err != nil {
+			return nil, err
+		}
+		j.AllowedImports = req.AllowedImports
+	}
+
+	if j.Limits, err = pol.limitsFor(req.Profile, req.Limits); err != nil {
+		return nil, err
+	}
+	if j.Network, err = pol.network(req.Profile, req.Network); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// validFiles checks a request's input files and decodes them.
+func validFiles(files []agentapi.File) ([]container.File, error) {
+	var out []container.File
+	if len(files) > maxFiles {
 		return nil, errdefs.Field("files", "more than %d files", maxFiles)
 	}
-	seen := make(map[string]bool, len(req.Files))
-	for i, f := range req.Files {
+	seen := make(map[string]bool, len(files))
+	for i, f := range files {
 		name := fmt.Sprintf("files[%d]", i)
 		if err := container.ValidPath(f.Path); err != nil {
 			return nil, errdefs.Field(name+".path", "%v", err)
@@ -161,64 +208,31 @@ func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
 		default:
 			cf.Data = []byte(f.Text)
 		}
-		j.Files = append(j.Files, cf)
+		out = append(out, cf)
 	}
+	return out, nil
+}
 
-	if err := ValidEnv("env", req.Env); err != nil {
+// envList checks a request's env and returns it as sorted KEY=VALUE.
+func envList(env map[string]string) ([]string, error) {
+	if err := ValidEnv("env", env); err != nil {
 		return nil, err
 	}
-	keys := make([]string, 0, len(req.Env))
-	for k := range req.Env {
+	var out []string
+	keys := make([]string, 0, len(env))
+	for k := range env {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		j.Env = append(j.Env, k+"="+req.Env[k])
+		out = append(out, k+"="+env[k])
 	}
+	return out, nil
+}
 
-	total := 0 // Python code goes to the runner, not through exec
-	if j.Language == agentapi.LanguageBash {
-		total = len(j.Code)
-	}
-	for _, a := range j.Argv {
-		total += len(a) + 1
-	}
-	for _, e := range j.Env {
-		total += len(e) + 1
-	}
-	if total > maxExecBytes {
-		return nil, errdefs.Field("argv", "the command and env take %d bytes together, above the %d an exec takes; pass large data as files", total, maxExecBytes)
-	}
-
-	if len(req.ReturnFiles) > maxReturnGlobs {
-		return nil, errdefs.Field("return_files", "more than %d patterns", maxReturnGlobs)
-	}
-	for i, g := range req.ReturnFiles {
-		if err := validGlob(g); err != nil {
-			return nil, errdefs.Field(fmt.Sprintf("return_files[%d]", i), "%v", err)
-		}
-	}
-	j.ReturnFiles = req.ReturnFiles
-
-	if req.AllowedImports != nil {
-		if j.Language != agentapi.LanguagePython {
-			return nil, errdefs.Field("allowed_imports", "applies to Python code only (language %q); remove it for argv and bash runs", agentapi.LanguagePython)
-		}
-		if err := ValidImports(req.AllowedImports); err != nil {
-			return nil, err
-		}
-		j.AllowedImports = req.AllowedImports
-	}
-
-	lim, err := pol.limitsFor(req.Profile, req.Limits)
-	if err != nil {
-		return nil, err
-	}
-	j.Limits = lim
-	if j.Network, err = pol.network(req.Profile, req.Network); err != nil {
-		return nil, err
-	}
-	return j, nil
+// validRootfsName checks the name a request gives a rootfs.
+func validRootfsName(name string) bool {
+	return len(name) <= maxRootfsNameLen && !strings.ContainsAny(name, "/\x00") && name != "." && name != ".."
 }
 
 // ValidImports checks an allowed_imports list: dotted Python module names
@@ -265,8 +279,9 @@ func ValidEnv(field string, env map[string]string) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := env[k]
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return errdefs.Field(field, "%q is not a variable name", k)
+		// The engine's rule (runenv), checked here before any sandbox work.
+		if err := container.ValidEnvKey(k); err != nil {
+			return errdefs.Field(field, "%v", err)
 		}
 		if strings.IndexByte(v, 0) >= 0 {
 			return errdefs.Field(field+"."+k, "value contains NUL")

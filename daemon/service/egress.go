@@ -9,6 +9,7 @@ import (
 
 	"github.com/nsbox/nsbox/daemon/config"
 	"github.com/nsbox/nsbox/daemon/egress"
+	"github.com/nsbox/nsbox/daemon/egress/pkgcache"
 )
 
 // egressOptions are the egress proxy's settings from [network]: names
@@ -39,7 +40,7 @@ func egressOptions(cfg config.Config, log *slog.Logger) (*egress.Options, error)
 	}
 	o.CA = ca
 	if n.CacheBytes > 0 {
-		if o.Cache, err = egress.OpenCache(filepath.Join(dir, "cache"), n.CacheBytes); err != nil {
+		if o.Cache, err = pkgcache.Open(filepath.Join(dir, "cache"), n.CacheBytes); err != nil {
 			return nil, err
 		}
 		o.Intercept = n.CacheHosts

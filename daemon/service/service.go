@@ -31,6 +31,7 @@ import (
 	"github.com/nsbox/nsbox/container/zygote"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/config"
+	"github.com/nsbox/nsbox/daemon/lang"
 	"github.com/nsbox/nsbox/daemon/volume"
 	"github.com/nsbox/nsbox/rootfs"
 )
@@ -125,7 +126,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 
 	store := daemon.Store{Store: rootfs.Store{Root: cfg.RootfsStore}}
 	dcfg := daemon.Config{
-		Runner:        eng,
+		Engine:        eng,
 		Starter:       eng,
 		Rootfs:        store,
 		Logger:        log,
@@ -160,13 +161,13 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		}
 		// After the pool and the core are done, before the engine.
 		defer zs.Close()
-		dcfg.Runner, dcfg.Starter, dcfg.Zygotes = zs, zs, zs
+		dcfg.Engine, dcfg.Starter, dcfg.Zygotes = zs, zs, zs
 		for _, p := range profiles {
 			log.Info("zygote", "rootfs", p.Rootfs, "modules", strings.Join(p.Modules, ","), "children", p.Children, "huge_pages", p.HugePages)
 		}
 	}
 	var pl *pool.Pool
-	if profiles := nodePoolsWhereNode(cfg.PoolProfiles(), store, log); len(profiles) > 0 {
+	if profiles := poolsWhereRunnable(cfg.PoolProfiles(), store, log); len(profiles) > 0 {
 		pl, err = pool.New(pool.Config{Starter: dcfg.Starter, Acquire: store.Acquire, Profiles: profiles, Refills: cfg.Pool.Refills, Logger: log.With("component", "pool")})
 		if err != nil {
 			return fmt.Errorf("warm pool: %w", err)
@@ -258,20 +259,20 @@ func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func() er
 	return ms.Close, nil
 }
 
-// nodePoolsWhereNode drops the pools of Node runners whose rootfs has no
-// Node.js (the built-in "node" pool on a minimal default rootfs): they
-// could never start a runner.
-func nodePoolsWhereNode(profiles []pool.Profile, store daemon.Store, log *slog.Logger) []pool.Profile {
+// poolsWhereRunnable drops the pools whose rootfs lacks what their
+// language needs (daemon/lang: the built-in "node" pool on a minimal
+// default rootfs has no Node.js): they could never start a runner.
+func poolsWhereRunnable(profiles []pool.Profile, store daemon.Store, log *slog.Logger) []pool.Profile {
 	out := profiles[:0:0]
 	for _, p := range profiles {
-		if p.Language == runner.JavaScript {
+		if l := lang.OfRunner(p.Language); len(l.Needs) > 0 {
 			dir, err := store.Dir(p.Rootfs)
 			if err != nil {
-				log.Info("no Node pool: its rootfs is not in the store", "pool", p.Name, "rootfs", p.Rootfs, "err", err)
+				log.Info("no pool: its rootfs is not in the store", "pool", p.Name, "language", l.Name, "rootfs", p.Rootfs, "err", err)
 				continue
 			}
-			if _, err := os.Lstat(filepath.Join(dir, "usr/bin/node")); err != nil {
-				log.Info("no Node pool: the rootfs has no Node.js (the datasci profile has it)", "pool", p.Name, "rootfs", p.Rootfs)
+			if !l.OnRootfs(dir) {
+				log.Info("no pool: the rootfs lacks what its language needs (the datasci profile has it)", "pool", p.Name, "language", l.Name, "rootfs", p.Rootfs, "needs", l.Needs)
 				continue
 			}
 		}

@@ -6,8 +6,9 @@
 // machine drift hits all of them alike; the report gives medians, p95s and
 // ratios, as tables or as JSON.
 //
-// It needs root and a rootfs; the CLI command only turns flags into
-// [Options] and calls [Run].
+// It needs root and a rootfs. It is not part of the nsbox binary:
+// cmd/nsbox-bench turns flags into [Options] and calls [Run], and
+// `nsbox bench` execs that binary from beside itself.
 package bench
 
 import (
@@ -17,10 +18,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
 // Options are the settings of one bench. The zero value is not usable:
@@ -49,8 +52,9 @@ type Options struct {
 	JSON bool // print the report as JSON instead of tables
 
 	// Nsbox is the nsbox binary started as the private daemons
-	// (`nsbox daemon ...`). Empty: this process's own executable, which
-	// is nsbox itself when the bench runs as `nsbox bench`.
+	// (`nsbox daemon ...`). Empty: "nsbox" beside this process's
+	// executable (bin/nsbox beside bin/nsbox-bench after `make build`);
+	// `nsbox bench` passes itself.
 	Nsbox string
 }
 
@@ -91,7 +95,15 @@ func (o Options) nsbox() (string, error) {
 	if o.Nsbox != "" {
 		return o.Nsbox, nil
 	}
-	return os.Executable()
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("bench: the nsbox binary: %w (give --nsbox)", err)
+	}
+	path := filepath.Join(filepath.Dir(exe), "nsbox")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("bench: no nsbox binary beside %s (make build puts both in bin/; or give --nsbox PATH)", exe)
+	}
+	return path, nil
 }
 
 // Run measures what o selects and writes the report to out.
@@ -112,7 +124,7 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	}
 	defer release()
 	argv := []string{"python3", "-c", "print(1)"}
-	rep := &report{Machine: machineLine(), Command: strings.Join(argv, " ")}
+	rep := &report{Machine: measure.MachineLine(), Command: strings.Join(argv, " ")}
 	var systems []system
 	if o.Only == "" || o.Only == "engine" {
 		if systems, err = benchEngine(ctx, o, rep, rfs, argv); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
 // daemon is the daemon the bench talks to: a private one it started,
@@ -119,7 +120,7 @@ func (d *daemon) waitPools(ctx context.Context) error {
 
 // idle polls /v1/info until the daemon runs, queues and tears down
 // nothing, then lets the kernel's own clean-up of the last sandboxes pass
-// (poolSettle, then settle), so that one system's rounds do not pay for the
+// (poolSettle, then measure.Settle), so that one system's rounds do not pay for the
 // teardown of the runs before them (the wait is not measured).
 func (d *daemon) idle(ctx context.Context) error {
 	deadline := time.Now().Add(2 * time.Minute)
@@ -130,7 +131,7 @@ func (d *daemon) idle(ctx context.Context) error {
 		}
 		if info.InFlight == 0 && info.Queued == 0 && info.TearingDown == 0 {
 			time.Sleep(poolSettle)
-			settle(ctx)
+			measure.Settle(ctx)
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -13,6 +13,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
 // The E2B part measures what the E2B endpoint costs against the same work
@@ -82,8 +83,8 @@ func benchE2B(ctx context.Context, o Options, rep *report) error {
 	}
 	defer d.close()
 
-	before := loadAvg()
-	defer func() { rep.E2BLoad = before + " -> " + loadAvg() }()
+	before := measure.LoadAvg()
+	defer func() { rep.E2BLoad = before + " -> " + measure.LoadAvg() }()
 	rounds := max(1, o.DaemonRuns/10) // 5 sandboxes and 50 cells a round and side
 	var sdkCreate, sdkCell, v1Create, v1Cell []time.Duration
 	for r := 0; r < rounds; r++ {
@@ -137,9 +138,9 @@ func benchE2B(ctx context.Context, o Options, rep *report) error {
 		}
 	}
 	row := func(name string, s []time.Duration, base []time.Duration, target string) e2bRow {
-		r := e2bRow{System: name, Runs: len(s), P50Ms: pctMs(s, 0.5), P95Ms: pctMs(s, 0.95), Target: target}
-		if base != nil && pctMs(base, 0.5) > 0 {
-			r.VsV1 = r.P50Ms / pctMs(base, 0.5)
+		r := e2bRow{System: name, Runs: len(s), P50Ms: measure.PctMs(s, 0.5), P95Ms: measure.PctMs(s, 0.95), Target: target}
+		if base != nil && measure.PctMs(base, 0.5) > 0 {
+			r.VsV1 = r.P50Ms / measure.PctMs(base, 0.5)
 		}
 		return r
 	}

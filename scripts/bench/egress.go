@@ -18,6 +18,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon/egress/egresstest"
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
 // The egress part measures what the proxy costs against the same client
@@ -186,8 +187,8 @@ func benchEgress(ctx context.Context, o Options, rep *report) error {
 	direct := func(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", port, path) }
 	tdirect := func(path string) string { return fmt.Sprintf("https://127.0.0.1:%d%s", tport, path) }
 
-	before := loadAvg()
-	defer func() { rep.EgressLoad = before + " -> " + loadAvg() }()
+	before := measure.LoadAvg()
+	defer func() { rep.EgressLoad = before + " -> " + measure.LoadAvg() }()
 	var directRate, proxRate, tdirectRate, tproxRate []float64
 	var directMs, proxMs []float64
 	for range egressRounds {
@@ -218,13 +219,13 @@ func benchEgress(ctx context.Context, o Options, rep *report) error {
 		}
 		directMs, proxMs = append(directMs, floats(h["ms"])...), append(proxMs, floats(s["ms"])...)
 	}
-	tdr, tpr := median(tdirectRate)/(1<<20), median(tproxRate)/(1<<20)
+	tdr, tpr := measure.Median(tdirectRate)/(1<<20), measure.Median(tproxRate)/(1<<20)
 	rep.Egress = append(rep.Egress, egressRow{What: "download 100 MiB, HTTPS (CONNECT tunnel)", Unit: "MiB/s", Baseline: "the same client on the host, direct",
 		Base: tdr, Value: tpr, Ratio: tpr / tdr, Target: ">= 0.8x direct"})
-	dr, pr := median(directRate)/(1<<20), median(proxRate)/(1<<20)
+	dr, pr := measure.Median(directRate)/(1<<20), measure.Median(proxRate)/(1<<20)
 	rep.Egress = append(rep.Egress, egressRow{What: "download 100 MiB, plain HTTP (forwarded)", Unit: "MiB/s", Baseline: "the same client on the host, direct",
 		Base: dr, Value: pr, Ratio: pr / dr, Target: ">= 0.8x direct"})
-	dm, pm := median(directMs), median(proxMs)
+	dm, pm := measure.Median(directMs), measure.Median(proxMs)
 	rep.Egress = append(rep.Egress, egressRow{What: "first byte, new connection (p50)", Unit: "ms", Baseline: "the same client on the host, direct",
 		Base: dm, Value: pm, Ratio: pm / dm, Target: "<= 1 ms added"})
 
@@ -265,7 +266,7 @@ func benchEgress(ctx context.Context, o Options, rep *report) error {
 	if got := index.Downloads(); got != egressRounds {
 		return fmt.Errorf("egress: the index served the wheel %d times in %d rounds; the cache should have served the rest", got, egressRounds)
 	}
-	u, c := median(uncached), median(cached)
+	u, c := measure.Median(uncached), measure.Median(cached)
 	rep.Egress = append(rep.Egress, egressRow{What: fmt.Sprintf("pip install, %d MiB wheel, from the cache (p50)", egressWheel>>20), Unit: "ms",
 		Baseline: "the same install fetching the wheel", Base: u, Value: c, Ratio: c / u})
 	return nil

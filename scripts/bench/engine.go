@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/measure"
+	"github.com/nsbox/nsbox/scripts/bench/peer"
 )
 
 // system is one way of running the command in the engine part.
@@ -46,7 +47,7 @@ func benchEngine(ctx context.Context, o Options, rep *report, rfs *rootfs.Rootfs
 	}
 	if _, err := exec.LookPath("bwrap"); err == nil {
 		systems = append(systems, system{Name: "bwrap", Note: "--unshare-all, no seccomp, no cgroup", run: func(ctx context.Context) error {
-			return quiet(bwrapCommand(ctx, rfs.Dir, argv))
+			return peer.Quiet(peer.Bwrap(ctx, rfs.Dir, argv))
 		}})
 	} else {
 		rep.Skipped = append(rep.Skipped, "bwrap: not installed (apt-get install bubblewrap)")
@@ -59,22 +60,22 @@ func benchEngine(ctx context.Context, o Options, rep *report, rfs *rootfs.Rootfs
 		{"crun", "crun", "crun run", "Debian's crun, the same spec", nil},
 		{"runsc", "runsc", "gVisor runsc run", "Debian's runsc (ptrace platform), the same spec, no network", []string{"--network=none"}},
 	} {
-		b, err := newOCIBaseline(ctx, rt.bin, rt.pkg, rt.global, rfs.Dir, argv)
+		b, err := peer.NewOCI(ctx, rt.bin, rt.pkg, rt.global, rfs.Dir, argv)
 		if err != nil {
 			rep.Skipped = append(rep.Skipped, rt.bin+": "+err.Error())
 			continue
 		}
-		defer b.close()
-		systems = append(systems, system{Name: rt.name, Note: rt.note, run: b.run})
+		defer b.Close()
+		systems = append(systems, system{Name: rt.name, Note: rt.note, run: b.Run})
 	}
-	if p, err := newPodmanBaseline(ctx, rfs.Dir, argv); err == nil {
-		defer p.close()
-		systems = append(systems, system{Name: "podman run --rm", Note: "an image of the same rootfs, runc, --network none", run: p.run})
+	if p, err := peer.NewPodman(ctx, rfs.Dir, argv); err == nil {
+		defer p.Close()
+		systems = append(systems, system{Name: "podman run --rm", Note: "an image of the same rootfs, runc, --network none", run: p.Run})
 	} else {
 		rep.Skipped = append(rep.Skipped, "podman: "+err.Error())
 	}
 	systems = append(systems, system{Name: "bare python3", Note: "chroot, no isolation", run: func(ctx context.Context) error {
-		return quiet(exec.CommandContext(ctx, "chroot", append([]string{rfs.Dir}, argv...)...))
+		return peer.Quiet(exec.CommandContext(ctx, "chroot", append([]string{rfs.Dir}, argv...)...))
 	}})
 
 	// Latency: one run of each system per round, in turn.
@@ -102,7 +103,7 @@ func benchEngine(ctx context.Context, o Options, rep *report, rfs *rootfs.Rootfs
 				if s.Name == "bare python3" {
 					continue
 				}
-				n, err := throughputRound(ctx, s.run, conc, o.Round)
+				n, err := measure.Round(ctx, s.run, conc, o.Round)
 				if err != nil {
 					return nil, fmt.Errorf("bench: %s at concurrency %d: %w", s.Name, conc, err)
 				}
@@ -113,25 +114,4 @@ func benchEngine(ctx context.Context, o Options, rep *report, rfs *rootfs.Rootfs
 	}
 
 	return systems, nil
-}
-
-func quiet(cmd *exec.Cmd) error {
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
-// bwrapCommand is the baseline: bubblewrap with every namespace unshared,
-// the same rootfs read-only, fresh /proc, /dev and /tmp, uid 1000.
-func bwrapCommand(ctx context.Context, root string, argv []string) *exec.Cmd {
-	args := []string{
-		"--unshare-all", "--die-with-parent", "--new-session",
-		"--ro-bind", root, "/", "--proc", "/proc", "--dev", "/dev",
-		"--tmpfs", "/tmp", "--tmpfs", "/workspace", "--chdir", "/workspace",
-		"--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/workspace",
-		"--uid", "1000", "--gid", "1000", "--",
-	}
-	return exec.CommandContext(ctx, "bwrap", append(args, argv...)...)
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/nsbox/nsbox/agentapi/client"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/measure"
+	"github.com/nsbox/nsbox/scripts/bench/peer"
 )
 
 // The node part measures JavaScript beside Python, on the data-science
@@ -31,8 +33,8 @@ func benchNode(ctx context.Context, o Options, rep *report) error {
 		return err
 	}
 	defer release()
-	before := loadAvg()
-	defer func() { rep.NodeLoad = before + " -> " + loadAvg() }()
+	before := measure.LoadAvg()
+	defer func() { rep.NodeLoad = before + " -> " + measure.LoadAvg() }()
 	rounds := max(1, o.Runs/4) // node starts in ~130 ms: a quarter of the engine's rounds
 
 	// The engine, cold, against bwrap: the same node -e on the same tree.
@@ -53,7 +55,7 @@ func benchNode(ctx context.Context, o Options, rep *report) error {
 		engine = append(engine, time.Since(t0))
 		if bwrapErr == nil {
 			t0 = time.Now()
-			if err := quiet(bwrapCommand(ctx, rfs.Dir, argv)); err != nil {
+			if err := peer.Quiet(peer.Bwrap(ctx, rfs.Dir, argv)); err != nil {
 				return fmt.Errorf("node under bwrap: %w", err)
 			}
 			bwrap = append(bwrap, time.Since(t0))

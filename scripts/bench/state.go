@@ -8,6 +8,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
 // The state part measures what keeps a session's state (docs/SESSIONS.md,
@@ -50,8 +51,8 @@ func benchState(ctx context.Context, o Options, rep *report) error {
 	if err != nil {
 		return err
 	}
-	before := loadAvg()
-	defer func() { rep.StateLoad = before + " -> " + loadAvg() }()
+	before := measure.LoadAvg()
+	defer func() { rep.StateLoad = before + " -> " + measure.LoadAvg() }()
 	d, err := startDaemon(nsbox, o.Store, "default", "", "--pool-node-size", "0")
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
 // benchThroughDaemon measures the daemon's latencies and throughput and
@@ -160,7 +161,7 @@ func benchThroughDaemon(ctx context.Context, o Options, rep *report) error {
 				rates[i] = append(rates[i], n)
 			}
 		}
-		cold := median(rates[0])
+		cold := measure.Median(rates[0])
 		for i, s := range systems {
 			rep.DaemonThroughput = append(rep.DaemonThroughput, daemonRate(s.name, conc, rates[i], &counts[i], cold))
 		}
@@ -206,8 +207,8 @@ func daemonLatencies(cases []daemonCase, samples [][]time.Duration, pooled []int
 	out := make([]daemonLatency, len(cases))
 	for i, c := range cases {
 		n := len(samples[i])
-		out[i] = daemonLatency{System: c.name, Runs: n, P50Ms: pctMs(samples[i], 0.5),
-			P95Ms: pctMs(samples[i], 0.95), Pooled: float64(pooled[i]) / float64(max(1, n)), Target: c.target}
+		out[i] = daemonLatency{System: c.name, Runs: n, P50Ms: measure.PctMs(samples[i], 0.5),
+			P95Ms: measure.PctMs(samples[i], 0.95), Pooled: float64(pooled[i]) / float64(max(1, n)), Target: c.target}
 	}
 	for i, c := range cases {
 		for j, o := range cases {
@@ -223,9 +224,9 @@ func daemonLatencies(cases []daemonCase, samples [][]time.Duration, pooled []int
 // warm runner.
 type pooledCount struct{ pooled, total atomic.Int64 }
 
-// round is a throughputRound of do that counts its runs.
+// round is a measure.Round of do that counts its runs.
 func (c *pooledCount) round(ctx context.Context, do func(context.Context) (bool, error), conc int, d time.Duration) (float64, error) {
-	return throughputRound(ctx, func(ctx context.Context) error {
+	return measure.Round(ctx, func(ctx context.Context) error {
 		p, err := do(ctx)
 		c.total.Add(1)
 		if p {
@@ -235,11 +236,11 @@ func (c *pooledCount) round(ctx context.Context, do func(context.Context) (bool,
 	}, conc, d)
 }
 
-// daemonRate is one throughput row: the median of rates, the fraction of
+// daemonRate is one throughput row: the measure.Median of rates, the fraction of
 // the counted runs that were pooled and the ratio to cold (none when cold
 // is 0).
 func daemonRate(name string, conc int, rates []float64, c *pooledCount, cold float64) daemonThroughput {
-	t := daemonThroughput{System: name, Concurrency: conc, RunsPerSec: median(rates)}
+	t := daemonThroughput{System: name, Concurrency: conc, RunsPerSec: measure.Median(rates)}
 	if n := c.total.Load(); n > 0 {
 		t.Pooled = float64(c.pooled.Load()) / float64(n)
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
 // zygoteCells are the cells issue 10 set targets for, on the data-science
@@ -38,7 +39,7 @@ func benchZygote(ctx context.Context, o Options, rep *report, cold *daemon, data
 		return err
 	}
 	rep.ZygoteDaemon = "a private daemon with a zygote on " + datasci + " (pool of 2 pre-forked children); cold: the daemon above"
-	rep.ZygoteLoad = loadAvg()
+	rep.ZygoteLoad = measure.LoadAvg()
 	for _, cell := range zygoteCells {
 		// Cold runs apart: each is a second of imports whose aftermath
 		// (freeing a large process) would land on the next sample.
@@ -114,6 +115,6 @@ func benchZygote(ctx context.Context, o Options, rep *report, cold *daemon, data
 			rep.ZygoteThroughput = append(rep.ZygoteThroughput, t)
 		}
 	}
-	rep.ZygoteLoad += " -> " + loadAvg()
+	rep.ZygoteLoad += " -> " + measure.LoadAvg()
 	return nil
 }

@@ -463,28 +463,57 @@ for i in range(1000):
     except BlockingIOError:
         pass
     socks.append(s)
-print(len(socks))
-import time; time.sleep(3)
+print(len(socks), flush=True)
+import time; time.sleep(120)
 `
-		done := make(chan *agentapi.RunResult, 1)
+		daemonFDs := func() int {
+			fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.d.Cmd.Process.Pid))
+			return len(fds)
+		}
+		before := daemonFDs()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		connected := make(chan string, 1)
+		done := make(chan error, 1)
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			res, _ := s.d.client.Run(ctx, &agentapi.RunRequest{Language: agentapi.LanguagePython, Code: flood, Network: allowNet(files),
-				Limits: &agentapi.Limits{Pids: 16}})
-			done <- res
+			_, err := s.d.client.RunStream(ctx, &agentapi.RunRequest{Language: agentapi.LanguagePython, Code: flood, Network: allowNet(files),
+				Limits: &agentapi.Limits{Pids: 16}}, func(ev agentapi.Event) {
+				if ev.Type == agentapi.EventStdout {
+					select {
+					case connected <- strings.TrimSpace(ev.Data):
+					default:
+					}
+				}
+			})
+			done <- err
 		}()
-		time.Sleep(1500 * time.Millisecond)
-		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.d.Cmd.Process.Pid))
-		if len(fds) > 400 {
-			t.Errorf("the daemon holds %d descriptors during the flood", len(fds))
+		select {
+		case n := <-connected:
+			if n != "1000" {
+				t.Fatalf("the flood opened %q connections, want 1000", n)
+			}
+		case err := <-done:
+			t.Fatalf("the flooding run ended before its connections were made: %v", err)
+		}
+		// The daemon takes connections until its cap: then the flood is on.
+		for deadline := time.Now().Add(30 * time.Second); daemonFDs() < before+100; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the daemon holds %d descriptors (%d before the flood): the flood's connections never reached it", daemonFDs(), before)
+			}
 		}
 		res := s.run(t, fetchPy+fmt.Sprintf("print(fetch('http://files.test:%d/hello'))", p), allowNet(files))
 		if strings.TrimSpace(res.Stdout) != "200 hello from upstream" {
 			t.Errorf("another sandbox during the flood: %q %q", res.Stdout, res.Stderr)
 		}
-		if r := <-done; r == nil || r.Status != agentapi.StatusOK || strings.TrimSpace(r.Stdout) != "1000" {
-			t.Errorf("the flooding run: %+v", r)
+		if n := daemonFDs(); n > 400 {
+			t.Errorf("the daemon holds %d descriptors during the flood (%d before it)", n, before)
+		}
+		cancel() // the flooding run ends; its connections go with it
+		<-done
+		for deadline := time.Now().Add(30 * time.Second); daemonFDs() > before+16; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the daemon holds %d descriptors 30 s after the flooding run ended (%d before it)", daemonFDs(), before)
+			}
 		}
 	})
 

@@ -3,11 +3,15 @@ package integration
 import (
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/nsbox/nsbox/agentapi"
 )
 
 // replTerm is `nsbox repl` on a pseudo-terminal: keys go in, the screen
@@ -25,6 +29,33 @@ func (r *replTerm) waitFor(want string, n int) {
 	for strings.Count(r.screen.String(), want) < n {
 		if time.Now().After(deadline) {
 			r.t.Fatalf("the REPL did not show %q %d times; screen:\n%s", want, n, r.screen)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitCellRuns waits until the REPL's session runs a cell and the
+// terminal is out of raw mode (Ctrl-C is a signal again, as the REPL
+// wants while a cell runs).
+func (r *replTerm) waitCellRuns(d *daemon, ptmx *os.File) {
+	r.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		busy := false
+		if l, err := d.client.Sessions(context.Background()); err == nil {
+			for _, s := range l {
+				busy = busy || s.State == agentapi.SessionBusy
+			}
+		}
+		tio, err := unix.IoctlGetTermios(int(ptmx.Fd()), unix.TCGETS)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if busy && tio.Lflag&unix.ISIG != 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("no cell running with the terminal out of raw mode after 20 s (a session busy: %v, ISIG: %v); screen:\n%s", busy, tio.Lflag&unix.ISIG != 0, r.screen)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -67,7 +98,7 @@ func TestReplOnTerminal(t *testing.T) {
 
 	// Ctrl-C interrupts the cell; the session and x live on.
 	r.keys("while True: pass\r")
-	time.Sleep(time.Second) // the cell runs, the terminal is out of raw mode
+	r.waitCellRuns(d, ptmx)
 	start := time.Now()
 	r.keys("\x03")
 	r.waitFor("KeyboardInterrupt", 1)

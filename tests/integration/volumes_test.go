@@ -141,6 +141,7 @@ func TestVolumes(t *testing.T) {
 	}
 	_, err = c.CreateVolume(ctx, &agentapi.VolumeRequest{Name: "data", SizeBytes: 16 << 20})
 	wantAPIError(t, "create twice", err, 409, "exists")
+	wantCode(t, "create twice", err, 409, agentapi.CodeExists)
 	_, err = c.CreateVolume(ctx, &agentapi.VolumeRequest{Name: "small", SizeBytes: 1 << 20})
 	wantAPIError(t, "too small", err, 400, "16 MiB")
 	_, err = c.CreateVolume(ctx, &agentapi.VolumeRequest{Name: "../x", SizeBytes: 16 << 20})
@@ -182,7 +183,9 @@ print(os.stat('/mnt/data/kept.txt').st_uid, os.stat('/mnt/data').st_uid)`)
 	if v, err := c.Volume(ctx, "data"); err != nil || v.InUse != 1 {
 		t.Errorf("volume while a session mounts it: %+v, %v", v, err)
 	}
-	wantAPIError(t, "delete while mounted", c.DeleteVolume(ctx, "data"), 409, "in use")
+	err = c.DeleteVolume(ctx, "data")
+	wantAPIError(t, "delete while mounted", err, 409, "in use")
+	wantCode(t, "delete while mounted", err, 409, agentapi.CodeInUse)
 
 	// The file API reads what the session wrote and follows no symlink.
 	if got, err := c.GetVolumeFile(ctx, "data", "kept.txt"); err != nil || string(got) != "from session one" {

@@ -161,30 +161,30 @@ func (s *suite) daemonKill(t *testing.T, sc *scenario) {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
+	running := make(chan struct{}, 2) // one per run whose code runs in its sandbox
 	for range 2 {
 		wg.Add(1)
 		go func() { // fails when the daemon dies: expected
 			defer wg.Done()
 			c, closeIdle := sc.client()
 			defer closeIdle()
-			c.Run(ctx, &agentapi.RunRequest{Language: agentapi.LanguagePython, Code: "import time\ntime.sleep(60)"})
+			once := sync.Once{}
+			c.RunStream(ctx, &agentapi.RunRequest{Language: agentapi.LanguagePython, Code: "import time\nprint('running', flush=True)\ntime.sleep(60)"}, func(ev agentapi.Event) {
+				if ev.Type == agentapi.EventStdout {
+					once.Do(func() { running <- struct{}{} })
+				}
+			})
 		}()
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		info, err := cl.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
+	timeout := time.After(30 * time.Second)
+	for range 2 {
+		select {
+		case <-running:
+		case <-timeout:
+			info, err := cl.Info(ctx)
+			t.Fatalf("the two runs' code did not run in 30 s: %+v %v", info, err)
 		}
-		if info.InFlight >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the two runs never started: %+v", info)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond)
 	old := testdaemon.Descendants(d.Pid())
 	d.Kill(t)
 	wg.Wait()
@@ -197,7 +197,7 @@ func (s *suite) daemonKill(t *testing.T, sc *scenario) {
 	} else {
 		sc.row.note("the next daemon removed %s sandboxes", m[1])
 	}
-	deadline = time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var alive []int
 		for _, p := range old {

@@ -14,8 +14,9 @@ CodeExecutionTool, CodeExecutor, ResourceLimits) and nsbox.tools
 
 from .aio import AsyncClient, AsyncSession, AsyncVolume
 from .client import DEFAULT_SOCKET, Batch, Client, Result, Retry, Session, Volume
-from .errors import (DaemonUnreachable, Forbidden, InternalError, InvalidArgument, NotFound, NsboxError,
-                     PayloadTooLarge, RequestTimeout, ResourceExhausted, SessionDead, Unavailable)
+from .errors import (Conflict, DaemonUnreachable, Exists, Forbidden, InternalError, InUse, InvalidArgument, NotFound,
+                     NsboxError, PayloadTooLarge, RequestTimeout, ResourceExhausted, SessionBusy, SessionDead,
+                     SessionParked, Unavailable)
 from .executors import CodeExecutionTool, CodeExecutor, ExecutionResult, ResourceLimits, SecureExecutor
 from .tools import CodeExecutionSession, PythonExecTool
 
@@ -24,7 +25,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "Session", "Volume", "AsyncClient", "AsyncSession", "AsyncVolume", "Result", "Batch", "Retry", "DEFAULT_SOCKET",
     "NsboxError", "DaemonUnreachable", "RequestTimeout", "InvalidArgument", "Forbidden", "NotFound",
-    "SessionDead", "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable",
+    "Conflict", "SessionDead", "SessionBusy", "SessionParked", "Exists", "InUse",
+    "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable",
     "SecureExecutor", "CodeExecutionTool", "CodeExecutor", "ExecutionResult", "ResourceLimits",
     "CodeExecutionSession", "PythonExecTool",
 ]

@@ -93,13 +93,15 @@ def retry_policy(retries: Union[Retry, int, None]) -> Retry:
 def error_from(status: int, body: bytes, retry_after: Optional[str]) -> NsboxError:
     """The typed error of a non-2xx answer."""
     code, message = "internal", "HTTP %d: %s" % (status, body.decode("utf-8", "replace").strip())
+    cls = None
     try:
         err = json.loads(body)["error"]
         code, message = err["code"], err["message"]
+        cls = BY_CODE.get(code)
     except (ValueError, KeyError, TypeError):
         pass
     retry = int(retry_after) if retry_after and retry_after.strip().isdigit() else None
-    return (BY_STATUS.get(status) or BY_CODE.get(code) or NsboxError)(code, message, status, retry)
+    return (cls or BY_STATUS.get(status) or NsboxError)(code, message, status, retry)
 
 
 def _invalid(message: str) -> InvalidArgument:

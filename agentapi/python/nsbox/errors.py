@@ -7,7 +7,7 @@ from typing import Optional
 
 __all__ = [
     "NsboxError", "DaemonUnreachable", "InvalidArgument", "Forbidden", "NotFound",
-    "SessionDead", "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable", "RequestTimeout",
+    "Conflict", "SessionDead", "SessionBusy", "SessionParked", "Exists", "InUse", "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable", "RequestTimeout",
 ]
 
 
@@ -45,8 +45,33 @@ class NotFound(NsboxError):
     """404: no such session or workspace file."""
 
 
-class SessionDead(NsboxError):
-    """409: the session died (OOM, crash)."""
+class Conflict(NsboxError):
+    """409: the request conflicts with the state of a session or a name; the
+    subclass says which (an unknown 409 code is a plain Conflict)."""
+
+
+class SessionDead(Conflict):
+    """409 session_dead: the session died (OOM, crash, its lifetime); its
+    info() says why. Delete it and start another."""
+
+
+class SessionBusy(Conflict):
+    """409 session_busy: the session is running an exec, and pause, fork
+    and park do not wait for it. It is alive: retry once the exec is over."""
+
+
+class SessionParked(Conflict):
+    """409 session_parked: the session is parked; exec() or revive() brings
+    it back."""
+
+
+class Exists(Conflict):
+    """409 exists: the name is taken (a volume), or a file of another kind
+    is in the way (a directory where a file goes, or the reverse)."""
+
+
+class InUse(Conflict):
+    """409 in_use: the volume is mounted by a live run or session."""
 
 
 class PayloadTooLarge(NsboxError):
@@ -65,13 +90,16 @@ class Unavailable(NsboxError):
     """503: the daemon is shutting down."""
 
 
+# The error of an answer is its code's class, else its status's (a body
+# that is not the daemon's, or a code this client does not know).
 BY_STATUS = {
-    400: InvalidArgument, 403: Forbidden, 404: NotFound, 409: SessionDead,
+    400: InvalidArgument, 403: Forbidden, 404: NotFound, 409: Conflict,
     413: PayloadTooLarge, 429: ResourceExhausted, 500: InternalError, 503: Unavailable,
 }
 
 BY_CODE = {
     "invalid_argument": InvalidArgument, "forbidden": Forbidden, "not_found": NotFound,
-    "session_dead": SessionDead, "payload_too_large": PayloadTooLarge, "resource_exhausted": ResourceExhausted,
+    "session_dead": SessionDead, "session_busy": SessionBusy, "session_parked": SessionParked,
+    "exists": Exists, "in_use": InUse, "payload_too_large": PayloadTooLarge, "resource_exhausted": ResourceExhausted,
     "internal": InternalError, "unavailable": Unavailable,
 }

@@ -275,6 +275,32 @@ class ClientTest(unittest.TestCase):
         with self.assertRaisesRegex(nsbox.InvalidArgument, "idle_action"):
             self.nsbox.session(idle_action="sleep")
 
+    def test_conflicts_say_what_happened(self):
+        # A busy session refuses pause, fork and park with SessionBusy (not
+        # SessionDead: it lives on); a dead one raises SessionDead.
+        import threading
+        with self.nsbox.session() as s:
+            ready, result = threading.Event(), []
+            code = "import os, time\nprint('ready', flush=True)\nwhile not os.path.exists('/workspace/go'):\n    time.sleep(0.01)"
+            t = threading.Thread(target=lambda: result.append(s.exec(code, on_stdout=lambda d: ready.set())))
+            t.start()
+            try:
+                self.assertTrue(ready.wait(60), "the cell never said ready")
+                for call in (s.pause, s.fork, s.park):
+                    with self.assertRaises(nsbox.SessionBusy) as cm:
+                        call()
+                    self.assertIsInstance(cm.exception, nsbox.Conflict)
+                    self.assertNotIsInstance(cm.exception, nsbox.SessionDead)
+                    self.assertEqual((cm.exception.status, cm.exception.code), (409, "session_busy"))
+            finally:
+                s.upload("go", "")
+                t.join()
+            self.assertTrue(result and result[0].ok, result)
+            self.assertTrue(s.exec("import os; os._exit(3)").session_dead)
+            with self.assertRaises(nsbox.SessionDead) as cm:
+                s.exec("1")
+            self.assertEqual(cm.exception.code, "session_dead")
+
     def test_fork_park_revive(self):
         with self.nsbox.session() as s:
             s.exec("x = 41\np = {'v': [1, 2]}\nf = open('/etc/hostname')")

@@ -14,93 +14,121 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nsbox/nsbox/agentapi"
-	"github.com/nsbox/nsbox/container"
-	"github.com/nsbox/nsbox/daemon/config"
+	"github.com/nsbox/nsbox/agentapi/limits"
+	"github.com/nsbox/nsbox/container/workspace"
 	"github.com/nsbox/nsbox/daemon/errdefs"
-	"github.com/nsbox/nsbox/daemon/policy"
 )
 
-// limitFlag is one resource flag of exec and session create, with the API
-// field it sets.
-type limitFlag struct {
-	name, field string
-	// format writes a value of the field (in the API's unit) as the flag
-	// takes it.
-	format func(float64) string
-}
-
-var limitFlagTable = []limitFlag{
-	{"timeout", "limits.timeout_ms", func(v float64) string { return ShortDuration(time.Duration(v) * time.Millisecond) }},
-	{"memory", "limits.memory_bytes", func(v float64) string { return config.HumanBytes(int64(v)) }},
-	{"pids", "limits.pids", func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }},
-	{"cpus", "limits.cpus", func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }},
-	{"disk", "limits.disk_bytes", func(v float64) string { return config.HumanBytes(int64(v)) }},
-	{"output", "limits.output_bytes", func(v float64) string { return config.HumanBytes(int64(v)) }},
-	// A session exec's own timeout.
-	{"timeout", "timeout_ms", func(v float64) string { return ShortDuration(time.Duration(v) * time.Millisecond) }},
-}
-
-// LimitFlags are the resource flags. Through a daemon a flag left out takes
-// the daemon's default; inProcess names the engine's as well (exec).
+// LimitFlags are the resource flags of exec and session create, one per row
+// of the limits table, with --file and --env. Through a daemon a flag left
+// out takes the daemon's default; inProcess names the engine's as well
+// (exec).
 func LimitFlags(session, inProcess bool) []cli.Flag {
-	d := container.DefaultLimits()
-	def := func(v string) string {
+	flags := TableFlags(func(r limits.Row) (usage, def string) {
+		def = "the daemon's"
 		if inProcess {
-			return "the daemon's; " + v + " in-process"
+			def += "; " + flagValue(r, r.Default) + " in-process"
 		}
-		return "the daemon's"
-	}
-	timeout, output := "wall-clock limit; the whole sandbox is killed at the deadline", "cap per output stream; passing it kills the run"
-	life := ""
-	if session {
-		timeout, output, life = "default timeout of each exec (the cell gets a KeyboardInterrupt)", "output kept per exec and stream", " for the session's life"
-	}
-	return []cli.Flag{
-		&cli.DurationFlag{Name: "timeout", Usage: timeout, DefaultText: def(d.Timeout.String())},
-		&cli.StringFlag{Name: "memory", Usage: "memory limit" + life + " (swap is off)", DefaultText: def(mebibytes(d.MemoryBytes))},
-		&cli.Int64Flag{Name: "pids", Usage: "maximum number of processes and threads", DefaultText: def(fmt.Sprint(d.Pids))},
-		&cli.Float64Flag{Name: "cpus", Usage: "CPU quota in cores", DefaultText: def(fmt.Sprint(d.CPUs))},
-		&cli.StringFlag{Name: "disk", Usage: "size of /workspace (and of /tmp, /dev/shm each)", DefaultText: def(mebibytes(d.DiskBytes))},
-		&cli.StringFlag{Name: "output", Usage: output, DefaultText: def(mebibytes(d.OutputBytes))},
+		usage = r.Usage
+		if session {
+			switch r.Key {
+			case "timeout":
+				usage = "default timeout of each exec (the cell gets a KeyboardInterrupt)"
+			case "output":
+				usage = "output kept per exec and stream"
+			case "memory":
+				usage = "memory limit for the session's life (swap is off)"
+			}
+		}
+		return usage, def
+	})
+	return append(flags,
 		&cli.StringSliceFlag{Name: "file", Usage: "copy `LOCAL[:PATH]` into /workspace first (repeatable)"},
 		&cli.StringSliceFlag{Name: "env", Usage: "set `K=V` in the sandbox (repeatable); nothing else of your environment goes in"},
-	}
+	)
 }
 
-// ReadLimits reads the limit flags that are set; the others stay zero.
-func ReadLimits(c *cli.Context) (container.Limits, error) {
-	l := container.Limits{Timeout: c.Duration("timeout"), Pids: c.Int64("pids"), CPUs: c.Float64("cpus")}
-	for _, s := range []struct {
-		flag string
-		dst  *int64
-	}{{"memory", &l.MemoryBytes}, {"disk", &l.DiskBytes}, {"output", &l.OutputBytes}} {
-		if !c.IsSet(s.flag) {
-			continue
-		}
-		n, err := config.ParseSize(c.String(s.flag))
-		if err != nil {
-			return l, UsageError(c, "--%s %s: %v", s.flag, c.String(s.flag), err)
-		}
-		*s.dst = n
+// flagValue writes v as the flag takes it: 512M rather than 512 MiB.
+func flagValue(r limits.Row, v float64) string {
+	if n := int64(v); r.Unit == limits.Bytes && n > 0 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%dM", n>>20)
 	}
-	for _, f := range []struct {
-		flag string
-		v    float64
-	}{{"timeout", float64(l.Timeout)}, {"memory", float64(l.MemoryBytes)}, {"pids", float64(l.Pids)},
-		{"cpus", l.CPUs}, {"disk", float64(l.DiskBytes)}, {"output", float64(l.OutputBytes)}} {
-		if c.IsSet(f.flag) && f.v <= 0 {
-			return l, UsageError(c, "--%s %s: must be positive", f.flag, FlagText(c, f.flag))
+	return r.Format(v)
+}
+
+// TableFlags are one flag per row of the limits table, named by its key,
+// with the usage and default text text gives it: a duration flag for a
+// time, a size (512M) for bytes, a number otherwise. ReadLimits reads them.
+func TableFlags(text func(limits.Row) (usage, def string)) []cli.Flag {
+	flags := make([]cli.Flag, 0, len(limits.Table))
+	for _, r := range limits.Table {
+		usage, def := text(r)
+		switch r.Unit {
+		case limits.Millis:
+			flags = append(flags, &cli.DurationFlag{Name: r.Key, Usage: usage, DefaultText: def})
+		case limits.Bytes:
+			flags = append(flags, &cli.StringFlag{Name: r.Key, Usage: usage, DefaultText: def})
+		case limits.Count:
+			flags = append(flags, &cli.Int64Flag{Name: r.Key, Usage: usage, DefaultText: def})
+		case limits.Cores:
+			flags = append(flags, &cli.Float64Flag{Name: r.Key, Usage: usage, DefaultText: def})
 		}
+	}
+	return flags
+}
+
+// ReadLimits reads the limit flags that are set (TableFlags), each checked
+// against its row: positive and at least the minimum. The others stay
+// zero.
+func ReadLimits(c *cli.Context) (limits.Set, error) {
+	var l limits.Set
+	for _, r := range limits.Table {
+		var v float64
+		switch r.Unit {
+		case limits.Millis:
+			if !c.IsSet(r.Key) {
+				continue
+			}
+			v = float64(c.Duration(r.Key)) / float64(time.Millisecond)
+		case limits.Bytes:
+			// A size flag may have a value without being set (mcp's --output).
+			s := c.String(r.Key)
+			if s == "" {
+				continue
+			}
+			n, err := limits.ParseSize(s)
+			if err != nil {
+				return l, UsageError(c, "--%s %s: %v", r.Key, s, err)
+			}
+			v = float64(n)
+		case limits.Count:
+			if !c.IsSet(r.Key) {
+				continue
+			}
+			v = float64(c.Int64(r.Key))
+		case limits.Cores:
+			if !c.IsSet(r.Key) {
+				continue
+			}
+			v = c.Float64(r.Key)
+		}
+		if v <= 0 {
+			return l, UsageError(c, "--%s %s: must be positive", r.Key, FlagText(c, r.Key))
+		}
+		if err := r.Check(v); err != nil {
+			return l, UsageError(c, "--%s %s: below the minimum %s", r.Key, FlagText(c, r.Key), r.Format(r.Min))
+		}
+		r.Put(&l, v)
 	}
 	return l, nil
 }
 
 // WireLimits is l for a request: nil when no flag set a limit.
-func WireLimits(l container.Limits) *agentapi.Limits {
-	if l == (container.Limits{}) {
+func WireLimits(l limits.Set) *agentapi.Limits {
+	if l == (limits.Set{}) {
 		return nil
 	}
-	w := policy.WireLimits(l)
+	w := limits.ToWire(l)
 	return &w
 }
 
@@ -112,8 +140,9 @@ func ReadEnv(c *cli.Context) (map[string]string, error) {
 		if !ok {
 			return nil, UsageError(c, "--env %q: want K=V", kv)
 		}
-		if err := container.ValidEnvKey(k); err != nil {
-			return nil, UsageError(c, "--env %q: %v", kv, err)
+		if k == "" {
+			// The daemon checks the names (policy.ValidEnv).
+			return nil, UsageError(c, "--env %q: want K=V", kv)
 		}
 		if env == nil {
 			env = map[string]string{}
@@ -131,7 +160,7 @@ func ReadFiles(c *cli.Context) ([]agentapi.File, error) {
 		if !ok {
 			dst = filepath.Base(local)
 		}
-		if err := container.ValidPath(dst); err != nil {
+		if err := workspace.ValidPath(dst); err != nil {
 			return nil, UsageError(c, "--file %s: %v", arg, err)
 		}
 		data, err := os.ReadFile(local)
@@ -153,18 +182,9 @@ func FlagText(c *cli.Context, flag string) string {
 }
 
 // ShortDuration writes 1h rather than 1h0m0s.
-func ShortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+func ShortDuration(d time.Duration) string { return limits.ShortDuration(d) }
 
-var reAboveMax = regexp.MustCompile(`^[0-9.e+]+ is above the daemon's maximum ([0-9.e+]+)`)
+var reBound = regexp.MustCompile(`^-?[0-9.e+]+ is (above the daemon's maximum|below the minimum) ([0-9.e+]+)`)
 
 // FlagError rewrites a request error about a limit field into one about
 // the flag that set it: "--timeout 1h: above the daemon's maximum 10m"
@@ -182,46 +202,26 @@ func FlagError(c *cli.Context, err error) error {
 	default:
 		return err
 	}
-	for _, f := range limitFlagTable {
-		if f.field != field || !c.IsSet(f.name) {
+	// limits.timeout_ms, or a session exec's own timeout_ms.
+	for _, r := range limits.Table {
+		if r.Field != strings.TrimPrefix(field, "limits.") || !c.IsSet(r.Key) {
 			continue
 		}
-		if m := reAboveMax.FindStringSubmatch(msg); m != nil {
-			mx, _ := strconv.ParseFloat(m[1], 64)
-			msg = "above the daemon's maximum " + f.format(mx)
+		if m := reBound.FindStringSubmatch(msg); m != nil {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			msg = m[1] + " " + r.Format(v)
 		}
-		return fmt.Errorf("--%s %s: %s", f.name, FlagText(c, f.name), msg)
+		return fmt.Errorf("--%s %s: %s", r.Key, FlagText(c, r.Key), msg)
 	}
 	return err
 }
 
 // CheckMaxima refuses limits above a default daemon's maxima, so that a run
 // in-process takes what a run through a default daemon would.
-func CheckMaxima(c *cli.Context, l container.Limits) error {
-	mx := policy.DefaultMaxLimits()
-	for _, f := range []struct {
-		flag     string
-		got, max float64
-	}{
-		{"timeout", float64(l.Timeout.Milliseconds()), float64(mx.Timeout.Milliseconds())},
-		{"memory", float64(l.MemoryBytes), float64(mx.MemoryBytes)}, {"pids", float64(l.Pids), float64(mx.Pids)},
-		{"cpus", l.CPUs, mx.CPUs}, {"disk", float64(l.DiskBytes), float64(mx.DiskBytes)},
-		{"output", float64(l.OutputBytes), float64(mx.OutputBytes)},
-	} {
-		if f.got > f.max {
-			var format func(float64) string
-			for _, lf := range limitFlagTable {
-				if lf.name == f.flag {
-					format = lf.format
-					break
-				}
-			}
-			return cli.Exit(fmt.Sprintf("--%s %s: above a default daemon's maximum %s (add --above-max to allow it in-process)",
-				f.flag, FlagText(c, f.flag), format(f.max)), ExitUsage)
-		}
+func CheckMaxima(c *cli.Context, l limits.Set) error {
+	if r, _, mx, above := limits.Above(l, limits.Maxima()); above {
+		return cli.Exit(fmt.Sprintf("--%s %s: above a default daemon's maximum %s (add --above-max to allow it in-process)",
+			r.Key, FlagText(c, r.Key), r.Format(mx)), ExitUsage)
 	}
 	return nil
 }
-
-// mebibytes writes a default size as the flags take it: 512M.
-func mebibytes(n int64) string { return fmt.Sprintf("%dM", n>>20) }

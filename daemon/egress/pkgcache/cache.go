@@ -1,4 +1,15 @@
-package egress
+// Package pkgcache is the egress proxy's package cache: a store of
+// package files (wheels, sdists, npm tarballs) keyed by their digest
+// (Cache), and the index that maps package-file URLs to the digests the
+// index pages a proxy forwarded published (Index).
+//
+// The two are apart on purpose. The Cache is the daemon's, shared by every
+// sandbox; an Index belongs to one proxy, so to one sandbox. A file is
+// served only for a URL whose digest the sandbox's own proxy learned, and
+// the Cache takes a file only if its bytes have that digest: nothing a
+// sandbox sends or reaches can make another sandbox be served bytes other
+// than the ones published for the URL it asked for.
+package pkgcache
 
 import (
 	"crypto/sha256"
@@ -8,8 +19,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,14 +26,16 @@ import (
 	"time"
 )
 
-// The cache keeps package files by their digest and serves one only for a
+// Cache keeps package files by their digest and serves one only for a
 // URL whose digest the sandbox's own proxy learned from an index page it
 // forwarded (PEP 503 links carry "#sha256=..."; PEP 691 JSON a "hashes"
-// object; npm's abbreviated metadata a sha512 "integrity"). A file is kept only if its content has that hash, so nothing a
-// sandbox sends can put bytes in the cache under a name they do not have.
-// The URL-to-hash index lives in each Proxy, not the Cache: a page served
-// by a host one sandbox may reach cannot steer what another is served.
-type cacheImpl struct {
+// object; npm's abbreviated metadata a sha512 "integrity"). A file is kept
+// only if its content has that hash, so nothing a sandbox sends can put
+// bytes in the cache under a name they do not have. The URL-to-hash index
+// lives in each Proxy (an Index), not the Cache: a page served by a host
+// one sandbox may reach cannot steer what another is served. A Cache is
+// shared, size-capped and safe for concurrent use.
+type Cache struct {
 	dir string
 	max int64
 
@@ -38,8 +49,8 @@ type cacheFile struct {
 	used time.Time // for LRU eviction; in memory, from mtime at open
 }
 
-// OpenCache opens (creating) the cache in dir, holding at most maxBytes.
-func OpenCache(dir string, maxBytes int64) (*Cache, error) {
+// Open opens (creating) the cache in dir, holding at most maxBytes.
+func Open(dir string, maxBytes int64) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("egress cache: %w", err)
 	}
@@ -47,7 +58,7 @@ func OpenCache(dir string, maxBytes int64) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("egress cache: %w", err)
 	}
-	c := &Cache{impl: cacheImpl{dir: dir, max: maxBytes, files: map[string]*cacheFile{}}}
+	c := &Cache{dir: dir, max: maxBytes, files: map[string]*cacheFile{}}
 	for _, e := range ents {
 		fi, err := e.Info()
 		switch {
@@ -55,13 +66,13 @@ func OpenCache(dir string, maxBytes int64) (*Cache, error) {
 		case strings.HasPrefix(e.Name(), "tmp-"): // a download cut by a restart
 			os.Remove(filepath.Join(dir, e.Name()))
 		case validDigest(e.Name()) && fi.Mode().IsRegular():
-			c.impl.files[e.Name()] = &cacheFile{size: fi.Size(), used: fi.ModTime()}
-			c.impl.size += fi.Size()
+			c.files[e.Name()] = &cacheFile{size: fi.Size(), used: fi.ModTime()}
+			c.size += fi.Size()
 		}
 	}
-	c.impl.mu.Lock()
-	c.impl.evict()
-	c.impl.mu.Unlock()
+	c.mu.Lock()
+	c.evict()
+	c.mu.Unlock()
 	return c, nil
 }
 
@@ -102,8 +113,9 @@ func digestHash(d string) hash.Hash {
 	return sha256.New()
 }
 
-// open returns the file with hash sum if the cache holds it.
-func (c *cacheImpl) open(sum string) (*os.File, int64, bool) {
+// Get returns the file with digest sum, open, and its size if the cache
+// holds it. Only a digest the caller's Index gave may be asked for.
+func (c *Cache) Get(sum string) (*os.File, int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.files[sum]
@@ -121,7 +133,7 @@ func (c *cacheImpl) open(sum string) (*os.File, int64, bool) {
 }
 
 // evict removes the least recently used files until the cache fits.
-func (c *cacheImpl) evict() {
+func (c *Cache) evict() {
 	for c.size > c.max && len(c.files) > 0 {
 		var oldest string
 		for sum, e := range c.files {
@@ -139,14 +151,18 @@ func (c *cacheImpl) evict() {
 // only if the whole body hashes to want.
 type fill struct {
 	io.ReadCloser
-	c    *cacheImpl
+	c    *Cache
 	want string
 	tmp  *os.File // nil once committed or abandoned
 	hash hash.Hash
 	n    int64
 }
 
-func (c *cacheImpl) tee(body io.ReadCloser, want string) io.ReadCloser {
+// Fill returns body as it is, teeing it into the cache: read to its end,
+// it is kept under the digest want if its bytes have that digest, and
+// dropped otherwise (or when closed before its end, or larger than the
+// cache).
+func (c *Cache) Fill(body io.ReadCloser, want string) io.ReadCloser {
 	tmp, err := os.CreateTemp(c.dir, "tmp-")
 	if err != nil {
 		return body
@@ -200,18 +216,4 @@ func (f *fill) commit() {
 	c.files[f.want] = &cacheFile{size: f.n, used: time.Now()}
 	c.size += f.n
 	c.evict()
-}
-
-// cacheKey is a URL as the index keys it: scheme://host:port/path?query,
-// with the port explicit and no fragment.
-func cacheKey(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	k := u.Scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port) + u.EscapedPath()
-	if u.RawQuery != "" {
-		k += "?" + u.RawQuery
-	}
-	return k
 }

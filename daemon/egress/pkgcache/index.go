@@ -1,4 +1,4 @@
-package egress
+package pkgcache
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -22,20 +23,22 @@ const (
 	maxHashes = 500_000
 )
 
-// hashIndex maps the URLs of package files (cacheKey) to the digests the
-// index pages this proxy forwarded gave them.
-type hashIndex struct {
+// Index maps the URLs of package files (cacheKey) to the digests the
+// index pages this proxy forwarded gave them. Each proxy has its own (the
+// zero value is ready): one sandbox's pages never teach another's proxy.
+type Index struct {
 	mu sync.Mutex
 	m  map[string]string
 }
 
-func (x *hashIndex) lookup(key string) string {
+// Lookup is the digest learned for the package file at u, "" if none.
+func (x *Index) Lookup(u *url.URL) string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.m[key]
+	return x.m[cacheKey(u)]
 }
 
-func (x *hashIndex) add(page *url.URL, href, digest string) {
+func (x *Index) add(page *url.URL, href, digest string) {
 	ref, err := url.Parse(strings.TrimSpace(href))
 	if err != nil || digest == "" {
 		return
@@ -52,6 +55,20 @@ func (x *hashIndex) add(page *url.URL, href, digest string) {
 	if len(x.m) < maxHashes {
 		x.m[cacheKey(u)] = digest
 	}
+}
+
+// cacheKey is a URL as the index keys it: scheme://host:port/path?query,
+// with the port explicit and no fragment.
+func cacheKey(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	k := u.Scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port) + u.EscapedPath()
+	if u.RawQuery != "" {
+		k += "?" + u.RawQuery
+	}
+	return k
 }
 
 // pageKind says whether a response is an index page to learn from: PEP
@@ -72,9 +89,15 @@ func pageKind(contentType string) string {
 	return ""
 }
 
-// learnFrom returns body as it is, reading the page along; at its end the
-// page's file hashes are learned.
-func (x *hashIndex) learnFrom(page *url.URL, kind, encoding string, body io.ReadCloser) io.ReadCloser {
+// Learn returns body, the response to a GET of page with the given
+// Content-Type and Content-Encoding, as it is. When it is an index page
+// (pageKind) it is read along, and at its end the page's file hashes are
+// learned.
+func (x *Index) Learn(page *url.URL, contentType, encoding string, body io.ReadCloser) io.ReadCloser {
+	kind := pageKind(contentType)
+	if kind == "" {
+		return body
+	}
 	return &pageReader{ReadCloser: body, done: func(b []byte) {
 		if encoding == "gzip" {
 			zr, err := gzip.NewReader(bytes.NewReader(b))
@@ -99,7 +122,7 @@ func (x *hashIndex) learnFrom(page *url.URL, kind, encoding string, body io.Read
 }
 
 // learnHTML takes every <a href="...#sha256=HEX"> (PEP 503).
-func (x *hashIndex) learnHTML(page *url.URL, b []byte) {
+func (x *Index) learnHTML(page *url.URL, b []byte) {
 	z := html.NewTokenizer(bytes.NewReader(b))
 	for {
 		switch z.Next() {
@@ -127,7 +150,7 @@ func (x *hashIndex) learnHTML(page *url.URL, b []byte) {
 }
 
 // learnJSON takes files[].url with hashes.sha256 (PEP 691).
-func (x *hashIndex) learnJSON(page *url.URL, b []byte) {
+func (x *Index) learnJSON(page *url.URL, b []byte) {
 	var doc struct {
 		Files []struct {
 			URL    string            `json:"url"`
@@ -146,7 +169,7 @@ func (x *hashIndex) learnJSON(page *url.URL, b []byte) {
 
 // learnNPM takes versions.*.dist.tarball with its sha512 integrity (npm's
 // abbreviated metadata; Subresource Integrity form "sha512-BASE64").
-func (x *hashIndex) learnNPM(page *url.URL, b []byte) {
+func (x *Index) learnNPM(page *url.URL, b []byte) {
 	var doc struct {
 		Versions map[string]struct {
 			Dist struct {

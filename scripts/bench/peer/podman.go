@@ -1,4 +1,4 @@
-package bench
+package peer
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	"github.com/nsbox/nsbox/container"
 )
 
-// podmanBaseline is what a Docker user would pick here: `podman run --rm`
+// Podman is what a Docker user would pick here: `podman run --rm`
 // of an image imported from the same rootfs, on a private podman store
 // (overlay, as a Docker user's; its own run root) and a cgroup parent of
 // its own, all removed at the end. runc, because crun refuses hybrid cgroup layouts; the
 // ulimits set to what the host allows (root here cannot raise them).
-type podmanBaseline struct {
+type Podman struct {
 	dir    string
 	base   []string
 	parent string // the containers' cgroup parent
@@ -26,7 +26,8 @@ type podmanBaseline struct {
 
 const podmanImage = "localhost/nsbox-bench:latest"
 
-func newPodmanBaseline(ctx context.Context, root string, argv []string) (*podmanBaseline, error) {
+// NewPodman imports the rootfs as an image into a private store and tries one run.
+func NewPodman(ctx context.Context, root string, argv []string) (*Podman, error) {
 	for _, b := range []string{"podman", "runc"} {
 		if _, err := exec.LookPath(b); err != nil {
 			return nil, fmt.Errorf("not installed (apt-get install podman runc)")
@@ -37,47 +38,48 @@ func newPodmanBaseline(ctx context.Context, root string, argv []string) (*podman
 	if err != nil {
 		return nil, err
 	}
-	b := &podmanBaseline{dir: dir, parent: "/nsbox-bench-podman-" + container.NewID()[:6], argv: argv,
+	b := &Podman{dir: dir, parent: "/nsbox-bench-podman-" + container.NewID()[:6], argv: argv,
 		base: []string{"--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "rr"), "--tmpdir", filepath.Join(dir, "tmp"),
 			"--storage-driver", "overlay", "--cgroup-manager", "cgroupfs", "--events-backend", "file", "--runtime", "runc"}}
 	if err := os.Mkdir(filepath.Join(dir, "tmp"), 0o700); err != nil {
-		b.close()
+		b.Close()
 		return nil, err
 	}
 	tar := exec.CommandContext(ctx, "tar", "-C", root, "-c", ".")
 	imp := exec.CommandContext(ctx, "podman", append(append([]string{}, b.base...), "import", "-", podmanImage)...)
 	pipe, err := tar.StdoutPipe()
 	if err != nil {
-		b.close()
+		b.Close()
 		return nil, err
 	}
 	imp.Stdin = pipe
 	if err := tar.Start(); err != nil {
-		b.close()
+		b.Close()
 		return nil, err
 	}
 	out, ierr := imp.CombinedOutput()
 	terr := tar.Wait()
 	if err := errors.Join(ierr, terr); err != nil {
-		b.close()
+		b.Close()
 		return nil, fmt.Errorf("podman import: %v: %s", err, strings.TrimSpace(string(out)))
 	}
-	if err := b.run(ctx); err != nil {
-		b.close()
+	if err := b.Run(ctx); err != nil {
+		b.Close()
 		return nil, fmt.Errorf("cannot run here: %v", err)
 	}
 	return b, nil
 }
 
-func (b *podmanBaseline) run(ctx context.Context) error {
+// Run runs the command once in a new container.
+func (b *Podman) Run(ctx context.Context) error {
 	args := append(append([]string{}, b.base...), "run", "--rm", "--network", "none", "--read-only", "--user", "1000:1000",
 		"--cgroup-parent", b.parent, "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", podmanImage)
-	return quiet(exec.CommandContext(ctx, "podman", append(args, b.argv...)...))
+	return Quiet(exec.CommandContext(ctx, "podman", append(args, b.argv...)...))
 }
 
-// close removes the private store (its overlay mounts too) and the
+// Close removes the private store (its overlay mounts too) and the
 // cgroup parent (podman leaves its conmon cgroup there).
-func (b *podmanBaseline) close() {
+func (b *Podman) Close() {
 	_ = exec.Command("podman", append(append([]string{}, b.base...), "system", "reset", "--force")...).Run()
 	mounts, _ := mountsUnder(b.dir)
 	for i := len(mounts) - 1; i >= 0; i-- {

@@ -1,31 +1,32 @@
-package bench
+package measure
 
 import (
 	"context"
 	"fmt"
-	"github.com/prometheus/procfs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
-// machineLine names the host, its kernel, its cores and its load, the
+// MachineLine names the host, its kernel, its cores and its load, the
 // first line of the report.
-func machineLine() string {
+func MachineLine() string {
 	host, _ := os.Hostname()
 	rel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	return fmt.Sprintf("%s: kernel %s, %d cores, load %s", host, strings.TrimSpace(string(rel)), numCPU(), loadAvg())
+	return fmt.Sprintf("%s: kernel %s, %d cores, load %s", host, strings.TrimSpace(string(rel)), NumCPU(), LoadAvg())
 }
 
-// numCPU counts the CPUs sysfs lists.
-func numCPU() int {
+// NumCPU counts the CPUs sysfs lists.
+func NumCPU() int {
 	n, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*")
 	return len(n)
 }
 
-// loadAvg is the host's 1, 5 and 15 minute load averages.
-func loadAvg() string {
+// LoadAvg is the host's 1, 5 and 15 minute load averages.
+func LoadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "?"
@@ -37,11 +38,11 @@ func loadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// settle waits, up to 30 s, until the CPUs have been at least 90 % idle
+// Settle waits, up to 30 s, until the CPUs have been at least 90 % idle
 // over a quarter of a second: the kernel's own clean-up after earlier rows
 // (thousands of sandboxes' network namespaces and cgroups) goes on after
 // the daemons report nothing left, and would land on the next row.
-func settle(ctx context.Context) {
+func Settle(ctx context.Context) {
 	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return

@@ -14,18 +14,10 @@ import (
 	"github.com/nsbox/nsbox/daemon/policy"
 )
 
-// runnerLanguage is the runner a run or session of language needs: Node
-// for JavaScript and TypeScript, else Python.
-func runnerLanguage(language string) runner.Language {
-	if policy.IsNode(language) {
-		return runner.JavaScript
-	}
-	return runner.Python
-}
-
-// runPython runs a one-shot Python (or JavaScript, TypeScript) snippet
-// through the runner, so that it gets the same rich result as a session
-// exec: on a pooled runner when one
+// runCell runs a run's code as one cell of a runner of its language's
+// kind (daemon/lang: Python, Node.js for JavaScript and TypeScript), so
+// that it gets the same rich result as a session exec: on a pooled runner
+// when one
 // matches, else on one started for it (by the Starter: a zygote's child or
 // a cold sandbox). The sandbox lives a little longer than the code's
 // timeout: room for the KeyboardInterrupt's traceback.
@@ -39,14 +31,14 @@ func runnerLanguage(language string) runner.Language {
 // from the zygote that replaced it: the sandbox it ran in is gone with
 // everything it did, and the caller sees one run. One whose output was
 // already streamed is reported as it ended (killed), with the reason.
-func (d *Daemon) runPython(ctx context.Context, spec container.Spec, j *policy.Job, opts RunOptions) (*agentapi.RunResult, func(), error) {
+func (d *Daemon) runCell(ctx context.Context, spec container.Spec, j *policy.Job, opts RunOptions) (*agentapi.RunResult, func(), error) {
 	var delivered atomic.Bool
 	for _, f := range []*func([]byte){&opts.OnStdout, &opts.OnStderr} {
 		if next := *f; next != nil {
 			*f = func(b []byte) { delivered.Store(true); next(b) }
 		}
 	}
-	out, closeLate, sb, err := d.runPythonOn(ctx, spec, j, opts, true)
+	out, closeLate, sb, err := d.runCellOn(ctx, spec, j, opts, true)
 	if sb == nil || ctx.Err() != nil || !lostRun(out, err) || !sb.ZygoteLost(zygoteNews) {
 		return out, closeLate, err
 	}
@@ -59,7 +51,7 @@ func (d *Daemon) runPython(ctx context.Context, spec container.Spec, j *policy.J
 	}
 	d.log.Warn("the zygote died under a run before it answered; running it again", "run", spec.ID, "status", statusOf(out), "err", err)
 	d.metrics.zygoteReruns.Inc()
-	out, closeLate, _, err = d.runPythonOn(ctx, spec, j, opts, false)
+	out, closeLate, _, err = d.runCellOn(ctx, spec, j, opts, false)
 	return out, closeLate, err
 }
 
@@ -80,17 +72,17 @@ func statusOf(out *agentapi.RunResult) string {
 	return out.Status
 }
 
-// runPythonOn is runPython's one attempt, on a pooled runner when pooled
+// runCellOn is runCell's one attempt, on a pooled runner when pooled
 // allows and one matches; it returns the sandbox it ran in.
-func (d *Daemon) runPythonOn(ctx context.Context, spec container.Spec, j *policy.Job, opts RunOptions, pooled bool) (_ *agentapi.RunResult, closeLate func(), _ *container.Sandbox, _ error) {
+func (d *Daemon) runCellOn(ctx context.Context, spec container.Spec, j *policy.Job, opts RunOptions, pooled bool) (_ *agentapi.RunResult, closeLate func(), _ *container.Sandbox, _ error) {
 	lim := spec.Limits.WithDefaults()
 	spec.Limits = lim
-	lang := runnerLanguage(j.Language)
-	cell := runner.ExecRequest{Code: j.Code, AllowedImports: j.AllowedImports, TypeScript: j.Language == agentapi.LanguageTypeScript}
+	kind := j.Lang.Runner
+	cell := runner.ExecRequest{Code: j.Code, AllowedImports: j.AllowedImports, Transform: j.Lang.Transform}
 	var tk *pool.Taken
 	// A networked run, or one with mounts, needs its own sandbox set up.
 	if pooled && spec.BeforeStart == nil && len(spec.Mounts) == 0 {
-		tk = d.takePooled(j.Rootfs, spec, lang)
+		tk = d.takePooled(j.Rootfs, spec, kind)
 	}
 	if tk != nil {
 		d.log.Debug("run takes a pooled runner", "run", spec.ID, "sandbox", tk.Sandbox().ID(), "pool", tk.Profile, "waited", tk.Waited)
@@ -108,11 +100,11 @@ func (d *Daemon) runPythonOn(ctx context.Context, spec container.Spec, j *policy
 		return out, closeLate, tk.Sandbox(), err
 	}
 	started := time.Now()
-	if lang == runner.Python {
+	if j.Lang.Zygote() {
 		spec.Imports = zygote.Imports(j.Code) // which zygote forks it
 	}
 	spec.Limits.Timeout += runner.InterruptGrace + time.Second
-	rn, err := runner.StartLang(ctx, d.cfg.Starter, spec, lang) // writes spec.Files
+	rn, err := runner.StartLang(ctx, d.cfg.Starter, spec, kind) // writes spec.Files
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -124,9 +116,9 @@ func (d *Daemon) runPythonOn(ctx context.Context, spec container.Spec, j *policy
 	return out, closeLate, rn.Sandbox(), err
 }
 
-// oneShot is a runner serving one run: a pooled one (*pool.Taken) or one
-// started for the run (*runner.Runner).
-type oneShot interface {
+// singleUse is a runner serving one run: a pooled one (*pool.Taken) or
+// one started for the run (*runner.Runner).
+type singleUse interface {
 	Exec(ctx context.Context, req runner.ExecRequest) (*runner.Result, error)
 	Sandbox() *container.Sandbox
 	Language() runner.Language
@@ -141,18 +133,16 @@ type oneShot interface {
 // pooled runner spent before it was taken). When the cell ended on its own
 // (ok or an exception) the answer does not wait for the teardown: it is
 // returned as closeLate, for once the answer is out.
-func (d *Daemon) runOn(ctx context.Context, tk oneShot, spec container.Spec, req runner.ExecRequest, opts RunOptions, cpuBefore time.Duration) (_ *agentapi.RunResult, closeLate func(), _ error) {
+func (d *Daemon) runOn(ctx context.Context, tk singleUse, spec container.Spec, req runner.ExecRequest, opts RunOptions, cpuBefore time.Duration) (_ *agentapi.RunResult, closeLate func(), _ error) {
 	ws := tk.Sandbox().Workspace()
 	before, serr := ws.Snapshot()
 	// A flood past the cap kills the sandbox at once: the run is over.
 	req.Timeout, req.OutputBytes, req.KillOnOverflow = spec.Limits.Timeout, spec.Limits.OutputBytes, true
-	// So does a Node cell's timeout (or a cancel): Node's interrupt of a
-	// synchronous cell (breakOnSigint) starts a thread around every cell,
-	// ~0.2 ms of a pooled run, for a result that would say Interrupted
-	// where this one has no exception; the status is timeout either way.
-	// Python's interrupt is cheap and its run reports the
-	// KeyboardInterrupt's traceback.
-	req.KillOnTimeout = tk.Language() == runner.JavaScript
+	// So does a timeout (or a cancel) where the runner kind's interrupt
+	// is not cheap (runner.Language.CheapInterrupt: Node's); the status
+	// is timeout either way. Python's interrupt is cheap and its run
+	// reports the KeyboardInterrupt's traceback.
+	req.KillOnTimeout = !tk.Language().CheapInterrupt()
 	req.OnStdout, req.OnStderr = opts.OnStdout, opts.OnStderr
 	res, err := tk.Exec(ctx, req)
 	if err != nil {
@@ -197,7 +187,7 @@ func (d *Daemon) runOn(ctx context.Context, tk oneShot, spec container.Spec, req
 	return out, closeLate, nil
 }
 
-// runStatus decides a one-shot Python run's status from the cell's and
+// runStatus decides a run's status through a runner from the cell's and
 // the sandbox's. The exit code and signal are those `python3 -c CODE` would
 // have had as an argv run (cellExit); a crash reports the sandbox's own.
 func runStatus(res *runner.Result, cres *container.Result) (status string, code int, signal string) {

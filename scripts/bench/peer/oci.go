@@ -1,4 +1,4 @@
-package bench
+package peer
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	"github.com/nsbox/nsbox/container"
 )
 
-// ociBaseline runs the command with an OCI runtime's `run` (runc, crun,
+// OCI runs the command with an OCI runtime's `run` (runc, crun,
 // gVisor's runsc) from a bundle made by `runc spec`: Docker's default shape
 // (pid, net, ipc, uts, mount namespaces, read-only root), on the same
 // rootfs.
-type ociBaseline struct {
+type OCI struct {
 	bin    string
 	global []string // the runtime's flags before `run`
 	dir    string   // bundle and the runtime's state
@@ -26,10 +26,10 @@ type ociBaseline struct {
 	n      atomic.Int64
 }
 
-// newOCIBaseline makes the bundle and tries one run: a runtime that cannot
+// NewOCI makes the bundle and tries one run: a runtime that cannot
 // run here (crun on a hybrid cgroup layout, say) is refused with its own
 // words, for the report's skipped list.
-func newOCIBaseline(ctx context.Context, bin, pkg string, global []string, root string, argv []string) (*ociBaseline, error) {
+func NewOCI(ctx context.Context, bin, pkg string, global []string, root string, argv []string) (*OCI, error) {
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("not installed (apt-get install %s)", pkg)
 	}
@@ -40,19 +40,19 @@ func newOCIBaseline(ctx context.Context, bin, pkg string, global []string, root 
 	if err != nil {
 		return nil, err
 	}
-	b := &ociBaseline{bin: bin, global: append(global, "--root", filepath.Join(dir, "state")), dir: dir, prefix: "nsbox-bench-" + container.NewID()[:6]}
+	b := &OCI{bin: bin, global: append(global, "--root", filepath.Join(dir, "state")), dir: dir, prefix: "nsbox-bench-" + container.NewID()[:6]}
 	if err := b.bundle(root, argv); err != nil {
-		b.close()
+		b.Close()
 		return nil, err
 	}
-	if err := b.run(ctx); err != nil {
-		b.close()
+	if err := b.Run(ctx); err != nil {
+		b.Close()
 		return nil, fmt.Errorf("cannot run here: %s", strings.TrimPrefix(err.Error(), "exit status 1: "))
 	}
 	return b, nil
 }
 
-func (b *ociBaseline) bundle(root string, argv []string) error {
+func (b *OCI) bundle(root string, argv []string) error {
 	bundle := filepath.Join(b.dir, "bundle")
 	if err := os.Mkdir(bundle, 0o700); err != nil {
 		return err
@@ -82,10 +82,12 @@ func (b *ociBaseline) bundle(root string, argv []string) error {
 	return os.WriteFile(p, raw, 0o600)
 }
 
-func (b *ociBaseline) run(ctx context.Context) error {
+// Run runs the command once in a new container of the bundle.
+func (b *OCI) Run(ctx context.Context) error {
 	id := fmt.Sprintf("%s-%d", b.prefix, b.n.Add(1))
 	args := append(append([]string{}, b.global...), "run", "--bundle", filepath.Join(b.dir, "bundle"), id)
-	return quiet(exec.CommandContext(ctx, b.bin, args...))
+	return Quiet(exec.CommandContext(ctx, b.bin, args...))
 }
 
-func (b *ociBaseline) close() { os.RemoveAll(b.dir) }
+// Close removes the bundle and the runtime's state.
+func (b *OCI) Close() { os.RemoveAll(b.dir) }
