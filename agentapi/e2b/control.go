@@ -73,10 +73,12 @@ const clientID = "nsbox"
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var req createRequest
-	if err := decode(r, &req); err != nil {
+	release, err := s.decode(w, r, &req)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	defer release()
 	if err := unsupportedCreate(&req); err != nil {
 		writeErr(w, err)
 		return
@@ -356,10 +358,12 @@ func (s *Server) setTimeout(ctx context.Context, id string, secs *int64) (*sandb
 
 func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
 	var req timeoutRequest
-	if err := decode(r, &req); err != nil {
+	release, err := s.decode(w, r, &req)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	defer release()
 	if req.Timeout == nil {
 		writeErr(w, errdefs.Field("timeout", "is required (seconds)"))
 		return
@@ -373,10 +377,12 @@ func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 	var req timeoutRequest
-	if err := decode(r, &req); err != nil {
+	release, err := s.decode(w, r, &req)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	defer release()
 	if _, _, err := s.setTimeout(r.Context(), r.PathValue("id"), req.Duration); err != nil {
 		writeErr(w, err)
 		return

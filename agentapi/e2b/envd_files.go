@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"path"
 	"strconv"
-	"time"
 
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
@@ -76,9 +76,16 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 // (gzip when Content-Encoding says so). Parent directories are made.
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
-	// A client that stops sending mid-body does not hold its connection
-	// (and a place of MaxConns) for ever.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	// Streamed into the workspace, never held whole: capped and due within
+	// UploadTimeout (a client that stops sending mid-body does not hold
+	// its connection, and a place of MaxConns, for ever), but taking
+	// nothing from the budget of held bodies.
+	reqBody, release, err := httpkit.Stream(w, r, s.cfg.MaxUploadBytes, s.cfg.UploadTimeout)
+	if err != nil {
+		writeEnvdError(w, err)
+		return
+	}
+	defer release()
 	qpath := r.URL.Query().Get("path")
 	var out []entryJSON
 	write := func(p string, body io.Reader) error {
@@ -96,22 +103,21 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		return nil
 	}
 	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	var err error
 	switch ct {
 	case "application/octet-stream":
-		var body io.Reader = r.Body
+		body := reqBody
 		if r.Header.Get("Content-Encoding") == "gzip" {
-			zr, zerr := gzip.NewReader(r.Body)
+			zr, zerr := gzip.NewReader(reqBody)
 			if zerr != nil {
 				writeEnvdError(w, errdefs.Field("", "gzip body: %v", zerr))
 				return
 			}
 			defer zr.Close()
-			body = io.LimitReader(zr, s.cfg.MaxBodyBytes+1)
+			body = io.LimitReader(zr, s.cfg.MaxUploadBytes+1)
 		}
 		err = write(qpath, body)
 	case "multipart/form-data":
-		mr := multipart.NewReader(r.Body, params["boundary"])
+		mr := multipart.NewReader(reqBody, params["boundary"])
 		for {
 			part, perr := mr.NextPart()
 			if errors.Is(perr, io.EOF) {
@@ -142,7 +148,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		err = errdefs.Field("Content-Type", "%q: send multipart/form-data (file parts) or application/octet-stream", ct)
 	}
 	if err != nil {
-		writeEnvdError(w, fmt.Errorf("upload: %w", err))
+		writeEnvdError(w, fmt.Errorf("upload: %w", httpkit.BodyError(w, err)))
 		return
 	}
 	writeJSON(w, http.StatusOK, out)

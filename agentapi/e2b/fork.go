@@ -30,10 +30,12 @@ type forkResult struct {
 // per fork; the SDK raises the same error classes either way).
 func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
 	var req forkRequest
-	if err := decode(r, &req); err != nil {
+	release, err := s.decode(w, r, &req)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	defer release()
 	n := 1
 	if req.Count != nil {
 		n = *req.Count

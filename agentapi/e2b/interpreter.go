@@ -65,10 +65,12 @@ func interpreted(name string) (*lang.Descriptor, error) {
 func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
 	var req executeRequest
-	if err := decode(r, &req); err != nil {
+	release, err := s.decode(w, r, &req)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	defer release()
 	if _, err := interpreted(req.Language); err != nil {
 		writeErr(w, err)
 		return
@@ -147,10 +149,12 @@ type createContextRequest struct {
 func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
 	var req createContextRequest
-	if err := decode(r, &req); err != nil {
+	release, err := s.decode(w, r, &req)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	defer release()
 	l, err := interpreted(req.Language)
 	if err != nil {
 		writeErr(w, err)

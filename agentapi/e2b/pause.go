@@ -44,10 +44,12 @@ func errPaused(id string) string {
 // or a command's request is 503, retry: 409 would read as "paused".
 func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	var req pauseRequest
-	if err := decode(r, &req); err != nil {
+	release, err := s.decode(w, r, &req)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	defer release()
 	sb, sess, err := s.live(r.Context(), r.PathValue("id"))
 	if err != nil {
 		writeErr(w, err)
@@ -143,10 +145,12 @@ func (s *Server) keepRecord(sb *sandbox) {
 // it was resumed, 200 when it was running (E2B's codes).
 func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	var req resumeRequest
-	if err := decode(r, &req); err != nil {
+	release, err := s.decode(w, r, &req)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	defer release()
 	req.AutoPause = nil // not a field of connect
 	sb, sess, resumed, err := s.resume(r.Context(), r.PathValue("id"), &req)
 	if err != nil {
@@ -164,10 +168,12 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 // sandbox when it was paused, 409 when it is running.
 func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) {
 	var req resumeRequest
-	if err := decode(r, &req); err != nil {
+	release, err := s.decode(w, r, &req)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	defer release()
 	id := r.PathValue("id")
 	if _, sess, err := s.live(r.Context(), id); err != nil {
 		writeErr(w, err)

@@ -12,11 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem/filesystemconnect"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/process/processconnect"
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/daemon"
 )
 
@@ -38,19 +37,26 @@ type Config struct {
 	Core   Core
 	Keys   *Keys
 	Logger *slog.Logger // nil discards
-	// MaxBodyBytes bounds one request body (default 128 MiB): an upload
-	// is held in memory once on its way into the workspace.
-	MaxBodyBytes int64
 	// ShutdownGrace is how long requests in flight may finish on shutdown
 	// (default 30s).
 	ShutdownGrace time.Duration
-	// MaxConns bounds the connections open at once (default 1024);
-	// further ones wait in the kernel's backlog. Anyone on the host can
-	// connect to a loopback port, key or not: this keeps the daemon's
-	// descriptors bounded whatever they do.
-	MaxConns int
-	// BodyTimeout is how long an upload may take (default 5 minutes).
-	BodyTimeout time.Duration
+	// Limits: the header, body and connection limits and deadlines of
+	// /v1 (httpkit's defaults). Anyone on the host can connect to a
+	// loopback port, key or not: these keep the daemon's memory and
+	// descriptors bounded whatever they do. MaxBodyBytes and the
+	// in-flight budget bound the JSON bodies, which are held in memory.
+	httpkit.Limits
+	// Bodies, when set, is a body budget shared with another listener
+	// (the daemon has one for /v1 and E2B together); its limits replace
+	// the body fields of Limits. Nil: one of the server's own.
+	Bodies *httpkit.Bodies
+	// MaxUploadBytes bounds a request that is streamed rather than held:
+	// an envd file upload (POST /files, copied into the workspace as it
+	// arrives) and a Connect-RPC call (default 128 MiB).
+	MaxUploadBytes int64
+	// UploadTimeout is how long a file upload may take (default 5
+	// minutes): MaxUploadBytes in 30 s would take 4 MiB/s.
+	UploadTimeout time.Duration
 	// StateDir keeps the records of paused sandboxes (their key's
 	// fingerprint, tokens and E2B fields), so that they are their key's
 	// after a daemon restart. Empty: kept in memory only.
@@ -66,7 +72,8 @@ type Server struct {
 	envd        *http.ServeMux
 	interpreter *http.ServeMux
 
-	store *store
+	store  *store
+	bodies *httpkit.Bodies
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox
@@ -80,23 +87,26 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 128 << 20
-	}
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 30 * time.Second
 	}
-	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = 1024
+	cfg.Limits = cfg.Limits.Or()
+	if cfg.Bodies == nil {
+		cfg.Bodies = httpkit.NewBodies(cfg.Limits)
 	}
-	if cfg.BodyTimeout <= 0 {
-		cfg.BodyTimeout = 5 * time.Minute
+	bl := cfg.Bodies.Limits()
+	cfg.MaxBodyBytes, cfg.MaxBodyBytesInFlight, cfg.BodyTimeout = bl.MaxBodyBytes, bl.MaxBodyBytesInFlight, bl.BodyTimeout
+	if cfg.MaxUploadBytes <= 0 {
+		cfg.MaxUploadBytes = 128 << 20
+	}
+	if cfg.UploadTimeout <= 0 {
+		cfg.UploadTimeout = 5 * time.Minute
 	}
 	st, err := openStore(cfg.StateDir, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, store: st, sandboxes: map[string]*sandbox{}}
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, store: st, bodies: cfg.Bodies, sandboxes: map[string]*sandbox{}}
 	for _, sb := range st.load(context.Background(), cfg.Core, cfg.Keys) {
 		s.sandboxes[sb.id] = sb
 	}
@@ -165,7 +175,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusForbidden, "requests from a browser page are refused")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes)
 	id, port := r.Header.Get("E2b-Sandbox-Id"), r.Header.Get("E2b-Sandbox-Port")
 	if id == "" {
 		port, id = hostRoute(r.Host)
@@ -280,14 +290,8 @@ func hostRoute(host string) (port, id string) {
 // requests in flight get ShutdownGrace to finish. The sandboxes are
 // sessions of the core, which ends them when it closes.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{
-		Handler:           s,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
-	ln = netutil.LimitListener(ln, s.cfg.MaxConns)
+	hs := s.cfg.Server(s, context.WithoutCancel(ctx), s.log)
+	ln = s.cfg.Listen(ln)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

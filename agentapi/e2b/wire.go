@@ -2,13 +2,9 @@ package e2b
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
-	"strconv"
 
-	"github.com/nsbox/nsbox/daemon"
-	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/daemon/errdefs/errhttp"
 )
 
@@ -37,30 +33,20 @@ func statusOf(err error) int {
 
 func writeErr(w http.ResponseWriter, err error) {
 	st := statusOf(err)
-	if st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable {
-		// The SDKs retry a 429 that says when, within their request
-		// timeout (a full run queue says; a full session table: 1 s).
-		retry := 1
-		if be := (*daemon.BusyError)(nil); errors.As(err, &be) {
-			retry = max(1, int(be.RetryAfter.Seconds()))
-		}
-		w.Header().Set("Retry-After", strconv.Itoa(retry))
-	}
+	// The SDKs retry a 429 that says when, within their request timeout
+	// (a full run queue says; a full session table: 1 s).
+	httpkit.RetryAfter(w, st, err)
 	writeAPIError(w, st, err.Error())
 }
 
-// decode reads a JSON body into v; an empty body leaves v as it is.
-func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return errdefs.Field("", "request body: %v", err)
-	}
-	return nil
+// lenient is what the E2B SDKs may send beside what nsbox reads: fields
+// it does not implement (dropped), no body on a POST, and any
+// Content-Type. Anything else is decoded as strictly as on /v1.
+var lenient = httpkit.Lenience{UnknownFields: true, Empty: true, AnyMediaType: true}
+
+// decode reads a JSON body into v within the body limits and budget
+// (httpkit); an empty body leaves v as it is. The caller calls release
+// once it is done with v.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) (release func(), _ error) {
+	return s.bodies.Decode(w, r, v, lenient)
 }

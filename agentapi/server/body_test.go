@@ -65,13 +65,6 @@ func TestDeclaredOversizeBodyRefusedUnread(t *testing.T) {
 	}
 }
 
-// inUse is what is reserved now.
-func (b *bodyBudget) inUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
-
 func TestBodyBudget(t *testing.T) {
 	const max = 64 << 10
 	ts := startServer(t, nil, func(c *testConfig) { c.MaxBodyBytes, c.MaxBodyBytesInFlight = max, max+max/2 })
@@ -80,9 +73,9 @@ func TestBodyBudget(t *testing.T) {
 	startBody(t, a, len(first), first[:max/2]) // holds its reservation while it trickles
 	// Wait until the server has reserved it: a competitor sent before that
 	// would take the budget first and get the held body refused instead.
-	for deadline := time.Now().Add(10 * time.Second); ts.srv.bodies.inUse() != int64(len(first)); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ts.srv.bodies.InUse() != int64(len(first)); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the held body's %d bytes never showed in the budget (%d in use)", len(first), ts.srv.bodies.inUse())
+			t.Fatalf("the held body's %d bytes never showed in the budget (%d in use)", len(first), ts.srv.bodies.InUse())
 		}
 	}
 	// The second full-size body does not fit beside the first.
@@ -145,5 +138,18 @@ func TestIdleAndSlowClientsDoNotLockOut(t *testing.T) {
 	}
 	if _, err := ts.client.Run(ctx, &agentapi.RunRequest{Argv: []string{"true"}}); err != nil {
 		t.Fatalf("a run beside 200 idle and 80 slow connections: %v", err)
+	}
+}
+
+// TestBigHeaderRefused: a 1 MiB header, under Go's default cap, is over
+// httpkit's (64 KiB) and answered 431 without being served.
+func TestBigHeaderRefused(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	c := rawConn(t, ts)
+	go func() {
+		_, _ = fmt.Fprintf(c, "GET /v1/health HTTP/1.1\r\nHost: nsbox\r\nX-Pad: %s\r\n\r\n", strings.Repeat("a", 1<<20))
+	}()
+	if resp, body := readStatus(t, c); resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a 1 MiB header: %d %s, want 431", resp.StatusCode, body)
 	}
 }

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/nsbox/nsbox/daemon/errdefs/errhttp"
 
 	"github.com/nsbox/nsbox/agentapi"
-	"github.com/nsbox/nsbox/daemon"
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 )
 
 // Errors of the HTTP layer itself; the core's are classed in package daemon.
@@ -22,12 +21,8 @@ var (
 	// ErrBrowserRequest: the request carries Origin or Referer.
 	ErrBrowserRequest = errors.New("requests carrying Origin or Referer are refused: the nsbox API is not for browsers")
 	// ErrMediaType: the body is not JSON.
-	ErrMediaType = errors.New("the request body must be application/json")
+	ErrMediaType = httpkit.ErrMediaType
 )
-
-// retryAfterSeconds is the Retry-After hint sent with 429 and 503 when the
-// core gives none (a full run queue gives its own, see daemon.BusyError).
-const retryAfterSeconds = 1
 
 // httpErrors maps the HTTP layer's own errors to their status and wire
 // code; the core's classes go through errhttp, the one table shared with
@@ -67,13 +62,7 @@ func writeError(w http.ResponseWriter, err error) {
 	if rec, ok := w.(*statusRecorder); ok {
 		rec.err = ae
 	}
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-		retry := retryAfterSeconds
-		if be := (*daemon.BusyError)(nil); errors.As(err, &be) {
-			retry = max(1, int(be.RetryAfter.Seconds()))
-		}
-		w.Header().Set("Retry-After", strconv.Itoa(retry))
-	}
+	httpkit.RetryAfter(w, status, err)
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Connection", "close")
 	}

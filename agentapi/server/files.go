@@ -8,6 +8,7 @@ import (
 	"path"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/daemon"
 )
 
@@ -46,12 +47,12 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, t fileTree) {
 }
 
 func (s *Server) putFile(w http.ResponseWriter, r *http.Request, t fileTree) {
-	body, release, err := s.body(w, r)
+	body, release, err := s.bodies.Hold(w, r)
 	if err == nil {
 		defer release()
 		var data []byte
 		if data, err = io.ReadAll(body); err != nil {
-			err = bodyError(w, err)
+			err = httpkit.BodyError(w, err)
 		} else {
 			err = t.write(r.Context(), r.PathValue(t.key), r.PathValue("path"), data)
 		}

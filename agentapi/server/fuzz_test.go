@@ -9,6 +9,7 @@ import (
 	"github.com/nsbox/nsbox/daemon/errdefs"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 )
 
 func FuzzDecode(f *testing.F) {
@@ -23,7 +24,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req agentapi.RunRequest
-		err := Decode(http.MaxBytesReader(nil, nopCloser{bytes.NewReader(body)}, 1<<16), &req)
+		err := httpkit.Decode(http.MaxBytesReader(nil, nopCloser{bytes.NewReader(body)}, 1<<16), &req)
 		var fe *errdefs.FieldError
 		var mbe *http.MaxBytesError
 		if err == nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi/client"
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon"
 )
@@ -155,8 +156,8 @@ func startServer(t *testing.T, runner *fakeRunner, mod func(*testConfig)) *testS
 	if cfg.WrapCore != nil {
 		served = cfg.WrapCore(core)
 	}
-	srv, err := New(Config{Core: served, Logger: log, MaxBodyBytes: cfg.MaxBodyBytes,
-		MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight, BodyTimeout: cfg.BodyTimeout, ShutdownGrace: cfg.ShutdownGrace})
+	srv, err := New(Config{Core: served, Logger: log, ShutdownGrace: cfg.ShutdownGrace, Limits: httpkit.Limits{
+		MaxBodyBytes: cfg.MaxBodyBytes, MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight, BodyTimeout: cfg.BodyTimeout}})
 	if err != nil {
 		t.Fatal(err)
 	}

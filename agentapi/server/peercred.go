@@ -18,8 +18,8 @@ type peerCredKey struct{}
 // withPeerCred is the http.Server's ConnContext: it records the peer's
 // credentials, when the transport has them, for per-request logging.
 func withPeerCred(ctx context.Context, c net.Conn) context.Context {
-	if lc, ok := c.(interface{ unwrap() net.Conn }); ok {
-		c = lc.unwrap()
+	if lc, ok := c.(interface{ Unwrap() net.Conn }); ok {
+		c = lc.Unwrap()
 	}
 	if pc, ok := peerCred(c); ok {
 		return context.WithValue(ctx, peerCredKey{}, pc)

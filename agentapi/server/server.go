@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/daemon"
 )
 
@@ -55,20 +56,15 @@ type Core interface {
 type Config struct {
 	Core          Core
 	Logger        *slog.Logger  // nil discards
-	MaxBodyBytes  int64         // one request body at most (default 64 MiB)
 	ShutdownGrace time.Duration // default 30s
-	// MaxBodyBytesInFlight bounds the request-body bytes held at once
-	// (default 2*MaxBodyBytes); past it requests are refused with 429
-	// before their body is read, so that parallel big bodies cannot run
-	// the daemon out of memory.
-	MaxBodyBytesInFlight int64
-	// BodyTimeout is how long a client has to send a request's body
-	// (default 30s); a slower one gets 408 and its connection is closed.
-	BodyTimeout time.Duration
-	// MaxConns bounds the connections served at once (default 1024);
-	// further ones wait in the kernel's accept backlog. Idle and slow
-	// connections are cheap: the run slots, not this, bound the work.
-	MaxConns int
+	// Limits: header, body and connection limits and deadlines
+	// (httpkit's defaults: 64 KiB of headers, 64 MiB bodies, 128 MiB of
+	// bodies held at once, 30 s to send a body, 1024 connections).
+	httpkit.Limits
+	// Bodies, when set, is a body budget shared with another listener
+	// (the daemon has one for /v1 and E2B together); its limits replace
+	// the body fields of Limits. Nil: one of the server's own.
+	Bodies *httpkit.Bodies
 }
 
 // Server serves the API over HTTP. Create it with New; it serves one
@@ -80,7 +76,7 @@ type Server struct {
 	handler  http.Handler
 	draining atomic.Bool
 	runs     sync.WaitGroup // run and exec handlers in progress
-	bodies   *bodyBudget
+	bodies   *httpkit.Bodies
 }
 
 // New checks cfg and returns a Server.
@@ -91,22 +87,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 64 << 20
-	}
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 30 * time.Second
 	}
-	if cfg.MaxBodyBytesInFlight <= 0 {
-		cfg.MaxBodyBytesInFlight = 2 * cfg.MaxBodyBytes
+	cfg.Limits = cfg.Limits.Or()
+	if cfg.Bodies == nil {
+		cfg.Bodies = httpkit.NewBodies(cfg.Limits)
 	}
-	if cfg.BodyTimeout <= 0 {
-		cfg.BodyTimeout = 30 * time.Second
-	}
-	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = 1024
-	}
-	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: &bodyBudget{max: cfg.MaxBodyBytesInFlight}}
+	bl := cfg.Bodies.Limits()
+	cfg.MaxBodyBytes, cfg.MaxBodyBytesInFlight, cfg.BodyTimeout = bl.MaxBodyBytes, bl.MaxBodyBytesInFlight, bl.BodyTimeout
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: cfg.Bodies}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -127,15 +117,9 @@ func (s *Server) MetricsHandler() http.Handler {
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRuns()
-	hs := &http.Server{
-		Handler:           s.handler,
-		BaseContext:       func(net.Listener) context.Context { return runCtx },
-		ConnContext:       withPeerCred,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
-	ln = limitListener(ln, s.cfg.MaxConns)
+	hs := s.cfg.Server(s.handler, runCtx, s.log)
+	hs.ConnContext = withPeerCred
+	ln = s.cfg.Listen(ln)
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

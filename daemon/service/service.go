@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/agentapi/server"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/pool"
@@ -185,10 +186,12 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// One body budget for the daemon, shared by /v1 and the E2B endpoint.
+	bodies := httpkit.NewBodies(httpkit.Limits{})
 	// Every run slot and queue place, plus room for health, info, metrics
 	// and fast 429 answers.
-	srv, err := server.New(server.Config{Core: core, Logger: log, ShutdownGrace: cfg.ShutdownGrace,
-		MaxConns: max(1024, info.MaxConcurrent+info.QueueSize+64)})
+	srv, err := server.New(server.Config{Core: core, Logger: log, ShutdownGrace: cfg.ShutdownGrace, Bodies: bodies,
+		Limits: httpkit.Limits{MaxConns: max(1024, info.MaxConcurrent+info.QueueSize+64)}})
 	if err != nil {
 		return err
 	}
@@ -211,7 +214,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	}
 
 	if cfg.E2B.Listen != "" {
-		stopE2B, err := serveE2B(ctx, cfg, core, log.With("component", "e2b"))
+		stopE2B, err := serveE2B(ctx, cfg, core, bodies, log.With("component", "e2b"))
 		if err != nil {
 			return err
 		}

@@ -1,13 +1,14 @@
-package server
+package httpkit
 
 import (
 	"net"
 	"sync"
 )
 
-// limitListener returns a listener that holds at most n accepted
-// connections open at once (x/net/netutil.LimitListener's idea).
-func limitListener(ln net.Listener, n int) net.Listener {
+// LimitListener returns a listener that holds at most n accepted
+// connections open at once (x/net/netutil.LimitListener's idea). Its
+// connections unwrap (Unwrap) to the accepted one, for peer credentials.
+func LimitListener(ln net.Listener, n int) net.Listener {
 	return &limitedListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
 }
 
@@ -50,5 +51,5 @@ func (c *limitedConn) Close() error {
 	return err
 }
 
-// unwrap returns the accepted connection, for peer credentials.
-func (c *limitedConn) unwrap() net.Conn { return c.Conn }
+// Unwrap returns the accepted connection, for peer credentials.
+func (c *limitedConn) Unwrap() net.Conn { return c.Conn }

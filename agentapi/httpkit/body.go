@@ -1,0 +1,185 @@
+package httpkit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/nsbox/nsbox/daemon/errdefs"
+)
+
+// ErrBodyTimeout: the client did not send its body in time. It is of
+// the class errdefs.ErrInvalidArgument, so that a table without a row of
+// its own (E2B's) answers 400, not 500.
+var ErrBodyTimeout = errdefs.New(errdefs.ErrInvalidArgument, "the request body did not arrive in time; send it at once (the connection is closed)")
+
+// freeAfter is the body size after which the memory it took is handed
+// back to the kernel as soon as the request is done: a daemon that took
+// one 60 MiB body should not keep hundreds of MiB resident while idle.
+const freeAfter = 8 << 20
+
+// Bodies hands out request bodies within a server's Limits: each capped
+// at MaxBodyBytes and due within BodyTimeout, and all of those held at
+// once within MaxBodyBytesInFlight. One Bodies serves one listener.
+type Bodies struct {
+	lim       Limits
+	mu        sync.Mutex
+	used, max int64
+}
+
+// NewBodies returns the body budget of a server with limits l (zero
+// fields take the defaults).
+func NewBodies(l Limits) *Bodies {
+	l = l.Or()
+	return &Bodies{lim: l, max: l.MaxBodyBytesInFlight}
+}
+
+// Limits returns the limits b enforces, defaults filled in.
+func (b *Bodies) Limits() Limits { return b.lim }
+
+// InUse is the body bytes reserved now.
+func (b *Bodies) InUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+func (b *Bodies) take(n int64) bool { return b.takeBeside(n, 0) }
+
+// takeBeside reserves n more bytes for a body that holds own already.
+func (b *Bodies) takeBeside(n, own int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max && b.used > own { // one body of any allowed size always fits
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *Bodies) give(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	idle := b.used == 0
+	b.mu.Unlock()
+	if idle && n >= freeAfter {
+		debug.FreeOSMemory()
+	}
+}
+
+// Hold returns r's body for reading into memory, capped at MaxBodyBytes
+// and due within BodyTimeout, with its bytes reserved from the budget
+// until release. A body that declares its length reserves it before a
+// byte is read: above the cap it is refused (*http.MaxBytesError, 413),
+// past the budget too (errdefs.ErrExhausted, 429). A chunked body (no
+// Content-Length: the E2B JS SDK sends its JSON so) reserves its bytes as
+// they are read, and a read that would pass the budget fails with
+// ErrExhausted and closes the connection; reserving the cap up front for
+// it let only two small chunked requests in at once. release gives the
+// reservation back and clears the read deadline; call it once what was
+// decoded is dropped.
+func (b *Bodies) Hold(w http.ResponseWriter, r *http.Request) (_ io.Reader, release func(), _ error) {
+	n := r.ContentLength
+	if n > b.lim.MaxBodyBytes {
+		w.Header().Set("Connection", "close")
+		return nil, nil, &http.MaxBytesError{Limit: b.lim.MaxBodyBytes}
+	}
+	if n >= 0 && !b.take(n) {
+		return nil, nil, b.full()
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(b.lim.BodyTimeout))
+	var body io.Reader = http.MaxBytesReader(w, r.Body, b.lim.MaxBodyBytes)
+	var metered *meteredReader
+	if n < 0 {
+		metered = &meteredReader{r: body, b: b, w: w}
+		body = metered
+	}
+	var once sync.Once
+	return body, func() {
+		once.Do(func() {
+			_ = rc.SetReadDeadline(time.Time{})
+			if metered != nil {
+				n = metered.taken()
+			}
+			b.give(n)
+		})
+	}, nil
+}
+
+func (b *Bodies) full() error {
+	return errdefs.New(errdefs.ErrExhausted, fmt.Sprintf(
+		"request bodies in flight fill the daemon's %d MiB budget; retry shortly", b.max>>20))
+}
+
+// meteredReader reserves a chunked body's bytes from the budget as they
+// are read.
+type meteredReader struct {
+	r   io.Reader
+	b   *Bodies
+	w   http.ResponseWriter
+	mu  sync.Mutex
+	n   int64
+	err error
+}
+
+func (m *meteredReader) Read(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return 0, m.err
+	}
+	k, err := m.r.Read(p)
+	if k > 0 {
+		if !m.b.takeBeside(int64(k), m.n) {
+			// What was not reserved is not handed on: the request is
+			// refused, and the rest of its body is not read.
+			m.w.Header().Set("Connection", "close")
+			m.err = m.b.full()
+			return 0, m.err
+		}
+		m.n += int64(k)
+	}
+	return k, err
+}
+
+func (m *meteredReader) taken() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n
+}
+
+// Stream returns r's body for a reader that never holds it whole (an
+// upload copied to a file as it arrives): capped at max bytes, due within
+// timeout, and reserving nothing from the budget, since it takes no more
+// memory than a copy buffer. release clears the read deadline.
+func Stream(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) (_ io.Reader, release func(), _ error) {
+	if r.ContentLength > max {
+		w.Header().Set("Connection", "close")
+		return nil, nil, &http.MaxBytesError{Limit: max}
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
+	return http.MaxBytesReader(w, r.Body, max), func() { _ = rc.SetReadDeadline(time.Time{}) }, nil
+}
+
+// BodyError translates a read that ran into the body deadline into
+// ErrBodyTimeout, and closes the connection. The deadline is set again,
+// in the past: after the handler, net/http reads what is left of a short
+// body before it closes the connection, and with release's cleared
+// deadline a client trickling its body held the connection open for as
+// long as it trickled. Other errors are returned as they are.
+func BodyError(w http.ResponseWriter, err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		return fmt.Errorf("%w: %v", ErrBodyTimeout, err)
+	}
+	return err
+}
