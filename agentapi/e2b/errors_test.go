@@ -9,15 +9,17 @@ import (
 	"testing"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/agentapi/server"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
-// TestStatusAgreesWithV1 checks that every error class, and an error of
-// none, answers the same status on E2B's REST routes (control plane and
+// TestStatusAgreesWithV1 checks that every error class, the HTTP kit's
+// own errors (a slow body: 408), and an error of none, answer the same status on E2B's REST routes (control plane and
 // envd's /files) as on /v1.
 func TestStatusAgreesWithV1(t *testing.T) {
-	errs := []error{errors.New("no class"), &http.MaxBytesError{Limit: 1}}
+	errs := []error{errors.New("no class"), &http.MaxBytesError{Limit: 1},
+		fmt.Errorf("body: %w", httpkit.ErrBodyTimeout), fmt.Errorf("body: %w", httpkit.ErrMediaType)}
 	for _, c := range errdefs.Classes() {
 		errs = append(errs, fmt.Errorf("wrapped: %w", errdefs.New(c, "x")))
 	}

@@ -24,9 +24,13 @@ func writeAPIError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, apiError{Code: status, Message: msg})
 }
 
-// statusOf is err's HTTP status on this endpoint's REST routes: the one
-// table of the /v1 API too (errhttp), so the two never differ.
+// statusOf is err's HTTP status on this endpoint's REST routes: the kit's
+// errors by httpkit.Status and the core's by errhttp, as on /v1, so the
+// two never differ.
 func statusOf(err error) int {
+	if st, _, ok := httpkit.Status(err); ok {
+		return st
+	}
 	st, _ := errhttp.ToHTTP(err)
 	return st
 }

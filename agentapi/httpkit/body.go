@@ -10,12 +10,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
-// ErrBodyTimeout: the client did not send its body in time. It is of
-// the class errdefs.ErrInvalidArgument, so that a table without a row of
-// its own (E2B's) answers 400, not 500.
+// ErrBodyTimeout: the client did not send its body in time (408, Status).
+// It is of the class errdefs.ErrInvalidArgument, so that a caller that
+// does not ask Status still answers 400, not 500.
 var ErrBodyTimeout = errdefs.New(errdefs.ErrInvalidArgument, "the request body did not arrive in time; send it at once (the connection is closed)")
 
 // freeAfter is the body size after which the memory it took is handed
@@ -182,4 +183,18 @@ func BodyError(w http.ResponseWriter, err error) error {
 		return fmt.Errorf("%w: %v", ErrBodyTimeout, err)
 	}
 	return err
+}
+
+// Status is the status and /v1 wire code of the kit's own errors (a body
+// that did not arrive in time, one that is not JSON); ok is false for any
+// other error. /v1 and E2B's REST routes both ask it before errhttp, so a
+// slow body is a 408 on both.
+func Status(err error) (status int, code string, ok bool) {
+	switch {
+	case errors.Is(err, ErrBodyTimeout):
+		return http.StatusRequestTimeout, agentapi.CodeRequestTimeout, true
+	case errors.Is(err, ErrMediaType):
+		return http.StatusUnsupportedMediaType, agentapi.CodeUnsupportedMediaType, true
+	}
+	return 0, "", false
 }

@@ -24,9 +24,9 @@ var (
 	ErrMediaType = httpkit.ErrMediaType
 )
 
-// httpErrors maps the HTTP layer's own errors to their status and wire
-// code; the core's classes go through errhttp, the one table shared with
-// E2B's REST routes.
+// httpErrors maps the /v1 server's own errors to their status and wire
+// code; the kit's go through httpkit.Status and the core's classes through
+// errhttp, both shared with E2B's REST routes.
 var httpErrors = []struct {
 	err    error
 	status int
@@ -35,12 +35,11 @@ var httpErrors = []struct {
 	{ErrBrowserRequest, http.StatusForbidden, agentapi.CodeForbidden},
 	{ErrNotFound, http.StatusNotFound, agentapi.CodeNotFound},
 	{ErrMethodNotAllowed, http.StatusMethodNotAllowed, agentapi.CodeMethodNotAllowed},
-	{ErrMediaType, http.StatusUnsupportedMediaType, agentapi.CodeUnsupportedMediaType},
-	{ErrBodyTimeout, http.StatusRequestTimeout, agentapi.CodeRequestTimeout},
 }
 
-// ToHTTP translates err to a status and wire error: the HTTP layer's own
-// errors here, the core's classes by errhttp.ToHTTP.
+// ToHTTP translates err to a status and wire error: the server's own
+// errors here, the kit's by httpkit.Status, the core's classes by
+// errhttp.ToHTTP.
 func ToHTTP(err error) (int, *agentapi.Error) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -52,7 +51,10 @@ func ToHTTP(err error) (int, *agentapi.Error) {
 			return e.status, &agentapi.Error{Code: e.code, Message: err.Error()}
 		}
 	}
-	status, code := errhttp.ToHTTP(err)
+	status, code, ok := httpkit.Status(err)
+	if !ok {
+		status, code = errhttp.ToHTTP(err)
+	}
 	return status, &agentapi.Error{Code: code, Message: err.Error()}
 }
 
