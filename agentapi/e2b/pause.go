@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
@@ -73,7 +74,7 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("e2b: pause refused", "sandbox", sb.id, "err", err)
 		switch {
 		case errors.Is(err, errdefs.ErrSessionBusy):
-			w.Header().Set("Retry-After", "1")
+			httpkit.RetryAfter(w, http.StatusServiceUnavailable, err)
 			writeAPIError(w, http.StatusServiceUnavailable, fmt.Sprintf("sandbox %q is busy (a cell or a file operation is running); it stays running: pause it when idle (%v)", sb.id, err))
 			return
 		case errors.Is(err, errdefs.ErrSessionDead):
