@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
