@@ -54,9 +54,6 @@ func (pol *Rules) ValidateSession(req *agentapi.SessionRequest, canPark, process
 			return nil, errdefs.Field("language", "%q: a session runs %s", req.Language, strings.Join(lang.Sessions(), ", "))
 		}
 	}
-	if _, err := pol.language(l.Name, j.Rootfs); err != nil { // what the rootfs must have
-		return nil, err
-	}
 	j.Lang, j.Language = l, l.Name
 	if processes && !l.Processes() {
 		return nil, errdefs.Field("language", "processes beside the interpreter are Python sessions' (E2B sandboxes) for now")
@@ -100,6 +97,11 @@ func (pol *Rules) ValidateSession(req *agentapi.SessionRequest, canPark, process
 		return nil, errdefs.Field("lifetime_action", "%q: use %q (the end of the lifetime ends the session) or %q (it parks it)", req.LifetimeAction, IdleEnd, IdlePark)
 	}
 
+	// What the rootfs must have, once the request itself is sound: a park
+	// of a Node session is refused as such on every rootfs.
+	if _, err := pol.language(l.Name, j.Rootfs); err != nil {
+		return nil, err
+	}
 	var err error
 	if j.Files, err = validFiles(req.Files); err != nil {
 		return nil, err
