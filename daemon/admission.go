@@ -79,8 +79,9 @@ func (a *admission) retryAfter() time.Duration {
 	return min(max(d, time.Second), time.Minute).Round(time.Second)
 }
 
-func (a *admission) inFlight() int { return len(a.slots) }
-func (a *admission) queued() int   { return len(a.queue) }
+// InFlight is how many runs hold a slot; Queued how many wait for one.
+func (a *admission) InFlight() int { return len(a.slots) }
+func (a *admission) Queued() int   { return len(a.queue) }
 
 // BusyError is ErrBusy with a hint of when to retry.
 type BusyError struct{ RetryAfter time.Duration }

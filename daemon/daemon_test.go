@@ -275,7 +275,7 @@ func TestAdmission(t *testing.T) {
 		_, err := d.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"b"}}, RunOptions{})
 		errc <- err
 	}()
-	for d.adm.queued() != 1 {
+	for d.adm.Queued() != 1 {
 		time.Sleep(time.Millisecond)
 	}
 	_, err := d.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"c"}}, RunOptions{})
