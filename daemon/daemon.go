@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nsbox/nsbox/daemon/admission"
 	"github.com/nsbox/nsbox/daemon/egress"
 	"github.com/nsbox/nsbox/daemon/metrics"
 	"github.com/nsbox/nsbox/daemon/policy"
@@ -90,7 +91,7 @@ type Config struct {
 type Daemon struct {
 	cfg     Config
 	log     *slog.Logger
-	adm     *admission
+	adm     *admission.Gate
 	metrics *metrics.Metrics
 	// pol holds the defaults, maxima, profiles and session settings that
 	// requests see; Reconfigure replaces it.
@@ -130,7 +131,7 @@ func New(cfg Config) (*Daemon, error) {
 	d := &Daemon{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		adm:       newAdmission(cfg.MaxConcurrent, cfg.QueueSize),
+		adm:       admission.New(cfg.MaxConcurrent, cfg.QueueSize),
 		teardowns: make(chan struct{}, cfg.MaxConcurrent),
 	}
 	d.metrics = metrics.New(cfg.Version, d.adm)

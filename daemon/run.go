@@ -73,9 +73,9 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	log := d.log.With("run", id)
 
 	queued := time.Now()
-	acquire := d.adm.acquire
+	acquire := d.adm.Acquire
 	if opts.waitForSlot {
-		acquire = d.adm.acquireWaiting
+		acquire = d.adm.AcquireWaiting
 	}
 	release, err := acquire(ctx)
 	if err != nil {
