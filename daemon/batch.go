@@ -35,7 +35,7 @@ func (d *Daemon) RunBatch(ctx context.Context, req *agentapi.BatchRequest, opts 
 	if err := d.admit(); err != nil {
 		return sum, err
 	}
-	limit := cap(d.adm.slots)
+	limit := d.adm.Slots()
 	switch {
 	case len(req.Runs) == 0:
 		return sum, errdefs.Field("runs", "empty: give at least one run")

@@ -50,7 +50,7 @@ func (d *Daemon) runCell(ctx context.Context, spec container.Spec, j *policy.Job
 		return out, closeLate, err
 	}
 	d.log.Warn("the zygote died under a run before it answered; running it again", "run", spec.ID, "status", statusOf(out), "err", err)
-	d.metrics.zygoteReruns.Inc()
+	d.metrics.ZygoteRerun()
 	out, closeLate, _, err = d.runCellOn(ctx, spec, j, opts, false)
 	return out, closeLate, err
 }

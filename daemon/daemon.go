@@ -9,7 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nsbox/nsbox/daemon/admission"
 	"github.com/nsbox/nsbox/daemon/egress"
+	"github.com/nsbox/nsbox/daemon/metrics"
 	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/nsbox/nsbox/container"
@@ -87,8 +91,8 @@ type Config struct {
 type Daemon struct {
 	cfg     Config
 	log     *slog.Logger
-	adm     *admission
-	metrics *metrics
+	adm     *admission.Gate
+	metrics *metrics.Metrics
 	// pol holds the defaults, maxima, profiles and session settings that
 	// requests see; Reconfigure replaces it.
 	pol atomic.Pointer[policy.Rules]
@@ -104,10 +108,9 @@ type Daemon struct {
 	teardowns chan struct{}
 	tearing   atomic.Int64
 
-	egressOpts    *egress.Options // nil: no network
-	egressMetrics *egressMetrics
-	egressMu      sync.Mutex
-	egressRuns    map[string]*netRun // by run or session id
+	egressOpts *egress.Options // nil: no network
+	egressMu   sync.Mutex
+	egressRuns map[string]*netRun // by run or session id
 }
 
 // New checks cfg and returns a Daemon.
@@ -128,30 +131,27 @@ func New(cfg Config) (*Daemon, error) {
 	d := &Daemon{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		adm:       newAdmission(cfg.MaxConcurrent, cfg.QueueSize),
+		adm:       admission.New(cfg.MaxConcurrent, cfg.QueueSize),
 		teardowns: make(chan struct{}, cfg.MaxConcurrent),
-		metrics:   newMetrics(),
 	}
+	d.metrics = metrics.New(cfg.Version, d.adm)
 	pol, err := policy.New(cfg.Policy)
 	if err != nil {
 		return nil, err
 	}
 	pol.RootfsDir = d.rootfsDir
 	d.pol.Store(pol)
-	d.metrics.gauges(d.adm)
-	d.egressMetrics = newEgressMetrics(d.metrics.reg)
 	d.egressRuns = map[string]*netRun{}
 	if cfg.Egress != nil {
 		o := *cfg.Egress
 		o.OnRecord = d.onEgressRecord
 		d.egressOpts = &o
 	}
-	d.metrics.buildInfo(cfg.Version)
 	if cfg.Pool != nil {
-		d.metrics.reg.MustRegister(newPoolCollector(cfg.Pool))
+		d.metrics.AddPool(cfg.Pool)
 	}
 	if cfg.Zygotes != nil {
-		d.metrics.reg.MustRegister(newZygoteCollector(cfg.Zygotes))
+		d.metrics.AddZygotes(cfg.Zygotes)
 	}
 	if cfg.Starter != nil {
 		d.sessions = session.New(session.Config{
@@ -160,12 +160,12 @@ func New(cfg Config) (*Daemon, error) {
 			MaxSessions:        pol.Sessions.Max,
 			MaxLifetime:        pol.Sessions.MaxLifetime,
 			DefaultIdleTimeout: pol.Sessions.IdleTimeout,
-			OnEnd:              func(st runner.Status) { d.metrics.sessionsEnded.WithLabelValues(string(st)).Inc() },
+			OnEnd:              func(st runner.Status) { d.metrics.SessionEnded(string(st)) },
 			Take:               d.takeForSession,
 			Park:               d.parkIdle,
 			Clock:              cfg.Clock,
 		})
-		d.metrics.registerSessions(d.sessions)
+		d.metrics.AddSessions(d.sessions)
 		if cfg.ParkDir != "" {
 			if d.parked, err = openParkStore(cfg.ParkDir, d.log.With("component", "park"), cfg.Clock); err != nil {
 				return nil, err
@@ -195,10 +195,13 @@ func (d *Daemon) Reconfigure(p policy.Policy) error {
 // does not refill cold then, so that an interpreter's start never takes
 // CPU from them (refills a ready zygote forks go on: they cost what a run
 // forked on request would).
-func (d *Daemon) Saturated() bool { return d.adm.inFlight() >= d.cfg.MaxConcurrent }
+func (d *Daemon) Saturated() bool { return d.adm.InFlight() >= d.cfg.MaxConcurrent }
 
 // InFlight is the number of runs holding a run slot.
-func (d *Daemon) InFlight() int { return d.adm.inFlight() }
+func (d *Daemon) InFlight() int { return d.adm.InFlight() }
+
+// Metrics is the daemon's Prometheus registry, for a transport to serve.
+func (d *Daemon) Metrics() prometheus.Gatherer { return d.metrics.Gatherer() }
 
 // Close refuses new work, waits for the sandboxes still tearing down after
 // their answer, then ends every session. Callers stop their transports

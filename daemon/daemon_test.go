@@ -275,7 +275,7 @@ func TestAdmission(t *testing.T) {
 		_, err := d.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"b"}}, RunOptions{})
 		errc <- err
 	}()
-	for d.adm.queued() != 1 {
+	for d.adm.Queued() != 1 {
 		time.Sleep(time.Millisecond)
 	}
 	_, err := d.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"c"}}, RunOptions{})
@@ -299,7 +299,7 @@ func TestAdmission(t *testing.T) {
 func TestTearDown(t *testing.T) {
 	d, _ := newTestDaemon(t, nil, func(c *Config) { c.MaxConcurrent = 1 })
 	slot := func() func() {
-		rel, err := d.adm.acquire(context.Background())
+		rel, err := d.adm.Acquire(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,34 +340,6 @@ func TestSessionsNeedAStarter(t *testing.T) {
 	}
 	if got := d.Sessions(context.Background()); got == nil || len(got) != 0 {
 		t.Errorf("Sessions() = %#v, want an empty list", got)
-	}
-}
-
-// TestRetryAfterFollowsTheQueue: a refused client is told to come back
-// when the queue ahead of it has drained, not always after a second.
-func TestRetryAfterFollowsTheQueue(t *testing.T) {
-	a := newAdmission(2, 4)
-	if got := a.retryAfter(); got != time.Second {
-		t.Errorf("nothing learned yet: %v, want the 1s floor", got)
-	}
-	a.held = 4 * time.Second
-	for range 2 {
-		a.slots <- struct{}{}
-	}
-	for range 4 {
-		a.queue <- struct{}{}
-	}
-	if got := a.retryAfter(); got != 10*time.Second { // 4 s * (4 queued + 1) / 2 slots
-		t.Errorf("4 queued, slots held 4 s, 2 slots: %v, want 10s", got)
-	}
-	a.held = time.Hour
-	if got := a.retryAfter(); got != time.Minute {
-		t.Errorf("%v, want the 1 minute cap", got)
-	}
-	_, err := a.acquire(context.Background())
-	var be *BusyError
-	if !errors.As(err, &be) || be.RetryAfter != time.Minute || !errors.Is(err, ErrBusy) || !errors.Is(err, errdefs.ErrExhausted) {
-		t.Errorf("acquire with slots and queue full: %v, want a BusyError with the hint, of class exhausted", err)
 	}
 }
 

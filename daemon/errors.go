@@ -7,6 +7,7 @@ import (
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/session"
+	"github.com/nsbox/nsbox/daemon/admission"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/daemon/volume"
 	"github.com/nsbox/nsbox/rootfs"
@@ -16,8 +17,8 @@ import (
 var (
 	// ErrShuttingDown: the daemon is draining and takes no new runs.
 	ErrShuttingDown = errdefs.New(errdefs.ErrUnavailable, "the nsbox daemon is shutting down; retry against the next instance")
-	// ErrBusy: every run slot and queue place is taken.
-	ErrBusy = errdefs.New(errdefs.ErrExhausted, "too many runs in flight and queued; retry later or raise --max-concurrent/--queue")
+	// ErrBusy: every run slot and queue place is taken (a BusyError).
+	ErrBusy = admission.ErrBusy
 	// ErrRootfsNotFound: the named root filesystem is not in the store.
 	ErrRootfsNotFound = errdefs.New(errdefs.ErrInvalidArgument, "rootfs not found; list them with GET /v1/info or build one with `nsbox rootfs build`")
 	// ErrNoSessions: the daemon has no Starter, so it cannot keep sandboxes.
@@ -88,3 +89,6 @@ func classify(err error) error {
 	}
 	return errdefs.In(class, err)
 }
+
+// BusyError is ErrBusy with a hint of when to retry.
+type BusyError = admission.BusyError

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/netutil"
 
 	"github.com/nsbox/nsbox/agentapi"
@@ -44,37 +43,10 @@ type netRun struct {
 	records []egress.Record
 }
 
-// egressMetrics count the proxy's connections and bytes.
-type egressMetrics struct {
-	conns *prometheus.CounterVec
-	bytes *prometheus.CounterVec
-}
-
-func newEgressMetrics(reg *prometheus.Registry) *egressMetrics {
-	m := &egressMetrics{
-		conns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nsbox_egress_connections_total",
-			Help: "Connections and plain-HTTP requests through the egress proxy, allowed or refused.",
-		}, []string{"result"}),
-		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nsbox_egress_bytes_total",
-			Help: "Bytes through the egress proxy: sent (sandbox to upstream) and received.",
-		}, []string{"direction"}),
-	}
-	reg.MustRegister(m.conns, m.bytes)
-	return m
-}
-
 // onEgressRecord sees every record as its connection ends: it counts it,
 // logs it, and keeps it for its run's result.
 func (d *Daemon) onEgressRecord(id string, r egress.Record) {
-	result := "allowed"
-	if !r.Allowed {
-		result = "refused"
-	}
-	d.egressMetrics.conns.WithLabelValues(result).Inc()
-	d.egressMetrics.bytes.WithLabelValues("sent").Add(float64(r.Sent))
-	d.egressMetrics.bytes.WithLabelValues("received").Add(float64(r.Received))
+	d.metrics.Egress(r.Allowed, r.Sent, r.Received)
 	attrs := []any{"run", id, "host", r.Host, "port", r.Port, "addr", r.Addr, "method", r.Method,
 		"allowed", r.Allowed, "sent", r.Sent, "received", r.Received}
 	if r.Reason != "" {

@@ -51,19 +51,19 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	}
 	j, err := d.pol.Load().Validate(req)
 	if err != nil {
-		d.metrics.runs.WithLabelValues("invalid").Inc()
+		d.metrics.Run("invalid")
 		return nil, err
 	}
 	// Code of a language with a runner kind goes to a runner; an argv run,
 	// or code whose language has none, to the engine.
 	viaRunner := d.cfg.Starter != nil && j.Lang != nil && j.Lang.Runner != "" && opts.Seccomp == nil
 	if j.Lang != nil && !viaRunner && !j.Lang.HasOneShot() {
-		d.metrics.runs.WithLabelValues("invalid").Inc()
+		d.metrics.Run("invalid")
 		return nil, errdefs.Field("language", "%s needs its runner (%s), and this run goes to the engine directly (a custom seccomp filter, or no runner); run it without the custom filter",
 			j.Language, j.Lang.Runner)
 	}
 	if j.AllowedImports != nil && !viaRunner {
-		d.metrics.runs.WithLabelValues("invalid").Inc()
+		d.metrics.Run("invalid")
 		return nil, errdefs.Field("allowed_imports", "needs the Python runner, and this run goes to the engine directly (a custom seccomp filter, or no runner); drop allowed_imports or the custom filter")
 	}
 	id := opts.ID
@@ -73,22 +73,22 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	log := d.log.With("run", id)
 
 	queued := time.Now()
-	acquire := d.adm.acquire
+	acquire := d.adm.Acquire
 	if opts.waitForSlot {
-		acquire = d.adm.acquireWaiting
+		acquire = d.adm.AcquireWaiting
 	}
 	release, err := acquire(ctx)
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
-			d.metrics.runs.WithLabelValues("rejected").Inc()
+			d.metrics.Run("rejected")
 		}
 		return nil, err
 	}
-	d.metrics.queueWait.Observe(time.Since(queued).Seconds())
+	d.metrics.QueueWait(time.Since(queued))
 	dir, releaseRootfs, err := d.acquireRootfs(j.Rootfs)
 	if err != nil {
 		release()
-		d.metrics.runs.WithLabelValues("invalid").Inc()
+		d.metrics.Run("invalid")
 		return nil, err
 	}
 	// The volumes are held, like the rootfs, until the sandbox is gone.
@@ -96,7 +96,7 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	if err != nil {
 		releaseRootfs()
 		release()
-		d.metrics.runs.WithLabelValues("invalid").Inc()
+		d.metrics.Run("invalid")
 		return nil, err
 	}
 	// The slot and the rootfs are held until the sandbox is gone, unless
@@ -172,17 +172,17 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 
 // finished counts and logs a run's outcome.
 func (d *Daemon) finished(log *slog.Logger, started time.Time, out *agentapi.RunResult, err error) {
-	d.metrics.runTime.Observe(time.Since(started).Seconds())
+	d.metrics.RunTime(time.Since(started))
 	switch {
 	case err == nil:
-		d.metrics.runs.WithLabelValues(out.Status).Inc()
+		d.metrics.Run(out.Status)
 		log.Info("run finished", "status", out.Status, "exit_code", out.ExitCode, "wall_ms", out.WallMs, "pooled", out.Pooled)
 	case errors.Is(err, container.ErrInvalidSpec):
-		d.metrics.runs.WithLabelValues("invalid").Inc()
+		d.metrics.Run("invalid")
 		log.Error("run failed", "err", err)
 	default:
-		d.metrics.runs.WithLabelValues("setup_error").Inc()
-		d.metrics.spawnFailures.Inc()
+		d.metrics.Run("setup_error")
+		d.metrics.SpawnFailure()
 		log.Error("run failed", "err", err)
 	}
 }

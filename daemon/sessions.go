@@ -231,7 +231,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 		out.SessionDead = true
 		out.Error = info.DeadReason
 	}
-	d.metrics.sessionExecs.WithLabelValues(out.Status).Inc()
+	d.metrics.SessionExec(out.Status)
 	d.log.Info("exec finished", append(callerAttrs(ctx), "session", id, "status", out.Status, "wall_ms", out.WallMs, "session_dead", out.SessionDead)...)
 	if opts.OnResult != nil {
 		opts.OnResult(out)
