@@ -38,7 +38,8 @@ var (
 
 // classify gives the engine's, the sessions', the runners' and the
 // volume store's errors their class. It is the one place that knows
-// those packages' sentinels.
+// those packages' sentinels (the process agent's, which E2B's envd uses
+// directly, not through the core, are classed in agentapi/e2b/envd).
 func classify(err error) error {
 	var class error
 	switch {

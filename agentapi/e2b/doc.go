@@ -11,7 +11,8 @@
 //     timeout, connect, metrics, pause and resume of sandboxes, each an
 //     nsbox session (a paused one is a parked session, pause.go);
 //   - envd (port 49983 in E2B): Connect-RPC process and filesystem services
-//     and REST /files, /health, /envs;
+//     and REST /files, /health, /envs, served by package envd once this
+//     package has routed and authorized the request;
 //   - the code interpreter (port 49999 in E2B): /execute and /contexts.
 //
 // Sandbox requests are routed by the E2b-Sandbox-Id and E2b-Sandbox-Port

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/e2b/envd"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/daemon/lang"
@@ -160,11 +161,11 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if req.Cwd != "" && req.Cwd != Home && req.Cwd != "/workspace" {
-		writeErr(w, errdefs.Field("cwd", "%q: a context's working directory is the sandbox's home, %s (contexts share one interpreter)", req.Cwd, Home))
+	if req.Cwd != "" && req.Cwd != envd.Home && req.Cwd != "/workspace" {
+		writeErr(w, errdefs.Field("cwd", "%q: a context's working directory is the sandbox's home, %s (contexts share one interpreter)", req.Cwd, envd.Home))
 		return
 	}
-	c := codeContext{ID: randomHex(8), Language: l.Name, Cwd: Home}
+	c := codeContext{ID: randomHex(8), Language: l.Name, Cwd: envd.Home}
 	sb.mu.Lock()
 	sb.contexts[c.ID] = c
 	sb.mu.Unlock()
@@ -174,7 +175,7 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleListContexts(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
-	out := []codeContext{{ID: defaultContext, Language: lang.Default().Name, Cwd: Home}}
+	out := []codeContext{{ID: defaultContext, Language: lang.Default().Name, Cwd: envd.Home}}
 	sb.mu.Lock()
 	for _, c := range sb.contexts {
 		out = append(out, c)

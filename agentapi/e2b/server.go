@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
-	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem/filesystemconnect"
-	"github.com/nsbox/nsbox/agentapi/e2b/envd/process/processconnect"
+	"github.com/nsbox/nsbox/agentapi/e2b/envd"
 	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/daemon"
 )
@@ -69,7 +68,7 @@ type Server struct {
 	core        Core
 	log         *slog.Logger
 	control     *http.ServeMux
-	envd        *http.ServeMux
+	envd        http.Handler
 	interpreter *http.ServeMux
 
 	store  *store
@@ -114,7 +113,15 @@ func New(cfg Config) (*Server, error) {
 		s.log.Info("e2b: paused sandboxes loaded", "count", n)
 	}
 	s.control = s.controlRoutes()
-	s.envd = s.envdRoutes()
+	if s.envd, err = envd.New(envd.Config{
+		Core: cfg.Core, MaxUploadBytes: cfg.MaxUploadBytes, UploadTimeout: cfg.UploadTimeout,
+		Sandbox: func(ctx context.Context) envd.Sandbox {
+			sb := sandboxOf(ctx)
+			return envd.Sandbox{ID: sb.id, Envs: sb.envs}
+		},
+	}); err != nil {
+		return nil, err
+	}
 	s.interpreter = s.interpreterRoutes()
 	return s, nil
 }
@@ -141,19 +148,6 @@ func (s *Server) controlRoutes() *http.ServeMux {
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotFound, fmt.Sprintf("%s %s is not part of nsbox's E2B endpoint (docs/E2B.md lists what is)", r.Method, r.URL.Path))
 	})
-	return m
-}
-
-func (s *Server) envdRoutes() *http.ServeMux {
-	m := http.NewServeMux()
-	m.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	m.HandleFunc("GET /envs", s.handleEnvs)
-	m.HandleFunc("GET /files", s.handleDownload)
-	m.HandleFunc("POST /files", s.handleUpload)
-	path, h := processconnect.NewProcessHandler(&processService{s: s})
-	m.Handle(path, h)
-	path, h = filesystemconnect.NewFilesystemHandler(&filesystemService{s: s})
-	m.Handle(path, h)
 	return m
 }
 
@@ -198,7 +192,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sb := s.lookup(id)
-	var plane *http.ServeMux
+	var plane http.Handler
 	switch port {
 	case strconv.Itoa(EnvdPort):
 		plane = s.envd

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/nsbox/nsbox/agentapi/httpkit"
-	"github.com/nsbox/nsbox/daemon/errdefs/errhttp"
 )
 
 // apiError is the control plane's error body, as E2B's API answers.
@@ -24,14 +23,10 @@ func writeAPIError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, apiError{Code: status, Message: msg})
 }
 
-// statusOf is err's HTTP status on this endpoint's REST routes: the kit's
-// errors by httpkit.Status and the core's by errhttp, as on /v1, so the
-// two never differ.
+// statusOf is err's HTTP status on this endpoint's REST routes:
+// httpkit.ToHTTP, as on /v1, so the two never differ.
 func statusOf(err error) int {
-	if st, _, ok := httpkit.Status(err); ok {
-		return st
-	}
-	st, _ := errhttp.ToHTTP(err)
+	st, _ := httpkit.ToHTTP(err)
 	return st
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/errdefs/errhttp"
 )
 
 // ErrBodyTimeout: the client did not send its body in time (408, Status).
@@ -185,10 +186,19 @@ func BodyError(w http.ResponseWriter, err error) error {
 	return err
 }
 
+// ToHTTP is err's status and /v1 wire code: the kit's own errors by
+// Status, the core's classes by errhttp. /v1, E2B's control plane and
+// envd's /files all answer through it, so a slow body is a 408 on each.
+func ToHTTP(err error) (status int, code string) {
+	if st, c, ok := Status(err); ok {
+		return st, c
+	}
+	return errhttp.ToHTTP(err)
+}
+
 // Status is the status and /v1 wire code of the kit's own errors (a body
 // that did not arrive in time, one that is not JSON); ok is false for any
-// other error. /v1 and E2B's REST routes both ask it before errhttp, so a
-// slow body is a 408 on both.
+// other error.
 func Status(err error) (status int, code string, ok bool) {
 	switch {
 	case errors.Is(err, ErrBodyTimeout):

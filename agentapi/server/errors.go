@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/nsbox/nsbox/daemon/errdefs/errhttp"
-
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/httpkit"
 )
@@ -38,8 +36,8 @@ var httpErrors = []struct {
 }
 
 // ToHTTP translates err to a status and wire error: the server's own
-// errors here, the kit's by httpkit.Status, the core's classes by
-// errhttp.ToHTTP.
+// errors here, the rest by httpkit.ToHTTP (the kit's, then the core's
+// classes by errhttp).
 func ToHTTP(err error) (int, *agentapi.Error) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -51,10 +49,7 @@ func ToHTTP(err error) (int, *agentapi.Error) {
 			return e.status, &agentapi.Error{Code: e.code, Message: err.Error()}
 		}
 	}
-	status, code, ok := httpkit.Status(err)
-	if !ok {
-		status, code = errhttp.ToHTTP(err)
-	}
+	status, code := httpkit.ToHTTP(err)
 	return status, &agentapi.Error{Code: code, Message: err.Error()}
 }
 

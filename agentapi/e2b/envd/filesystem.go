@@ -1,4 +1,4 @@
-package e2b
+package envd
 
 import (
 	"context"
@@ -12,37 +12,15 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem/filesystemconnect"
-	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/daemon/errdefs"
-	"github.com/nsbox/nsbox/daemon/errdefs/errconnect"
 )
-
-// connectError is err as a Connect error, by errconnect, the one table
-// from a class to a Connect code. The process agent's errors (this
-// package uses the agent directly, not through the core) get their class
-// here first.
-func connectError(err error) error {
-	switch {
-	case errors.Is(err, procs.ErrNotFound):
-		err = errdefs.In(errdefs.ErrNotFound, err)
-	case errors.Is(err, procs.ErrStart), errors.Is(err, procs.ErrStdin):
-		err = errdefs.In(errdefs.ErrInvalidArgument, err)
-	case errors.Is(err, procs.ErrClosed):
-		err = errdefs.In(errdefs.ErrUnavailable, err)
-	}
-	return errconnect.ToConnect(err)
-}
-
-func unimplemented(what string) error {
-	return connect.NewError(connect.CodeUnimplemented, errors.New(what+" is not supported by nsbox's E2B endpoint (docs/E2B.md)"))
-}
 
 // filesystemService is envd's filesystem.Filesystem over the session's
 // workspace: every path goes through the core's beneath-the-workspace,
 // no-symlink-following file operations.
 type filesystemService struct {
 	filesystemconnect.UnimplementedFilesystemHandler
-	s *Server
+	s *server
 }
 
 var _ filesystemconnect.FilesystemHandler = (*filesystemService)(nil)
@@ -64,7 +42,7 @@ func entryInfo(f agentapi.WorkspaceFile) *filesystem.EntryInfo {
 }
 
 func (fs *filesystemService) stat(ctx context.Context, rel string) (*filesystem.EntryInfo, error) {
-	f, err := fs.s.core.StatFile(ctx, sandboxOf(ctx).id, rel)
+	f, err := fs.s.core.StatFile(ctx, fs.s.id(ctx), rel)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +66,7 @@ func (fs *filesystemService) MakeDir(ctx context.Context, req *connect.Request[f
 	if err != nil {
 		return nil, connectError(err)
 	}
-	created, err := fs.s.core.MakeDir(ctx, sandboxOf(ctx).id, rel)
+	created, err := fs.s.core.MakeDir(ctx, fs.s.id(ctx), rel)
 	if err != nil {
 		return nil, connectError(err)
 	}
@@ -114,7 +92,7 @@ func (fs *filesystemService) Move(ctx context.Context, req *connect.Request[file
 	if from == "" || to == "" {
 		return nil, connectError(errdefs.Field("source", "the home directory itself cannot be moved or replaced"))
 	}
-	if err := fs.s.core.MoveFile(ctx, sandboxOf(ctx).id, from, to); err != nil {
+	if err := fs.s.core.MoveFile(ctx, fs.s.id(ctx), from, to); err != nil {
 		return nil, connectError(err)
 	}
 	e, err := fs.stat(ctx, to)
@@ -133,7 +111,7 @@ func (fs *filesystemService) ListDir(ctx context.Context, req *connect.Request[f
 	if depth <= 0 {
 		depth = 1
 	}
-	files, err := fs.s.core.ListDir(ctx, sandboxOf(ctx).id, rel, depth)
+	files, err := fs.s.core.ListDir(ctx, fs.s.id(ctx), rel, depth)
 	if err != nil {
 		return nil, connectError(err)
 	}
@@ -152,7 +130,7 @@ func (fs *filesystemService) Remove(ctx context.Context, req *connect.Request[fi
 	if rel == "" {
 		return nil, connectError(errdefs.Field("path", "the home directory itself cannot be removed"))
 	}
-	if err := fs.s.core.RemoveAll(ctx, sandboxOf(ctx).id, rel); err != nil {
+	if err := fs.s.core.RemoveAll(ctx, fs.s.id(ctx), rel); err != nil {
 		return nil, connectError(err)
 	}
 	return connect.NewResponse(&filesystem.RemoveResponse{}), nil

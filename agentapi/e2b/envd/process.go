@@ -1,4 +1,4 @@
-package e2b
+package envd
 
 import (
 	"context"
@@ -19,13 +19,13 @@ import (
 // each in a process group of its own, and end with the sandbox.
 type processService struct {
 	processconnect.UnimplementedProcessHandler
-	s *Server
+	s *server
 }
 
 var _ processconnect.ProcessHandler = (*processService)(nil)
 
 func (ps *processService) agent(ctx context.Context) (*procs.Agent, error) {
-	a, err := ps.s.core.Processes(ctx, sandboxOf(ctx).id)
+	a, err := ps.s.core.Processes(ctx, ps.s.id(ctx))
 	return a, connectError(err)
 }
 

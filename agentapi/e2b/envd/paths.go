@@ -1,4 +1,4 @@
-package e2b
+package envd
 
 import (
 	"path"

@@ -1,4 +1,4 @@
-package e2b
+package envd
 
 import (
 	"compress/gzip"
@@ -15,17 +15,6 @@ import (
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
-// envdError is envd's REST error body.
-type envdError struct {
-	Message string `json:"message"`
-	Code    int    `json:"code"`
-}
-
-func writeEnvdError(w http.ResponseWriter, err error) {
-	st := statusOf(err)
-	writeJSON(w, st, envdError{Message: err.Error(), Code: st})
-}
-
 // entryJSON is envd's EntryInfo as /files answers it.
 type entryJSON struct {
 	Name string `json:"name"`
@@ -33,32 +22,31 @@ type entryJSON struct {
 	Path string `json:"path"`
 }
 
-func (s *Server) handleEnvs(w http.ResponseWriter, r *http.Request) {
-	sb := sandboxOf(r.Context())
+func (s *server) handleEnvs(w http.ResponseWriter, r *http.Request) {
 	envs := map[string]string{}
-	for k, v := range sb.envs {
+	for k, v := range s.cfg.Sandbox(r.Context()).Envs {
 		envs[k] = v
 	}
 	writeJSON(w, http.StatusOK, envs)
 }
 
 // handleDownload is GET /files?path=P: the file's bytes.
-func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
-	sb := sandboxOf(r.Context())
+func (s *server) handleDownload(w http.ResponseWriter, r *http.Request) {
+	id := s.id(r.Context())
 	rel, err := workspacePath("path", r.URL.Query().Get("path"))
 	if err != nil {
-		writeEnvdError(w, err)
+		writeError(w, err)
 		return
 	}
-	f, err := s.core.OpenFile(r.Context(), sb.id, rel)
+	f, err := s.core.OpenFile(r.Context(), id, rel)
 	if err != nil {
-		writeEnvdError(w, err)
+		writeError(w, err)
 		return
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		writeEnvdError(w, err)
+		writeError(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -74,15 +62,15 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 // part's file name is its path when ?path is absent) or, with
 // Content-Type application/octet-stream, the body as the file at ?path
 // (gzip when Content-Encoding says so). Parent directories are made.
-func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
-	sb := sandboxOf(r.Context())
+func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
+	id := s.id(r.Context())
 	// Streamed into the workspace, never held whole: capped and due within
 	// UploadTimeout (a client that stops sending mid-body does not hold
 	// its connection, and a place of MaxConns, for ever), but taking
 	// nothing from the budget of held bodies.
 	reqBody, release, err := httpkit.Stream(w, r, s.cfg.MaxUploadBytes, s.cfg.UploadTimeout)
 	if err != nil {
-		writeEnvdError(w, err)
+		writeError(w, err)
 		return
 	}
 	defer release()
@@ -96,7 +84,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		if rel == "" {
 			return errdefs.Field("path", "%q is the home directory itself; name a file under it", p)
 		}
-		if _, err := s.core.WriteFrom(r.Context(), sb.id, rel, body); err != nil {
+		if _, err := s.core.WriteFrom(r.Context(), id, rel, body); err != nil {
 			return err
 		}
 		out = append(out, entryJSON{Name: path.Base(rel), Type: "file", Path: sandboxPath(rel)})
@@ -109,7 +97,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Content-Encoding") == "gzip" {
 			zr, zerr := gzip.NewReader(reqBody)
 			if zerr != nil {
-				writeEnvdError(w, errdefs.Field("", "gzip body: %v", zerr))
+				writeError(w, errdefs.Field("", "gzip body: %v", zerr))
 				return
 			}
 			defer zr.Close()
@@ -148,7 +136,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		err = errdefs.Field("Content-Type", "%q: send multipart/form-data (file parts) or application/octet-stream", ct)
 	}
 	if err != nil {
-		writeEnvdError(w, fmt.Errorf("upload: %w", httpkit.BodyError(w, err)))
+		writeError(w, fmt.Errorf("upload: %w", httpkit.BodyError(w, err)))
 		return
 	}
 	writeJSON(w, http.StatusOK, out)

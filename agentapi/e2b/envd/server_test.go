@@ -1,0 +1,105 @@
+package envd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeCore serves one workspace from a directory and records which
+// session each call named; what a test does not use panics (the embedded
+// nil interface).
+type fakeCore struct {
+	Core
+	dir   string
+	calls []string // "op id path"
+}
+
+func (f *fakeCore) OpenFile(_ context.Context, id, path string) (*os.File, error) {
+	f.calls = append(f.calls, "open "+id+" "+path)
+	return os.Open(filepath.Join(f.dir, path))
+}
+
+func (f *fakeCore) WriteFrom(_ context.Context, id, path string, r io.Reader) (int64, error) {
+	f.calls = append(f.calls, "write "+id+" "+path)
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(b)), os.WriteFile(filepath.Join(f.dir, path), b, 0o644)
+}
+
+type sandboxKey struct{}
+
+// newHandler is envd over core for the sandbox a request's context
+// holds, as agentapi/e2b's router puts it there.
+func newHandler(t *testing.T, core Core) http.Handler {
+	t.Helper()
+	h, err := New(Config{
+		Core: core, MaxUploadBytes: 1 << 20, UploadTimeout: time.Minute,
+		Sandbox: func(ctx context.Context) Sandbox { return ctx.Value(sandboxKey{}).(Sandbox) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func serve(t *testing.T, h http.Handler, sb Sandbox, r *http.Request) *httptest.ResponseRecorder {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, sb)))
+	return w
+}
+
+func TestNewRequiresConfig(t *testing.T) {
+	if _, err := New(Config{Core: &fakeCore{}, MaxUploadBytes: 1, UploadTimeout: time.Second}); err == nil {
+		t.Fatal("New without Sandbox: no error")
+	}
+}
+
+// TestRequestsReachTheirSandbox: /envs and /files act on the sandbox the
+// router named, at the workspace path the SDK's path maps to, and refuse
+// a path outside the workspace before calling the core.
+func TestRequestsReachTheirSandbox(t *testing.T) {
+	core := &fakeCore{dir: t.TempDir()}
+	h := newHandler(t, core)
+	a := Sandbox{ID: "sbA", Envs: map[string]string{"WHO": "a"}}
+
+	w := serve(t, h, a, httptest.NewRequest("GET", "/envs", nil))
+	var envs map[string]string
+	if err := json.Unmarshal(w.Body.Bytes(), &envs); err != nil || w.Code != http.StatusOK || envs["WHO"] != "a" || len(envs) != 1 {
+		t.Fatalf("GET /envs: %d %s, want 200 {WHO: a}", w.Code, w.Body)
+	}
+
+	r := httptest.NewRequest("POST", "/files?path=/home/user/x.txt", strings.NewReader("hello"))
+	r.Header.Set("Content-Type", "application/octet-stream")
+	w = serve(t, h, a, r)
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"path":"/home/user/x.txt"`) {
+		t.Fatalf("upload: %d %s, want 200 naming /home/user/x.txt", w.Code, w.Body)
+	}
+
+	w = serve(t, h, a, httptest.NewRequest("GET", "/files?path=/workspace/x.txt", nil))
+	if w.Code != http.StatusOK || !bytes.Equal(w.Body.Bytes(), []byte("hello")) {
+		t.Fatalf("download: %d %q, want 200 %q", w.Code, w.Body, "hello")
+	}
+	if cd := w.Header().Get("Content-Disposition"); cd != `attachment; filename=x.txt` {
+		t.Errorf("download's Content-Disposition = %q", cd)
+	}
+
+	w = serve(t, h, a, httptest.NewRequest("GET", "/files?path=/etc/passwd", nil))
+	if w.Code != http.StatusBadRequest {
+		t.Fatalf("download of /etc/passwd: %d %s, want 400", w.Code, w.Body)
+	}
+	if want := []string{"write sbA x.txt", "open sbA x.txt"}; strings.Join(core.calls, ";") != strings.Join(want, ";") {
+		t.Errorf("core calls = %q, want %q", core.calls, want)
+	}
+}
