@@ -12,6 +12,7 @@ import (
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/session"
+	"github.com/nsbox/nsbox/daemon/wire"
 )
 
 // CreateSession starts a session and returns once its interpreter is
@@ -216,16 +217,16 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 	if err != nil {
 		return nil, classify(err)
 	}
-	out := &agentapi.RunResult{ID: id, WallMs: res.Wall.Milliseconds(), Files: wireFiles(res.Files), FilesTruncated: res.FilesTruncated}
+	out := &agentapi.RunResult{ID: id, WallMs: res.Wall.Milliseconds(), Files: wire.Files(res.Files), FilesTruncated: res.FilesTruncated}
 	if revived != nil {
 		out.Revived, out.NotCarried = true, revived.NotCarried
 	}
 	if nr := d.egressRun(id); nr != nil {
 		out.Network = d.takeEgress(nr, false)
 	}
-	richFields(out, res.Result)
+	wire.Cell(out, res.Result)
 	out.Status = string(res.Status)
-	out.ExitCode, out.Signal = cellExit(out.Status)
+	out.ExitCode, out.Signal = wire.CellExit(out.Status)
 	out.Error = res.Error
 	if info := sess.Info(); info.State == session.StateDead {
 		out.SessionDead = true
