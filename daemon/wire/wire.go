@@ -112,3 +112,12 @@ func CellExit(status string) (code int, signal string) {
 	}
 	return 0, ""
 }
+
+// Entry describes a workspace entry.
+func Entry(e container.Entry) agentapi.WorkspaceFile {
+	wf := agentapi.WorkspaceFile{Path: e.Path, Size: e.Size, Mode: e.Mode, ModTime: e.ModTime.UTC(), Dir: e.Dir, Symlink: e.Symlink, SymlinkTarget: e.Target}
+	if !e.Dir && !e.Symlink {
+		wf.Mime = Mime(e.Path, nil)
+	}
+	return wf
+}
