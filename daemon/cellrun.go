@@ -12,6 +12,7 @@ import (
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/zygote"
 	"github.com/nsbox/nsbox/daemon/policy"
+	"github.com/nsbox/nsbox/daemon/wire"
 )
 
 // runCell runs a run's code as one cell of a runner of its language's
@@ -174,8 +175,8 @@ func (d *Daemon) runOn(ctx context.Context, tk singleUse, spec container.Spec, r
 	} else if cres, err = tk.Close(); err != nil {
 		return nil, nil, err
 	}
-	out := wireResult(cres, spec.ID)
-	richFields(out, res)
+	out := wire.Result(cres, spec.ID)
+	wire.Cell(out, res)
 	out.ID, out.ExecutionCount = spec.ID, 0
 	out.Status, out.ExitCode, out.Signal = runStatus(res, cres)
 	if res.Error != "" && out.Error == "" && out.Status != agentapi.StatusOK {
@@ -183,13 +184,13 @@ func (d *Daemon) runOn(ctx context.Context, tk singleUse, spec container.Spec, r
 	}
 	out.WallMs = res.Wall.Milliseconds()
 	out.CPUMs = max(0, cres.CPUTime-cpuBefore).Milliseconds()
-	out.Files, out.FilesTruncated = wireFiles(files), filesCut
+	out.Files, out.FilesTruncated = wire.Files(files), filesCut
 	return out, closeLate, nil
 }
 
 // runStatus decides a run's status through a runner from the cell's and
 // the sandbox's. The exit code and signal are those `python3 -c CODE` would
-// have had as an argv run (cellExit); a crash reports the sandbox's own.
+// have had as an argv run (wire.CellExit); a crash reports the sandbox's own.
 func runStatus(res *runner.Result, cres *container.Result) (status string, code int, signal string) {
 	switch {
 	case cres.Status == container.StatusOutputLimit || res.StdoutTruncated || res.StderrTruncated:
@@ -209,22 +210,6 @@ func runStatus(res *runner.Result, cres *container.Result) (status string, code 
 	default:
 		return agentapi.StatusCrashed, cres.ExitCode, cres.Signal
 	}
-	code, signal = cellExit(status)
+	code, signal = wire.CellExit(status)
 	return status, code, signal
-}
-
-// cellExit gives a cell's outcome the exit code and signal the same code
-// would have had as `python3 -c CODE`: 0 when it ran to its end, 1 when it
-// raised, 137 and SIGKILL when a limit (time, memory, output) ended it, as
-// the engine kills an argv run's cgroup. Runs and session execs use it alike.
-func cellExit(status string) (code int, signal string) {
-	switch status {
-	case agentapi.StatusOK:
-		return 0, ""
-	case agentapi.StatusException:
-		return 1, ""
-	case agentapi.StatusTimeout, agentapi.StatusOOM, agentapi.StatusOutputLimit:
-		return 137, "SIGKILL"
-	}
-	return 0, ""
 }

@@ -15,11 +15,11 @@ import (
 	"github.com/nsbox/nsbox/daemon/egress"
 	"github.com/nsbox/nsbox/daemon/metrics"
 	"github.com/nsbox/nsbox/daemon/policy"
+	"github.com/nsbox/nsbox/daemon/sessions"
 
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/clock"
 	"github.com/nsbox/nsbox/container/runner"
-	"github.com/nsbox/nsbox/container/session"
 )
 
 // Engine runs one sandbox to its end (an argv run, or code as its
@@ -72,8 +72,9 @@ type Config struct {
 	// Egress, when set, is the egress proxy's settings: runs with a
 	// network policy get a proxy in their sandbox (network.go).
 	Egress *egress.Options
-	// ParkDir, when set, holds parked sessions (park.go): made 0700, and
-	// the sessions parked there are loaded by New. Empty: no parking.
+	// ParkDir, when set, holds parked sessions (daemon/sessions): made
+	// 0700, and the sessions parked there are loaded by New. Empty: no
+	// parking.
 	ParkDir string
 	// Volumes, when set, is the store of named volumes (volumes.go); nil
 	// refuses requests naming one.
@@ -97,8 +98,9 @@ type Daemon struct {
 	// requests see; Reconfigure replaces it.
 	pol atomic.Pointer[policy.Rules]
 
-	sessions *session.Manager // nil without a Starter
-	parked   *parkStore       // nil without a ParkDir or sessions
+	// Keeper keeps the sessions (package sessions); its methods are the
+	// core's session methods.
+	*sessions.Keeper
 
 	closed  atomic.Bool
 	closing sync.WaitGroup // sandboxes tearing down after their answer
@@ -153,24 +155,21 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.Zygotes != nil {
 		d.metrics.AddZygotes(cfg.Zygotes)
 	}
-	if cfg.Starter != nil {
-		d.sessions = session.New(session.Config{
-			Starter:            cfg.Starter,
-			Logger:             d.log,
-			MaxSessions:        pol.Sessions.Max,
-			MaxLifetime:        pol.Sessions.MaxLifetime,
-			DefaultIdleTimeout: pol.Sessions.IdleTimeout,
-			OnEnd:              func(st runner.Status) { d.metrics.SessionEnded(string(st)) },
-			Take:               d.takeForSession,
-			Park:               d.parkIdle,
-			Clock:              cfg.Clock,
-		})
-		d.metrics.AddSessions(d.sessions)
-		if cfg.ParkDir != "" {
-			if d.parked, err = openParkStore(cfg.ParkDir, d.log.With("component", "park"), cfg.Clock); err != nil {
-				return nil, err
-			}
-		}
+	d.Keeper, err = sessions.New(sessions.Config{
+		Core:    sessionCore{d},
+		Starter: cfg.Starter,
+		Logger:  d.log,
+		Clock:   cfg.Clock,
+		ParkDir: cfg.ParkDir,
+		Take:    d.takeForSession,
+		OnEnd:   func(st runner.Status) { d.metrics.SessionEnded(string(st)) },
+		OnExec:  d.metrics.SessionExec,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if mgr := d.Manager(); mgr != nil {
+		d.metrics.AddSessions(mgr)
 	}
 	return d, nil
 }
@@ -185,9 +184,7 @@ func (d *Daemon) Reconfigure(p policy.Policy) error {
 	}
 	pol.RootfsDir = d.rootfsDir
 	d.pol.Store(pol)
-	if d.sessions != nil {
-		d.sessions.SetLimits(pol.Sessions.Max, pol.Sessions.IdleTimeout, pol.Sessions.MaxLifetime)
-	}
+	d.Keeper.Reconfigure(pol)
 	return nil
 }
 
@@ -209,13 +206,7 @@ func (d *Daemon) Metrics() prometheus.Gatherer { return d.metrics.Gatherer() }
 func (d *Daemon) Close() {
 	d.closed.Store(true)
 	d.closing.Wait()
-	if d.sessions != nil {
-		d.log.Info("ending sessions", "live", d.sessions.Live())
-		d.sessions.Close()
-	}
-	if d.parked != nil {
-		d.parked.close()
-	}
+	d.Keeper.Close()
 }
 
 // admit refuses work once Close has begun.

@@ -21,19 +21,8 @@ var (
 	ErrBusy = admission.ErrBusy
 	// ErrRootfsNotFound: the named root filesystem is not in the store.
 	ErrRootfsNotFound = errdefs.New(errdefs.ErrInvalidArgument, "rootfs not found; list them with GET /v1/info or build one with `nsbox rootfs build`")
-	// ErrNoSessions: the daemon has no Starter, so it cannot keep sandboxes.
-	ErrNoSessions = errdefs.New(errdefs.ErrUnavailable, "sessions need a Starter that can start sandboxes (a *container.Engine)")
 	// ErrNoNetwork: a run asks for network where no egress proxy runs.
 	ErrNoNetwork = errdefs.New(errdefs.ErrInvalidArgument, "network: this nsbox has no egress proxy (in-process `nsbox exec --no-daemon` has none); run through a daemon with a [network] config")
-)
-
-// Fork and park errors.
-var (
-	// ErrParked: the session is parked; it has no sandbox until revived.
-	ErrParked = errdefs.New(errdefs.ErrSessionParked, "the session is parked: an exec or POST /v1/sessions/{id}/revive revives it")
-	// ErrNotCarriable: the session was not made through the daemon's
-	// session path, so it cannot be made again.
-	ErrNotCarriable = errdefs.New(errdefs.ErrInvalidArgument, "this session cannot be forked or parked")
 )
 
 // classify gives the engine's, the sessions', the runners' and the

@@ -11,6 +11,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/wire"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
@@ -147,7 +148,7 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		}
 		var res *container.Result
 		if res, err = d.cfg.Engine.Run(ctx, spec); err == nil {
-			out = wireResult(res, id)
+			out = wire.Result(res, id)
 		}
 	}
 	if report := d.takeEgress(nr, true); out != nil {

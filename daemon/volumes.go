@@ -14,6 +14,7 @@ import (
 	"github.com/nsbox/nsbox/container/workspace"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/daemon/volume"
+	"github.com/nsbox/nsbox/daemon/wire"
 )
 
 // Volumes is the daemon's store of named volumes; *volume.Store
@@ -248,7 +249,7 @@ func (d *Daemon) ListVolumeFiles(ctx context.Context, name string) (*agentapi.Fi
 		}
 		out.FilesTruncated = truncated
 		for _, e := range entries {
-			out.Files = append(out.Files, wireEntry(e))
+			out.Files = append(out.Files, wire.Entry(e))
 		}
 		return nil
 	})

@@ -1,10 +1,11 @@
-package daemon
+package sessions
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
+	"github.com/nsbox/nsbox/daemon/caller"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/daemon/policy"
 
@@ -12,17 +13,18 @@ import (
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/session"
+	"github.com/nsbox/nsbox/daemon/wire"
 )
 
 // CreateSession starts a session and returns once its interpreter is
 // ready.
-func (d *Daemon) CreateSession(ctx context.Context, req *agentapi.SessionRequest) (*agentapi.Session, error) {
-	return d.CreateSessionWith(ctx, req, SessionOptions{})
+func (k *Keeper) CreateSession(ctx context.Context, req *agentapi.SessionRequest) (*agentapi.Session, error) {
+	return k.CreateSessionWith(ctx, req, Options{})
 }
 
-// SessionOptions carry what a transport adds to a session request; no
+// Options carry what a transport adds to a session request; no
 // wire request of /v1 sets them.
-type SessionOptions struct {
+type Options struct {
 	// ID names the session; empty: a fresh container.NewID(). The E2B
 	// endpoint uses longer ids, since an id is half of a sandbox's
 	// address there.
@@ -49,24 +51,24 @@ type origin struct {
 }
 
 // CreateSessionWith is CreateSession with a transport's options.
-func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionRequest, so SessionOptions) (*agentapi.Session, error) {
-	if err := d.admit(); err != nil {
+func (k *Keeper) CreateSessionWith(ctx context.Context, req *agentapi.SessionRequest, so Options) (*agentapi.Session, error) {
+	if err := k.core.Admit(); err != nil {
 		return nil, err
 	}
-	if d.sessions == nil {
+	if k.mgr == nil {
 		return nil, ErrNoSessions
 	}
 	// Every field is checked before the rootfs, the volumes or a sandbox
 	// are touched.
-	j, err := d.pol.Load().ValidateSession(req, d.parked != nil, so.Processes)
+	j, err := k.core.Policy().ValidateSession(req, k.parked != nil, so.Processes)
 	if err != nil {
 		return nil, err
 	}
-	dir, release, err := d.acquireRootfs(j.Rootfs)
+	dir, release, err := k.core.AcquireRootfs(j.Rootfs)
 	if err != nil {
 		return nil, err
 	}
-	mounts, release, err := d.mounts(ctx, req.Volumes, req.Datasets, release)
+	mounts, release, err := k.core.Mounts(ctx, req.Volumes, req.Datasets, release)
 	if err != nil {
 		release()
 		return nil, err
@@ -78,22 +80,22 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 		id = container.NewID()
 	}
 	spec := container.Spec{ID: id, Env: j.Env, Files: j.Files}
-	nr, err := d.startEgress(&spec, j.Network)
+	endEgress, err := k.core.StartEgress(&spec, j.Network)
 	if err != nil {
 		release()
-		return nil, classify(err)
+		return nil, k.core.Classify(err)
 	}
-	if nr != nil {
+	if endEgress != nil {
 		rel := release
-		release = func() { d.takeEgress(nr, true); rel() }
+		release = func() { endEgress(); rel() }
 	}
-	uid := owner(ctx)
+	uid := caller.Owner(ctx)
 	if so.owner != nil {
 		uid = *so.owner
 	}
 	o := &origin{Request: *req, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd}
 	o.Request.Files = nil
-	sess, err := d.sessions.Create(ctx, session.Options{
+	sess, err := k.mgr.Create(ctx, session.Options{
 		ID: spec.ID, Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
 		IdleTimeout: j.IdleTimeout, Env: spec.Env, Files: spec.Files, Owner: uid, Origin: o,
 		Lifetime: j.Lifetime, AllowedImports: req.AllowedImports,
@@ -102,26 +104,26 @@ func (d *Daemon) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 		Mounts: mounts,
 	})
 	if err != nil {
-		return nil, classify(err)
+		return nil, k.core.Classify(err)
 	}
-	out := d.wireSession(sess.Info())
+	out := k.wireSession(sess.Info())
 	return &out, nil
 }
 
 // Sessions lists the sessions the caller may see: its own, or all for an
 // admin.
-func (d *Daemon) Sessions(ctx context.Context) []agentapi.Session {
+func (k *Keeper) Sessions(ctx context.Context) []agentapi.Session {
 	out := []agentapi.Session{}
-	if d.sessions != nil {
-		for _, in := range d.sessions.List() {
-			if d.mayUse(ctx, in.Owner) {
-				out = append(out, d.wireSession(in))
+	if k.mgr != nil {
+		for _, in := range k.mgr.List() {
+			if k.mayUse(ctx, in.Owner) {
+				out = append(out, k.wireSession(in))
 			}
 		}
 	}
-	if d.parked != nil {
-		for _, p := range d.parked.list() {
-			if d.mayUse(ctx, p.rec.Owner) {
+	if k.parked != nil {
+		for _, p := range k.parked.list() {
+			if k.mayUse(ctx, p.rec.Owner) {
 				out = append(out, p.wire())
 			}
 		}
@@ -130,70 +132,70 @@ func (d *Daemon) Sessions(ctx context.Context) []agentapi.Session {
 }
 
 // Session describes one session.
-func (d *Daemon) Session(ctx context.Context, id string) (*agentapi.Session, error) {
-	if p := d.parkedFor(ctx, id); p != nil {
+func (k *Keeper) Session(ctx context.Context, id string) (*agentapi.Session, error) {
+	if p := k.parkedFor(ctx, id); p != nil {
 		out := p.wire()
 		return &out, nil
 	}
-	return d.onSession(ctx, id, nil)
+	return k.onSession(ctx, id, nil)
 }
 
 // PauseSession freezes a session: its processes keep their memory and use
 // no CPU until ResumeSession or its next exec. A session running an exec
 // is a conflict.
-func (d *Daemon) PauseSession(ctx context.Context, id string) (*agentapi.Session, error) {
-	return d.onSession(ctx, id, (*session.Session).Pause)
+func (k *Keeper) PauseSession(ctx context.Context, id string) (*agentapi.Session, error) {
+	return k.onSession(ctx, id, (*session.Session).Pause)
 }
 
 // ResumeSession thaws a paused session (others are left as they are).
-func (d *Daemon) ResumeSession(ctx context.Context, id string) (*agentapi.Session, error) {
-	return d.onSession(ctx, id, func(s *session.Session) error { return s.Resume(ctx) })
+func (k *Keeper) ResumeSession(ctx context.Context, id string) (*agentapi.Session, error) {
+	return k.onSession(ctx, id, func(s *session.Session) error { return s.Resume(ctx) })
 }
 
 // onSession finds the caller's session, applies do to it (when not nil)
 // and describes it.
-func (d *Daemon) onSession(ctx context.Context, id string, do func(*session.Session) error) (*agentapi.Session, error) {
-	sess, err := d.session(ctx, id)
+func (k *Keeper) onSession(ctx context.Context, id string, do func(*session.Session) error) (*agentapi.Session, error) {
+	sess, err := k.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if do != nil {
 		if err := do(sess); err != nil {
-			return nil, classify(err)
+			return nil, k.core.Classify(err)
 		}
 	}
-	out := d.wireSession(sess.Info())
+	out := k.wireSession(sess.Info())
 	return &out, nil
 }
 
 // DeleteSession ends a session and removes it.
-func (d *Daemon) DeleteSession(ctx context.Context, id string) error {
-	if p := d.parkedFor(ctx, id); p != nil {
-		d.deleteParked(p)
+func (k *Keeper) DeleteSession(ctx context.Context, id string) error {
+	if p := k.parkedFor(ctx, id); p != nil {
+		k.deleteParked(p)
 		return nil
 	}
-	if _, err := d.session(ctx, id); err != nil {
+	if _, err := k.session(ctx, id); err != nil {
 		return err
 	}
-	return classify(d.sessions.Delete(id))
+	return k.core.Classify(k.mgr.Delete(id))
 }
 
 // Exec runs a cell in a session; opts.OnStdout/OnStderr stream its output
-// and opts.OnResult is called with the result, as for Run.
-func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts RunOptions) (*agentapi.RunResult, error) {
+// and opts.OnResult is called with the result, as for the daemon's Run.
+func (k *Keeper) Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts ExecOptions) (*agentapi.RunResult, error) {
 	// The request is checked whole before a parked session is revived or
 	// anything is sent to the interpreter.
-	timeout, err := d.pol.Load().ValidateExec(req)
+	timeout, err := k.core.Policy().ValidateExec(req)
 	if err != nil {
 		return nil, err
 	}
 	var revived *agentapi.CarriedSession
-	if p := d.parkedFor(ctx, id); p != nil {
-		if revived, err = d.revive(ctx, p); err != nil {
+	if p := k.parkedFor(ctx, id); p != nil {
+		if revived, err = k.revive(ctx, p); err != nil {
 			return nil, err
 		}
 	}
-	sess, err := d.session(ctx, id)
+	sess, err := k.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -202,37 +204,35 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 	}
 	ereq := runner.ExecRequest{Code: req.Code, Context: req.Context, Env: req.Env, Timeout: timeout, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr}
 	res, err := sess.Exec(ctx, ereq)
-	if p := d.parkedFor(ctx, id); errors.Is(err, session.ErrDead) && p != nil && revived == nil {
+	if p := k.parkedFor(ctx, id); errors.Is(err, session.ErrDead) && p != nil && revived == nil {
 		// Parked while this exec waited for the session (an idle park, a
 		// park call): revive it and run there.
-		if revived, err = d.revive(ctx, p); err != nil {
+		if revived, err = k.revive(ctx, p); err != nil {
 			return nil, err
 		}
-		if sess, err = d.session(ctx, id); err != nil {
+		if sess, err = k.session(ctx, id); err != nil {
 			return nil, err
 		}
 		res, err = sess.Exec(ctx, ereq)
 	}
 	if err != nil {
-		return nil, classify(err)
+		return nil, k.core.Classify(err)
 	}
-	out := &agentapi.RunResult{ID: id, WallMs: res.Wall.Milliseconds(), Files: wireFiles(res.Files), FilesTruncated: res.FilesTruncated}
+	out := &agentapi.RunResult{ID: id, WallMs: res.Wall.Milliseconds(), Files: wire.Files(res.Files), FilesTruncated: res.FilesTruncated}
 	if revived != nil {
 		out.Revived, out.NotCarried = true, revived.NotCarried
 	}
-	if nr := d.egressRun(id); nr != nil {
-		out.Network = d.takeEgress(nr, false)
-	}
-	richFields(out, res.Result)
+	out.Network = k.core.EgressReport(id)
+	wire.Cell(out, res.Result)
 	out.Status = string(res.Status)
-	out.ExitCode, out.Signal = cellExit(out.Status)
+	out.ExitCode, out.Signal = wire.CellExit(out.Status)
 	out.Error = res.Error
 	if info := sess.Info(); info.State == session.StateDead {
 		out.SessionDead = true
 		out.Error = info.DeadReason
 	}
-	d.metrics.SessionExec(out.Status)
-	d.log.Info("exec finished", append(callerAttrs(ctx), "session", id, "status", out.Status, "wall_ms", out.WallMs, "session_dead", out.SessionDead)...)
+	k.onExec(out.Status)
+	k.log.Info("exec finished", append(caller.Attrs(ctx), "session", id, "status", out.Status, "wall_ms", out.WallMs, "session_dead", out.SessionDead)...)
 	if opts.OnResult != nil {
 		opts.OnResult(out)
 	}
@@ -240,14 +240,14 @@ func (d *Daemon) Exec(ctx context.Context, id string, req *agentapi.ExecRequest,
 }
 
 // ListFiles lists a session's workspace.
-func (d *Daemon) ListFiles(ctx context.Context, id string) (*agentapi.FileList, error) {
-	sess, err := d.session(ctx, id)
+func (k *Keeper) ListFiles(ctx context.Context, id string) (*agentapi.FileList, error) {
+	sess, err := k.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	entries, files, truncated, err := sess.List(ctx, "")
 	if err != nil {
-		return nil, classify(err)
+		return nil, k.core.Classify(err)
 	}
 	sums := make(map[string]string, len(files))
 	for _, f := range files {
@@ -257,7 +257,7 @@ func (d *Daemon) ListFiles(ctx context.Context, id string) (*agentapi.FileList, 
 	for _, e := range entries {
 		wf := agentapi.WorkspaceFile{Path: e.Path, Size: e.Size, Mode: e.Mode, ModTime: e.ModTime.UTC(), Dir: e.Dir, Symlink: e.Symlink, SHA256: sums[e.Path]}
 		if !e.Dir && !e.Symlink {
-			wf.Mime = MimeOf(e.Path, nil)
+			wf.Mime = wire.Mime(e.Path, nil)
 		}
 		out.Files = append(out.Files, wf)
 	}
@@ -265,53 +265,53 @@ func (d *Daemon) ListFiles(ctx context.Context, id string) (*agentapi.FileList, 
 }
 
 // WriteFile writes a file into a session's workspace (mode 0644).
-func (d *Daemon) WriteFile(ctx context.Context, id, path string, data []byte) error {
-	sess, err := d.sessionFile(ctx, id, path)
+func (k *Keeper) WriteFile(ctx context.Context, id, path string, data []byte) error {
+	sess, err := k.sessionFile(ctx, id, path)
 	if err != nil {
 		return err
 	}
-	return classify(sess.WriteFile(ctx, path, data, 0o644))
+	return k.core.Classify(sess.WriteFile(ctx, path, data, 0o644))
 }
 
 // ReadFile reads a file of a session's workspace, of at most max bytes.
-func (d *Daemon) ReadFile(ctx context.Context, id, path string, max int64) ([]byte, error) {
-	sess, err := d.sessionFile(ctx, id, path)
+func (k *Keeper) ReadFile(ctx context.Context, id, path string, max int64) ([]byte, error) {
+	sess, err := k.sessionFile(ctx, id, path)
 	if err != nil {
 		return nil, err
 	}
 	data, err := sess.ReadFile(ctx, path, max)
-	return data, classify(err)
+	return data, k.core.Classify(err)
 }
 
 // RemoveFile removes a file (or an empty directory) of a session's
 // workspace.
-func (d *Daemon) RemoveFile(ctx context.Context, id, path string) error {
-	sess, err := d.sessionFile(ctx, id, path)
+func (k *Keeper) RemoveFile(ctx context.Context, id, path string) error {
+	sess, err := k.sessionFile(ctx, id, path)
 	if err != nil {
 		return err
 	}
-	return classify(sess.Remove(ctx, path))
+	return k.core.Classify(sess.Remove(ctx, path))
 }
 
 // session resolves a session the caller may use; another uid's session is
 // not found, exactly as one that does not exist.
-func (d *Daemon) session(ctx context.Context, id string) (*session.Session, error) {
-	if d.sessions == nil {
+func (k *Keeper) session(ctx context.Context, id string) (*session.Session, error) {
+	if k.mgr == nil {
 		return nil, ErrNoSessions
 	}
-	sess, err := d.sessions.Get(id)
-	if err == nil && !d.mayUse(ctx, sess.Info().Owner) {
+	sess, err := k.mgr.Get(id)
+	if err == nil && !k.mayUse(ctx, sess.Info().Owner) {
 		err = fmt.Errorf("session %q: %w", id, session.ErrNotFound)
 	}
-	if err != nil && d.parkedFor(ctx, id) != nil {
+	if err != nil && k.parkedFor(ctx, id) != nil {
 		return nil, errParked(id)
 	}
-	return sess, classify(err)
+	return sess, k.core.Classify(err)
 }
 
 // sessionFile resolves the session and checks a file path in it.
-func (d *Daemon) sessionFile(ctx context.Context, id, path string) (*session.Session, error) {
-	sess, err := d.session(ctx, id)
+func (k *Keeper) sessionFile(ctx context.Context, id, path string) (*session.Session, error) {
+	sess, err := k.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +321,7 @@ func (d *Daemon) sessionFile(ctx context.Context, id, path string) (*session.Ses
 	return sess, nil
 }
 
-func (d *Daemon) wireSession(in session.Info) agentapi.Session {
+func (k *Keeper) wireSession(in session.Info) agentapi.Session {
 	out := agentapi.Session{
 		ID: in.ID, Rootfs: in.Rootfs, Language: in.Language, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
 		CreatedAt: in.Created.UTC(), LastUsedAt: in.LastUsed.UTC(), ExecCount: in.ExecCount,
@@ -337,8 +337,6 @@ func (d *Daemon) wireSession(in session.Info) agentapi.Session {
 		uid := uint32(in.Owner)
 		out.OwnerUID = &uid
 	}
-	if nr := d.egressRun(in.ID); nr != nil {
-		out.Network = nr.wire
-	}
+	out.Network = k.core.Network(in.ID)
 	return out
 }

@@ -1,4 +1,4 @@
-package daemon
+package sessions
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/session"
+	"github.com/nsbox/nsbox/daemon/caller"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/daemon/lang"
 )
@@ -26,12 +27,12 @@ var ErrTooManyBranches = errdefs.New(errdefs.ErrExhausted, "not enough free sess
 // happens. If any branch fails, those made are deleted. The state goes
 // from the parent's sandbox to the branches' as an opaque blob: the
 // daemon never unpickles it.
-func (d *Daemon) ForkSession(ctx context.Context, id string, count *int) (*agentapi.ForkResult, error) {
+func (k *Keeper) ForkSession(ctx context.Context, id string, count *int) (*agentapi.ForkResult, error) {
 	n := 1
 	if count != nil {
 		n = *count
 	}
-	return d.ForkSessionWith(ctx, id, ForkOptions{Count: n})
+	return k.ForkSessionWith(ctx, id, ForkOptions{Count: n})
 }
 
 // ForkOptions are what a transport may set of a fork beyond its count.
@@ -46,7 +47,7 @@ type ForkOptions struct {
 }
 
 // ForkSessionWith is ForkSession with ForkOptions.
-func (d *Daemon) ForkSessionWith(ctx context.Context, id string, fo ForkOptions) (*agentapi.ForkResult, error) {
+func (k *Keeper) ForkSessionWith(ctx context.Context, id string, fo ForkOptions) (*agentapi.ForkResult, error) {
 	n := fo.Count
 	if n < 1 || n > agentapi.MaxForkCount {
 		return nil, errdefs.Field("count", "%d is outside 1 to %d", n, agentapi.MaxForkCount)
@@ -56,17 +57,17 @@ func (d *Daemon) ForkSessionWith(ctx context.Context, id string, fo ForkOptions)
 	}
 	// Checked before the parent's state is taken, as each branch's
 	// creation would check it after.
-	if err := d.pol.Load().CheckLifetime(fo.Lifetime.Milliseconds()); err != nil {
+	if err := k.core.Policy().CheckLifetime(fo.Lifetime.Milliseconds()); err != nil {
 		return nil, err
 	}
-	if err := d.admit(); err != nil {
+	if err := k.core.Admit(); err != nil {
 		return nil, err
 	}
-	parent, o, err := d.carriable(ctx, id)
+	parent, o, err := k.carriable(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if live, mx := d.sessions.Live(), d.pol.Load().Sessions.Max; live+n > mx {
+	if live, mx := k.mgr.Live(), k.core.Policy().Sessions.Max; live+n > mx {
 		return nil, fmt.Errorf("fork of %s into %d: %d of %d sessions are live: %w", id, n, live, mx, ErrTooManyBranches)
 	}
 	info := parent.Info()
@@ -80,21 +81,21 @@ func (d *Daemon) ForkSessionWith(ctx context.Context, id string, fo ForkOptions)
 		if fo.Lifetime > 0 {
 			bo.Request.LifetimeMs = fo.Lifetime.Milliseconds()
 		}
-		branches, err := d.branch(ctx, &bo, info.Owner, n, fo.IDs, st, ws)
+		branches, err := k.branch(ctx, &bo, info.Owner, n, fo.IDs, st, ws)
 		out.Sessions = branches
 		return err
 	})
 	if err != nil {
-		return nil, classify(err)
+		return nil, k.core.Classify(err)
 	}
-	d.log.Info("session forked", append(callerAttrs(ctx), "session", id, "branches", n, "state_bytes", size,
+	k.log.Info("session forked", append(caller.Attrs(ctx), "session", id, "branches", n, "state_bytes", size,
 		"snapshot", snapshot, "duration", time.Since(start))...)
 	return out, nil
 }
 
 // carriable resolves a session whose state a fork or park can carry.
-func (d *Daemon) carriable(ctx context.Context, id string) (*session.Session, *origin, error) {
-	sess, err := d.session(ctx, id)
+func (k *Keeper) carriable(ctx context.Context, id string) (*session.Session, *origin, error) {
+	sess, err := k.session(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -120,7 +121,7 @@ func stateCap(l container.Limits) int64 {
 // branch makes n sessions from o, concurrently, each loaded with st and a
 // copy of ws, with ids[i] as ids when given. On any error the ones made
 // are deleted.
-func (d *Daemon) branch(ctx context.Context, o *origin, uid int64, n int, ids []string, st *runner.State, ws *container.Workspace) ([]agentapi.CarriedSession, error) {
+func (k *Keeper) branch(ctx context.Context, o *origin, uid int64, n int, ids []string, st *runner.State, ws *container.Workspace) ([]agentapi.CarriedSession, error) {
 	out := make([]agentapi.CarriedSession, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -128,11 +129,11 @@ func (d *Daemon) branch(ctx context.Context, o *origin, uid int64, n int, ids []
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			so := SessionOptions{Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, owner: &uid}
+			so := Options{Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, owner: &uid}
 			if ids != nil {
 				so.ID = ids[i]
 			}
-			out[i], errs[i] = d.carry(ctx, o, so, st, func(dst *container.Workspace) error {
+			out[i], errs[i] = k.carry(ctx, o, so, st, func(dst *container.Workspace) error {
 				return ws.CopyTo(dst.Workspace)
 			})
 		}()
@@ -141,7 +142,7 @@ func (d *Daemon) branch(ctx context.Context, o *origin, uid int64, n int, ids []
 	if err := errors.Join(errs...); err != nil {
 		for _, b := range out {
 			if b.ID != "" {
-				_ = d.sessions.Delete(b.ID)
+				_ = k.mgr.Delete(b.ID)
 			}
 		}
 		return nil, err
@@ -151,22 +152,22 @@ func (d *Daemon) branch(ctx context.Context, o *origin, uid int64, n int, ids []
 
 // carry creates a session from o and loads it: files fill its workspace,
 // then st its interpreter. On error the session is deleted.
-func (d *Daemon) carry(ctx context.Context, o *origin, so SessionOptions, st *runner.State, files func(*container.Workspace) error) (agentapi.CarriedSession, error) {
+func (k *Keeper) carry(ctx context.Context, o *origin, so Options, st *runner.State, files func(*container.Workspace) error) (agentapi.CarriedSession, error) {
 	req := o.Request
-	s, err := d.CreateSessionWith(ctx, &req, so)
+	s, err := k.CreateSessionWith(ctx, &req, so)
 	if err != nil {
 		return agentapi.CarriedSession{}, err
 	}
-	sess, err := d.sessions.Get(s.ID)
+	sess, err := k.mgr.Get(s.ID)
 	var failed []runner.NotCarried
 	if err == nil {
 		failed, err = sess.Load(ctx, st, files)
 	}
 	if err != nil {
-		_ = d.sessions.Delete(s.ID)
+		_ = k.mgr.Delete(s.ID)
 		return agentapi.CarriedSession{}, err
 	}
-	return agentapi.CarriedSession{Session: d.wireSession(sess.Info()), NotCarried: wireNotCarried(st.NotCarried, failed)}, nil
+	return agentapi.CarriedSession{Session: k.wireSession(sess.Info()), NotCarried: wireNotCarried(st.NotCarried, failed)}, nil
 }
 
 func wireNotCarried(lists ...[]runner.NotCarried) []agentapi.NotCarried {

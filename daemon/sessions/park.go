@@ -1,4 +1,4 @@
-package daemon
+package sessions
 
 import (
 	"archive/tar"
@@ -12,6 +12,7 @@ import (
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/session"
+	"github.com/nsbox/nsbox/daemon/caller"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
@@ -34,47 +35,47 @@ var (
 // its next exec or ReviveSession. A busy or dead session is a conflict;
 // past [sessions] park_max_bytes the park fails (ErrParkFull) and the
 // session stays live, unharmed.
-func (d *Daemon) ParkSession(ctx context.Context, id string) (*agentapi.Session, error) {
-	if d.parked == nil {
+func (k *Keeper) ParkSession(ctx context.Context, id string) (*agentapi.Session, error) {
+	if k.parked == nil {
 		return nil, ErrNoPark
 	}
-	if err := d.admit(); err != nil {
+	if err := k.core.Admit(); err != nil {
 		return nil, err
 	}
-	sess, o, err := d.carriable(ctx, id)
+	sess, o, err := k.carriable(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	out, err := d.park(ctx, sess, o)
+	out, err := k.park(ctx, sess, o)
 	if err != nil {
 		return nil, err
 	}
-	d.log.Info("session parked", append(callerAttrs(ctx), "session", id)...)
+	k.log.Info("session parked", append(caller.Attrs(ctx), "session", id)...)
 	return out, nil
 }
 
 // parkIdle parks a session whose idle timeout passed (idle_action
 // "park") or whose lifetime ended (lifetime_action "park");
 // session.Config.Park.
-func (d *Daemon) parkIdle(sess *session.Session) error {
+func (k *Keeper) parkIdle(sess *session.Session) error {
 	o, _ := sess.Options().Origin.(*origin)
-	if d.parked == nil || o == nil {
+	if k.parked == nil || o == nil {
 		return fmt.Errorf("session %s: %w", sess.ID(), ErrNoPark)
 	}
-	if _, err := d.park(context.Background(), sess, o); err != nil {
+	if _, err := k.park(context.Background(), sess, o); err != nil {
 		return err
 	}
-	d.log.Info("session parked by its idle timeout or lifetime", "session", sess.ID())
+	k.log.Info("session parked by its idle timeout or lifetime", "session", sess.ID())
 	return nil
 }
 
 // park writes sess to the park store and ends its sandbox.
-func (d *Daemon) park(ctx context.Context, sess *session.Session, o *origin) (*agentapi.Session, error) {
+func (k *Keeper) park(ctx context.Context, sess *session.Session, o *origin) (*agentapi.Session, error) {
 	info := sess.Info()
 	var out agentapi.Session
 	err := sess.Capture(ctx, stateCap(info.Limits), func(st *runner.State, ws *container.Workspace) error {
-		now := d.cfg.Clock.Now()
-		wire := d.wireSession(info)
+		now := k.clock.Now()
+		wire := k.wireSession(info)
 		// The lifetime stops while parked: a revive gets what is left,
 		// or, parked by the end of it (lifetime_action "park"), the
 		// whole lifetime it was given again.
@@ -83,8 +84,8 @@ func (d *Daemon) park(ctx context.Context, sess *session.Session, o *origin) (*a
 			left = info.Lifetime
 		}
 		rec := parkRecord{Version: parkVersion, Session: wire, Origin: *o, Owner: info.Owner,
-			ParkedAt: now, Expires: now.Add(d.pol.Load().Sessions.ParkRetention), LifetimeLeftMs: max(left.Milliseconds(), 1), NotCarried: st.NotCarried}
-		p, err := d.parked.write(rec, st, ws, d.pol.Load().Sessions.ParkMaxBytes)
+			ParkedAt: now, Expires: now.Add(k.core.Policy().Sessions.ParkRetention), LifetimeLeftMs: max(left.Milliseconds(), 1), NotCarried: st.NotCarried}
+		p, err := k.parked.write(rec, st, ws, k.core.Policy().Sessions.ParkMaxBytes)
 		if err != nil {
 			return err
 		}
@@ -94,7 +95,7 @@ func (d *Daemon) park(ctx context.Context, sess *session.Session, o *origin) (*a
 		return nil
 	})
 	if err != nil {
-		return nil, classify(err)
+		return nil, k.core.Classify(err)
 	}
 	return &out, nil
 }
@@ -102,46 +103,46 @@ func (d *Daemon) park(ctx context.Context, sess *session.Session, o *origin) (*a
 // ReviveSession brings a parked session back in a fresh sandbox: its
 // state restored, its workspace extracted, its id, owner and options
 // kept. Reviving a live session describes it.
-func (d *Daemon) ReviveSession(ctx context.Context, id string) (*agentapi.CarriedSession, error) {
-	if p := d.parkedFor(ctx, id); p != nil {
-		return d.revive(ctx, p)
+func (k *Keeper) ReviveSession(ctx context.Context, id string) (*agentapi.CarriedSession, error) {
+	if p := k.parkedFor(ctx, id); p != nil {
+		return k.revive(ctx, p)
 	}
-	sess, err := d.session(ctx, id)
+	sess, err := k.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return &agentapi.CarriedSession{Session: d.wireSession(sess.Info()), NotCarried: []agentapi.NotCarried{}}, nil
+	return &agentapi.CarriedSession{Session: k.wireSession(sess.Info()), NotCarried: []agentapi.NotCarried{}}, nil
 }
 
 // parkedFor is the parked session id if the caller may use it.
-func (d *Daemon) parkedFor(ctx context.Context, id string) *parked {
-	if d.parked == nil {
+func (k *Keeper) parkedFor(ctx context.Context, id string) *parked {
+	if k.parked == nil {
 		return nil
 	}
-	p := d.parked.get(id)
-	if p == nil || !d.mayUse(ctx, p.rec.Owner) {
+	p := k.parked.get(id)
+	if p == nil || !k.mayUse(ctx, p.rec.Owner) {
 		return nil
 	}
 	return p
 }
 
-func (d *Daemon) revive(ctx context.Context, p *parked) (*agentapi.CarriedSession, error) {
-	if err := d.admit(); err != nil {
+func (k *Keeper) revive(ctx context.Context, p *parked) (*agentapi.CarriedSession, error) {
+	if err := k.core.Admit(); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := p.rec.Session.ID
 	if p.gone { // revived (or deleted) while this call waited
-		sess, err := d.session(ctx, id)
+		sess, err := k.session(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		return &agentapi.CarriedSession{Session: d.wireSession(sess.Info()), NotCarried: []agentapi.NotCarried{}}, nil
+		return &agentapi.CarriedSession{Session: k.wireSession(sess.Info()), NotCarried: []agentapi.NotCarried{}}, nil
 	}
 	left := p.lifetimeLeft()
-	if left <= 0 || d.cfg.Clock.Now().After(p.rec.Expires) {
-		d.parked.remove(p)
+	if left <= 0 || k.clock.Now().After(p.rec.Expires) {
+		k.parked.remove(p)
 		return nil, fmt.Errorf("session %s: %w", id, ErrParkExpired)
 	}
 	o := p.rec.Origin
@@ -157,7 +158,7 @@ func (d *Daemon) revive(ctx context.Context, p *parked) (*agentapi.CarriedSessio
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
 	defer st.Close()
-	out, err := d.carry(ctx, &o, SessionOptions{ID: id, Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, owner: &owner}, st, func(ws *container.Workspace) error {
+	out, err := k.carry(ctx, &o, Options{ID: id, Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, owner: &owner}, st, func(ws *container.Workspace) error {
 		a, err := os.Open(p.path(parkArchive))
 		if err != nil {
 			return err
@@ -166,19 +167,19 @@ func (d *Daemon) revive(ctx context.Context, p *parked) (*agentapi.CarriedSessio
 		return ws.ReadTar(tar.NewReader(bufio.NewReaderSize(a, 1<<20)))
 	})
 	if err != nil {
-		return nil, classify(err)
+		return nil, k.core.Classify(err)
 	}
-	d.parked.remove(p)
-	d.log.Info("session revived", append(callerAttrs(ctx), "session", id, "parked_for", time.Since(p.rec.ParkedAt))...)
+	k.parked.remove(p)
+	k.log.Info("session revived", append(caller.Attrs(ctx), "session", id, "parked_for", time.Since(p.rec.ParkedAt))...)
 	return &out, nil
 }
 
 // deleteParked removes a parked session's files.
-func (d *Daemon) deleteParked(p *parked) {
+func (k *Keeper) deleteParked(p *parked) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.gone {
-		d.parked.remove(p)
+		k.parked.remove(p)
 	}
 }
 

@@ -1,4 +1,4 @@
-package daemon
+package sessions
 
 import (
 	"context"
@@ -12,48 +12,48 @@ import (
 
 // DropContext forgets a context of a session's interpreter and its
 // variables; "" empties the default one. An unknown name is no error.
-func (d *Daemon) DropContext(ctx context.Context, id, name string) error {
+func (k *Keeper) DropContext(ctx context.Context, id, name string) error {
 	if err := policy.ValidContext(name); err != nil {
 		return err
 	}
-	sess, err := d.session(ctx, id)
+	sess, err := k.session(ctx, id)
 	if err != nil {
 		return err
 	}
-	return classify(sess.DropContext(ctx, name))
+	return k.core.Classify(sess.DropContext(ctx, name))
 }
 
 // Processes is the process agent of a session created with
-// SessionOptions.Processes: commands run in its sandbox beside the
+// Options.Processes: commands run in its sandbox beside the
 // interpreter.
-func (d *Daemon) Processes(ctx context.Context, id string) (*procs.Agent, error) {
-	sess, err := d.session(ctx, id)
+func (k *Keeper) Processes(ctx context.Context, id string) (*procs.Agent, error) {
+	sess, err := k.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	a, err := sess.Procs()
-	return a, classify(err)
+	return a, k.core.Classify(err)
 }
 
 // SetSessionLifetime makes a session end dur from now, idle or not (at
 // most the daemon's max_lifetime).
-func (d *Daemon) SetSessionLifetime(ctx context.Context, id string, dur time.Duration) (*agentapi.Session, error) {
-	if max := d.pol.Load().Sessions.MaxLifetime; dur <= 0 || dur > max {
+func (k *Keeper) SetSessionLifetime(ctx context.Context, id string, dur time.Duration) (*agentapi.Session, error) {
+	if max := k.core.Policy().Sessions.MaxLifetime; dur <= 0 || dur > max {
 		return nil, errdefs.Field("lifetime_ms", "%d is outside 1 to %d (the daemon's max_lifetime, [sessions] in the config)", dur.Milliseconds(), max.Milliseconds())
 	}
-	sess, err := d.session(ctx, id)
+	sess, err := k.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if err := sess.SetLifetime(dur); err != nil {
-		return nil, classify(err)
+		return nil, k.core.Classify(err)
 	}
-	out := d.wireSession(sess.Info())
+	out := k.wireSession(sess.Info())
 	return &out, nil
 }
 
-// SessionStats are a session's resource use now.
-type SessionStats struct {
+// Stats are a session's resource use now.
+type Stats struct {
 	CPU           time.Duration // CPU time used so far, by everything in the sandbox
 	MemoryBytes   int64         // the memory high mark
 	Pids          int64         // processes and threads now
@@ -61,14 +61,14 @@ type SessionStats struct {
 }
 
 // SessionStats reads a session's cgroup and workspace.
-func (d *Daemon) SessionStats(ctx context.Context, id string) (*SessionStats, error) {
-	sess, err := d.session(ctx, id)
+func (k *Keeper) SessionStats(ctx context.Context, id string) (*Stats, error) {
+	sess, err := k.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	st, used, err := sess.Stats()
 	if err != nil {
-		return nil, classify(err)
+		return nil, k.core.Classify(err)
 	}
-	return &SessionStats{CPU: st.CPUUsage, MemoryBytes: st.MemoryPeakBytes, Pids: st.PidsCurrent, DiskUsedBytes: used}, nil
+	return &Stats{CPU: st.CPUUsage, MemoryBytes: st.MemoryPeakBytes, Pids: st.PidsCurrent, DiskUsedBytes: used}, nil
 }

@@ -1,4 +1,4 @@
-package daemon
+package sessions
 
 import (
 	"encoding/json"
@@ -112,5 +112,45 @@ func TestDiskRoom(t *testing.T) {
 	}
 	if err := diskRoom(dir, 62<<20); !errors.Is(err, ErrParkFull) || !strings.Contains(err.Error(), "kept for the host") {
 		t.Errorf("62 MiB on a 64 MiB disk (3.2 MiB reserved): %v, want ErrParkFull", err)
+	}
+}
+
+// TestParkRecordFormat: a record.json as the daemon wrote it before the
+// sessions left package daemon (testdata/record.json, written by that
+// code) loads with every field, and is written again byte for byte: the
+// on-disk format did not move with the code.
+func TestParkRecordFormat(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("testdata", "record.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "sessions")
+	if err := os.MkdirAll(filepath.Join(dir, "s1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "s1", parkRecordF), golden, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := openParkStore(dir, slog.New(slog.DiscardHandler), clock.Real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	p := s.get("s1")
+	if p == nil {
+		t.Fatal("the record did not load")
+	}
+	r := p.rec
+	if r.Owner != 1000 || r.Origin.Request.Language != "python" || !r.Origin.Processes || r.Origin.Request.LifetimeMs != 3600000 ||
+		r.LifetimeLeftMs != 1800000 || p.bytes() != 15 || len(r.NotCarried) != 1 || r.NotCarried[0].Name != "sock" ||
+		r.Session.IdleAction != "park" || r.Session.OwnerUID == nil || *r.Session.OwnerUID != 1000 {
+		t.Errorf("loaded %+v", r)
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != string(golden) {
+		t.Errorf("written again as\n%s\nwant\n%s", b, golden)
 	}
 }
