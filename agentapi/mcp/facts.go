@@ -117,13 +117,21 @@ func (f facts) forks() bool {
 	return true
 }
 
-// mainTool names the run tool of the daemon's default language, whose
-// session run_shell and the file tools share.
-func (f facts) mainTool() string {
+// mainLang names the daemon's default language, whose session run_shell
+// and the file tools share; "" when the daemon did not say.
+func (f facts) mainLang() string {
 	for _, l := range f.all {
 		if l.Default {
-			return RunTool(l.Name)
+			return l.Name
 		}
+	}
+	return ""
+}
+
+// mainTool names the run tool of the daemon's default language.
+func (f facts) mainTool() string {
+	if l := f.mainLang(); l != "" {
+		return RunTool(l)
 	}
 	return ToolRunShell
 }

@@ -34,7 +34,7 @@ func (s *Server) runShell(ctx context.Context, req *mcpsdk.CallToolRequest, in R
 	if s.perCall() {
 		// The same cell as in a session, run once in the daemon's default
 		// language.
-		res, err := s.client.Run(ctx, s.runRequest("", shellCode(in.Command), timeoutMs))
+		res, err := s.client.Run(ctx, s.runRequest(s.facts.mainLang(), shellCode(in.Command), timeoutMs))
 		if err != nil {
 			return nil, nil, err
 		}

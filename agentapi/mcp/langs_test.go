@@ -92,3 +92,16 @@ func TestNoForkWithoutCarry(t *testing.T) {
 		}
 	}
 }
+
+// TestRunShellPerCall checks that per-call run_shell runs its cell as a
+// run of the daemon's default language (a run must name one).
+func TestRunShellPerCall(t *testing.T) {
+	fd, cl := newFakeDaemon(t, map[string]string{})
+	cs := connectConfig(t, Config{Client: cl, Info: dataSciInfo(), SessionMode: SessionPerCall})
+	call(t, cs, ToolRunShell, map[string]any{"command": "true"})
+	fd.mu.Lock()
+	defer fd.mu.Unlock()
+	if !slices.Equal(fd.runs, []string{"python"}) {
+		t.Fatalf("runs %v, want one python run", fd.runs)
+	}
+}
