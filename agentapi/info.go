@@ -42,6 +42,11 @@ type Info struct {
 	// declared ([languages.NAME]) for it.
 	Languages map[string][]string `json:"languages"`
 
+	// LanguageInfo describes every language of the daemon (those of
+	// Languages' lists), in its registry's order: what each can do, for
+	// clients that build their tools from it (nsbox mcp).
+	LanguageInfo []LanguageInfo `json:"language_info"`
+
 	// Network is what a run may ask for in its network policy: the
 	// operator's allow list, the names of its secrets (never their values)
 	// and its caps; absent when no run may have network.
@@ -51,6 +56,36 @@ type Info struct {
 	// declared and the named volumes that exist.
 	Datasets []string `json:"datasets"`
 	Volumes  []string `json:"volumes"`
+}
+
+// LanguageInfo is one language of the daemon's registry: its names, what
+// runs it and what it can do.
+type LanguageInfo struct {
+	Name    string   `json:"name"` // RunRequest.Language
+	Aliases []string `json:"aliases,omitempty"`
+	// Title is its name for people ("Python"); Description says in a
+	// sentence what a call of it runs and returns, for tool docs.
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	// Default marks the language of a session (or run) that names none.
+	Default bool `json:"default,omitempty"`
+	// Runner is the kind of interpreter that runs its code as cells
+	// (state kept across a session's calls, the last expression's value
+	// returned); "" for none: its runs are one-shot programs. Languages of
+	// one runner differ by Transform (typescript's "ts": types stripped),
+	// and a session of one with a transform runs the plain one's code too.
+	Runner    string `json:"runner,omitempty"`
+	Transform string `json:"transform,omitempty"`
+	// Sessions: a session may run it. ForkPark: its sessions fork and
+	// park. AllowedImports: a run of it takes allowed_imports. Zygote:
+	// its runs are forked from the rootfs's zygote, with the modules it
+	// pre-imports (ZygoteInfo.Modules). OneShot: it runs without its
+	// runner (a custom seccomp filter).
+	Sessions       bool `json:"sessions"`
+	ForkPark       bool `json:"fork_park"`
+	AllowedImports bool `json:"allowed_imports"`
+	Zygote         bool `json:"zygote"`
+	OneShot        bool `json:"one_shot"`
 }
 
 // ZygoteInfo describes one zygote: Python runs and sessions on Rootfs are

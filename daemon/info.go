@@ -26,6 +26,7 @@ func (d *Daemon) Info(ctx context.Context) (*agentapi.Info, error) {
 	}
 	return &agentapi.Info{
 		Languages:     langs,
+		LanguageInfo:  pol.LanguageInfo(),
 		APIVersion:    agentapi.Version,
 		Version:       d.cfg.Version,
 		CgroupMode:    d.cfg.CgroupMode,

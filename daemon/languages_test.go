@@ -100,6 +100,20 @@ func TestLanguagesThroughTheRegistry(t *testing.T) {
 	if got := info.Languages["default"]; !slices.Equal(got, []string{"python", "bash"}) {
 		t.Errorf("info languages on default: %v", got)
 	}
+	// language_info describes every language listed, from the registry.
+	described := map[string]agentapi.LanguageInfo{}
+	for _, l := range info.LanguageInfo {
+		described[l.Name] = l
+	}
+	for _, n := range info.Languages["other"] {
+		if l, ok := described[n]; !ok || l.Title == "" || l.Description == "" {
+			t.Errorf("language_info lacks %s: %+v", n, info.LanguageInfo)
+		}
+	}
+	if py, ts := described["python"], described["typescript"]; !py.Default || !py.Sessions || !py.ForkPark ||
+		ts.Runner != described["javascript"].Runner || ts.Transform == "" || ts.OneShot || described["bash"].Sessions {
+		t.Errorf("language_info capabilities: %+v", info.LanguageInfo)
+	}
 }
 
 func (f *fakeRunner) count() int {

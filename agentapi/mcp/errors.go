@@ -9,8 +9,8 @@ var (
 	// ErrUnknownSessionMode is returned by New for a mode other than
 	// per-connection or per-call.
 	ErrUnknownSessionMode = errors.New("unknown session mode (want per-connection or per-call)")
-	// ErrNodeLanguage is a run_javascript call whose language the Node.js
-	// session it would run in cannot take (TypeScript in a JavaScript
-	// session, or a session that is not Node.js at all).
-	ErrNodeLanguage = errors.New("the session's language does not fit this call")
+	// ErrSessionLanguage is a run tool's call whose language the session
+	// it would run in cannot take (TypeScript in a JavaScript session, or
+	// a session of another runner).
+	ErrSessionLanguage = errors.New("the session's language does not fit this call")
 )

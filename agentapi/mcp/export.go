@@ -3,6 +3,10 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nsbox/nsbox/agentapi"
 )
 
 // Tool definition formats of Definitions.
@@ -44,14 +48,18 @@ type MCPTool struct {
 }
 
 // Definitions returns the tools `nsbox mcp` serves (per-connection mode
-// on a rootfs with Node.js, described without asking a daemon) in format,
-// ready to marshal:
+// on a rootfs that runs every language of langs, described without asking
+// a daemon) in format, ready to marshal:
 // []OpenAITool, []AnthropicTool or []MCPTool. The input schemas are the
 // very ones the MCP server validates calls against.
-func Definitions(format string) (any, error) {
-	f := newFacts(Config{})
-	f.javascript, f.typescript = true, true
-	tools := definitions(f)
+func Definitions(format string, langs []agentapi.LanguageInfo) (any, error) {
+	f := newFacts(Config{Languages: langs})
+	f.langs = langs
+	var tools []*mcpsdk.Tool
+	for _, t := range runTools(f) {
+		tools = append(tools, t.definition(f))
+	}
+	tools = append(tools, definitions(f)...)
 	switch format {
 	case FormatOpenAI:
 		out := make([]OpenAITool, 0, len(tools))

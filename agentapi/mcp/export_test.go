@@ -70,7 +70,7 @@ func TestDefinitionsShape(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.format, func(t *testing.T) {
-			defs, err := Definitions(tc.format)
+			defs, err := Definitions(tc.format, builtinLangs())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func TestDefinitionsShape(t *testing.T) {
 }
 
 func TestDefinitionsBounds(t *testing.T) {
-	defs, err := Definitions(FormatMCP)
+	defs, err := Definitions(FormatMCP, builtinLangs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestDefinitionsBounds(t *testing.T) {
 }
 
 func TestDefinitionsUnknownFormat(t *testing.T) {
-	if _, err := Definitions("gemini"); !errors.Is(err, ErrUnknownFormat) {
+	if _, err := Definitions("gemini", nil); !errors.Is(err, ErrUnknownFormat) {
 		t.Fatalf("err %v, want ErrUnknownFormat", err)
 	}
 }

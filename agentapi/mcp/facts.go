@@ -25,10 +25,11 @@ type facts struct {
 	memory     int64    // bytes; 0 unknown
 	output     int64    // output kept per stream and call
 	allowNet   []string // hosts the sandboxes may reach through the daemon's proxy
-	// javascript and typescript say the rootfs runs them (Node.js, and
-	// esbuild for TypeScript): run_javascript is listed and takes
-	// typescript.
-	javascript, typescript bool
+	// all are the daemon's languages (Info.LanguageInfo, else
+	// Config.Languages); langs those the rootfs runs (Info.Languages), or
+	// the default one when the daemon did not say. The run tools are made
+	// from them (runTools).
+	all, langs []agentapi.LanguageInfo
 	// mounts describe the operator's volumes and datasets, one phrase
 	// each ("/mnt/corpus (read-only)").
 	mounts []string
@@ -74,7 +75,12 @@ func newFacts(cfg Config) facts {
 		f.output = defaultOutputSize
 	}
 	info := cfg.Info
+	f.all = cfg.Languages
+	if info != nil && len(info.LanguageInfo) > 0 {
+		f.all = info.LanguageInfo
+	}
 	if info == nil {
+		f.langs = slices.DeleteFunc(slices.Clone(f.all), func(l agentapi.LanguageInfo) bool { return !l.Default })
 		return f
 	}
 	if f.rootfs == "" {
@@ -90,10 +96,44 @@ func newFacts(cfg Config) facts {
 		f.memory = info.DefaultLimits.MemoryBytes
 	}
 	f.stack, f.stackKnown = dataStack(info, f.rootfs)
-	langs := info.Languages[f.rootfs]
-	f.javascript = slices.Contains(langs, agentapi.LanguageJavaScript)
-	f.typescript = f.javascript && slices.Contains(langs, agentapi.LanguageTypeScript)
+	names, ok := info.Languages[f.rootfs]
+	f.langs = slices.DeleteFunc(slices.Clone(f.all), func(l agentapi.LanguageInfo) bool {
+		if !ok {
+			return !l.Default
+		}
+		return !slices.Contains(names, l.Name)
+	})
 	return f
+}
+
+// forks reports whether fork_session can fork the main session: its
+// language forks (or the daemon did not say).
+func (f facts) forks() bool {
+	for _, l := range f.all {
+		if l.Default {
+			return l.ForkPark
+		}
+	}
+	return true
+}
+
+// mainLang names the daemon's default language, whose session run_shell
+// and the file tools share; "" when the daemon did not say.
+func (f facts) mainLang() string {
+	for _, l := range f.all {
+		if l.Default {
+			return l.Name
+		}
+	}
+	return ""
+}
+
+// mainTool names the run tool of the daemon's default language.
+func (f facts) mainTool() string {
+	if l := f.mainLang(); l != "" {
+		return RunTool(l)
+	}
+	return ToolRunShell
 }
 
 // dataStack returns the modules the daemon pre-imports on rootfs and
@@ -134,7 +174,8 @@ func imported(modules, skipped []string) []string {
 	return out
 }
 
-// environment describes the rootfs and its packages for run_python.
+// environment describes the rootfs and the packages its zygote imports,
+// for the run tool of a language the zygote forks.
 func (f facts) environment() string {
 	switch {
 	case !f.stackKnown:

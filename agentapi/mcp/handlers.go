@@ -15,63 +15,6 @@ import (
 
 func (s *Server) perCall() bool { return s.cfg.SessionMode == SessionPerCall }
 
-func (s *Server) runPython(ctx context.Context, req *mcpsdk.CallToolRequest, in RunPythonInput) (*mcpsdk.CallToolResult, any, error) {
-	timeoutMs := int64(in.TimeoutS) * 1000
-	if s.perCall() {
-		res, err := s.client.Run(ctx, s.runRequest(agentapi.LanguagePython, in.Code, timeoutMs))
-		if err != nil {
-			return nil, nil, err
-		}
-		return cellResult(res, nil, s.facts), res, nil
-	}
-	res, notes, err := s.exec(ctx, req.Session, "", in.SessionID, in.Code, timeoutMs)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cellResult(res, notes, s.facts), res, nil
-}
-
-func (s *Server) runJavaScript(ctx context.Context, req *mcpsdk.CallToolRequest, in RunJavaScriptInput) (*mcpsdk.CallToolResult, any, error) {
-	timeoutMs := int64(in.TimeoutS) * 1000
-	lang := agentapi.LanguageJavaScript
-	if in.TypeScript {
-		lang = agentapi.LanguageTypeScript
-	}
-	if s.perCall() {
-		res, err := s.client.Run(ctx, s.runRequest(lang, in.Code, timeoutMs))
-		if err != nil {
-			return nil, nil, err
-		}
-		return cellResult(res, nil, s.facts), res, nil
-	}
-	if in.SessionID != "" {
-		if err := s.checkNodeSession(ctx, in.SessionID, lang); err != nil {
-			return nil, nil, err
-		}
-	}
-	res, notes, err := s.exec(ctx, req.Session, lang, in.SessionID, in.Code, timeoutMs)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cellResult(res, notes, s.facts), res, nil
-}
-
-// checkNodeSession checks that session id (named by the model) runs lang:
-// a TypeScript session runs both languages, a JavaScript one JavaScript.
-func (s *Server) checkNodeSession(ctx context.Context, id, lang string) error {
-	sess, err := s.client.Session(ctx, id)
-	if err != nil {
-		return err
-	}
-	switch {
-	case sess.Language == agentapi.LanguageTypeScript, sess.Language == lang:
-		return nil
-	case sess.Language == agentapi.LanguageJavaScript:
-		return fmt.Errorf("session %s: %w: it is a JavaScript session; send plain JavaScript (typescript: false) to it", id, ErrNodeLanguage)
-	}
-	return fmt.Errorf("session %s: %w: it is a %s session; run_javascript needs a javascript or typescript one", id, ErrNodeLanguage, sess.Language)
-}
-
 // ShellResult is the structured result of run_shell.
 type ShellResult struct {
 	// Status is ok, exit_nonzero, timeout, oom, output_limit, crashed,
@@ -89,19 +32,17 @@ type ShellResult struct {
 func (s *Server) runShell(ctx context.Context, req *mcpsdk.CallToolRequest, in RunShellInput) (*mcpsdk.CallToolResult, any, error) {
 	timeoutMs := int64(in.TimeoutS) * 1000
 	if s.perCall() {
-		res, err := s.client.Run(ctx, s.runRequest(agentapi.LanguageBash, in.Command, timeoutMs))
+		// The same cell as in a session, run once in the daemon's default
+		// language.
+		res, err := s.client.Run(ctx, s.runRequest(s.facts.mainLang(), shellCode(in.Command), timeoutMs))
 		if err != nil {
 			return nil, nil, err
 		}
-		out := &ShellResult{Status: res.Status, ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr,
-			StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated, Error: res.Error, WallMs: res.WallMs}
-		if res.Signal != "" {
-			out.Error = strings.TrimSpace(out.Error + " killed by " + res.Signal)
-		}
+		out := shellFromExec(res)
 		s.facts.explainShell(out)
 		return shellResult(out, nil), out, nil
 	}
-	res, notes, err := s.exec(ctx, req.Session, "", in.SessionID, shellCode(in.Command), timeoutMs)
+	res, notes, err := s.exec(ctx, req.Session, "", "", nil, in.SessionID, shellCode(in.Command), timeoutMs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,7 +51,8 @@ func (s *Server) runShell(ctx context.Context, req *mcpsdk.CallToolRequest, in R
 	return shellResult(out, notes), out, nil
 }
 
-// shellCode is the Python cell that runs command with bash -c (sh without
+// shellCode is the cell of the daemon's default language (Python) that
+// runs command with bash -c (sh without
 // bash) on the session's stdout and stderr, its value the exit code. It is
 // one expression, so it leaves no names behind in the user's namespace; the
 // command travels base64-encoded, so no quoting can break out of it.
@@ -164,10 +106,11 @@ func (s *Server) callLimits(timeoutMs int64) *agentapi.Limits {
 }
 
 // exec runs code in the explicit session, or in the connection's session
-// for lang ("" Python, else javascript or typescript), made on first use.
-// A connection session that expired or died is replaced once, with a note;
-// one that dies in this exec is forgotten, with a note.
-func (s *Server) exec(ctx context.Context, ss *mcpsdk.ServerSession, lang, explicit, code string, timeoutMs int64) (*agentapi.RunResult, []string, error) {
+// for key (a run tool's, "" the main one), made with lang on first use and
+// checked with fits (Server.session). A connection session that expired
+// or died is replaced once, with a note; one that dies in this exec is
+// forgotten, with a note.
+func (s *Server) exec(ctx context.Context, ss *mcpsdk.ServerSession, key, lang string, fits func(string) error, explicit, code string, timeoutMs int64) (*agentapi.RunResult, []string, error) {
 	req := &agentapi.ExecRequest{Code: code, TimeoutMs: timeoutMs}
 	if explicit != "" {
 		res, err := s.client.Exec(ctx, explicit, req)
@@ -175,14 +118,14 @@ func (s *Server) exec(ctx context.Context, ss *mcpsdk.ServerSession, lang, expli
 	}
 	var notes []string
 	for attempt := 0; ; attempt++ {
-		id, created, err := s.session(ctx, ss, lang)
+		id, created, err := s.session(ctx, ss, key, lang, fits)
 		if err != nil {
 			return nil, notes, err
 		}
 		res, err := s.client.Exec(ctx, id, req)
 		if err != nil {
 			if isGone(err) {
-				s.forget(ss, lang, id)
+				s.forget(ss, key, id)
 				if !created && attempt == 0 {
 					notes = append(notes, "the previous sandbox session had ended (idle timeout or crash): this ran in a fresh session, earlier variables and files are gone")
 					continue
@@ -191,7 +134,7 @@ func (s *Server) exec(ctx context.Context, ss *mcpsdk.ServerSession, lang, expli
 			return nil, notes, err
 		}
 		if res.SessionDead {
-			s.forget(ss, lang, id)
+			s.forget(ss, key, id)
 			notes = append(notes, fmt.Sprintf("the sandbox session died (%s): its variables and files are lost; the next call starts a fresh session", res.Status))
 		}
 		return res, notes, nil
@@ -203,7 +146,7 @@ func (s *Server) withSession(ctx context.Context, ss *mcpsdk.ServerSession, expl
 	if explicit != "" {
 		return op(explicit)
 	}
-	id, _, err := s.session(ctx, ss, "")
+	id, _, err := s.session(ctx, ss, "", "", nil)
 	if err != nil {
 		return err
 	}
@@ -304,7 +247,7 @@ func (s *Server) readFile(ctx context.Context, req *mcpsdk.CallToolRequest, in R
 		return nil, nil, err
 	}
 	if len(data) > maxReadBytes {
-		return nil, nil, fmt.Errorf("%s is %d bytes; read_file returns at most %d: summarise or convert it with run_python first", p, len(data), maxReadBytes)
+		return nil, nil, fmt.Errorf("%s is %d bytes; read_file returns at most %d: summarise or convert it with %s first", p, len(data), maxReadBytes, s.facts.mainTool())
 	}
 	res, out := fileContent(p, data)
 	return res, out, nil
@@ -352,7 +295,7 @@ func (s *Server) forkSession(ctx context.Context, req *mcpsdk.CallToolRequest, i
 	count := max(in.Count, 1)
 	parent := in.SessionID
 	if parent == "" {
-		id, _, err := s.session(ctx, req.Session, "")
+		id, _, err := s.session(ctx, req.Session, "", "", nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -376,14 +319,15 @@ func (s *Server) forkSession(ctx context.Context, req *mcpsdk.CallToolRequest, i
 		}
 	}
 	c.mu.Unlock()
-	return textResult(forkText(out)), out, nil
+	return textResult(forkText(out, s.facts.mainTool())), out, nil
 }
 
-// forkText tells the model its branches and what did not come along.
-func forkText(out ForkSessionOutput) string {
+// forkText tells the model its branches and what did not come along;
+// main is the main run tool.
+func forkText(out ForkSessionOutput, main string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Made %d branch(es) of session %s: %s. Pass one as session_id to run_python, run_shell or the file tools; "+
-		"calls without session_id still run in the original.", len(out.Branches), out.Parent, strings.Join(out.Branches, ", "))
+	fmt.Fprintf(&b, "Made %d branch(es) of session %s: %s. Pass one as session_id to %s, run_shell or the file tools; "+
+		"calls without session_id still run in the original.", len(out.Branches), out.Parent, strings.Join(out.Branches, ", "), main)
 	if len(out.Branches) > 0 {
 		if nc := out.NotCarried[out.Branches[0]]; len(nc) > 0 {
 			b.WriteString("\nNot carried into the branches (define them again there if needed):")
@@ -398,19 +342,31 @@ func forkText(out ForkSessionOutput) string {
 func (s *Server) resetSession(ctx context.Context, req *mcpsdk.CallToolRequest, _ ResetSessionInput) (*mcpsdk.CallToolResult, any, error) {
 	c := s.conn(req.Session)
 	c.mu.Lock()
-	had, hadNode := c.id != "", c.node != ""
-	s.dropSessions(c)
+	had := s.dropSessions(c)
 	c.mu.Unlock()
+	var tools []string
+	for _, key := range had {
+		tools = append(tools, s.toolOf(key)+"'s")
+	}
 	var msg string
 	switch {
-	case had && hadNode:
-		msg = "The sandbox sessions were discarded, run_python's and run_javascript's (variables, imports and /workspace files are gone); the next call starts a fresh one."
-	case had:
-		msg = "The sandbox session was discarded (variables, imports and /workspace files are gone); the next call starts a fresh one."
-	case hadNode:
-		msg = "run_javascript's sandbox session was discarded (variables, modules and its /workspace files are gone); the next call starts a fresh one."
-	default:
+	case len(had) == 0:
 		msg = "There was no sandbox session yet; the next call starts a fresh one."
+	case len(had) == 1 && had[0] == "":
+		msg = "The sandbox session was discarded (variables, imports and /workspace files are gone); the next call starts a fresh one."
+	case len(had) == 1:
+		msg = tools[0] + " sandbox session was discarded (variables, modules and its /workspace files are gone); the next call starts a fresh one."
+	default:
+		msg = "The sandbox sessions were discarded, " + strings.Join(tools[:len(tools)-1], ", ") + " and " + tools[len(tools)-1] +
+			" (variables, imports and /workspace files are gone); the next call starts a fresh one."
 	}
-	return textResult(msg), map[string]bool{"reset": had || hadNode}, nil
+	return textResult(msg), map[string]bool{"reset": len(had) > 0}, nil
+}
+
+// toolOf names the run tool of a connection's session key.
+func (s *Server) toolOf(key string) string {
+	if key == "" {
+		return s.facts.mainTool()
+	}
+	return RunTool(key)
 }

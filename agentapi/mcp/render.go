@@ -91,7 +91,7 @@ func cellText(res *agentapi.RunResult, notes []string, f facts) string {
 	return b.String()
 }
 
-// cellResult is the tool result of run_python and run_javascript: the
+// cellResult is the tool result of a run tool (run_python, run_javascript): the
 // text, one image per figure, isError unless the code ran to its end.
 func cellResult(res *agentapi.RunResult, notes []string, f facts) *mcpsdk.CallToolResult {
 	out := &mcpsdk.CallToolResult{
@@ -160,7 +160,7 @@ func fileContent(p string, data []byte) (*mcpsdk.CallToolResult, *ReadFileResult
 			for cut > 0 && !utf8.RuneStart(text[cut]) {
 				cut--
 			}
-			text = text[:cut] + fmt.Sprintf("\n[truncated: the file is %d bytes, the first %d shown; use run_python or run_shell to read the rest]\n", len(data), cut)
+			text = text[:cut] + fmt.Sprintf("\n[truncated: the file is %d bytes, the first %d shown; use run_shell (head, tail, sed -n) to read the rest]\n", len(data), cut)
 			out.Truncated = true
 		}
 		return textResult(text), out

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,8 +24,8 @@ const (
 	// created on first use and deleted when the connection ends: state
 	// persists across calls like a notebook.
 	SessionPerConnection = "per-connection"
-	// SessionPerCall runs every run_python and run_shell call in a fresh
-	// one-shot sandbox; the file tools and reset_session are not offered.
+	// SessionPerCall runs every run tool's and run_shell's call in a
+	// fresh one-shot sandbox; the file tools and reset_session are not offered.
 	SessionPerCall = "per-call"
 )
 
@@ -48,6 +51,11 @@ type Config struct {
 	// then name the rootfs, its data-science modules and the limits a call
 	// gets. nil: they speak of them in general.
 	Info *agentapi.Info
+	// Languages describe the daemon's languages when Info does not (no
+	// daemon at start-up, or one older than language_info): nsbox mcp
+	// passes its own build's (daemon/lang.BuiltinInfo). The run tools are
+	// made from them: with neither, only run_shell and the file tools.
+	Languages []agentapi.LanguageInfo
 	// Network is every sandbox's egress policy (nil: none); the operator
 	// sets it (nsbox mcp --allow-net), never the model.
 	Network *agentapi.Network
@@ -79,25 +87,34 @@ type Server struct {
 }
 
 // connState is one MCP connection's nsbox sessions, each created on first
-// use: the Python one (run_python, run_shell, the file tools) and the
-// Node.js one (run_javascript).
+// use: the main language's (its run tool, run_shell, the file tools and
+// fork_session) and one per other run tool (run_javascript).
 type connState struct {
 	mu sync.Mutex // held while a session is created or reset
-	id string     // the Python session
-	// node is the Node.js session, nodeLang its language (javascript or
-	// typescript), fixed by the first run_javascript call.
-	node, nodeLang string
+	// sessions are by run tool's key: "" the main language's, else the
+	// tool's language.
+	sessions map[string]*connSession
 	// branches are the sessions fork_session made; they end with the
 	// connection or reset_session.
 	branches []string
 }
 
-// slot returns the session id field of c for language lang ("" is Python).
-func (c *connState) slot(lang string) *string {
-	if lang == "" {
-		return &c.id
+// connSession is one of a connection's sessions: its id ("" none yet) and
+// the language it was made with, fixed by the first call ("" the daemon's
+// default).
+type connSession struct{ id, lang string }
+
+// slot returns c's session for key.
+func (c *connState) slot(key string) *connSession {
+	if c.sessions == nil {
+		c.sessions = map[string]*connSession{}
 	}
-	return &c.node
+	cs := c.sessions[key]
+	if cs == nil {
+		cs = &connSession{}
+		c.sessions[key] = cs
+	}
+	return cs
 }
 
 // New returns a server with its tools registered.
@@ -130,30 +147,22 @@ func New(cfg Config) (*Server, error) {
 	if version == "" {
 		version = "dev"
 	}
-	what, js := "Python and shell commands", ""
-	if s.facts.javascript {
-		what, js = "Python, JavaScript and shell commands", " Use run_javascript for JavaScript or TypeScript on Node.js."
-	}
-	instructions := "Tools that run " + what + " in an isolated Linux sandbox (" + s.facts.network() + ", no host files). " +
-		"Use run_python for computation, data analysis and plots; write_file/read_file/list_files to move files in and out of /workspace." + js
-	if s.facts.perCall {
-		instructions = "Tools that run " + what + ", each call in a fresh isolated Linux sandbox (" + s.facts.network() + ", no host files). " +
-			"Use run_python for computation, data analysis and plots." + js
-	}
+	instructions := s.instructions()
 	s.sdk = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "nsbox", Title: "nsbox sandbox", Version: version}, &mcpsdk.ServerOptions{
 		Instructions: instructions,
 		Capabilities: &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{}},
 	})
 	s.sdk.AddReceivingMiddleware(s.checkBounds)
+	for _, t := range runTools(s.facts) {
+		def := t.definition(s.facts)
+		s.schemas[def.Name] = def.InputSchema.(*jsonschema.Schema)
+		mcpsdk.AddTool(s.sdk, def, s.handler(t))
+	}
 	for _, t := range definitions(s.facts) {
 		s.schemas[t.Name] = t.InputSchema.(*jsonschema.Schema)
 		switch t.Name {
-		case ToolRunPython:
-			mcpsdk.AddTool(s.sdk, t, s.runPython)
 		case ToolRunShell:
 			mcpsdk.AddTool(s.sdk, t, s.runShell)
-		case ToolRunJavaScript:
-			mcpsdk.AddTool(s.sdk, t, s.runJavaScript)
 		case ToolWriteFile:
 			mcpsdk.AddTool(s.sdk, t, s.writeFile)
 		case ToolReadFile:
@@ -167,6 +176,34 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// instructions tell the client what the tools are for.
+func (s *Server) instructions() string {
+	f := s.facts
+	var titles, others []string
+	for _, t := range runTools(f) {
+		titles = append(titles, t.lang.Title)
+		if t.main {
+			continue
+		}
+		what := t.lang.Title
+		for _, v := range t.variants {
+			what += " or " + v.Title
+		}
+		others = append(others, " Use "+t.name()+" for "+what+".")
+	}
+	what := strings.Join(append(titles, "shell commands"), ", ")
+	if i := strings.LastIndex(what, ", "); i >= 0 {
+		what = what[:i] + " and " + what[i+2:]
+	}
+	use := "Use " + f.mainTool() + " for computation, data analysis and plots"
+	if f.perCall {
+		return "Tools that run " + what + ", each call in a fresh isolated Linux sandbox (" + f.network() + ", no host files). " +
+			use + "." + strings.Join(others, "")
+	}
+	return "Tools that run " + what + " in an isolated Linux sandbox (" + f.network() + ", no host files). " +
+		use + "; write_file/read_file/list_files to move files in and out of /workspace." + strings.Join(others, "")
 }
 
 // Run serves one MCP connection over t (&mcpsdk.StdioTransport{} for
@@ -218,21 +255,22 @@ func (s *Server) conn(ss *mcpsdk.ServerSession) *connState {
 	return c
 }
 
-// session returns the connection's session for lang ("" the Python one,
-// else javascript or typescript: the Node.js one), creating it on first
-// use. created says it is new. A TypeScript call in a JavaScript session
-// is refused (ErrNodeLanguage): a session's language is fixed at creation.
-func (s *Server) session(ctx context.Context, ss *mcpsdk.ServerSession, lang string) (id string, created bool, err error) {
+// session returns the connection's session for key (a run tool's: "" the
+// main language's), made with lang on first use. created says it is new.
+// An existing session is checked with fits (nil: any): a session's
+// language is fixed at creation.
+func (s *Server) session(ctx context.Context, ss *mcpsdk.ServerSession, key, lang string, fits func(have string) error) (id string, created bool, err error) {
 	c := s.conn(ss)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	slot := c.slot(lang)
-	if *slot != "" {
-		if lang == agentapi.LanguageTypeScript && c.nodeLang != agentapi.LanguageTypeScript {
-			return "", false, fmt.Errorf("%w: this conversation's Node.js session was started by a JavaScript call; "+
-				"send plain JavaScript, or call reset_session (which also discards run_python's state) and start again with typescript: true", ErrNodeLanguage)
+	slot := c.slot(key)
+	if slot.id != "" {
+		if fits != nil {
+			if err := fits(slot.lang); err != nil {
+				return "", false, err
+			}
 		}
-		return *slot, false, nil
+		return slot.id, false, nil
 	}
 	lim := s.cfg.Limits
 	sess, err := s.client.CreateSession(ctx, &agentapi.SessionRequest{
@@ -247,33 +285,37 @@ func (s *Server) session(ctx context.Context, ss *mcpsdk.ServerSession, lang str
 	if err != nil {
 		return "", false, fmt.Errorf("starting a sandbox session: %w", err)
 	}
-	*slot = sess.ID
-	if lang != "" {
-		c.nodeLang = lang
-	}
+	slot.id, slot.lang = sess.ID, lang
 	s.log.Info("session created", "session", sess.ID, "rootfs", sess.Rootfs, "language", sess.Language)
 	return sess.ID, true, nil
 }
 
-// forget drops the connection's session for lang if it is still id (the
+// forget drops the connection's session for key if it is still id (the
 // session died or expired); the next call creates a new one.
-func (s *Server) forget(ss *mcpsdk.ServerSession, lang, id string) {
+func (s *Server) forget(ss *mcpsdk.ServerSession, key, id string) {
 	c := s.conn(ss)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if slot := c.slot(lang); *slot == id {
-		s.dropSession(slot)
+	if slot := c.slot(key); slot.id == id {
+		s.dropSession(&slot.id)
 	}
 }
 
-// dropSessions deletes c's sessions and branches (c.mu held).
-func (s *Server) dropSessions(c *connState) {
-	s.dropSession(&c.id)
-	s.dropSession(&c.node)
+// dropSessions deletes c's sessions and branches (c.mu held) and returns
+// the keys of the sessions it had, sorted.
+func (s *Server) dropSessions(c *connState) []string {
+	var had []string
+	for _, key := range slices.Sorted(maps.Keys(c.sessions)) {
+		if slot := c.sessions[key]; slot.id != "" {
+			had = append(had, key)
+			s.dropSession(&slot.id)
+		}
+	}
 	for i := range c.branches {
 		s.dropSession(&c.branches[i])
 	}
 	c.branches = nil
+	return had
 }
 
 // dropSession deletes the session *id, if any, and clears it (its

@@ -24,9 +24,13 @@ func connect(t *testing.T, mode string) *mcpsdk.ClientSession {
 }
 
 // connectConfig is connect for a Server of cfg; a nil cfg.Client is one
-// whose socket does not exist.
+// whose socket does not exist, nil cfg.Languages this build's, as nsbox
+// mcp passes them.
 func connectConfig(t *testing.T, cfg Config) *mcpsdk.ClientSession {
 	t.Helper()
+	if cfg.Languages == nil {
+		cfg.Languages = builtinLangs()
+	}
 	if cfg.Client == nil {
 		cfg.Client = &client.Client{Socket: filepath.Join(t.TempDir(), "none.sock")}
 	}
@@ -188,13 +192,13 @@ func TestToolDescriptions(t *testing.T) {
 		}},
 		{"javascript", Config{Info: dataSciInfo()}, []want{
 			{ToolRunJavaScript, []string{"Node.js", "as the Node REPL shows it", "<cell N>:LINE:COL", "separate from run_python's sandbox", "reset_session discards both",
-				"pass typescript: true on it", "The rootfs (default) has Node.js", "stopped after 30 s", "1 GiB of memory"}, nil, 120, true},
+				"pass typescript: true on it", "The rootfs (default) runs JavaScript", "stopped after 30 s", "1 GiB of memory"}, nil, 120, true},
 		}},
 		{"javascript without typescript", Config{Info: &agentapi.Info{DefaultRootfs: "node", Languages: map[string][]string{"node": {"python", "bash", "javascript"}}}}, []want{
-			{ToolRunJavaScript, []string{"no TypeScript transpiler", "(node) has Node.js"}, []string{`"typescript"`}, 600, true},
+			{ToolRunJavaScript, []string{"cannot run TypeScript: write plain JavaScript", "(node) runs JavaScript"}, []string{`"typescript"`}, 600, true},
 		}},
 		{"javascript per-call", Config{Info: dataSciInfo(), SessionMode: SessionPerCall}, []want{
-			{ToolRunJavaScript, []string{"fresh sandbox", "With typescript: true"}, []string{"session", "persist between", "write_file"}, 120, false},
+			{ToolRunJavaScript, []string{"fresh sandbox", "Pass typescript: true for TypeScript"}, []string{"session", "persist between", "write_file"}, 120, false},
 		}},
 		{"no daemon", Config{}, []want{
 			{ToolRunPython, []string{"depends on the rootfs", "try an import", "timeout_s may be up to 600 s"}, []string{"memory"}, 600, true},

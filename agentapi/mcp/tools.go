@@ -10,18 +10,15 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 )
 
-// Tool names.
+// Tool names besides the run tools (RunTool).
 const (
-	ToolRunPython = "run_python"
-	ToolRunShell  = "run_shell"
-	// ToolRunJavaScript is listed only where the rootfs has Node.js.
-	ToolRunJavaScript = "run_javascript"
-	ToolWriteFile     = "write_file"
-	ToolReadFile      = "read_file"
-	ToolListFiles     = "list_files"
-	ToolResetSession  = "reset_session"
-	// ToolForkSession branches the conversation's Python session
-	// (per-connection mode only).
+	ToolRunShell     = "run_shell"
+	ToolWriteFile    = "write_file"
+	ToolReadFile     = "read_file"
+	ToolListFiles    = "list_files"
+	ToolResetSession = "reset_session"
+	// ToolForkSession branches the conversation's main session
+	// (per-connection mode only, where the default language forks).
 	ToolForkSession = "fork_session"
 )
 
@@ -39,21 +36,6 @@ const (
 	encodingBase64    = "base64"
 	defaultOutputSize = 128 << 10
 )
-
-// RunPythonInput is the input of run_python.
-type RunPythonInput struct {
-	Code      string `json:"code" jsonschema:"Python 3 source to execute, like a notebook cell. The repr of the last expression is returned; matplotlib figures (open at the end or passed to plt.show()) come back as PNG images."`
-	SessionID string `json:"session_id,omitempty" jsonschema:"Run in this existing nsbox session instead of this conversation's own one (leave empty normally)."`
-	TimeoutS  int    `json:"timeout_s,omitempty" jsonschema:"Whole seconds before the cell is interrupted with KeyboardInterrupt."`
-}
-
-// RunJavaScriptInput is the input of run_javascript.
-type RunJavaScriptInput struct {
-	Code       string `json:"code" jsonschema:"JavaScript (or TypeScript when typescript is true) to execute on Node.js, like a Node REPL cell: the last expression's value is returned as the REPL shows it, and top-level await works. Use require() or await import() for modules."`
-	TypeScript bool   `json:"typescript,omitempty" jsonschema:"The code is TypeScript: its types are stripped (not checked) before it runs."`
-	SessionID  string `json:"session_id,omitempty" jsonschema:"Run in this existing nsbox session (a javascript or typescript one) instead of this conversation's own Node.js session (leave empty normally)."`
-	TimeoutS   int    `json:"timeout_s,omitempty" jsonschema:"Whole seconds before the cell is interrupted."`
-}
 
 // RunShellInput is the input of run_shell.
 type RunShellInput struct {
@@ -152,37 +134,16 @@ func boundSessionID(s *jsonschema.Schema, f facts) {
 	p.Pattern = "^[a-zA-Z0-9_-]*$"
 }
 
-// definitions returns the tools, in the order they are listed, described
-// with f. Per-call mode drops the tools that need a persistent workspace.
+// definitions returns the tools besides the run tools (runTools), in the
+// order they are listed, described with f. Per-call mode drops the tools that need a persistent workspace.
 func definitions(f facts) []*mcpsdk.Tool {
-	persistence := "State persists across calls like a Jupyter notebook: define a variable or import a module in one call and use it in the next. "
-	files := "Files live in /workspace (the working directory); use write_file to provide data and read_file to fetch results. "
-	shell := "Run a shell command (bash -c) in the same sandbox and /workspace as run_python, e.g. to list files, inspect data with head/wc, " +
+	main := f.mainTool()
+	shell := "Run a shell command (bash -c) in the same sandbox and /workspace as " + main + ", e.g. to list files, inspect data with head/wc, " +
 		"or run a script written with write_file. "
 	if f.perCall {
-		persistence = "Every call runs in a fresh sandbox: nothing persists between calls, so each call must be self-contained. "
-		files = "The working directory is /workspace. "
-		shell = "Run a shell command (bash -c) in a fresh sandbox like run_python's (nothing persists between calls), e.g. to check the Python version or the installed packages. "
+		shell = "Run a shell command (bash -c) in a fresh sandbox like " + main + "'s (nothing persists between calls), e.g. to check the installed programs and packages. "
 	}
 	tools := []*mcpsdk.Tool{
-		{
-			Name:  ToolRunPython,
-			Title: "Run Python",
-			Description: "Execute Python 3 code in an isolated Linux sandbox (" + f.network() + ", no access to the host's files) and return stdout, stderr, " +
-				"the value of the last expression, the exception with its traceback if the code raised, and every matplotlib figure as a PNG image. " +
-				persistence + f.environment() + files + f.mounted() + f.limits() +
-				"If the result has isError, read the traceback, fix the code and call again.",
-			InputSchema: schemaFor[RunPythonInput](func(s *jsonschema.Schema) {
-				boundString(s, "code", 1, MaxCodeBytes)
-				if !f.perCall {
-					s.Properties["code"].Description += " Variables, imports and files persist between calls in the same session."
-				}
-				boundTimeout(s, f, "the cell is interrupted with KeyboardInterrupt")
-				boundSessionID(s, f)
-			}),
-			Annotations: &mcpsdk.ToolAnnotations{OpenWorldHint: ptr(false)},
-		},
-		javascriptTool(f),
 		{
 			Name:  ToolRunShell,
 			Title: "Run shell command",
@@ -191,7 +152,7 @@ func definitions(f facts) []*mcpsdk.Tool {
 			InputSchema: schemaFor[RunShellInput](func(s *jsonschema.Schema) {
 				boundString(s, "command", 1, MaxCodeBytes)
 				if !f.perCall {
-					s.Properties["command"].Description += " It runs in the same sandbox as run_python."
+					s.Properties["command"].Description += " It runs in the same sandbox as " + main + "."
 				}
 				boundTimeout(s, f, "the command is killed")
 				boundSessionID(s, f)
@@ -201,7 +162,7 @@ func definitions(f facts) []*mcpsdk.Tool {
 		{
 			Name:  ToolWriteFile,
 			Title: "Write file",
-			Description: "Create or overwrite a file in the sandbox's /workspace (the working directory of run_python and run_shell). " +
+			Description: "Create or overwrite a file in the sandbox's /workspace (the working directory of " + main + " and run_shell). " +
 				"Use encoding base64 for binary content. The file is then readable from code by its relative path.",
 			InputSchema: schemaFor[WriteFileInput](func(s *jsonschema.Schema) {
 				boundString(s, "path", 1, MaxPathBytes)
@@ -236,9 +197,9 @@ func definitions(f facts) []*mcpsdk.Tool {
 		{
 			Name:  ToolForkSession,
 			Title: "Fork session",
-			Description: "Branch run_python's session into independent copies to try alternatives from the same state (best-of-N, tree search): " +
+			Description: "Branch " + main + "'s session into independent copies to try alternatives from the same state (best-of-N, tree search): " +
 				"each branch starts with the session's variables, functions, imports and a copy of its /workspace files, in a sandbox of its own. " +
-				"Returns the branches' session ids; pass one as session_id to run_python, run_shell or the file tools to work in that branch. " +
+				"Returns the branches' session ids; pass one as session_id to " + main + ", run_shell or the file tools to work in that branch. " +
 				"A change in one branch is not seen in another or in the original. Open files, sockets, threads and generators are not carried (the result lists them). " +
 				"Branches end with this conversation.",
 			InputSchema: schemaFor[ForkSessionInput](func(s *jsonschema.Schema) {
@@ -259,56 +220,11 @@ func definitions(f facts) []*mcpsdk.Tool {
 	}
 	return slices.DeleteFunc(tools, func(t *mcpsdk.Tool) bool {
 		switch t.Name {
-		case ToolRunJavaScript:
-			return !f.javascript
-		case ToolRunPython, ToolRunShell:
+		case ToolRunShell:
 			return false
+		case ToolForkSession:
+			return f.perCall || !f.forks()
 		}
 		return f.perCall
 	})
-}
-
-// javascriptTool is run_javascript, described with f.
-func javascriptTool(f facts) *mcpsdk.Tool {
-	state := "State persists across run_javascript calls like a Node REPL: variables, functions and require()d modules stay defined. " +
-		"This is a Node.js session of its own, separate from run_python's sandbox: it shares neither variables nor /workspace files " +
-		"with run_python, run_shell and the file tools (write_file, read_file and list_files reach run_python's /workspace); reset_session discards both. "
-	ts := "This rootfs has no TypeScript transpiler: write plain JavaScript. "
-	if f.typescript {
-		ts = "The first run_javascript call fixes the session's language: pass typescript: true on it if you will write TypeScript " +
-			"(a TypeScript session runs plain JavaScript too); types are stripped, not checked. "
-	}
-	if f.perCall {
-		state = "Every call runs in a fresh sandbox: nothing persists between calls, so each call must be self-contained. "
-		if f.typescript {
-			ts = "With typescript: true the code is TypeScript: types are stripped, not checked. "
-		}
-	}
-	env := "Node's built-in modules (fs, path, crypto, child_process, ...) are available; no npm packages are installed. "
-	switch {
-	case f.rootfs == "":
-		env = "It needs a rootfs with Node.js (the data-science rootfs, default, has it). " + env
-	default:
-		env = "The rootfs (" + f.rootfs + ") has Node.js. " + env
-	}
-	return &mcpsdk.Tool{
-		Name:  ToolRunJavaScript,
-		Title: "Run JavaScript",
-		Description: "Execute JavaScript (or TypeScript) on Node.js in an isolated Linux sandbox (" + f.network() + ", no access to the host's files) and return stdout, stderr, " +
-			"the value of the last expression as the Node REPL shows it, and the exception with its stack (<cell N>:LINE:COL) if the code threw; top-level await works. " +
-			state + ts + env + f.limits() +
-			"If the result has isError, read the stack, fix the code and call again.",
-		InputSchema: schemaFor[RunJavaScriptInput](func(s *jsonschema.Schema) {
-			boundString(s, "code", 1, MaxCodeBytes)
-			if !f.perCall {
-				s.Properties["code"].Description += " Variables and required modules persist between run_javascript calls."
-			}
-			if !f.typescript {
-				delete(s.Properties, "typescript")
-			}
-			boundTimeout(s, f, "the cell is interrupted")
-			boundSessionID(s, f)
-		}),
-		Annotations: &mcpsdk.ToolAnnotations{OpenWorldHint: ptr(false)},
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/agentapi/mcp"
 	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
+	"github.com/nsbox/nsbox/daemon/lang"
 )
 
 func mcpCommand() *cli.Command {
@@ -109,6 +110,7 @@ func mcpServe(c *cli.Context) error {
 		Version:     version,
 		Logger:      log,
 		Info:        info,
+		Languages:   lang.BuiltinInfo(),
 		Network:     network,
 		Volumes:     volumes,
 		Datasets:    datasets,

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nsbox/nsbox/agentapi/mcp"
+	"github.com/nsbox/nsbox/daemon/lang"
 )
 
 func toolsCommand() *cli.Command {
@@ -21,7 +22,7 @@ func toolsCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: mcp.FormatOpenAI, Usage: "one of " + strings.Join(mcp.Formats(), ", ")},
 		},
 		Action: func(c *cli.Context) error {
-			defs, err := mcp.Definitions(c.String("format"))
+			defs, err := mcp.Definitions(c.String("format"), lang.BuiltinInfo())
 			if err != nil {
 				return fmt.Errorf("--format: %w", err)
 			}

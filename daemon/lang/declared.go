@@ -56,7 +56,8 @@ func (l Declared) hasFileArg() bool { return strings.Contains(strings.Join(l.Arg
 
 // descriptor is l's row of the registry.
 func (l Declared) descriptor() *Descriptor {
-	return &Descriptor{Name: l.Name, declared: &l, oneShot: func(code, _ string) Program { return l.program(code) }}
+	return &Descriptor{Name: l.Name, Title: l.Name, Description: "A program run with " + strings.Join(l.Argv, " ") + " in a fresh sandbox.",
+		declared: &l, oneShot: func(code, _ string) Program { return l.program(code) }}
 }
 
 // program is l's argv and the file (or stdin) that carries code.

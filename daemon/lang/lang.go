@@ -24,6 +24,9 @@ type Descriptor struct {
 	Name string
 	// Aliases are other names for it (python3).
 	Aliases []string
+	// Title is its name for people, and Description what a call of it
+	// runs and returns, in a sentence (GET /v1/info; nsbox mcp's tool docs).
+	Title, Description string
 	// Runner is the runner kind that runs its code in runs and sessions,
 	// "" for none: its runs are one-shot programs only.
 	Runner runner.Language
@@ -61,10 +64,14 @@ type Program struct {
 var builtin = []*Descriptor{
 	{
 		Name: agentapi.LanguagePython, Aliases: []string{"python3"}, Runner: runner.Python,
+		Title: "Python",
+		Description: "Python 3 code, like a notebook cell: the repr of the last expression is returned, an exception comes back with its traceback, " +
+			"and every matplotlib figure (open at the end or passed to plt.show()) as a PNG image.",
 		oneShot: func(code, _ string) Program { return Program{Argv: []string{"python3", "-c", code}} },
 	},
 	{
 		Name: agentapi.LanguageBash, codeInArgv: true,
+		Title: "Bash", Description: "A shell command line, run with bash -c (sh where the rootfs has no bash); its exit code is returned.",
 		oneShot: func(code, dir string) Program {
 			sh := "/bin/sh"
 			if hasFile(dir, "usr/bin/bash") || hasFile(dir, "bin/bash") {
@@ -76,12 +83,17 @@ var builtin = []*Descriptor{
 	{
 		Name: agentapi.LanguageJavaScript, Runner: runner.JavaScript,
 		Needs: []string{"usr/bin/node"}, needsWhat: "Node.js", pool: "node",
+		Title: "JavaScript",
+		Description: "JavaScript on Node.js, like a Node REPL cell: the last expression's value is returned as the Node REPL shows it, " +
+			"an exception with its stack (<cell N>:LINE:COL); top-level await works, and require() or await import() load Node's " +
+			"built-in modules (fs, path, crypto, child_process, ...); no npm packages are installed.",
 		oneShot: func(code, _ string) Program { return Program{Argv: []string{"node", "-e", code}} },
 	},
 	{
 		// No one-shot program: node cannot strip the types.
 		Name: agentapi.LanguageTypeScript, Runner: runner.JavaScript, Transform: runner.StripTypes,
 		Needs: []string{"usr/bin/node", "usr/bin/esbuild"}, needsWhat: "Node.js and esbuild",
+		Title: "TypeScript", Description: "TypeScript on Node.js: its types are stripped (not checked) with esbuild, then it runs as JavaScript.",
 	},
 }
 

@@ -212,3 +212,37 @@ func TestOneShotBash(t *testing.T) {
 		t.Error("typescript has a one-shot program; node cannot strip types")
 	}
 }
+
+// TestInfo checks the registry's rows as GET /v1/info describes them:
+// every one titled and described, the default one marked, the
+// capabilities read from the runner kind, declared rows last.
+func TestInfo(t *testing.T) {
+	r, err := New([]Declared{{Name: "r", Argv: []string{"Rscript", FileArg}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := r.Info()
+	if len(info) != len(builtin)+1 || info[len(info)-1].Name != "r" || info[len(info)-1].Sessions || !info[len(info)-1].OneShot {
+		t.Fatalf("info %+v: want the built-in rows, then r (one-shot, no sessions)", info)
+	}
+	defaults := 0
+	for _, l := range info {
+		d, ok := Builtin(l.Name)
+		if !ok {
+			d = r.declared[l.Name]
+		}
+		if l.Title == "" || l.Description == "" {
+			t.Errorf("%s: no title or description", l.Name)
+		}
+		if l.Default {
+			defaults++
+		}
+		if l.Sessions != d.Sessions() || l.ForkPark != d.Carriable() || l.AllowedImports != d.AllowedImports() ||
+			l.Zygote != d.Zygote() || l.OneShot != d.HasOneShot() || l.Runner != string(d.Runner) || l.Transform != string(d.Transform) {
+			t.Errorf("%s: %+v does not match its descriptor", l.Name, l)
+		}
+	}
+	if defaults != 1 || !info[0].Default || info[0].Name != Default().Name {
+		t.Errorf("default marked %d times, want once, on %s", defaults, Default().Name)
+	}
+}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon/lang"
 )
 
@@ -27,3 +28,6 @@ func (pol *Rules) rootfsDir(name string) string {
 	}
 	return dir
 }
+
+// LanguageInfo describes the daemon's languages (GET /v1/info).
+func (pol *Rules) LanguageInfo() []agentapi.LanguageInfo { return pol.langs.Info() }
