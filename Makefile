@@ -72,6 +72,7 @@ lint: deps ## go vet, staticcheck, pyflakes on the Python (package, runner, zygo
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	/usr/bin/python3 -m pyflakes agentapi/python scripts/examples container/runner/runner.py container/internal/zyproto/zygote.py
+	$(GO) run ./scripts/lint
 
 BENCH_PEERS := crun runsc podman
 bench: deps rootfs-test ## nsbox bench: engine vs bubblewrap, runc, crun, runsc, podman, bare python3; warm/cold/session and zygote through the daemon; go benchmarks
