@@ -84,7 +84,8 @@ func (k *Keeper) park(ctx context.Context, sess *session.Session, o *origin) (*a
 			left = info.Lifetime
 		}
 		rec := parkRecord{Version: parkVersion, Session: wire, Origin: *o, Owner: info.Owner,
-			ParkedAt: now, Expires: now.Add(k.core.Policy().Sessions.ParkRetention), LifetimeLeftMs: max(left.Milliseconds(), 1), NotCarried: st.NotCarried}
+			ParkedAt: now, Expires: now.Add(k.core.Policy().Sessions.ParkRetention), LifetimeLeftMs: max(left.Milliseconds(), 1), NotCarried: st.NotCarried,
+			Meta: o.meta.get()}
 		p, err := k.parked.write(rec, st, ws, k.core.Policy().Sessions.ParkMaxBytes)
 		if err != nil {
 			return err
@@ -158,7 +159,7 @@ func (k *Keeper) revive(ctx context.Context, p *parked) (*agentapi.CarriedSessio
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
 	defer st.Close()
-	out, err := k.carry(ctx, &o, Options{ID: id, Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, owner: &owner}, st, func(ws *container.Workspace) error {
+	out, err := k.carry(ctx, &o, Options{ID: id, Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, Meta: p.rec.Meta, owner: &owner}, st, func(ws *container.Workspace) error {
 		a, err := os.Open(p.path(parkArchive))
 		if err != nil {
 			return err

@@ -54,6 +54,9 @@ type parkRecord struct {
 	StateBytes     int64               `json:"state_bytes"`
 	ArchiveBytes   int64               `json:"archive_bytes"`
 	NotCarried     []runner.NotCarried `json:"not_carried"`
+	// Meta is the session's transport's record of it (Options.Meta,
+	// SetSessionMeta), kept as it was given; absent when none was set.
+	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
 // parked is one parked session. mu is held by a revive or a delete; gone
