@@ -111,9 +111,9 @@ func (k *Keeper) SetSessionMeta(ctx context.Context, id string, b json.RawMessag
 // setMeta sets p's Meta and writes its record.json again: a temp file in
 // its directory, synced, renamed over it, the directory synced. The
 // caller holds p.mu.
-func (s *parkStore) setMeta(p *parked, b json.RawMessage) error {
+func (s *parkStore) setMeta(p *parked, m json.RawMessage) error {
 	rec := p.rec
-	rec.Meta = b
+	rec.Meta = m
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
@@ -134,6 +134,6 @@ func (s *parkStore) setMeta(p *parked, b json.RawMessage) error {
 	if err := syncDir(p.dir); err != nil {
 		return fmt.Errorf("session %s: record: %w", rec.Session.ID, err)
 	}
-	p.rec.Meta = b // the one field that changed: list reads others unlocked
+	p.rec.Meta = m // the one field that changed: list reads others unlocked
 	return nil
 }
