@@ -25,6 +25,11 @@ const MaxMetaBytes = 256 << 10
 type meta struct {
 	mu sync.Mutex
 	b  json.RawMessage
+	// parking is open while a park writes b to disk: a set waits for
+	// it, then sets the parked record (or, the park failed, this one
+	// again), so that no set is lost between the park's read and the
+	// live session's end.
+	parking chan struct{}
 }
 
 func (m *meta) get() json.RawMessage {
@@ -36,10 +41,33 @@ func (m *meta) get() json.RawMessage {
 	return m.b
 }
 
-func (m *meta) set(b json.RawMessage) {
+// set sets b, or returns the channel of the park under way to wait for.
+func (m *meta) set(b json.RawMessage) <-chan struct{} {
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.parking != nil {
+		return m.parking
+	}
 	m.b = b
-	m.mu.Unlock()
+	return nil
+}
+
+// seal returns b for a park and holds sets until unseal; the caller has
+// the session to itself (Session.Capture), so parks do not overlap.
+func (m *meta) seal() json.RawMessage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.parking = make(chan struct{})
+	return m.b
+}
+
+func (m *meta) unseal() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.parking != nil {
+		close(m.parking)
+		m.parking = nil
+	}
 }
 
 // checkMeta refuses a Meta that is not one JSON value or is too large; it
@@ -81,31 +109,48 @@ func (k *Keeper) SessionMeta(ctx context.Context, id string) (json.RawMessage, e
 
 // SetSessionMeta replaces a session's Meta. A live session's is kept in
 // memory until its park; a parked session's record.json is written again
-// (synced, by rename). A Meta set while the session is being parked may
-// be lost with its live session: a transport sets it again when it sees
-// the session parked.
+// (synced, by rename). A set during a park waits for it, and then sets
+// the parked record.
 func (k *Keeper) SetSessionMeta(ctx context.Context, id string, b json.RawMessage) error {
 	b, err := checkMeta(b)
 	if err != nil {
 		return err
 	}
-	if p := k.parkedFor(ctx, id); p != nil {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if !p.gone {
-			return k.parked.setMeta(p, b)
+	for {
+		if p := k.parkedFor(ctx, id); p != nil {
+			if done, err := k.setParkedMeta(p, b); done {
+				return err
+			}
+		}
+		sess, err := k.session(ctx, id)
+		if err != nil {
+			return err
+		}
+		o, _ := sess.Options().Origin.(*origin)
+		if o == nil || o.meta == nil {
+			return fmt.Errorf("session %s: %w", id, ErrNotCarriable)
+		}
+		wait := o.meta.set(b)
+		if wait == nil {
+			return nil
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	sess, err := k.session(ctx, id)
-	if err != nil {
-		return err
+}
+
+// setParkedMeta sets p's Meta unless p is gone (revived meanwhile: done
+// is false).
+func (k *Keeper) setParkedMeta(p *parked, b json.RawMessage) (done bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gone {
+		return false, nil
 	}
-	o, _ := sess.Options().Origin.(*origin)
-	if o == nil || o.meta == nil {
-		return fmt.Errorf("session %s: %w", id, ErrNotCarriable)
-	}
-	o.meta.set(b)
-	return nil
+	return true, k.parked.setMeta(p, b)
 }
 
 // setMeta sets p's Meta and writes its record.json again: a temp file in
