@@ -10,7 +10,7 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/nsbox/nsbox/daemon"
+	"github.com/nsbox/nsbox/daemon/admission"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
@@ -121,7 +121,7 @@ func TestRetryAfter(t *testing.T) {
 		want   string
 	}{
 		{http.StatusTooManyRequests, errdefs.New(errdefs.ErrExhausted, "full"), "1"},
-		{http.StatusTooManyRequests, &daemon.BusyError{RetryAfter: 7 * time.Second}, "7"},
+		{http.StatusTooManyRequests, &admission.BusyError{RetryAfter: 7 * time.Second}, "7"},
 		{http.StatusServiceUnavailable, errdefs.New(errdefs.ErrUnavailable, "closing"), "1"},
 		{http.StatusBadRequest, errdefs.Field("a", "bad"), ""},
 	} {
