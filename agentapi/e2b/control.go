@@ -115,10 +115,15 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		cpus: sess.Limits.CPUs, memoryMB: sess.Limits.MemoryBytes >> 20, diskMB: sess.Limits.DiskBytes >> 20,
 		contexts: map[string]codeContext{}, autoPause: sreq.LifetimeAction == "park",
 	}
+	if err := s.keepRecord(r.Context(), sb); err != nil {
+		_ = s.core.DeleteSession(r.Context(), sb.id)
+		s.log.Info("e2b: create refused", "template", req.TemplateID, "err", err)
+		writeErr(w, err)
+		return
+	}
 	s.mu.Lock()
 	s.sandboxes[sb.id] = sb
 	s.mu.Unlock()
-	s.keepRecord(sb)
 	s.log.Info("e2b: sandbox created", "sandbox", sb.id, "template", template, "rootfs", sess.Rootfs, "timeout", timeout)
 	writeJSON(w, http.StatusCreated, s.describe(sb, sess, true))
 }

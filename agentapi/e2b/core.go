@@ -2,6 +2,7 @@ package e2b
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
@@ -10,7 +11,7 @@ import (
 )
 
 // Core is what the E2B handlers need from the daemon; *daemon.Daemon
-// implements it. envd.Core is envd's part: the session's process agent
+// implements it. A sandbox's record is its session's Meta (record.go). envd.Core is envd's part: the session's process agent
 // (container/procs, the one engine type this transport sees) and its
 // file operations.
 type Core interface {
@@ -18,6 +19,9 @@ type Core interface {
 
 	CreateSessionWith(ctx context.Context, req *agentapi.SessionRequest, opts daemon.SessionOptions) (*agentapi.Session, error)
 	Session(ctx context.Context, id string) (*agentapi.Session, error)
+	Sessions(ctx context.Context) []agentapi.Session
+	SessionMeta(ctx context.Context, id string) (json.RawMessage, error)
+	SetSessionMeta(ctx context.Context, id string, m json.RawMessage) error
 	DeleteSession(ctx context.Context, id string) error
 	ParkSession(ctx context.Context, id string) (*agentapi.Session, error)
 	ReviveSession(ctx context.Context, id string) (*agentapi.CarriedSession, error)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon"
@@ -54,34 +55,34 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusConflict, errPaused(parent.id))
 		return
 	}
-	ids := make([]string, max(n, 0))
-	for i := range ids {
-		ids[i] = randomHex(16)
+	// Each fork's record (new id and tokens, the parent's fields) is its
+	// session's Meta from the start.
+	recs, fo := make([]*record, max(n, 0)), daemon.ForkOptions{Count: n, Lifetime: timeout}
+	now := time.Now()
+	for i := range recs {
+		rec := recordOf(parent, s.cfg.Keys)
+		rec.ID, rec.Token, rec.Traffic, rec.Started = randomHex(16), randomHex(24), randomHex(24), now
+		rec.Metadata, rec.Envs = maps.Clone(rec.Metadata), maps.Clone(rec.Envs)
+		m, err := rec.meta()
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		recs[i], fo.IDs, fo.Meta = rec, append(fo.IDs, rec.ID), append(fo.Meta, m)
 	}
-	res, err := s.core.ForkSessionWith(r.Context(), parent.id, daemon.ForkOptions{Count: n, IDs: ids, Lifetime: timeout})
+	res, err := s.core.ForkSessionWith(r.Context(), parent.id, fo)
 	if err != nil {
 		s.log.Info("e2b: fork refused", "sandbox", parent.id, "count", n, "err", err)
 		writeErr(w, fmt.Errorf("sandbox %q: fork: %w", parent.id, err))
 		return
 	}
 	out := make([]forkResult, 0, len(res.Sessions))
-	parent.mu.Lock()
-	contexts := maps.Clone(parent.contexts)
-	parent.mu.Unlock()
-	for _, b := range res.Sessions {
-		sb := &sandbox{
-			id: b.ID, key: parent.key, token: randomHex(24), traffic: randomHex(24),
-			template: parent.template, alias: parent.alias, metadata: maps.Clone(parent.metadata), envs: maps.Clone(parent.envs),
-			started: b.CreatedAt, cpus: parent.cpus, memoryMB: parent.memoryMB, diskMB: parent.diskMB,
-			contexts: maps.Clone(contexts), autoPause: parent.autoPause,
-		}
-		if sb.contexts == nil {
-			sb.contexts = map[string]codeContext{}
-		}
+	for i, b := range res.Sessions {
+		sb := recs[i].sandbox(parent.key)
+		sb.started = b.CreatedAt
 		s.mu.Lock()
 		s.sandboxes[sb.id] = sb
 		s.mu.Unlock()
-		s.keepRecord(sb)
 		if len(b.NotCarried) > 0 {
 			s.log.Info("e2b: fork: not carried", "sandbox", sb.id, "not_carried", b.NotCarried)
 		}

@@ -169,7 +169,14 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 	sb.mu.Lock()
 	sb.contexts[c.ID] = c
 	sb.mu.Unlock()
-	s.keepRecord(sb)
+	if err := s.keepRecord(r.Context(), sb); err != nil {
+		// Not kept, it would be lost at a pause: refused instead.
+		sb.mu.Lock()
+		delete(sb.contexts, c.ID)
+		sb.mu.Unlock()
+		writeErr(w, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, c)
 }
 
@@ -209,7 +216,11 @@ func (s *Server) handleRemoveContext(w http.ResponseWriter, r *http.Request) {
 	sb.mu.Lock()
 	delete(sb.contexts, id)
 	sb.mu.Unlock()
-	s.keepRecord(sb)
+	if err := s.keepRecord(r.Context(), sb); err != nil {
+		// Its variables are gone; a record that still names it lists
+		// an empty context after a pause.
+		s.log.Warn("e2b: a removed context stays in the sandbox's record", "sandbox", sb.id, "context", id, "err", err)
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

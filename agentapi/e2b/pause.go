@@ -60,17 +60,9 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusConflict, fmt.Sprintf("sandbox %q is already paused", sb.id))
 		return
 	}
-	// The record first: a park that fails leaves no record behind, a
-	// record without a park is never loaded (its session is live, and
-	// ends with the daemon).
-	if err := s.store.save(sb, s.cfg.Keys); err != nil {
-		s.log.Error("e2b: pause: saving the sandbox's record", "sandbox", sb.id, "err", err)
-		writeErr(w, fmt.Errorf("sandbox %q: saving its record: %w", sb.id, err))
-		return
-	}
+	// The sandbox's record is its session's Meta, which the park writes
+	// with the session (record.go).
 	if _, err := s.core.ParkSession(r.Context(), sb.id); err != nil {
-		s.store.remove(sb.id)
-		s.keepRecord(sb)
 		s.log.Info("e2b: pause refused", "sandbox", sb.id, "err", err)
 		switch {
 		case errors.Is(err, errdefs.ErrSessionBusy):
@@ -117,8 +109,6 @@ func (s *Server) resume(ctx context.Context, id string, req *resumeRequest) (sb 
 		}
 		return nil, nil, false, err
 	}
-	s.store.remove(id)
-	s.keepRecord(sb)
 	if sess, err = s.core.SetSessionLifetime(ctx, id, timeout); err != nil {
 		// Revived with what was left of its lifetime: running, and
 		// the caller learns why its timeout was not taken.
@@ -126,20 +116,6 @@ func (s *Server) resume(ctx context.Context, id string, req *resumeRequest) (sb 
 	}
 	s.log.Info("e2b: sandbox resumed", "sandbox", id, "timeout", timeout)
 	return sb, sess, true, nil
-}
-
-// keepRecord writes the record of a sandbox that its timeout pauses
-// (autoPause) while it runs, and again when its contexts change: the
-// daemon parks its session on its own, and a restart after that must
-// find it its key's. A record whose session is not parked is never
-// loaded, so one of a running sandbox is harmless.
-func (s *Server) keepRecord(sb *sandbox) {
-	if !sb.autoPause {
-		return
-	}
-	if err := s.store.save(sb, s.cfg.Keys); err != nil {
-		s.log.Warn("e2b: the record of a sandbox that pauses at its timeout; a daemon restart while it is paused would leave it unreachable", "sandbox", sb.id, "err", err)
-	}
 }
 
 // handleConnect answers the sandbox, resuming it when paused: 201 when

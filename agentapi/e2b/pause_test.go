@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -138,14 +136,59 @@ func TestPauseResume(t *testing.T) {
 	}
 }
 
-// newStateServer is a server with a state directory over core.
-func newStateServer(t *testing.T, core *fakeCore, dir string, keys ...string) *Server {
+
+// The fake core keeps a session's Meta beside it, as the core does: it
+// goes with its session (a restart drops the live ones from sessions).
+func (f *fakeCore) Sessions(context.Context) []agentapi.Session {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []agentapi.Session{}
+	for _, s := range f.sessions {
+		out = append(out, *s)
+	}
+	return out
+}
+
+func (f *fakeCore) SessionMeta(_ context.Context, id string) (json.RawMessage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.sessions[id]; !ok {
+		return nil, errdefs.New(errdefs.ErrNotFound, "session "+id+" not found")
+	}
+	return f.meta[id], nil
+}
+
+func (f *fakeCore) SetSessionMeta(_ context.Context, id string, m json.RawMessage) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.sessions[id]; !ok {
+		return errdefs.New(errdefs.ErrNotFound, "session "+id+" not found")
+	}
+	if !json.Valid(m) {
+		return errdefs.Field("meta", "not JSON")
+	}
+	f.meta[id] = m
+	return nil
+}
+
+// restart is a daemon restart as the endpoint sees it: the live sessions
+// end, the parked ones stay, and a new Server starts over the core with
+// the keys given (in a new order, or fewer).
+func restart(t *testing.T, core *fakeCore, legacy string, keys ...string) *Server {
 	t.Helper()
+	core.mu.Lock()
+	for id, s := range core.sessions {
+		if s.State != agentapi.SessionParked {
+			delete(core.sessions, id)
+			delete(core.meta, id)
+		}
+	}
+	core.mu.Unlock()
 	k, err := NewKeys(keys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Core: core, Keys: k, StateDir: dir})
+	s, err := New(Config{Core: core, Keys: k, LegacyDir: legacy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,49 +196,38 @@ func newStateServer(t *testing.T, core *fakeCore, dir string, keys ...string) *S
 }
 
 // TestPausedSurvivesRestart: a paused sandbox is its key's, with its
-// tokens, in a new Server over the same state directory (a daemon
-// restart); a running one, a resumed one or a killed one leaves no record.
+// tokens and metadata, after a restart: its record is its session's
+// Meta, which holds the key's fingerprint, never the key. A running one
+// ends with the daemon; a killed one takes its record with it.
 func TestPausedSurvivesRestart(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "e2b")
 	core := newFakeCore()
-	s := newStateServer(t, core, dir, keyA, keyB)
+	s := restart(t, core, "", keyA, keyB)
 	paused := create(t, s, keyA, `{"metadata":{"k":"v"}}`)
 	running := create(t, s, keyA, `{}`)
 	gone := create(t, s, keyB, `{}`)
 	api := func(key string) map[string]string { return map[string]string{"X-API-KEY": key} }
-	for _, id := range []string{paused.SandboxID, gone.SandboxID} {
+	for _, sb := range []sandboxJSON{paused, gone} {
 		key := keyA
-		if id == gone.SandboxID {
+		if sb.SandboxID == gone.SandboxID {
 			key = keyB
 		}
-		if w := do(t, s, "POST", "/sandboxes/"+id+"/pause", "", api(key)); w.Code != http.StatusNoContent {
+		if w := do(t, s, "POST", "/sandboxes/"+sb.SandboxID+"/pause", "", api(key)); w.Code != http.StatusNoContent {
 			t.Fatalf("pause: %d %s", w.Code, w.Body)
 		}
 	}
 	if w := do(t, s, "DELETE", "/sandboxes/"+gone.SandboxID, "", api(keyB)); w.Code != http.StatusNoContent {
 		t.Fatalf("kill: %d %s", w.Code, w.Body)
 	}
-	st, err := os.Stat(dir)
-	if err != nil || st.Mode().Perm() != 0o700 {
-		t.Fatalf("state dir: %v %v", st, err)
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 || ents[0].Name() != paused.SandboxID+".json" {
-		t.Fatalf("records %v, want the paused sandbox's only", ents)
-	}
-	if fi, _ := ents[0].Info(); fi.Mode().Perm() != 0o600 {
-		t.Fatalf("record mode %v", fi.Mode())
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, ents[0].Name())); json.Valid(b) && containsKey(b) {
-		t.Fatal("the record holds the API key itself")
+	m, err := core.SessionMeta(context.Background(), paused.SandboxID)
+	if err != nil || !strings.HasPrefix(string(m), `{"e2b":{"id":"`+paused.SandboxID+`"`) || containsKey(m) {
+		t.Fatalf("the paused sandbox's Meta %s (%v): want its record, without the API key", m, err)
 	}
 
-	// The restart: running sessions end with the daemon, parked ones stay.
-	core.mu.Lock()
-	delete(core.sessions, running.SandboxID)
-	core.mu.Unlock()
 	// The keys file's order changed: ownership follows the key, not its line.
-	s2 := newStateServer(t, core, dir, keyB, keyA)
+	s2 := restart(t, core, "", keyB, keyA)
+	if s2.lookup(running.SandboxID) != nil || s2.lookup(gone.SandboxID) != nil {
+		t.Fatal("a running or killed sandbox was loaded after the restart")
+	}
 	if got := state(t, s2, keyA, paused.SandboxID); got != "paused" {
 		t.Fatalf("after the restart: %q", got)
 	}
@@ -211,27 +243,15 @@ func TestPausedSurvivesRestart(t *testing.T) {
 	if sb.EnvdAccessToken != paused.EnvdAccessToken || sb.TrafficAccessToken != paused.TrafficAccessToken || sb.Metadata["k"] != "v" {
 		t.Fatalf("after the restart: %+v, want the tokens and metadata of %+v", sb, paused)
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-		t.Fatalf("records left after the resume: %v", ents)
-	}
 
-	// A record whose key left the keys file is not loaded (no key may
-	// reach it) and stays, for when the key is back.
+	// A sandbox of a key no longer in the keys file is not loaded (no
+	// key may reach it); its record stays, for when the key is back.
 	do(t, s2, "POST", "/sandboxes/"+paused.SandboxID+"/pause", "", api(keyA))
-	s3 := newStateServer(t, core, dir, keyB)
-	if s3.lookup(paused.SandboxID) != nil {
+	if s3 := restart(t, core, "", keyB); s3.lookup(paused.SandboxID) != nil {
 		t.Fatal("a sandbox of a removed key was loaded")
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
-		t.Fatalf("records %v, want the removed key's one kept", ents)
-	}
-	// One whose session is gone (kept past its retention) is removed.
-	core.mu.Lock()
-	delete(core.sessions, paused.SandboxID)
-	core.mu.Unlock()
-	newStateServer(t, core, dir, keyA)
-	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-		t.Fatalf("records %v, want none: the session is gone", ents)
+	if s4 := restart(t, core, "", keyA); s4.lookup(paused.SandboxID) == nil {
+		t.Fatal("the key is back, its paused sandbox is not")
 	}
 }
 
@@ -240,13 +260,12 @@ func containsKey(b []byte) bool {
 }
 
 // TestAutoPausedSurvivesRestart: a sandbox created with onTimeout "pause"
-// keeps its record current while it runs (its code contexts too), so that
-// once the daemon has parked it at its timeout, a restart still finds it
-// its key's, with its contexts, and its connect resumes it.
+// is parked by the daemon at its timeout, without the endpoint; its
+// record, code contexts included, went with it, so that a restart finds
+// it its key's, with its contexts, and its connect resumes it.
 func TestAutoPausedSurvivesRestart(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "e2b")
 	core := newFakeCore()
-	s := newStateServer(t, core, dir, keyA, keyB)
+	s := restart(t, core, "", keyA, keyB)
 	sb := create(t, s, keyA, `{"autoPause":true,"timeout":60}`)
 	ctxs := do(t, s, "POST", "http://49999-"+sb.SandboxID+".localhost/contexts", `{"language":"python"}`, map[string]string{"E2B-Traffic-Access-Token": sb.TrafficAccessToken})
 	if ctxs.Code != http.StatusOK {
@@ -258,7 +277,7 @@ func TestAutoPausedSurvivesRestart(t *testing.T) {
 	if _, err := core.ParkSession(context.Background(), sb.SandboxID); err != nil {
 		t.Fatal(err)
 	}
-	s2 := newStateServer(t, core, dir, keyB, keyA)
+	s2 := restart(t, core, "", keyB, keyA)
 	got := s2.lookup(sb.SandboxID)
 	if got == nil || !got.autoPause || !got.hasContext(c.ID) {
 		t.Fatalf("after the restart: %+v, want the sandbox with its context %s and autoPause", got, c.ID)

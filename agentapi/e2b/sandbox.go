@@ -28,8 +28,12 @@ type sandbox struct {
 	memoryMB int64
 	diskMB   int64
 	// autoPause: its timeout parks its session (lifecycle.onTimeout
-	// "pause"), so its record is kept current while it runs.
+	// "pause").
 	autoPause bool
+
+	// keep orders the writes of its record (keepRecord): the last
+	// one written is the last one made.
+	keep sync.Mutex
 
 	mu       sync.Mutex
 	contexts map[string]codeContext
@@ -86,12 +90,11 @@ func (s *Server) lookup(id string) *sandbox {
 	return s.sandboxes[id]
 }
 
-// forget drops a sandbox whose session is gone, and its record.
+// forget drops a sandbox whose session is gone (its record went with it).
 func (s *Server) forget(id string) {
 	s.mu.Lock()
 	delete(s.sandboxes, id)
 	s.mu.Unlock()
-	s.store.remove(id)
 }
 
 // owned returns the sandbox with id if the caller's key created it.

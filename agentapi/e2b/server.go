@@ -56,10 +56,10 @@ type Config struct {
 	// UploadTimeout is how long a file upload may take (default 5
 	// minutes): MaxUploadBytes in 30 s would take 4 MiB/s.
 	UploadTimeout time.Duration
-	// StateDir keeps the records of paused sandboxes (their key's
-	// fingerprint, tokens and E2B fields), so that they are their key's
-	// after a daemon restart. Empty: kept in memory only.
-	StateDir string
+	// LegacyDir is where an older endpoint kept the records of its
+	// paused sandboxes (<state_dir>/e2b): New moves them into their
+	// parked sessions and removes them (migrate.go). Empty: none.
+	LegacyDir string
 }
 
 // Server serves E2B's protocol over the core.
@@ -71,7 +71,6 @@ type Server struct {
 	envd        http.Handler
 	interpreter *http.ServeMux
 
-	store  *store
 	bodies *httpkit.Bodies
 
 	mu        sync.Mutex
@@ -101,18 +100,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.UploadTimeout <= 0 {
 		cfg.UploadTimeout = 5 * time.Minute
 	}
-	st, err := openStore(cfg.StateDir, cfg.Logger)
-	if err != nil {
-		return nil, err
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: cfg.Bodies, sandboxes: map[string]*sandbox{}}
+	if cfg.LegacyDir != "" {
+		s.migrate(context.Background(), cfg.LegacyDir)
 	}
-	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, store: st, bodies: cfg.Bodies, sandboxes: map[string]*sandbox{}}
-	for _, sb := range st.load(context.Background(), cfg.Core, cfg.Keys) {
+	for _, sb := range s.load(context.Background()) {
 		s.sandboxes[sb.id] = sb
 	}
 	if n := len(s.sandboxes); n > 0 {
 		s.log.Info("e2b: paused sandboxes loaded", "count", n)
 	}
 	s.control = s.controlRoutes()
+	var err error
 	if s.envd, err = envd.New(envd.Config{
 		Core: cfg.Core, MaxUploadBytes: cfg.MaxUploadBytes, UploadTimeout: cfg.UploadTimeout,
 		Sandbox: func(ctx context.Context) envd.Sandbox {

@@ -27,10 +27,11 @@ type fakeCore struct {
 	mu       sync.Mutex
 	sessions map[string]*agentapi.Session
 	lifetime map[string]time.Duration
+	meta     map[string]json.RawMessage
 }
 
 func newFakeCore() *fakeCore {
-	return &fakeCore{sessions: map[string]*agentapi.Session{}, lifetime: map[string]time.Duration{}}
+	return &fakeCore{sessions: map[string]*agentapi.Session{}, lifetime: map[string]time.Duration{}, meta: map[string]json.RawMessage{}}
 }
 
 func (f *fakeCore) Info(context.Context) (*agentapi.Info, error) {
@@ -75,6 +76,7 @@ func (f *fakeCore) DeleteSession(_ context.Context, id string) error {
 		return errdefs.New(errdefs.ErrNotFound, "session "+id+" not found")
 	}
 	delete(f.sessions, id)
+	delete(f.meta, id)
 	return nil
 }
 

@@ -24,7 +24,7 @@ func serveE2B(ctx context.Context, cfg config.Config, core *daemon.Daemon, bodie
 		return nil, err
 	}
 	srv, err := e2b.New(e2b.Config{Core: core, Keys: keys, Logger: log, ShutdownGrace: cfg.ShutdownGrace, Bodies: bodies,
-		StateDir: filepath.Join(cfg.StateDir, "e2b")})
+		LegacyDir: filepath.Join(cfg.StateDir, "e2b")})
 	if err != nil {
 		return nil, err
 	}

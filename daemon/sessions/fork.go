@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -44,6 +45,10 @@ type ForkOptions struct {
 	// Lifetime, when set, is the branches' lifetime instead of the
 	// parent's request's.
 	Lifetime time.Duration
+	// Meta, when set, are the branches' Options.Meta (one per branch).
+	// Else a branch has none: the parent's is its transport's record of
+	// the parent (E2B's tokens), which a branch must not inherit.
+	Meta []json.RawMessage
 }
 
 // ForkSessionWith is ForkSession with ForkOptions.
@@ -54,6 +59,9 @@ func (k *Keeper) ForkSessionWith(ctx context.Context, id string, fo ForkOptions)
 	}
 	if fo.IDs != nil && len(fo.IDs) != n {
 		return nil, fmt.Errorf("fork of %s: %d ids for %d branches", id, len(fo.IDs), n)
+	}
+	if fo.Meta != nil && len(fo.Meta) != n {
+		return nil, fmt.Errorf("fork of %s: %d metas for %d branches", id, len(fo.Meta), n)
 	}
 	// Checked before the parent's state is taken, as each branch's
 	// creation would check it after.
@@ -81,7 +89,7 @@ func (k *Keeper) ForkSessionWith(ctx context.Context, id string, fo ForkOptions)
 		if fo.Lifetime > 0 {
 			bo.Request.LifetimeMs = fo.Lifetime.Milliseconds()
 		}
-		branches, err := k.branch(ctx, &bo, info.Owner, n, fo.IDs, st, ws)
+		branches, err := k.branch(ctx, &bo, info.Owner, n, &fo, st, ws)
 		out.Sessions = branches
 		return err
 	})
@@ -119,9 +127,9 @@ func stateCap(l container.Limits) int64 {
 }
 
 // branch makes n sessions from o, concurrently, each loaded with st and a
-// copy of ws, with ids[i] as ids when given. On any error the ones made
-// are deleted.
-func (k *Keeper) branch(ctx context.Context, o *origin, uid int64, n int, ids []string, st *runner.State, ws *container.Workspace) ([]agentapi.CarriedSession, error) {
+// copy of ws, with fo's ids and metas when given. On any error the ones
+// made are deleted.
+func (k *Keeper) branch(ctx context.Context, o *origin, uid int64, n int, fo *ForkOptions, st *runner.State, ws *container.Workspace) ([]agentapi.CarriedSession, error) {
 	out := make([]agentapi.CarriedSession, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -130,8 +138,11 @@ func (k *Keeper) branch(ctx context.Context, o *origin, uid int64, n int, ids []
 		go func() {
 			defer wg.Done()
 			so := Options{Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, owner: &uid}
-			if ids != nil {
-				so.ID = ids[i]
+			if fo.IDs != nil {
+				so.ID = fo.IDs[i]
+			}
+			if fo.Meta != nil {
+				so.Meta = fo.Meta[i]
 			}
 			out[i], errs[i] = k.carry(ctx, o, so, st, func(dst *container.Workspace) error {
 				return ws.CopyTo(dst.Workspace)

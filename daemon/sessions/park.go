@@ -73,7 +73,11 @@ func (k *Keeper) parkIdle(sess *session.Session) error {
 func (k *Keeper) park(ctx context.Context, sess *session.Session, o *origin) (*agentapi.Session, error) {
 	info := sess.Info()
 	var out agentapi.Session
+	// Meta sets wait for the park's end (meta.seal), then go to the
+	// parked record, or, the park failed, to the live session again.
+	defer o.meta.unseal()
 	err := sess.Capture(ctx, stateCap(info.Limits), func(st *runner.State, ws *container.Workspace) error {
+		m := o.meta.seal()
 		now := k.clock.Now()
 		wire := k.wireSession(info)
 		// The lifetime stops while parked: a revive gets what is left,
@@ -84,7 +88,8 @@ func (k *Keeper) park(ctx context.Context, sess *session.Session, o *origin) (*a
 			left = info.Lifetime
 		}
 		rec := parkRecord{Version: parkVersion, Session: wire, Origin: *o, Owner: info.Owner,
-			ParkedAt: now, Expires: now.Add(k.core.Policy().Sessions.ParkRetention), LifetimeLeftMs: max(left.Milliseconds(), 1), NotCarried: st.NotCarried}
+			ParkedAt: now, Expires: now.Add(k.core.Policy().Sessions.ParkRetention), LifetimeLeftMs: max(left.Milliseconds(), 1), NotCarried: st.NotCarried,
+			Meta: m}
 		p, err := k.parked.write(rec, st, ws, k.core.Policy().Sessions.ParkMaxBytes)
 		if err != nil {
 			return err
@@ -158,7 +163,7 @@ func (k *Keeper) revive(ctx context.Context, p *parked) (*agentapi.CarriedSessio
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
 	defer st.Close()
-	out, err := k.carry(ctx, &o, Options{ID: id, Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, owner: &owner}, st, func(ws *container.Workspace) error {
+	out, err := k.carry(ctx, &o, Options{ID: id, Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, Meta: p.rec.Meta, owner: &owner}, st, func(ws *container.Workspace) error {
 		a, err := os.Open(p.path(parkArchive))
 		if err != nil {
 			return err

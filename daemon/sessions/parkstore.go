@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"archive/tar"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +55,9 @@ type parkRecord struct {
 	StateBytes     int64               `json:"state_bytes"`
 	ArchiveBytes   int64               `json:"archive_bytes"`
 	NotCarried     []runner.NotCarried `json:"not_carried"`
+	// Meta is the session's transport's record of it (Options.Meta,
+	// SetSessionMeta), kept as it was given; absent when none was set.
+	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
 // parked is one parked session. mu is held by a revive or a delete; gone
@@ -137,6 +141,11 @@ func openParkStore(dir string, log *slog.Logger, clk clock.Clock) (*parkStore, e
 		if err != nil {
 			log.Warn("a parked session's record cannot be read; left as it is", "dir", p, "err", err)
 			continue
+		}
+		if len(rec.Meta) > 0 { // indented in the file, as given after
+			var m bytes.Buffer
+			_ = json.Compact(&m, rec.Meta) // valid: it was unmarshalled
+			rec.Meta = m.Bytes()
 		}
 		ps := &parked{dir: p, rec: rec}
 		if s.clock.Now().After(rec.Expires) {

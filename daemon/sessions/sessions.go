@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -35,6 +36,13 @@ type Options struct {
 	// NoIdleEnd: the session ends at its lifetime only, never for being
 	// idle (an E2B sandbox lives until its timeout).
 	NoIdleEnd bool
+	// Meta is the transport's record of the session (at most
+	// MaxMetaBytes of JSON), which the core keeps with it and never
+	// reads: SessionMeta returns it, SetSessionMeta replaces it, a park
+	// writes it into the session's record.json and a revive keeps it, so
+	// a transport needs no store of its own. A fork's branches get
+	// ForkOptions.Meta.
+	Meta json.RawMessage
 
 	// owner, when set, owns the session instead of the caller: a fork's
 	// branches are their parent's owner's, a revived session its own.
@@ -48,6 +56,9 @@ type origin struct {
 	Request   agentapi.SessionRequest `json:"request"`
 	Processes bool                    `json:"processes,omitempty"`
 	NoIdleEnd bool                    `json:"no_idle_end,omitempty"`
+
+	// meta is the live session's Meta (parkRecord.Meta once parked).
+	meta *meta
 }
 
 // CreateSessionWith is CreateSession with a transport's options.
@@ -61,6 +72,10 @@ func (k *Keeper) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	// Every field is checked before the rootfs, the volumes or a sandbox
 	// are touched.
 	j, err := k.core.Policy().ValidateSession(req, k.parked != nil, so.Processes)
+	if err != nil {
+		return nil, err
+	}
+	m, err := checkMeta(so.Meta)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +108,7 @@ func (k *Keeper) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	if so.owner != nil {
 		uid = *so.owner
 	}
-	o := &origin{Request: *req, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd}
+	o := &origin{Request: *req, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd, meta: &meta{b: m}}
 	o.Request.Files = nil
 	sess, err := k.mgr.Create(ctx, session.Options{
 		ID: spec.ID, Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
