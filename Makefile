@@ -166,14 +166,18 @@ test-cgroup2: rootfs-test ## run the cgroup, container and integration tests as 
 	@# A guest that hangs or never reports (run.sh exits 124 or 125; seen once
 	@# under software emulation) gets one more try; a test failure does not.
 	@# Each test binary's own timeout is shorter than the VM's, so a hung
-	@# test prints its goroutines before the VM is killed. The Python
+	@# test prints its goroutines before the VM is killed. The limits leave
+	@# room for a slower or busier machine of the same kind: on a quiet one
+	@# the root guest took 868 s of its old 900 (container 390 s, integration
+	@# 456 s) and the delegated guest's container tests passed 8 min under
+	@# load; a guest that really hangs still ends well inside CI's 90 min. The Python
 	@# package's tests (a venv, pip, ~40 runs through the client; two minutes
 	@# under emulation) test a client, not the cgroup layer: the host runs them;
 	@# TestBatch too (1,000 runs through one request: it tests a transport).
 	try() { for n in 1 2; do "$$@"; r=$$?; case $$r in 124|125) echo "cgroup2-vm: the guest hung or never reported (exit $$r), try $$n of 2";; *) return $$r;; esac; done; return $$r; }; \
 	rc=0; \
 	echo "--- cgroup2 VM, root cgroup: cgroup, container, zygote, integration"; \
-	try $(VM_RUN) --timeout 900 -- $(VM_GOTEST) ./tests/integration -- -test.timeout 12m -test.skip 'DataScience|Node|Example|TypeScript|Soak|PythonPackage|TestBatch$$' || rc=1; \
+	try $(VM_RUN) --timeout 2400 -- $(VM_GOTEST) ./tests/integration -- -test.timeout 20m -test.skip 'DataScience|Node|Example|TypeScript|Soak|PythonPackage|TestBatch$$' || rc=1; \
 	echo "--- cgroup2 VM, delegated subtree (systemd Delegate=yes): cgroup, container, zygote"; \
-	try $(VM_RUN) --timeout 600 --delegated -- $(VM_GOTEST) -- -test.timeout 8m || rc=1; \
+	try $(VM_RUN) --timeout 1500 --delegated -- $(VM_GOTEST) -- -test.timeout 15m || rc=1; \
 	exit $$rc
