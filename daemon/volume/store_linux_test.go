@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func requireRoot(t *testing.T) {
+func requireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: volumes are loop-mounted ext4 images")
