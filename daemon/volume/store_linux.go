@@ -1,5 +1,6 @@
-// Package volume is the daemon's store of named volumes: each a sparse
-// ext4 image of its size cap under <state_dir>/volumes/NAME/, attached to
+// Package volume is the daemon's store of named volumes: each an ext4
+// image of its size cap under <state_dir>/volumes/NAME/, reserved whole
+// on the host (reserve), attached to
 // a loop device (autoclear) and mounted at <run_dir>/volumes/NAME while
 // the daemon runs. Sandboxes get idmapped clones of that mount
 // (container.Mount); the file API goes through package workspace's
