@@ -35,6 +35,11 @@ type Volume struct {
 	// credentials); only it, root and the daemon's admin group see and
 	// use it. Absent on a volume made before volumes had owners.
 	OwnerUID *uint32 `json:"owner_uid,omitempty"`
+	// ReadOnly: the daemon mounted it read-only at start because the
+	// host's disk could not reserve its image whole (an image made
+	// sparse by a daemon from before reservations): its data reads,
+	// writes fail with EROFS. Free space and restart the daemon.
+	ReadOnly bool `json:"read_only,omitempty"`
 }
 
 // VolumeList is the body of GET /v1/volumes.

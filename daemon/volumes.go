@@ -157,7 +157,7 @@ func (d *Daemon) volumeNames(ctx context.Context) []string {
 }
 
 func wireVolume(in volume.Info) agentapi.Volume {
-	v := agentapi.Volume{Name: in.Name, SizeBytes: in.SizeBytes, UsedBytes: in.UsedBytes, InUse: in.InUse}
+	v := agentapi.Volume{Name: in.Name, SizeBytes: in.SizeBytes, UsedBytes: in.UsedBytes, InUse: in.InUse, ReadOnly: in.ReadOnly}
 	if in.Owner >= 0 {
 		uid := uint32(in.Owner)
 		v.OwnerUID = &uid

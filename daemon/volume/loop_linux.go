@@ -13,9 +13,9 @@ import (
 // mount checks volume name's image (e2fsck -p: a no-op on a clean one),
 // attaches it to a free loop device with LO_FLAGS_AUTOCLEAR (the device
 // detaches itself when its last mount goes: nothing to clean up after a
-// crash but the mount) and mounts it nosuid,nodev at its mount point. A
-// mount a dead daemon left there is replaced.
-func (s *Store) mount(name string) error {
+// crash but the mount) and mounts it nosuid,nodev (and read-only if ro)
+// at its mount point. A mount a dead daemon left there is replaced.
+func (s *Store) mount(name string, ro bool) error {
 	img, p := s.image(name), s.Path(name)
 	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
@@ -39,7 +39,11 @@ func (s *Store) mount(name string) error {
 	}
 	// The mount holds the device from here; autoclear then needs only it.
 	defer closeDev()
-	if err := unix.Mount(dev, p, "ext4", unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	if ro {
+		flags |= unix.MS_RDONLY
+	}
+	if err := unix.Mount(dev, p, "ext4", flags, ""); err != nil {
 		return fmt.Errorf("mount %s on %s: %w", dev, p, err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -8,11 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-func requireRoot(t *testing.T) {
+func requireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: volumes are loop-mounted ext4 images")
@@ -115,9 +117,9 @@ func TestStorePersistsAndCleansUp(t *testing.T) {
 }
 
 // TestStoreRefusesWhatTheDiskCannotHold checks that a flood of volume
-// creates cannot promise more than the disk under the store holds (the
-// images are sparse: sandboxes filling them would fill the host's disk),
-// nor take more than maxCount loop devices; each refusal leaves nothing.
+// creates cannot take more than the disk under the store holds (each
+// image is reserved whole), nor more than maxCount loop devices; each
+// refusal leaves nothing.
 func TestStoreRefusesWhatTheDiskCannotHold(t *testing.T) {
 	requireRoot(t)
 	state, run := t.TempDir(), t.TempDir()
@@ -134,7 +136,7 @@ func TestStoreRefusesWhatTheDiskCannotHold(t *testing.T) {
 	if _, err := s.Create("a", MinSize, NoOwner); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create("big", 60<<20, NoOwner); !errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), "may still grow by") {
+	if _, err := s.Create("big", 60<<20, NoOwner); !errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), "bytes free") {
 		t.Fatalf("a 60 MiB volume on a 64 MiB disk holding a 16 MiB one: %v, want ErrNoSpace", err)
 	}
 	if _, err := s.Create("b", MinSize, NoOwner); err != nil {
@@ -218,5 +220,232 @@ func TestStoreOwners(t *testing.T) {
 	}
 	if err := s.Delete("legacy", as(mallory)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// smallDisk mounts a tmpfs of size bytes on a new temp dir (unmounted at
+// cleanup): a host disk the test can fill.
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+// fillUntilFull writes data to path until the filesystem says ENOSPC,
+// and returns how many bytes it took; another error fails t.
+func fillUntilFull(t *testing.T, path string, data []byte) int64 {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var n int64
+	for {
+		w, err := f.Write(data)
+		n += int64(w)
+		if errors.Is(err, unix.ENOSPC) {
+			return n
+		}
+		if err != nil {
+			t.Fatalf("fill %s: %v", path, err)
+		}
+	}
+}
+
+// TestVolumeHoldsWhenTheHostDiskFills: a volume's image is reserved on the
+// host at create, so once another writer has filled the host's disk, the
+// volume still takes every byte its own filesystem has room for, fsync
+// says so truthfully, and the bytes are there after an unmount and a
+// reopen (a sparse image lost them: the loop device's writes failed with
+// "lost async page write" while the writer inside saw success).
+func TestVolumeHoldsWhenTheHostDiskFills(t *testing.T) {
+	requireRoot(t)
+	state, run := smallDisk(t, "64m"), t.TempDir()
+	s, err := Open(state, run, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	if _, err := s.Create("v", 32<<20, NoOwner); err != nil {
+		t.Fatal(err)
+	}
+	block := make([]byte, 1<<20)
+	for i := range block {
+		block[i] = byte(i*7 + i>>8)
+	}
+	if filler := fillUntilFull(t, filepath.Join(state, "filler"), block); filler < 16<<20 {
+		t.Fatalf("the host disk filled after %d bytes: the volume took more than its size?", filler)
+	}
+
+	in := filepath.Join(s.Path("v"), "data")
+	wrote := fillUntilFull(t, in, block)
+	if wrote < 24<<20 {
+		t.Fatalf("a 32 MiB volume on a full host disk took %d bytes before ENOSPC, want its own capacity", wrote)
+	}
+	f, err := os.OpenFile(in, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatalf("fsync of %d bytes in the volume on a full host disk: %v", wrote, err)
+	}
+	f.Close()
+
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(state, run, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(got)) != wrote {
+		t.Fatalf("after a reopen the file has %d bytes, %d were written", len(got), wrote)
+	}
+	for off := 0; off < len(got); off += len(block) {
+		if end := min(off+len(block), len(got)); !bytes.Equal(got[off:end], block[:end-off]) {
+			i := off
+			for got[i] == block[i-off] {
+				i++
+			}
+			t.Fatalf("after a reopen the bytes at %d differ from what was written: %x, want %x", i, got[i:i+16], block[i-off:i-off+16])
+		}
+	}
+}
+
+// allocated reports whether img has every block of its size.
+func allocated(t *testing.T, img string) bool {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(img, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Blocks*512 >= st.Size
+}
+
+// punchTail punches a hole in the last 4 MiB of img, which a new
+// volume's filesystem does not use: what a trim of the volume, or a
+// daemon from before reservations, leaves.
+func punchTail(t *testing.T, img string) {
+	t.Helper()
+	f, err := os.OpenFile(img, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, st.Size()-4<<20, 4<<20); err != nil {
+		t.Fatal(err)
+	}
+	if allocated(t, img) {
+		t.Fatal("the punched image is still whole")
+	}
+}
+
+// trim is fstrim(8) on the filesystem mounted at dir: FITRIM over all of
+// it, which a loop device turns into holes punched in its image.
+func trim(t *testing.T, dir string) {
+	t.Helper()
+	const fitrim = 0xc0185879 // _IOWR('X', 121, struct fstrim_range)
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := struct{ start, len, minlen uint64 }{0, ^uint64(0), 0}
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), fitrim, uintptr(unsafe.Pointer(&r))); errno != 0 {
+		t.Fatalf("FITRIM %s: %v", dir, errno)
+	}
+}
+
+// TestStoreReservesHoles: holes in an image (a trim of its filesystem,
+// or a daemon from before reservations) are filled before the volume is used and at
+// start; when the host's disk cannot fill them, a use is refused with
+// ErrNoSpace, and at start the volume is mounted read-only (its data
+// readable, a write EROFS) rather than able to lose a write.
+func TestStoreReservesHoles(t *testing.T) {
+	requireRoot(t)
+	state, run := smallDisk(t, "64m"), t.TempDir()
+	s, err := Open(state, run, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	if _, err := s.Create("v", 32<<20, NoOwner); err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(state, "volumes", "v", imageName)
+	if !allocated(t, img) {
+		t.Fatal("a new volume's image has holes")
+	}
+	if err := os.WriteFile(filepath.Join(s.Path("v"), "kept"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// A trim (what the host's fstrim does) punches holes through the loop
+	// device; with the host's disk full, no use until there is room again.
+	trim(t, s.Path("v"))
+	if allocated(t, img) {
+		t.Fatal("the trimmed image is still whole")
+	}
+	filler := filepath.Join(state, "filler")
+	fillUntilFull(t, filler, make([]byte, 1<<20))
+	if _, _, err := s.Acquire("v", nil); !errors.Is(err, ErrNoSpace) {
+		t.Errorf("acquire with holes on a full disk: %v, want ErrNoSpace", err)
+	}
+	if ws, err := s.Files("v", nil); !errors.Is(err, ErrNoSpace) {
+		if ws != nil {
+			ws.Close()
+		}
+		t.Errorf("files with holes on a full disk: %v, want ErrNoSpace", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	_, release, err := s.Acquire("v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if !allocated(t, img) {
+		t.Error("acquire with room left the holes")
+	}
+
+	// At start: with room, the holes are filled; without, read-only.
+	for _, full := range []bool{false, true} {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		punchTail(t, img)
+		if full {
+			fillUntilFull(t, filler, make([]byte, 1<<20))
+		}
+		if s, err = Open(state, run, nil); err != nil {
+			t.Fatal(err)
+		}
+		in, err := s.Get("v", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.ReadOnly != full || allocated(t, img) == full {
+			t.Errorf("reopened on a full disk %v: read-only %v, image whole %v", full, in.ReadOnly, allocated(t, img))
+		}
+		if got, err := os.ReadFile(filepath.Join(s.Path("v"), "kept")); err != nil || string(got) != "kept" {
+			t.Errorf("reopened on a full disk %v: read %q, %v", full, got, err)
+		}
+	}
+	err = os.WriteFile(filepath.Join(s.Path("v"), "new"), []byte("x"), 0o644)
+	if !errors.Is(err, unix.EROFS) {
+		t.Errorf("a write to the volume left read-only: %v, want EROFS", err)
 	}
 }
