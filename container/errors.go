@@ -19,4 +19,8 @@ var (
 	ErrExist       = workspace.ErrExist
 	ErrNotDir      = workspace.ErrNotDir
 	ErrFull        = workspace.ErrFull
+	// ErrBadCommand: the kernel refused to execute the spec's argv[0]
+	// (no such file, not executable, a directory, not a program): the
+	// run's mistake, not the engine's. The error is also an *ExecError.
+	ErrBadCommand = errors.New("the command cannot be executed")
 )

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/nsbox/nsbox/cgroup"
 	"github.com/nsbox/nsbox/container/internal/initproc"
 	"github.com/nsbox/nsbox/container/internal/locks"
+	"github.com/nsbox/nsbox/container/sandboxinit"
 )
 
 // initProcess is a sandbox whose main process an init the engine cloned
@@ -95,10 +97,11 @@ func (p *initProcess) launch(d *description, mounts []*os.File) error {
 	}
 	// EOF on the error pipe without a message means the exec happened.
 	msg := p.SetupError()
-	if msg != "" && !strings.Contains(msg, "command not found") {
+	notFound := sandboxinit.ParseExecError(msg) == nil && strings.Contains(msg, "command not found")
+	if msg != "" && !notFound {
 		p.Cg.Kill()
 		p.Wait()
-		return fmt.Errorf("sandbox init: %s", msg)
+		return execError(msg)
 	}
 	go func() {
 		// Wait on the process without reaping it, so done fires even
@@ -112,7 +115,7 @@ func (p *initProcess) launch(d *description, mounts []*os.File) error {
 		}
 		close(p.exited)
 	}()
-	if msg != "" {
+	if notFound {
 		return &errCommandNotFound{msg}
 	}
 	return nil
@@ -137,4 +140,27 @@ func (p *initProcess) wait() (syscall.WaitStatus, bool) {
 		return ws, ok
 	}
 	return 0, false
+}
+
+// ExecError is an execve failure the sandbox's init reported: argv[0] and
+// the errno.
+type ExecError = sandboxinit.ExecError
+
+// commandErrnos are execve's errors that the file at argv[0] (or the
+// arguments) cause; any other (ENOMEM, EFAULT...) is the engine's.
+var commandErrnos = []syscall.Errno{
+	syscall.ENOENT, syscall.EACCES, syscall.ENOTDIR, syscall.EISDIR, syscall.ENOEXEC,
+	syscall.ELOOP, syscall.ENAMETOOLONG, syscall.ETXTBSY, syscall.E2BIG, syscall.ELIBBAD,
+}
+
+// execError is the error of a run whose init reported msg: ErrBadCommand
+// for an exec failure of the command's own making, else a set-up failure.
+func execError(msg string) error {
+	if ee := sandboxinit.ParseExecError(msg); ee != nil {
+		if slices.Contains(commandErrnos, ee.Errno) {
+			return fmt.Errorf("%w: %w", ErrBadCommand, ee)
+		}
+		return fmt.Errorf("sandbox init: %w", ee)
+	}
+	return fmt.Errorf("sandbox init: %s", msg)
 }

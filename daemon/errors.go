@@ -72,6 +72,10 @@ func classify(err error) error {
 		// The session it came from lives on; the same call fails again
 		// until the state or the timeout changes, as a bad argument does.
 		class = errdefs.ErrInvalidArgument
+	case errors.Is(err, container.ErrBadCommand):
+		// The kernel refused the command the request named (Run says
+		// which field): the request is what to change.
+		class = errdefs.ErrInvalidArgument
 	case errors.Is(err, container.ErrNotDir), errors.Is(err, session.ErrLifetime):
 		class = errdefs.ErrInvalidArgument
 	default:

@@ -154,10 +154,10 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	if report := d.takeEgress(nr, true); out != nil {
 		out.Network = report
 	}
-	d.finished(log, started, out, err)
+	d.finished(ctx, log, started, out, err)
 	if err != nil {
 		done()
-		return nil, classify(err)
+		return nil, runError(j, err)
 	}
 	if closeLate == nil { // the sandbox is gone already
 		done()
@@ -171,20 +171,26 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	return out, nil
 }
 
-// finished counts and logs a run's outcome.
-func (d *Daemon) finished(log *slog.Logger, started time.Time, out *agentapi.RunResult, err error) {
+// finished counts and logs a run's outcome. Only the daemon's own
+// failures count as spawn failures (the metric to alert on): a command
+// the kernel would not execute, or a caller gone, is not one.
+func (d *Daemon) finished(ctx context.Context, log *slog.Logger, started time.Time, out *agentapi.RunResult, err error) {
 	d.metrics.RunTime(time.Since(started))
 	switch {
 	case err == nil:
 		d.metrics.Run(out.Status)
 		log.Info("run finished", "status", out.Status, "exit_code", out.ExitCode, "wall_ms", out.WallMs, "pooled", out.Pooled)
-	case errors.Is(err, container.ErrInvalidSpec):
+	case errors.Is(classify(err), errdefs.ErrInvalidArgument):
 		d.metrics.Run("invalid")
-		log.Error("run failed", "err", err)
+		log.Info("run refused", "err", err)
 	default:
 		d.metrics.Run("setup_error")
-		d.metrics.SpawnFailure()
-		log.Error("run failed", "err", err)
+		if ownFailure(ctx, err) {
+			d.metrics.SpawnFailure()
+			log.Error("run failed", "err", err)
+		} else {
+			log.Info("run failed", "err", err)
+		}
 	}
 }
 

@@ -20,6 +20,26 @@ import (
 // does not ask Status still answers 400, not 500.
 var ErrBodyTimeout = errdefs.New(errdefs.ErrInvalidArgument, "the request body did not arrive in time; send it at once (the connection is closed)")
 
+// ErrBodyBroken: the request body could not be read to its end, by the
+// client's doing (a malformed chunked encoding, a connection closed or
+// reset mid-body). Of class errdefs.ErrInvalidArgument: 400, and the
+// connection is closed; a client that left gets no answer at all.
+var ErrBodyBroken = errdefs.New(errdefs.ErrInvalidArgument, "the request body was cut off or malformed (a bad chunked encoding, or the connection closed mid-body); send it again, whole")
+
+// clientBody is a request body whose read errors are the client's:
+// anything but its end and the read deadline (BodyError's) becomes
+// ErrBodyBroken, so that it is never answered as the daemon's failure.
+type clientBody struct{ r io.Reader }
+
+func (b clientBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	var ne net.Error
+	if err == nil || err == io.EOF || errors.As(err, &ne) && ne.Timeout() {
+		return n, err
+	}
+	return n, fmt.Errorf("%w: %v", ErrBodyBroken, err)
+}
+
 // freeAfter is the body size after which the memory it took is handed
 // back to the kernel as soon as the request is done: a daemon that took
 // one 60 MiB body should not keep hundreds of MiB resident while idle.
@@ -96,7 +116,7 @@ func (b *Bodies) Hold(w http.ResponseWriter, r *http.Request) (_ io.Reader, rele
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(b.lim.BodyTimeout))
-	var body io.Reader = http.MaxBytesReader(w, r.Body, b.lim.MaxBodyBytes)
+	var body io.Reader = http.MaxBytesReader(w, readCloser{clientBody{r.Body}, r.Body}, b.lim.MaxBodyBytes)
 	var metered *meteredReader
 	if n < 0 {
 		metered = &meteredReader{r: body, b: b, w: w}
@@ -167,7 +187,12 @@ func Stream(w http.ResponseWriter, r *http.Request, max int64, timeout time.Dura
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(timeout))
-	return http.MaxBytesReader(w, r.Body, max), func() { _ = rc.SetReadDeadline(time.Time{}) }, nil
+	return http.MaxBytesReader(w, readCloser{clientBody{r.Body}, r.Body}, max), func() { _ = rc.SetReadDeadline(time.Time{}) }, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // BodyError translates a read that ran into the body deadline into
@@ -182,6 +207,9 @@ func BodyError(w http.ResponseWriter, err error) error {
 		w.Header().Set("Connection", "close")
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 		return fmt.Errorf("%w: %v", ErrBodyTimeout, err)
+	}
+	if errors.Is(err, ErrBodyBroken) {
+		w.Header().Set("Connection", "close")
 	}
 	return err
 }

@@ -94,7 +94,7 @@ func Run() {
 	err := runInit()
 	// Only failures get here: a successful exec never returns.
 	errPipe := os.NewFile(fdErr, "init-err")
-	fmt.Fprintf(errPipe, "%v", err)
+	fmt.Fprint(errPipe, message(err))
 	os.Exit(127)
 }
 
@@ -162,8 +162,7 @@ func runInit() error {
 			return fmt.Errorf("install seccomp filter: %w", err)
 		}
 	}
-	err = unix.Exec(path, cfg.Argv, cfg.Env)
-	return fmt.Errorf("exec %s: %w", cfg.Argv[0], err)
+	return execFailed(cfg.Argv[0], unix.Exec(path, cfg.Argv, cfg.Env))
 }
 
 // readConfig receives the config and the mounts' fds (the workspace's

@@ -389,8 +389,10 @@ func (w *Workspace) Open(p string) (*os.File, error) {
 // WriteFrom creates or replaces the file p with what r yields, as
 // WriteFile does (parents created, all owned by the sandbox user, nothing
 // followed), without holding the content in memory; it returns the bytes
-// written. The workspace's size bounds it (ErrFull). On an error the file
-// may hold part of the data.
+// written. The workspace's size bounds it (ErrFull). When the copy fails
+// (r's error, or the workspace full), the partial file is removed: an
+// upload cut off mid-way leaves nothing behind (a file it replaced is
+// gone too, truncated at the start).
 func (w *Workspace) WriteFrom(p string, r io.Reader, perm uint32) (int64, error) {
 	if err := checkPath(p); err != nil {
 		return 0, err
@@ -411,12 +413,25 @@ func (w *Workspace) WriteFrom(p string, r io.Reader, perm uint32) (int64, error)
 	}
 	n, err := io.Copy(f, r)
 	if err != nil {
+		w.removeIfSame(p, f)
 		if errors.Is(err, unix.ENOSPC) {
 			return n, fmt.Errorf("write %s: %w", p, ErrFull)
 		}
 		return n, fmt.Errorf("write %s: %w", p, err)
 	}
 	return n, nil
+}
+
+// removeIfSame removes p if it is still the file f (the sandbox may have
+// replaced it meanwhile: that one is left alone).
+func (w *Workspace) removeIfSame(p string, f *os.File) {
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil {
+		return
+	}
+	if e, err := w.Stat(p); err == nil && e.ino == st.Ino {
+		_ = w.Remove(p)
+	}
 }
 
 // create opens p for WriteFrom, its parents made. Only this holds the

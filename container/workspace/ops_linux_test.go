@@ -520,3 +520,39 @@ func TestClosedWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// cutReader yields n bytes, then fails as a client that left mid-upload.
+type cutReader struct{ n int }
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	if c.n == 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	k := min(len(p), c.n)
+	c.n -= k
+	return k, nil
+}
+
+// TestWriteFromCutOffLeavesNothing: an upload whose reader fails mid-way,
+// or that fills the workspace, leaves no partial file, new or replacing
+// one; the reader's error is returned as it is (errors.Is).
+func TestWriteFromCutOffLeavesNothing(t *testing.T) {
+	w := newTestWorkspace(t, 4<<20)
+	if err := w.WriteFile("old.txt", []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"new.txt", "old.txt", "d/deep.txt"} {
+		if _, err := w.WriteFrom(p, &cutReader{n: 100 << 10}, 0); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("%s: WriteFrom = %v, want the reader's error", p, err)
+		}
+		if e, err := w.Stat(p); !errors.Is(err, ErrNotExist) {
+			t.Errorf("%s after a cut-off upload: %+v, %v; want it gone", p, e, err)
+		}
+	}
+	if _, err := w.WriteFrom("full.bin", io.LimitReader(rand.Reader, 8<<20), 0); !errors.Is(err, ErrFull) {
+		t.Fatalf("past the size: %v, want ErrFull", err)
+	}
+	if _, err := w.Stat("full.bin"); !errors.Is(err, ErrNotExist) {
+		t.Errorf("a file that filled the workspace was left: %v", err)
+	}
+}

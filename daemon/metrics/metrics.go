@@ -69,7 +69,7 @@ func New(version string, adm Admission) *Metrics {
 		}),
 		spawnFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "nsbox_spawn_failures_total",
-			Help: "Runs whose sandbox could not be set up.",
+			Help: "Runs whose sandbox the daemon could not set up: its own failures, not the caller's (a command the kernel would not execute is invalid).",
 		}),
 		zygoteReruns: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "nsbox_zygote_reruns_total",
@@ -141,7 +141,8 @@ func (m *Metrics) QueueWait(d time.Duration) { m.queueWait.Observe(d.Seconds()) 
 // RunTime records a run's time from spawn to result.
 func (m *Metrics) RunTime(d time.Duration) { m.runTime.Observe(d.Seconds()) }
 
-// SpawnFailure counts a run whose sandbox could not be set up.
+// SpawnFailure counts a run whose sandbox the daemon could not set up
+// (never a caller's mistake: see daemon's finished).
 func (m *Metrics) SpawnFailure() { m.spawnFailures.Inc() }
 
 // ZygoteRerun counts a run run again because its zygote died under it.

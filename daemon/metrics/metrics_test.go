@@ -127,7 +127,7 @@ func TestNames(t *testing.T) {
 		`nsbox_sessions_ended_total COUNTER "Sessions ended, by reason (killed: deleted, expired or shut down; oom; crashed; timeout)." [reason]`,
 		`nsbox_sessions_live GAUGE "Sessions whose sandbox is up." []`,
 		`nsbox_sessions_paused GAUGE "Live sessions that are paused (frozen: memory kept, no CPU)." []`,
-		`nsbox_spawn_failures_total COUNTER "Runs whose sandbox could not be set up." []`,
+		`nsbox_spawn_failures_total COUNTER "Runs whose sandbox the daemon could not set up: its own failures, not the caller's (a command the kernel would not execute is invalid)." []`,
 		`nsbox_zygote_children GAUGE "Children of the zygote alive now." [rootfs zygote]`,
 		`nsbox_zygote_fallbacks_total COUNTER "Runs the zygote should have taken that started cold (it was down, full or its child failed verification)." [rootfs zygote]`,
 		`nsbox_zygote_forks_total COUNTER "Python runs and sessions served by a child of the zygote." [rootfs zygote]`,
