@@ -133,7 +133,7 @@ func New(cfg Config) (*Daemon, error) {
 	d := &Daemon{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		adm:       admission.New(cfg.MaxConcurrent, cfg.QueueSize),
+		adm:       admission.New(cfg.MaxConcurrent, cfg.QueueSize, cfg.Clock),
 		teardowns: make(chan struct{}, cfg.MaxConcurrent),
 	}
 	d.metrics = metrics.New(cfg.Version, d.adm)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nsbox/nsbox/container/clock"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
@@ -31,14 +32,31 @@ func (e *BusyError) Is(target error) bool {
 type Gate struct {
 	slots chan struct{}
 	queue chan struct{}
+	clock clock.Clock
+	epoch time.Time // holders' start times are kept from here
 
-	mu   sync.Mutex
-	held time.Duration // moving average of how long a slot is held
+	mu sync.Mutex
+	// held is the mean time a slot is held: the plain mean of the first
+	// learnRuns holdings, then a moving average over about as many, so
+	// that a fresh daemon's first estimate is not pulled towards 0.
+	held    time.Duration
+	learned int
+	// holders hold a slot now; startSum is the sum of their start times
+	// (since epoch): before any slot came back, how long they have held
+	// theirs is the best estimate there is.
+	holders  int
+	startSum time.Duration
 }
 
-// New returns a Gate of slots run slots and queue waiting places.
-func New(slots, queue int) *Gate {
-	return &Gate{slots: make(chan struct{}, slots), queue: make(chan struct{}, queue)}
+// learnRuns is how many holdings the mean of held weighs.
+const learnRuns = 8
+
+// New returns a Gate of slots run slots and queue waiting places, timed
+// by clk (nil: the real clock).
+func New(slots, queue int, clk clock.Clock) *Gate {
+	clk = clock.Or(clk)
+	return &Gate{slots: make(chan struct{}, slots), queue: make(chan struct{}, queue),
+		clock: clk, epoch: clk.Now()}
 }
 
 // Acquire takes a run slot, waiting in the queue if there is room there.
@@ -74,24 +92,36 @@ func (a *Gate) AcquireWaiting(ctx context.Context) (release func(), err error) {
 	}
 }
 
-// releaser gives the slot back once and learns how long it was held.
+// releaser counts the holder in, and returns the func that gives the
+// slot back once and learns how long it was held.
 func (a *Gate) releaser() func() {
-	start := time.Now()
+	start := a.clock.Now().Sub(a.epoch)
+	a.mu.Lock()
+	a.holders++
+	a.startSum += start
+	a.mu.Unlock()
 	return sync.OnceFunc(func() {
-		d := time.Since(start)
+		d := a.clock.Now().Sub(a.epoch) - start
 		a.mu.Lock()
-		a.held += (d - a.held) / 8
+		a.holders--
+		a.startSum -= start
+		a.learned = min(a.learned+1, learnRuns)
+		a.held += (d - a.held) / time.Duration(a.learned)
 		a.mu.Unlock()
 		<-a.slots
 	})
 }
 
-// retryAfter estimates when a place frees up: everything admitted and
-// queued drains through the slots at the mean holding time, plus the one
-// asking. A client told this waits its turn instead of hammering.
+// retryAfter estimates when a place frees up: everything queued, plus
+// the one asking, drains through the slots at the mean holding time
+// (before any slot came back, the mean time the holders have held theirs
+// so far). A client told this waits its turn instead of hammering.
 func (a *Gate) retryAfter() time.Duration {
 	a.mu.Lock()
 	held := a.held
+	if a.learned == 0 && a.holders > 0 {
+		held = a.clock.Now().Sub(a.epoch) - a.startSum/time.Duration(a.holders)
+	}
 	a.mu.Unlock()
 	d := held * time.Duration(len(a.queue)+1) / time.Duration(cap(a.slots))
 	return min(max(d, time.Second), time.Minute).Round(time.Second)

@@ -6,41 +6,64 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsbox/nsbox/container/clock/clocktest"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
 // TestRetryAfterFollowsTheQueue: a refused client is told to come back
-// when the queue ahead of it has drained, not always after a second.
+// when the queue ahead of it has drained (the mean holding time, times
+// the queued runs plus itself, over the slots), from the daemon's first
+// runs on: a fresh Gate neither says 1 s for lack of a finished run nor
+// starts a moving average at 0 (which said 2 s where the formula gives
+// 15 s).
 func TestRetryAfterFollowsTheQueue(t *testing.T) {
-	a := New(2, 4)
+	clk := clocktest.New(time.Unix(1e9, 0))
+	a := New(2, 4, clk)
 	if got := a.retryAfter(); got != time.Second {
-		t.Errorf("nothing learned yet: %v, want the 1s floor", got)
+		t.Errorf("nothing held, nothing learned: %v, want the 1s floor", got)
 	}
-	a.held = 4 * time.Second
-	for range 2 {
-		a.slots <- struct{}{}
+	r1, err := a.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Acquire(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	for range 4 {
 		a.queue <- struct{}{}
 	}
-	if got := a.retryAfter(); got != 10*time.Second { // 4 s * (4 queued + 1) / 2 slots
-		t.Errorf("4 queued, slots held 4 s, 2 slots: %v, want 10s", got)
+	clk.Advance(6 * time.Second)
+	_, err = a.Acquire(context.Background())
+	var be *BusyError
+	if !errors.As(err, &be) || !errors.Is(err, ErrBusy) || !errors.Is(err, errdefs.ErrExhausted) {
+		t.Fatalf("acquire with slots and queue full: %v, want a BusyError of class exhausted", err)
+	}
+	if be.RetryAfter != 15*time.Second { // held 6 s so far * (4 queued + 1) / 2 slots
+		t.Errorf("before any run finished, two holding 6 s, 4 queued: %v, want 15s", be.RetryAfter)
+	}
+	r1() // the first holding: 6 s
+	r3, err := a.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.retryAfter(); got != 15*time.Second {
+		t.Errorf("one run held its slot 6 s: %v, want 15s", got)
+	}
+	clk.Advance(2 * time.Second)
+	r3() // the second: 2 s
+	if got := a.retryAfter(); got != 10*time.Second { // mean (6 + 2) / 2 = 4 s * 5 / 2
+		t.Errorf("holdings of 6 s and 2 s: %v, want 10s", got)
 	}
 	a.held = time.Hour
 	if got := a.retryAfter(); got != time.Minute {
 		t.Errorf("%v, want the 1 minute cap", got)
-	}
-	_, err := a.Acquire(context.Background())
-	var be *BusyError
-	if !errors.As(err, &be) || be.RetryAfter != time.Minute || !errors.Is(err, ErrBusy) || !errors.Is(err, errdefs.ErrExhausted) {
-		t.Errorf("acquire with slots and queue full: %v, want a BusyError with the hint, of class exhausted", err)
 	}
 }
 
 // TestGate checks the counts and the release: a slot given back twice is
 // given back once, and a wait that is cancelled gives up its queue place.
 func TestGate(t *testing.T) {
-	a := New(1, 1)
+	a := New(1, 1, nil)
 	release, err := a.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
