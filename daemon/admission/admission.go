@@ -3,7 +3,9 @@
 // that finds both full is refused at once (ErrBusy, as a BusyError with a
 // retry hint from how long slots are held); nothing grows without bound.
 // The core takes a slot for each run and gives it back when the run's
-// answer is out; the metrics read InFlight and Queued.
+// answer is out; the metrics read InFlight and Queued. At a drain the
+// Gate stops giving slots: the runs waiting for one, and every later
+// request, get ErrShuttingDown.
 package admission
 
 import (
@@ -17,8 +19,12 @@ import (
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
-// ErrBusy: every run slot and queue place is taken.
-var ErrBusy = errdefs.New(errdefs.ErrExhausted, "too many runs in flight and queued; retry later or raise --max-concurrent/--queue")
+var (
+	// ErrBusy: every run slot and queue place is taken.
+	ErrBusy = errdefs.New(errdefs.ErrExhausted, "too many runs in flight and queued; retry later or raise --max-concurrent/--queue")
+	// ErrShuttingDown: the daemon is draining and starts no more runs.
+	ErrShuttingDown = errdefs.New(errdefs.ErrUnavailable, "the nsbox daemon is shutting down; retry against the next instance")
+)
 
 // BusyError is ErrBusy with a hint of when to retry.
 type BusyError struct{ RetryAfter time.Duration }
@@ -30,10 +36,12 @@ func (e *BusyError) Is(target error) bool {
 
 // Gate is slots run slots and a queue of places to wait for one.
 type Gate struct {
-	slots chan struct{}
-	queue chan struct{}
-	clock clock.Clock
-	epoch time.Time // holders' start times are kept from here
+	slots    chan struct{}
+	queue    chan struct{}
+	draining chan struct{} // closed by Drain
+	drain    sync.Once
+	clock    clock.Clock
+	epoch    time.Time // holders' start times are kept from here
 
 	mu sync.Mutex
 	// held is the mean time a slot is held: the plain mean of the first
@@ -56,15 +64,18 @@ const learnRuns = 8
 func New(slots, queue int, clk clock.Clock) *Gate {
 	clk = clock.Or(clk)
 	return &Gate{slots: make(chan struct{}, slots), queue: make(chan struct{}, queue),
-		clock: clk, epoch: clk.Now()}
+		draining: make(chan struct{}), clock: clk, epoch: clk.Now()}
 }
 
 // Acquire takes a run slot, waiting in the queue if there is room there.
 // The returned func gives the slot back.
 func (a *Gate) Acquire(ctx context.Context) (release func(), err error) {
+	if a.Draining() {
+		return nil, ErrShuttingDown
+	}
 	select {
 	case a.slots <- struct{}{}:
-		return a.releaser(), nil
+		return a.admitted()
 	default:
 	}
 	select {
@@ -73,22 +84,53 @@ func (a *Gate) Acquire(ctx context.Context) (release func(), err error) {
 		return nil, &BusyError{RetryAfter: a.retryAfter()}
 	}
 	defer func() { <-a.queue }()
-	select {
-	case a.slots <- struct{}{}:
-		return a.releaser(), nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for a run slot: %w", context.Cause(ctx))
-	}
+	return a.wait(ctx)
 }
 
 // AcquireWaiting takes a run slot, waiting for one however full the queue
 // is; its callers bound their own number (RunBatch's workers).
 func (a *Gate) AcquireWaiting(ctx context.Context) (release func(), err error) {
+	if a.Draining() {
+		return nil, ErrShuttingDown
+	}
+	return a.wait(ctx)
+}
+
+// wait waits for a slot until ctx ends or the Gate drains.
+func (a *Gate) wait(ctx context.Context) (release func(), err error) {
 	select {
 	case a.slots <- struct{}{}:
-		return a.releaser(), nil
+		return a.admitted()
+	case <-a.draining:
+		return nil, ErrShuttingDown
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for a run slot: %w", context.Cause(ctx))
+	}
+}
+
+// admitted keeps a slot just taken, unless Drain has begun meanwhile
+// (a select between a free slot and the drain picks either): then it
+// gives the slot back, so that no run starts after Drain.
+func (a *Gate) admitted() (release func(), err error) {
+	if a.Draining() {
+		<-a.slots
+		return nil, ErrShuttingDown
+	}
+	return a.releaser(), nil
+}
+
+// Drain stops giving slots: every run waiting in the queue, and every
+// Acquire from now on, gets ErrShuttingDown; the slots held stay held
+// until their release. Drain may be called more than once.
+func (a *Gate) Drain() { a.drain.Do(func() { close(a.draining) }) }
+
+// Draining reports whether Drain has been called.
+func (a *Gate) Draining() bool {
+	select {
+	case <-a.draining:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -50,8 +50,9 @@ func TestRetryAfterFollowsTheQueue(t *testing.T) {
 		t.Errorf("one run held its slot 6 s: %v, want 15s", got)
 	}
 	clk.Advance(2 * time.Second)
-	r3() // the second: 2 s
-	if got := a.retryAfter(); got != 10*time.Second { // mean (6 + 2) / 2 = 4 s * 5 / 2
+	// The second holding: 2 s, a mean of 4 s; 4 s * 5 / 2.
+	r3()
+	if got := a.retryAfter(); got != 10*time.Second {
 		t.Errorf("holdings of 6 s and 2 s: %v, want 10s", got)
 	}
 	a.held = time.Hour
@@ -94,5 +95,63 @@ func TestGate(t *testing.T) {
 	defer r1()
 	if a.InFlight() != 1 {
 		t.Errorf("in flight %d after a second acquire, want 1", a.InFlight())
+	}
+}
+
+// TestDrain: at Drain every run waiting for a slot (queued, or a batch's
+// waiting however full the queue is) is answered ErrShuttingDown, of
+// class unavailable, and none of them takes the slot given back after
+// it; the run holding a slot keeps it until its release.
+func TestDrain(t *testing.T) {
+	a := New(1, 3, nil)
+	held, err := a.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 4)
+	for i := range 4 {
+		acquire := a.Acquire
+		if i == 3 {
+			acquire = a.AcquireWaiting
+		}
+		go func() {
+			rel, err := acquire(context.Background())
+			if err == nil {
+				rel()
+				err = errors.New("took a slot")
+			}
+			errc <- err
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); a.Queued() != 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("queued %d, want 3", a.Queued())
+		}
+	}
+	a.Drain()
+	a.Drain() // twice is once
+	held()
+	timeout := time.After(10 * time.Second)
+	for range 4 {
+		select {
+		case err := <-errc:
+			if !errors.Is(err, ErrShuttingDown) || !errors.Is(err, errdefs.ErrUnavailable) {
+				t.Errorf("a waiting run at the drain: %v, want ErrShuttingDown (unavailable)", err)
+			}
+		case <-timeout:
+			t.Fatalf("waiting runs still waiting 10 s after the drain (in flight %d, queued %d)", a.InFlight(), a.Queued())
+		}
+	}
+	if a.InFlight() != 0 || a.Queued() != 0 {
+		t.Errorf("after the drain: in flight %d, queued %d", a.InFlight(), a.Queued())
+	}
+	for name, acquire := range map[string]func(context.Context) (func(), error){"Acquire": a.Acquire, "AcquireWaiting": a.AcquireWaiting} {
+		rel, err := acquire(context.Background())
+		if err == nil {
+			rel()
+		}
+		if !errors.Is(err, ErrShuttingDown) {
+			t.Errorf("%s after the drain, with a free slot: %v, want ErrShuttingDown", name, err)
+		}
 	}
 }
