@@ -133,7 +133,7 @@ func New(cfg Config) (*Daemon, error) {
 	d := &Daemon{
 		cfg:       cfg,
 		log:       cfg.Logger,
-		adm:       admission.New(cfg.MaxConcurrent, cfg.QueueSize),
+		adm:       admission.New(cfg.MaxConcurrent, cfg.QueueSize, cfg.Clock),
 		teardowns: make(chan struct{}, cfg.MaxConcurrent),
 	}
 	d.metrics = metrics.New(cfg.Version, d.adm)
@@ -200,11 +200,19 @@ func (d *Daemon) InFlight() int { return d.adm.InFlight() }
 // Metrics is the daemon's Prometheus registry, for a transport to serve.
 func (d *Daemon) Metrics() prometheus.Gatherer { return d.metrics.Gatherer() }
 
+// Drain starts no more runs: the runs waiting for a slot, and every run
+// (a batch's too) asked for from now on, fail with ErrShuttingDown (503
+// with Retry-After); the runs holding a slot go on to their end. A
+// transport calls it when it begins to drain, so that its grace is spent
+// on the runs in flight only.
+func (d *Daemon) Drain() { d.adm.Drain() }
+
 // Close refuses new work, waits for the sandboxes still tearing down after
 // their answer, then ends every session. Callers stop their transports
 // (and so the runs in flight) first.
 func (d *Daemon) Close() {
 	d.closed.Store(true)
+	d.adm.Drain()
 	d.closing.Wait()
 	d.Keeper.Close()
 }

@@ -15,8 +15,9 @@ import (
 
 // The core's own errors, each of a class (package errdefs).
 var (
-	// ErrShuttingDown: the daemon is draining and takes no new runs.
-	ErrShuttingDown = errdefs.New(errdefs.ErrUnavailable, "the nsbox daemon is shutting down; retry against the next instance")
+	// ErrShuttingDown: the daemon is draining and starts no new runs (the
+	// admission Gate's error once drained).
+	ErrShuttingDown = admission.ErrShuttingDown
 	// ErrBusy: every run slot and queue place is taken (a BusyError).
 	ErrBusy = admission.ErrBusy
 	// ErrRootfsNotFound: the named root filesystem is not in the store.

@@ -230,6 +230,9 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	go rl.loop(ctx, hup)
 	go func() {
 		<-ctx.Done()
+		// The runs waiting for a slot are answered 503 now, and none
+		// starts after the signal: the grace is for the runs in flight.
+		core.Drain()
 		sdNotify(log, "STOPPING=1\nSTATUS=draining runs")
 	}()
 

@@ -2,8 +2,8 @@
 // load and with faults: mixed requests with leak checks, slow bodies and
 // idle keep-alives beside a normal client, big bodies in parallel, odd
 // requests (oversized, invalid UTF-8, deeply nested), output floods on
-// every language path, fork in a cell, zygote and daemon kills and a
-// stopped daemon. Each scenario gets a daemon of its own on a temp
+// every language path, fork in a cell, zygote and daemon kills, a
+// stopped daemon and a SIGTERM with a full run queue. Each scenario gets a daemon of its own on a temp
 // Unix socket (nothing listens on any network address) and ends with it
 // stopped and nothing of it left on the host.
 //
@@ -122,6 +122,7 @@ func TestLoad(t *testing.T) {
 		{"zygote", s.zygote},
 		{"daemon SIGKILL", s.daemonKill},
 		{"daemon SIGSTOP", s.daemonStop},
+		{"SIGTERM with 50 queued runs", s.drainQueued},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := s.newScenario(t, tc.name)
