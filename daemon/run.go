@@ -29,8 +29,9 @@ type RunOptions struct {
 	// OnStdout and OnStderr receive output live, as the run produces it.
 	OnStdout, OnStderr func([]byte)
 	// OnResult is called exactly once with the result when Run succeeds,
-	// before a finished Python sandbox is torn down: the answer does not
-	// wait for the teardown.
+	// once the run's slot is let go and a finished Python sandbox's
+	// teardown has started in the background: the answer does not wait
+	// for the teardown, and the slot does not wait for the answer.
 	OnResult func(*agentapi.RunResult)
 	// Seccomp replaces the engine's default filter (in-process callers
 	// with their own profile; no wire request can set it).
@@ -44,8 +45,8 @@ type RunOptions struct {
 // Run runs one request to its end: validate, admit (a run slot, waiting in
 // the queue if there is room), resolve the rootfs, run on a warm runner, a
 // zygote child or a cold sandbox, and report. A Python run that ended on
-// its own is answered (OnResult) before its sandbox's teardown, which
-// goes on in the background holding a teardown token or the run slot.
+// its own is answered (OnResult) while its sandbox's teardown goes on in
+// the background holding a teardown token or the run slot.
 func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOptions) (*agentapi.RunResult, error) {
 	if err := d.admit(); err != nil {
 		return nil, err
@@ -159,14 +160,16 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		done()
 		return nil, runError(j, err)
 	}
+	// The slot and the sandbox are let go before the answer is written, so
+	// that a client slow to take it (or one that never does, until the
+	// transport's write deadline) holds neither.
 	if closeLate == nil { // the sandbox is gone already
 		done()
+	} else {
+		d.tearDown(closeLate, releaseRootfs, release)
 	}
 	if opts.OnResult != nil {
 		opts.OnResult(out)
-	}
-	if closeLate != nil {
-		d.tearDown(closeLate, releaseRootfs, release)
 	}
 	return out, nil
 }

@@ -21,6 +21,9 @@ const (
 	DefaultBodyTimeout = 30 * time.Second
 	// DefaultReadHeaderTimeout is how long a client has to send its headers.
 	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultWriteTimeout is how long a client has to take an answer (or
+	// one event of a stream), plus a second per MiB of it (MinReadRate).
+	DefaultWriteTimeout = 30 * time.Second
 	// DefaultIdleTimeout closes a keep-alive connection idle that long.
 	DefaultIdleTimeout = 2 * time.Minute
 	// DefaultMaxConns bounds the connections served at once.
@@ -43,6 +46,11 @@ type Limits struct {
 	// BodyTimeout is how long a client has to send a request's body; a
 	// slower one gets 408 and its connection is closed.
 	BodyTimeout time.Duration
+	// WriteTimeout is how long a client has to take an answer, or one
+	// event of a stream, plus a second per MiB of it (WriteDeadline); past
+	// it the connection is closed, and the run's slot, sandbox and result
+	// are freed.
+	WriteTimeout time.Duration
 	// ReadHeaderTimeout and IdleTimeout: net/http's.
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
@@ -65,6 +73,9 @@ func (l Limits) Or() Limits {
 	}
 	if l.BodyTimeout <= 0 {
 		l.BodyTimeout = DefaultBodyTimeout
+	}
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = DefaultWriteTimeout
 	}
 	if l.ReadHeaderTimeout <= 0 {
 		l.ReadHeaderTimeout = DefaultReadHeaderTimeout

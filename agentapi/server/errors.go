@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/httpkit"
@@ -66,8 +68,27 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, status, agentapi.ErrorBody{Error: ae})
 }
 
+// writeJSON writes v as a JSON answer with status, within the server's
+// write deadline (writeTimeout): a client that does not take it has its
+// connection closed, and the answer's memory is freed.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(agentapi.ErrorBody{Error: &agentapi.Error{Code: agentapi.CodeInternal, Message: err.Error()}})
+		status = http.StatusInternalServerError
+	}
+	b = append(b, '\n')
 	w.Header().Set("Content-Type", agentapi.ContentTypeJSON)
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_ = httpkit.WriteAll(w, writeTimeout(w), b)
+}
+
+// writeTimeout is the server's write timeout, which its middleware's
+// writer carries (zero, httpkit's default, for another writer).
+func writeTimeout(w http.ResponseWriter) time.Duration {
+	if rec, ok := w.(*statusRecorder); ok {
+		return rec.writeTimeout
+	}
+	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"strconv"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/httpkit"
@@ -74,8 +75,9 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, t fileTree) {
 	w.Header().Set("Content-Type", daemon.MimeOf(p, data))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", path.Base(p)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
+	_ = httpkit.WriteAll(w, s.cfg.WriteTimeout, data)
 }
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, t fileTree) {

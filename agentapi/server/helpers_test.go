@@ -122,6 +122,7 @@ type testConfig struct {
 	MaxBodyBytes         int64
 	MaxBodyBytesInFlight int64
 	BodyTimeout          time.Duration
+	WriteTimeout         time.Duration
 	ShutdownGrace        time.Duration
 	// WrapCore, when set, puts a core of the test's in front of the real one.
 	WrapCore func(Core) Core
@@ -157,7 +158,8 @@ func startServer(t *testing.T, runner *fakeRunner, mod func(*testConfig)) *testS
 		served = cfg.WrapCore(core)
 	}
 	srv, err := New(Config{Core: served, Logger: log, ShutdownGrace: cfg.ShutdownGrace, Limits: httpkit.Limits{
-		MaxBodyBytes: cfg.MaxBodyBytes, MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight, BodyTimeout: cfg.BodyTimeout}})
+		MaxBodyBytes: cfg.MaxBodyBytes, MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight, BodyTimeout: cfg.BodyTimeout,
+		WriteTimeout: cfg.WriteTimeout}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func (s *Server) routes() http.Handler {
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK, writeTimeout: s.cfg.WriteTimeout}
 		switch {
 		case r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "":
 			writeError(rec, ErrBrowserRequest)
@@ -80,13 +80,15 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 	})
 }
 
-// statusRecorder remembers the status; Unwrap lets http.ResponseController
-// reach the real writer's Flush and SetWriteDeadline.
+// statusRecorder remembers the status and carries the server's write
+// timeout to writeJSON; Unwrap lets http.ResponseController reach the
+// real writer's Flush and SetWriteDeadline.
 type statusRecorder struct {
 	http.ResponseWriter
-	status      int
-	wroteHeader bool
-	err         *agentapi.Error // what writeError answered, for the log line
+	status       int
+	wroteHeader  bool
+	err          *agentapi.Error // what writeError answered, for the log line
+	writeTimeout time.Duration
 }
 
 func (r *statusRecorder) WriteHeader(code int) {

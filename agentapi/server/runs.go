@@ -55,7 +55,6 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, run func(context
 	if !wantsNDJSON(r) {
 		opts.OnResult = func(out *agentapi.RunResult) {
 			writeJSON(w, http.StatusOK, out)
-			_ = http.NewResponseController(w).Flush()
 		}
 		if _, err := run(ctx, opts); err != nil {
 			writeError(w, err)
@@ -65,7 +64,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, run func(context
 	var ev *eventWriter
 	opts.OnStart = func(id string) {
 		w.Header().Set(agentapi.HeaderRunID, id)
-		ev = newEventWriter(w, cancel)
+		ev = newEventWriter(w, s.cfg.WriteTimeout, cancel)
 		ev.emit(agentapi.Event{Type: agentapi.EventStart, ID: id})
 	}
 	opts.OnStdout = func(b []byte) { ev.chunk(agentapi.EventStdout, b) }
@@ -73,7 +72,6 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, run func(context
 	opts.OnResult = func(out *agentapi.RunResult) {
 		ev.finish()
 		ev.emit(agentapi.Event{Type: agentapi.EventResult, Result: out})
-		ev.done()
 	}
 	if _, err := run(ctx, opts); err != nil {
 		if ev == nil { // refused before it started: a plain error answer
@@ -83,7 +81,6 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, run func(context
 		ev.finish()
 		_, ae := ToHTTP(err)
 		ev.emit(agentapi.Event{Type: agentapi.EventError, Error: ae})
-		ev.done()
 	}
 }
 
@@ -112,7 +109,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	var ev *eventWriter
 	sum, err := s.core.RunBatch(ctx, &req, daemon.BatchOptions{
-		OnStart:  func() { ev = newEventWriter(w, cancel) },
+		OnStart:  func() { ev = newEventWriter(w, s.cfg.WriteTimeout, cancel) },
 		Stopping: s.draining.Load,
 		OnItem: func(i int, res *agentapi.RunResult, err error) {
 			item := agentapi.BatchItem{Type: agentapi.BatchResult, Index: i, Result: res}
@@ -133,6 +130,5 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	if ev != nil {
 		ev.line(agentapi.BatchItem{Type: agentapi.BatchDone, Index: -1, Done: &sum})
-		ev.done()
 	}
 }

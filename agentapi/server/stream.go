@@ -9,32 +9,31 @@ import (
 	"unicode/utf8"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/httpkit"
 )
 
-// eventWriteTimeout bounds one event write: a client that stops reading is
-// treated as gone, and its run is cancelled.
-const eventWriteTimeout = 30 * time.Second
-
-// eventWriter writes a run's NDJSON stream, one flushed line per event. The
-// engine's stdout and stderr copiers call it concurrently.
+// eventWriter writes a run's NDJSON stream, one flushed line per event,
+// each within the server's write deadline (httpkit.WriteAll): a client that
+// stops reading is treated as gone, and its run is cancelled. The engine's
+// stdout and stderr copiers call it concurrently.
 type eventWriter struct {
-	mu     sync.Mutex
-	rc     *http.ResponseController
-	enc    *json.Encoder
-	cancel func() // cancels the run when the client is gone
-	failed bool
-	carry  map[string][]byte // per stream: an incomplete UTF-8 sequence held back
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	timeout time.Duration // httpkit.Limits.WriteTimeout
+	cancel  func()        // cancels the run when the client is gone
+	failed  bool
+	carry   map[string][]byte // per stream: an incomplete UTF-8 sequence held back
 }
 
-func newEventWriter(w http.ResponseWriter, cancel func()) *eventWriter {
+func newEventWriter(w http.ResponseWriter, timeout time.Duration, cancel func()) *eventWriter {
 	w.Header().Set("Content-Type", agentapi.ContentTypeNDJSON)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	return &eventWriter{
-		rc:     http.NewResponseController(w),
-		enc:    json.NewEncoder(w),
-		cancel: cancel,
-		carry:  map[string][]byte{},
+		w:       w,
+		timeout: timeout,
+		cancel:  cancel,
+		carry:   map[string][]byte{},
 	}
 }
 
@@ -55,10 +54,9 @@ func (e *eventWriter) emitLocked(ev any) {
 	if e.failed {
 		return
 	}
-	_ = e.rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout))
-	err := e.enc.Encode(ev)
+	b, err := json.Marshal(ev)
 	if err == nil {
-		err = e.rc.Flush()
+		err = httpkit.WriteAll(e.w, e.timeout, append(b, '\n'))
 	}
 	if err != nil {
 		e.failed = true
@@ -104,12 +102,4 @@ func (e *eventWriter) finish() {
 			e.carry[typ] = nil
 		}
 	}
-}
-
-// done clears the write deadline so the connection can serve further
-// requests.
-func (e *eventWriter) done() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	_ = e.rc.SetWriteDeadline(time.Time{})
 }

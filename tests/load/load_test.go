@@ -116,6 +116,7 @@ func TestLoad(t *testing.T) {
 		{"mixed", s.mixed},
 		{"floods", s.floods},
 		{"idle+slow conns", s.hostileConns},
+		{"never-reading clients", s.neverReading},
 		{"big bodies", s.bigBodies},
 		{"odd requests", s.oddRequests},
 		{"fork in a cell", s.forkInCell},
