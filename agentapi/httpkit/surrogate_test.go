@@ -133,3 +133,19 @@ func FuzzSurrogateReader(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSurrogateReader: the scan's cost on a large text field, with
+// and without escapes (the decoder's own cost is many times this).
+func BenchmarkSurrogateReader(b *testing.B) {
+	for _, tc := range []struct{ name, unit string }{{"text", "abcdefgh"}, {"escapes", `\u00e9\n\ud83d\ude00`}} {
+		body := []byte(`{"files":[{"path":"a","text":"` + strings.Repeat(tc.unit, 1<<20/len(tc.unit)) + `"}]}`)
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, err := io.Copy(io.Discard, &surrogateReader{r: bytes.NewReader(body)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
