@@ -30,7 +30,7 @@ func (s *Set) fallback(sl *slot, run string, err error) {
 	sl.spellFrom.Store(n - 1)
 	hint := "see the error"
 	if reason == "full" {
-		hint = "raise [zygote] children, or lower max_concurrent and [sessions] limits"
+		hint = "raise [zygote] children (sessions keep a child for their lifetime; [sessions] max bounds them)"
 	}
 	log.Warn("zygote could not take a run: runs it should take start cold (slower, more memory) until it can again; said once per spell, see /v1/info zygotes[].fallbacks", "hint", hint)
 }
