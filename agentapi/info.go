@@ -1,5 +1,7 @@
 package agentapi
 
+import "time"
+
 // Health is the response of GET /v1/health.
 type Health struct {
 	Status     string `json:"status"` // "ok"
@@ -102,11 +104,17 @@ type ZygoteInfo struct {
 	Modules []string `json:"modules"`
 	Skipped []string `json:"skipped,omitempty"` // modules the rootfs could not import
 
-	Live      int    `json:"live"`      // children alive now
-	Forks     uint64 `json:"forks"`     // runs and sessions served by a child
-	Fallbacks uint64 `json:"fallbacks"` // ones it could not take (started cold)
+	Live      int    `json:"live"`               // children alive now
+	Children  int    `json:"children,omitempty"` // the most alive at once ([zygote] children), while it runs
+	Forks     uint64 `json:"forks"`              // runs and sessions served by a child
+	Fallbacks uint64 `json:"fallbacks"`          // ones it could not take (started cold)
+	// Full counts the fallbacks that found Children children alive.
+	Full      uint64 `json:"full"`
 	Restarts  uint64 `json:"restarts"`
 	LastError string `json:"last_error,omitempty"`
+	// LastFallback is why the last fallback happened, at LastFallbackAt.
+	LastFallback   string     `json:"last_fallback,omitempty"`
+	LastFallbackAt *time.Time `json:"last_fallback_at,omitempty"`
 }
 
 // PoolInfo describes one warm-pool profile: which runs it serves (Python

@@ -252,6 +252,9 @@ func (z *Zygote) Forks() uint64 { return z.forks.Load() }
 // Done is closed when the zygote has died or been closed.
 func (z *Zygote) Done() <-chan struct{} { return z.conn.Dead() }
 
+// Children is the most children alive at once (ZygoteConfig.Children).
+func (z *Zygote) Children() int { return z.cfg.Children }
+
 // Live counts the zygote's children alive now.
 func (z *Zygote) Live() int {
 	z.mu.Lock()

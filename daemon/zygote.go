@@ -17,10 +17,15 @@ func (d *Daemon) zygoteInfo() []agentapi.ZygoteInfo {
 		return out
 	}
 	for _, st := range d.cfg.Zygotes.Stats() {
-		out = append(out, agentapi.ZygoteInfo{
+		zi := agentapi.ZygoteInfo{
 			Rootfs: st.Rootfs, Lean: st.Lean, State: st.State, Pid: st.Pid, Modules: st.Modules, Skipped: st.Skipped,
-			Live: st.Live, Forks: st.Forks, Fallbacks: st.Fallbacks, Restarts: st.Restarts, LastError: st.LastError,
-		})
+			Live: st.Live, Children: st.Children, Forks: st.Forks, Fallbacks: st.Fallbacks, Full: st.Full,
+			Restarts: st.Restarts, LastError: st.LastError, LastFallback: st.LastFallback,
+		}
+		if !st.LastFallbackAt.IsZero() {
+			zi.LastFallbackAt = new(st.LastFallbackAt.UTC())
+		}
+		out = append(out, zi)
 	}
 	return out
 }

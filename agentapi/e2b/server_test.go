@@ -257,6 +257,8 @@ func TestCreate(t *testing.T) {
 		{"autoResume off", `{"autoPause":true,"autoResume":{"enabled":false}}`, http.StatusCreated, "default"},
 		{"network rules", `{"network":{"allowOut":["1.1.1.1"]}}`, http.StatusBadRequest, ""},
 		{"bad JSON", `{"timeout":`, http.StatusBadRequest, ""},
+		{"a lone surrogate", `{"metadata":{"k":"\udc00"}}`, http.StatusBadRequest, ""},
+		{"a surrogate pair", `{"metadata":{"k":"\ud83d\ude00"}}`, http.StatusCreated, "default"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := do(t, s, "POST", "/v2/sandboxes", tc.body, map[string]string{"X-API-KEY": keyA})
@@ -283,6 +285,17 @@ func TestCreate(t *testing.T) {
 				t.Fatalf("the profile's limits were not applied: %+v", sess.Limits)
 			}
 		})
+	}
+}
+
+// TestLoneSurrogate: E2B's lenient decoder refuses a lone surrogate escape
+// as /v1's does, naming the field (encoding/json alone would store U+FFFD).
+func TestLoneSurrogate(t *testing.T) {
+	s, _ := newTestServer(t)
+	w := do(t, s, "POST", "/v2/sandboxes", `{"templateID":"base","metadata":{"user":"\ud800x"}}`, map[string]string{"X-API-KEY": keyA})
+	var e apiError
+	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || w.Code != http.StatusBadRequest || !strings.Contains(e.Message, "metadata.user: a lone UTF-16 surrogate") {
+		t.Fatalf("%d %s, want 400 naming metadata.user", w.Code, w.Body)
 	}
 }
 

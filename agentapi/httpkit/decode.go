@@ -59,12 +59,12 @@ func Decode(r io.Reader, v any) error { return Lenience{}.Decode(r, v) }
 
 // Decode reads exactly one JSON value from r into v. Unknown fields
 // (unless l.UnknownFields), wrong types, trailing data, bytes that are not
-// UTF-8 and malformed JSON are *errdefs.FieldErrors whose message names
+// UTF-8, lone surrogate escapes ("\ud800") and malformed JSON are *errdefs.FieldErrors whose message names
 // the field or the offset; an oversize body (r wrapped by
 // http.MaxBytesReader) is returned as *http.MaxBytesError.
 func (l Lenience) Decode(r io.Reader, v any) error {
 	var body capture
-	var src io.Reader = &utf8Reader{r: r}
+	var src io.Reader = &surrogateReader{r: &utf8Reader{r: r}}
 	if !l.UnknownFields {
 		src = io.TeeReader(src, &body)
 	}

@@ -262,6 +262,7 @@ func TestErrors(t *testing.T) {
 		{"empty path", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":""}]}`, nil, 400, "invalid_argument", "files[0].path: empty path"},
 		{"duplicate path", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a"},{"path":"a"}]}`, nil, 400, "invalid_argument", "given twice"},
 		{"invalid UTF-8", "POST", "/v1/runs", "{\"argv\":[\"x\"],\"files\":[{\"path\":\"a\",\"text\":\"\xff\"}]}", nil, 400, "invalid_argument", "not valid UTF-8 at byte 43"},
+		{"lone surrogate", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a","text":"x\ud800y"}]}`, nil, 400, "invalid_argument", "files[0].text: a lone UTF-16 surrogate escape at byte 44"},
 		{"bad base64", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a","content_base64":"!!"}]}`, nil, 400, "invalid_argument", "files[0].content_base64"},
 		{"text and base64", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a","content_base64":"AA==","text":"x"}]}`, nil, 400, "invalid_argument", "not both"},
 		{"setuid mode", "POST", "/v1/runs", `{"argv":["x"],"files":[{"path":"a","mode":2541}]}`, nil, 400, "invalid_argument", "files[0].mode"},

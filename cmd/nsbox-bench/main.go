@@ -5,8 +5,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -14,14 +18,20 @@ import (
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/nsbox/nsbox/scripts/bench"
+	"github.com/nsbox/nsbox/scripts/bench/interrupt"
 )
 
 func main() {
 	// The engine part runs sandboxes in-process: with no nsbox-init beside
 	// this binary, it is its own sandbox init.
 	container.MaybeInit()
+	onSignal(os.Stderr)
 
-	if err := newApp().Run(os.Args); err != nil {
+	err := newApp().Run(os.Args)
+	if interrupted.Load() {
+		select {} // the interrupt ends the process once it has cleaned up
+	}
+	if err != nil {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, "bench") {
 			msg = "bench: " + msg
@@ -108,4 +118,27 @@ how to read the tables.`,
 			}, os.Stdout)
 		},
 	}
+}
+
+// interrupted is set at the first SIGINT or SIGTERM: what the bench was
+// doing fails as its daemons and cgroups go, and says nothing of it.
+var interrupted atomic.Bool
+
+// onSignal makes SIGINT and SIGTERM (timeout(1)'s) end the bench cleanly:
+// its private daemons stopped, its cgroups removed (interrupt.Run, which
+// is bounded), then the exit status of the signal. Signals after the first
+// are ignored: timeout(1) signals the whole process group and `nsbox
+// bench` relays what it gets, so one interrupt often arrives twice.
+func onSignal(w io.Writer) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		sig := (<-sigs).(syscall.Signal)
+		interrupted.Store(true)
+		fmt.Fprintf(w, "nsbox bench: %v: stopping the private daemons and removing the bench's cgroups\n", sig)
+		for _, d := range interrupt.Run() {
+			fmt.Fprintf(w, "nsbox bench: cgroup %s is still there\n", d)
+		}
+		os.Exit(128 + int(sig))
+	}()
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 )
@@ -33,7 +35,7 @@ func benchCommand() *cli.Command {
 			}
 			cmd := exec.CommandContext(c.Context, bin, append([]string{"--nsbox", self}, c.Args().Slice()...)...)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-			err = cmd.Run()
+			err = runRelaying(cmd)
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {
 				// nsbox-bench printed its own error.
@@ -58,4 +60,30 @@ func findBench(self string) (string, error) {
 			benchBinary, self, benchBinary, bin)
 	}
 	return bin, nil
+}
+
+// runRelaying runs cmd, passing it the SIGINT and SIGTERM this process
+// gets instead of dying of them: nsbox-bench then stops its private
+// daemons and removes its cgroups before it exits (killed with its parent,
+// it left them behind).
+func runRelaying(cmd *exec.Cmd) error {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				_ = cmd.Process.Signal(sig)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return cmd.Wait()
 }

@@ -111,6 +111,13 @@ type slot struct {
 
 	forks     atomic.Uint64 // runs routed to the zygote
 	fallbacks atomic.Uint64 // runs it should have taken that went to the engine
+	full      atomic.Uint64 // of those, the ones it had no free child slot for
+
+	// A spell of fallbacks: from the first after a fork to the next fork.
+	falling        atomic.Bool
+	spellFrom      atomic.Uint64 // fallbacks before the spell
+	lastFallback   string        // under mu
+	lastFallbackAt time.Time     // under mu
 }
 
 // New starts the zygotes in the background and returns at once; runs fall
@@ -348,14 +355,13 @@ func (s *Set) StartForked(ctx context.Context, spec container.Spec) (_ *containe
 	if z, sl := s.zygote(&spec); z != nil && z.Suitable(&spec) == nil {
 		sb, err := z.Start(ctx, spec)
 		if err == nil {
-			sl.forks.Add(1)
+			s.forked(sl)
 			return sb, true, nil
 		}
 		if errors.Is(err, container.ErrInvalidSpec) || ctx.Err() != nil {
 			return nil, false, err
 		}
-		sl.fallbacks.Add(1)
-		s.log.Warn("zygote could not take the run; starting it cold", "run", spec.ID, "err", err)
+		s.fallback(sl, spec.ID, err)
 	}
 	sb, err := s.cfg.Engine.Start(ctx, spec)
 	return sb, false, err
@@ -381,8 +387,14 @@ type Stats struct {
 	Live      int    // children alive now
 	Forks     uint64 // runs served by a child
 	Fallbacks uint64 // runs it could not take, started cold
+	Full      uint64 // of those, the ones that found Children children alive
+	Children  int    // the most children alive at once (while ready)
 	Restarts  uint64
 	LastError string
+	// LastFallback is the error of the last run it could not take, at
+	// LastFallbackAt (zero: none yet).
+	LastFallback   string
+	LastFallbackAt time.Time
 }
 
 // Stats reports every zygote's state.
@@ -395,12 +407,12 @@ func (s *Set) Stats() []Stats {
 			continue
 		}
 		st := Stats{Rootfs: sl.p.Rootfs, Lean: sl.p.Lean, State: sl.state, Modules: slices.Clone(sl.p.Modules), Skipped: slices.Clone(sl.skipped),
-			Restarts: sl.restarts, LastError: sl.lastErr}
+			Restarts: sl.restarts, LastError: sl.lastErr, LastFallback: sl.lastFallback, LastFallbackAt: sl.lastFallbackAt}
 		if sl.z != nil {
-			st.Pid, st.Live = sl.z.Pid(), sl.z.Live()
+			st.Pid, st.Live, st.Children = sl.z.Pid(), sl.z.Live(), sl.z.Children()
 		}
 		sl.mu.Unlock()
-		st.Forks, st.Fallbacks = sl.forks.Load(), sl.fallbacks.Load()
+		st.Forks, st.Fallbacks, st.Full = sl.forks.Load(), sl.fallbacks.Load(), sl.full.Load()
 		out = append(out, st)
 	}
 	return out

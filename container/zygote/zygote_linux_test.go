@@ -3,6 +3,7 @@ package zygote
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -28,6 +29,12 @@ func newSet(t *testing.T, dir string, modules ...string) (*Set, *container.Engin
 // newSetOf is newSet with profiles of the test's (on "r").
 func newSetOf(t *testing.T, dir string, ps ...Profile) (*Set, *container.Engine) {
 	t.Helper()
+	return newSetLog(t, dir, nil, ps...)
+}
+
+// newSetLog is newSetOf logging to log.
+func newSetLog(t *testing.T, dir string, log *slog.Logger, ps ...Profile) (*Set, *container.Engine) {
+	t.Helper()
 	testenv.RequireRoot(t)
 	e, err := container.New(container.Config{RunDir: t.TempDir(), CgroupName: testenv.CgroupName()})
 	if err != nil {
@@ -39,7 +46,7 @@ func newSetOf(t *testing.T, dir string, ps ...Profile) (*Set, *container.Engine)
 		}
 		return dir, func() {}, nil
 	}
-	s, err := New(Config{Engine: e, Acquire: acquire, Profiles: ps, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude(), Held: runner.ZygoteHeld()})
+	s, err := New(Config{Engine: e, Acquire: acquire, Profiles: ps, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude(), Held: runner.ZygoteHeld(), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

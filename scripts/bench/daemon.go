@@ -8,22 +8,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
-	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/scripts/bench/interrupt"
 	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
 // daemon is the daemon the bench talks to: a private one it started,
 // or one at --socket.
 type daemon struct {
-	client *client.Client
-	cmd    *exec.Cmd
-	dir    string
-	log    *os.File
+	client   *client.Client
+	cmd      *exec.Cmd
+	dir      string
+	log      *os.File
+	stopOnce sync.Once
 }
 
 // startDaemon starts `nsbox daemon` (the binary nsbox) on temp paths with
@@ -44,11 +46,15 @@ func startDaemon(nsbox, store, rfs, conf string, extra ...string) (*daemon, erro
 	}
 	d.cmd = exec.Command(nsbox, "daemon", "--config", filepath.Join(dir, "nsbox.conf"), "--socket", d.client.Socket,
 		"--state-dir", filepath.Join(dir, "state"), "--run-dir", filepath.Join(dir, "run"), "--rootfs-store", store,
-		"--default-rootfs", rfs, "--queue", "64", "--cgroup-name", "nsbox-bench-"+container.NewID()[:8], "--log-level", "warn")
+		"--default-rootfs", rfs, "--queue", "64", "--cgroup-name", interrupt.Name(), "--log-level", "warn")
 	d.cmd.Args = append(d.cmd.Args, extra...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := d.cmd.Start(); err != nil {
+		d.close()
+		return nil, err
+	}
+	if err := interrupt.Track(d); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -69,10 +75,7 @@ func startDaemon(nsbox, store, rfs, conf string, extra ...string) (*daemon, erro
 }
 
 func (d *daemon) close() {
-	if d.cmd != nil && d.cmd.Process != nil {
-		_ = d.cmd.Process.Signal(syscall.SIGTERM)
-		_ = d.cmd.Wait()
-	}
+	d.Stop(interrupt.Grace)
 	if d.log != nil {
 		d.log.Close()
 	}
@@ -175,3 +178,22 @@ func runRequest(cl *client.Client, rootfsName, code string, lim *agentapi.Limits
 // coldLimits differ from the default pool's (pids) so that a run starts
 // cold at the same cost.
 var coldLimits = &agentapi.Limits{Pids: 65}
+
+// Stop ends the daemon: SIGTERM, then SIGKILL if it has not exited within
+// grace. Safe to call twice, and from two goroutines.
+func (d *daemon) Stop(grace time.Duration) {
+	d.stopOnce.Do(func() {
+		if d.cmd == nil || d.cmd.Process == nil {
+			return
+		}
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = d.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(grace):
+			_ = d.cmd.Process.Kill()
+			<-done
+		}
+	})
+}

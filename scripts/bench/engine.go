@@ -8,6 +8,7 @@ import (
 
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/interrupt"
 	"github.com/nsbox/nsbox/scripts/bench/measure"
 	"github.com/nsbox/nsbox/scripts/bench/peer"
 )
@@ -22,12 +23,12 @@ type system struct {
 // benchEngine is the engine part: nsbox's engine in-process against the
 // baselines.
 func benchEngine(ctx context.Context, o Options, rep *report, rfs *rootfs.Rootfs, argv []string) ([]system, error) {
-	cold, err := container.New(container.Config{CgroupName: "nsbox-bench-" + container.NewID()[:6]})
+	cold, err := container.New(container.Config{CgroupName: interrupt.Name()})
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer cold.Close()
-	warm, err := container.New(container.Config{CgroupName: "nsbox-bench-" + container.NewID()[:6], Spares: 2})
+	warm, err := container.New(container.Config{CgroupName: interrupt.Name(), Spares: 2})
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi/client"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/interrupt"
 	"github.com/nsbox/nsbox/scripts/bench/measure"
 	"github.com/nsbox/nsbox/scripts/bench/peer"
 )
@@ -39,7 +40,7 @@ func benchNode(ctx context.Context, o Options, rep *report) error {
 
 	// The engine, cold, against bwrap: the same node -e on the same tree.
 	argv := []string{"node", "-e", "console.log(1)"}
-	eng, err := container.New(container.Config{CgroupName: "nsbox-bench-" + container.NewID()[:6]})
+	eng, err := container.New(container.Config{CgroupName: interrupt.Name()})
 	if err != nil {
 		return err
 	}

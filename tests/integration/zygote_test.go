@@ -374,3 +374,33 @@ func TestBareZygoteOnMinimal(t *testing.T) {
 	}
 	d.waitIdle(t)
 }
+
+// Sessions beyond a zygote's children start cold, and the daemon says so:
+// /v1/info counts them as full with the limit, the reason and the time,
+// and the log warns once for the spell, not once per session.
+func TestZygoteFullSaysSo(t *testing.T) {
+	_, name := testRootfs(t)
+	d := startDaemon(t, "--zygote-bare=true", "--config", writeConf(t, "[zygote]\nchildren = 1\n"))
+	z := d.waitZygote(t, 0)
+	if z.Rootfs != name || z.Children != 1 || z.Full != 0 || z.LastFallbackAt != nil {
+		t.Fatalf("zygote %+v: want a bare one on %s with children 1 and no fallback yet", z, name)
+	}
+	ctx := context.Background()
+	for i := range 3 {
+		sess, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{Rootfs: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.client.DeleteSession(ctx, sess.ID)
+		if r := execOK(t, d, sess.ID, "print(6*7)"); r.Stdout != "42\n" {
+			t.Fatalf("session %d: %q", i, r.Stdout)
+		}
+	}
+	z = d.waitZygote(t, 0)
+	if z.Live != 1 || z.Fallbacks != 2 || z.Full != 2 || !strings.Contains(z.LastFallback, "children alive") || z.LastFallbackAt == nil {
+		t.Fatalf("zygote %+v: want 1 child, 2 fallbacks, both full, with the reason and time", z)
+	}
+	if n := strings.Count(d.log.String(), "zygote could not take a run"); n != 1 {
+		t.Fatalf("%d warnings for two cold sessions, want 1:\n%s", n, d.log.String())
+	}
+}

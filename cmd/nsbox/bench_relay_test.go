@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"testing"
+)
+
+// relayChildEnv makes the test binary a stand-in for nsbox-bench: it says
+// "ready" and exits 7 at SIGTERM, as nsbox-bench exits once cleaned up.
+const relayChildEnv = "NSBOX_TEST_RELAY_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(relayChildEnv) != "" {
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		os.Stdout.WriteString("ready\n")
+		<-term
+		os.Exit(7)
+	}
+	os.Exit(m.Run())
+}
+
+// A SIGTERM to `nsbox bench` reaches nsbox-bench, which has its say (its
+// exit status), rather than killing the parent and leaving the child to
+// run on alone.
+func TestBenchRelaysSIGTERM(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), relayChildEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan error, 1)
+	go func() { res <- runRelaying(cmd) }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("child: %q, %v", line, err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var ee *exec.ExitError
+	if err := <-res; !errors.As(err, &ee) || ee.ExitCode() != 7 {
+		t.Fatalf("runRelaying: %v, want the child's exit status 7", err)
+	}
+}
