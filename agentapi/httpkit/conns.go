@@ -1,9 +1,11 @@
 package httpkit
 
 import (
+	"bytes"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,9 +23,11 @@ import (
 //     oldest one still sending its first request, else the new connection
 //     is closed;
 //   - with maxNew connections still in their first request, the oldest of
-//     the peer holding most of them is closed (a client that sends its
-//     request at once leaves that state within a round trip; one that
-//     trickles it does not);
+//     the peer holding most of them is closed: one the server has read
+//     from whose headers are not all in (a client that sends its request
+//     at once is past that within a round trip; one that trickles it is
+//     not), else the oldest of them (a connection the server has not got
+//     round to reading on a busy machine is kept while it can be);
 //   - with every slot taken, the longest-idle connection anywhere is
 //     closed; when none is idle, Accept waits for a slot.
 //
@@ -35,10 +39,18 @@ type conns struct {
 
 	mu      sync.Mutex
 	open    map[*budgetConn]struct{}
-	peers   map[string]int // open connections per peer
-	newOnes int            // open connections in StateNew
-	changed chan struct{}  // a slot freed or a connection went idle (cap 1)
+	fresh   map[*budgetConn]struct{} // the open ones in StateNew
+	peers   map[string]int           // open connections per peer
+	changed chan struct{}            // a slot freed or a connection went idle (cap 1)
 }
+
+// minNewAge is how long a connection may stay in StateNew before a new
+// one may take its place in the MaxNewConns budget; until then Accept
+// waits. Closing the youngest at once turned 300 slowloris clients that
+// reconnect when closed into 8,000 connections a second, whose accepting
+// took the CPU the clients that had sent requests needed; a client that
+// sends its request with its connection is past StateNew long before.
+const minNewAge = 100 * time.Millisecond
 
 // connPhase is where a connection is, as the budget sees it.
 type connPhase int
@@ -58,6 +70,30 @@ type budgetConn struct {
 	since time.Time // when it entered its phase
 	gone  bool      // no longer counted
 	once  sync.Once
+
+	// While the connection is in StateNew its reads are watched: read
+	// says the server has tried to read it, headed that the end of the
+	// headers ("\r\n\r\n") has come; tail keeps the last 3 bytes read.
+	read, headed atomic.Bool
+	tail         [3]byte
+}
+
+// Read reads from the connection, noting whether the first request's
+// headers have come in (the server goroutine is the only reader).
+func (c *budgetConn) Read(p []byte) (int, error) {
+	if c.headed.Load() {
+		return c.Conn.Read(p)
+	}
+	c.read.Store(true)
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		buf := append(c.tail[:], p[:n]...)
+		if bytes.Contains(buf, []byte("\r\n\r\n")) {
+			c.headed.Store(true)
+		}
+		copy(c.tail[:], buf[len(buf)-3:])
+	}
+	return n, err
 }
 
 // Close closes the connection and gives its slot back.
@@ -73,7 +109,7 @@ func (c *budgetConn) Unwrap() net.Conn { return c.Conn }
 func newConns(l Limits) *conns {
 	return &conns{
 		max: l.MaxConns, perPeer: l.MaxConnsPerPeer, maxNew: l.MaxNewConns,
-		open: map[*budgetConn]struct{}{}, peers: map[string]int{},
+		open: map[*budgetConn]struct{}{}, fresh: map[*budgetConn]struct{}{}, peers: map[string]int{},
 		changed: make(chan struct{}, 1),
 	}
 }
@@ -95,9 +131,7 @@ func (b *conns) drop(c *budgetConn) bool {
 	if b.peers[c.peer]--; b.peers[c.peer] == 0 {
 		delete(b.peers, c.peer)
 	}
-	if c.phase == phaseNew {
-		b.newOnes--
-	}
+	delete(b.fresh, c)
 	return true
 }
 
@@ -113,8 +147,12 @@ func (b *conns) release(c *budgetConn) {
 // oldest returns the open connection in phase p (of peer, when not "")
 // that entered it first, or nil; b.mu is held.
 func (b *conns) oldest(p connPhase, peer string) *budgetConn {
+	set := b.open
+	if p == phaseNew {
+		set = b.fresh
+	}
 	var o *budgetConn
-	for c := range b.open {
+	for c := range set {
 		if c.phase == p && (peer == "" || c.peer == peer) && (o == nil || c.since.Before(o.since)) {
 			o = c
 		}
@@ -122,20 +160,33 @@ func (b *conns) oldest(p connPhase, peer string) *budgetConn {
 	return o
 }
 
-// mostNew returns the peer with the most connections in StateNew; b.mu
-// is held.
-func (b *conns) mostNew() string {
+// slowest returns the connection in StateNew to close for a new one: of
+// the peer with most of them, the oldest that is trickling its headers,
+// else the oldest; b.mu is held.
+func (b *conns) slowest() *budgetConn {
 	count := map[string]int{}
-	best, n := "", 0
-	for c := range b.open {
-		if c.phase != phaseNew {
-			continue
-		}
-		if count[c.peer]++; count[c.peer] > n {
-			best, n = c.peer, count[c.peer]
+	peer, most := "", 0
+	for c := range b.fresh {
+		if count[c.peer]++; count[c.peer] > most {
+			peer, most = c.peer, count[c.peer]
 		}
 	}
-	return best
+	var o, any *budgetConn
+	for c := range b.fresh {
+		if c.peer != peer {
+			continue
+		}
+		if any == nil || c.since.Before(any.since) {
+			any = c
+		}
+		if c.read.Load() && !c.headed.Load() && (o == nil || c.since.Before(o.since)) {
+			o = c
+		}
+	}
+	if o == nil {
+		return any
+	}
+	return o
 }
 
 // admit counts the new connection c of peer, closing the connections it
@@ -162,19 +213,25 @@ func (b *conns) admit(c net.Conn, peer string, done <-chan struct{}) *budgetConn
 			}
 			take(v)
 		}
-		if b.newOnes >= b.maxNew {
-			take(b.oldest(phaseNew, b.mostNew()))
+		var retry time.Duration // a connection in StateNew may be closed then
+		if len(b.fresh) >= b.maxNew {
+			v := b.slowest()
+			if age := time.Since(v.since); age >= minNewAge {
+				take(v)
+			} else {
+				retry = minNewAge - age
+			}
 		}
-		if len(b.open) >= b.max {
+		if retry == 0 && len(b.open) >= b.max {
 			take(b.oldest(phaseIdle, ""))
 		}
-		full := len(b.open) >= b.max
+		full := retry > 0 || len(b.open) >= b.max
 		var bc *budgetConn
 		if !full {
 			bc = &budgetConn{Conn: c, b: b, peer: peer, phase: phaseNew, since: time.Now()}
 			b.open[bc] = struct{}{}
 			b.peers[peer]++
-			b.newOnes++
+			b.fresh[bc] = struct{}{}
 		}
 		b.mu.Unlock()
 		for _, v := range victims {
@@ -183,8 +240,15 @@ func (b *conns) admit(c net.Conn, peer string, done <-chan struct{}) *budgetConn
 		if !full {
 			return bc
 		}
+		var after <-chan time.Time
+		if retry > 0 {
+			t := time.NewTimer(retry)
+			defer t.Stop()
+			after = t.C
+		}
 		select {
 		case <-b.changed:
+		case <-after:
 		case <-done:
 			c.Close()
 			return nil
@@ -214,14 +278,15 @@ func (b *conns) connState(nc net.Conn, s http.ConnState) {
 		b.mu.Unlock()
 		return
 	}
-	if was == phaseNew && c.phase != phaseNew {
-		b.newOnes--
+	if was == phaseNew {
+		delete(b.fresh, c)
 	}
+	freed := was == phaseNew || c.phase == phaseIdle
 	if was != c.phase {
 		c.since = time.Now()
 	}
 	b.mu.Unlock()
-	if c.phase == phaseIdle {
+	if freed {
 		b.notify()
 	}
 }
