@@ -27,7 +27,8 @@ import (
 //     from whose headers are not all in (a client that sends its request
 //     at once is past that within a round trip; one that trickles it is
 //     not), else the oldest of them (a connection the server has not got
-//     round to reading on a busy machine is kept while it can be);
+//     round to reading on a busy machine is kept while it can be), once
+//     it is minNewAge old; until then Accept waits;
 //   - with every slot taken, the longest-idle connection anywhere is
 //     closed; when none is idle, Accept waits for a slot.
 //
