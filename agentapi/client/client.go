@@ -88,7 +88,7 @@ func (c *Client) Run(ctx context.Context, req *agentapi.RunRequest) (*agentapi.R
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer closeBody(resp.Body)
 	var res agentapi.RunResult
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
 		return nil, fmt.Errorf("nsbox daemon: decoding run result: %w", err)
@@ -137,11 +137,21 @@ func (c *Client) get(ctx context.Context, p string, v any) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer closeBody(resp.Body)
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		return fmt.Errorf("nsbox daemon: decoding %s: %w", p, err)
 	}
 	return nil
+}
+
+// closeBody reads what a JSON decoder left of an answer (its last
+// newline, a chunked body's end) and closes it: net/http's transport
+// reuses a connection only for a body read to its end, and without this
+// every run took a new connection, which a daemon short of connection
+// slots may close before it has read the request.
+func closeBody(body io.ReadCloser) {
+	io.Copy(io.Discard, io.LimitReader(body, 4<<10))
+	body.Close()
 }
 
 // do sends hr and turns non-2xx answers into *agentapi.Error.

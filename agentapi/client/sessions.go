@@ -247,7 +247,7 @@ func (c *Client) doJSON(ctx context.Context, method, p string, body, out any) er
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer closeBody(resp.Body)
 	if out == nil {
 		return nil
 	}

@@ -136,7 +136,6 @@ func TestPauseResume(t *testing.T) {
 	}
 }
 
-
 // The fake core keeps a session's Meta beside it, as the core does: it
 // goes with its session (a restart drops the live ones from sessions).
 func (f *fakeCore) Sessions(context.Context) []agentapi.Session {

@@ -284,7 +284,7 @@ func hostRoute(host string) (port, id string) {
 // sessions of the core, which ends them when it closes.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	hs := s.cfg.Server(s, context.WithoutCancel(ctx), s.log)
-	ln = s.cfg.Listen(ln)
+	ln = s.cfg.Listen(ln, hs)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

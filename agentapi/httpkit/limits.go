@@ -30,6 +30,14 @@ const (
 	DefaultMaxConns = 1024
 )
 
+// The defaults of the per-peer and first-request budgets, as fractions of
+// MaxConns: half the slots for one peer, an eighth (at least 8) for
+// connections that have not yet sent a whole request.
+const (
+	DefaultConnsPerPeerDivisor = 2
+	DefaultNewConnsDivisor     = 8
+)
+
 // Limits is what one request, and all of them together, may cost the
 // daemon. Zero fields take the defaults above (Or).
 type Limits struct {
@@ -54,10 +62,21 @@ type Limits struct {
 	// ReadHeaderTimeout and IdleTimeout: net/http's.
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
-	// MaxConns bounds the connections served at once; further ones wait
-	// in the kernel's accept backlog. Idle and slow connections are cheap:
-	// the run slots, not this, bound the work.
+	// MaxConns bounds the connections served at once. When all are
+	// taken, a new connection takes the slot of the longest-idle
+	// keep-alive one; with none idle it waits in the kernel's accept
+	// backlog. The run slots, not this, bound the work.
 	MaxConns int
+	// MaxConnsPerPeer bounds one peer's connections (a uid on the Unix
+	// socket, an address on TCP; default MaxConns/2). Past it the peer's
+	// own idle, then still-unsent, connections make room, else the new
+	// one is closed.
+	MaxConnsPerPeer int
+	// MaxNewConns bounds the connections that have not yet sent a whole
+	// request (default MaxConns/8, at least 8): past it the oldest of the
+	// peer holding most of them is closed, so that slow or silent
+	// connections cannot take the slots of clients that send requests.
+	MaxNewConns int
 }
 
 // Or returns l with its zero fields filled with the defaults.
@@ -86,6 +105,12 @@ func (l Limits) Or() Limits {
 	if l.MaxConns <= 0 {
 		l.MaxConns = DefaultMaxConns
 	}
+	if l.MaxConnsPerPeer <= 0 {
+		l.MaxConnsPerPeer = max(1, l.MaxConns/DefaultConnsPerPeerDivisor)
+	}
+	if l.MaxNewConns <= 0 {
+		l.MaxNewConns = min(l.MaxConns, max(8, l.MaxConns/DefaultNewConnsDivisor))
+	}
 	return l
 }
 
@@ -105,9 +130,4 @@ func (l Limits) Server(h http.Handler, base context.Context, log *slog.Logger) *
 		MaxHeaderBytes:    l.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-}
-
-// Listen wraps ln so that at most l.MaxConns connections are open at once.
-func (l Limits) Listen(ln net.Listener) net.Listener {
-	return LimitListener(ln, l.Or().MaxConns)
 }

@@ -119,7 +119,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	defer cancelRuns()
 	hs := s.cfg.Server(s.handler, runCtx, s.log)
 	hs.ConnContext = withPeerCred
-	ln = s.cfg.Listen(ln)
+	ln = s.cfg.Listen(ln, hs)
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
