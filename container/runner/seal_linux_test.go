@@ -67,7 +67,7 @@ func TestSealRetry(t *testing.T) {
 
 // pinnedMemfd returns a memfd of one page, pinned by a pipe holding a
 // vmsplice of it: until drain empties the pipe, the page has a reference
-// that the kernel's F_SEAL_WRITE waits for (about 70 ms) and gives up on
+// that the kernel's F_SEAL_WRITE waits for (150 ms here) and gives up on
 // (EBUSY).
 func pinnedMemfd(t *testing.T) (f *os.File, drain func()) {
 	t.Helper()

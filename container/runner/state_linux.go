@@ -91,12 +91,13 @@ func seal(f *os.File) error {
 }
 
 // sealAttempts and sealBackoff bound the retry of a seal the kernel
-// refuses with EBUSY: F_SEAL_WRITE waits (about 70 ms, mm/memfd.c) for
-// every page of the memfd to lose its extra references, and a page that
-// something holds a moment longer (reclaim or compaction isolating it, a
-// page-cache lookup) fails the seal though nothing will write to it: 1 in
-// 1,000 forks on a loaded machine. The seal adds nothing when it fails,
-// so it is tried again: waits of 20, 40, 80 and 160 ms.
+// refuses with EBUSY: F_SEAL_WRITE waits (memfd_wait_for_pins, 150 ms
+// here) for every page of the memfd to lose its extra references, and a
+// page that something holds a moment longer (reclaim or compaction
+// isolating it, a page-cache lookup) fails the seal though nothing will
+// write to it: 1 in 1,000 forks on a loaded machine. The seal adds
+// nothing when it fails, so it is tried again: waits of 20, 40, 80 and
+// 160 ms, about 1 s in all with the kernel's own.
 const (
 	sealAttempts = 5
 	sealBackoff  = 20 * time.Millisecond
