@@ -221,6 +221,7 @@ func TestClassify(t *testing.T) {
 		{container.ErrFull, errdefs.ErrNoSpace},
 		{runner.ErrState, errdefs.ErrInvalidArgument},
 		{fmt.Errorf("%w: %w", runner.ErrState, runner.ErrStateTooLarge), errdefs.ErrTooLarge},
+		{fmt.Errorf("%w: %w", runner.ErrState, runner.ErrStateBusy), errdefs.ErrUnavailable},
 		{volume.ErrNotFound, errdefs.ErrNotFound},
 		{volume.ErrExists, errdefs.ErrExists},
 		{volume.ErrInUse, errdefs.ErrInUse},

@@ -67,6 +67,10 @@ func classify(err error) error {
 		class = errdefs.ErrInvalidArgument
 	case errors.Is(err, runner.ErrStateTooLarge):
 		class = errdefs.ErrTooLarge
+	case errors.Is(err, runner.ErrStateBusy):
+		// The kernel would not seal the state for now; the session is
+		// unharmed and the same call will succeed: retry.
+		class = errdefs.ErrUnavailable
 	case errors.Is(err, runner.ErrState):
 		// The session's own state refused to be carried: its pickling
 		// (user code, __reduce__) raised or outlived the exec timeout.

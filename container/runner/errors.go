@@ -23,4 +23,8 @@ var (
 	ErrState = errors.New("the session state could not be carried")
 	// ErrStateTooLarge: a snapshot passed its cap (with ErrState).
 	ErrStateTooLarge = errors.New("the session state is too large")
+	// ErrStateBusy: the kernel would not seal a state's memfd (EBUSY:
+	// a page of it held elsewhere) however often it was asked (with
+	// ErrState). Transient: the session is unharmed; retry.
+	ErrStateBusy = errors.New("the session state's memory is held by the kernel for now; retry")
 )

@@ -84,10 +84,42 @@ func newMemfd() (*os.File, error) {
 // never change what a sibling loads. It fails while a writable mapping of
 // it exists.
 func seal(f *os.File) error {
-	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
-		return fmt.Errorf("%w: seal the state: %v", ErrState, err)
+	return sealRetrying(func() error {
+		_, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL)
+		return err
+	}, time.Sleep)
+}
+
+// sealAttempts and sealBackoff bound the retry of a seal the kernel
+// refuses with EBUSY: F_SEAL_WRITE waits (memfd_wait_for_pins, 150 ms
+// here) for every page of the memfd to lose its extra references, and a
+// page that something holds a moment longer (reclaim or compaction
+// isolating it, a page-cache lookup) fails the seal though nothing will
+// write to it: 1 in 1,000 forks on a loaded machine. The seal adds
+// nothing when it fails, so it is tried again: waits of 20, 40, 80 and
+// 160 ms, about 1 s in all with the kernel's own.
+const (
+	sealAttempts = 5
+	sealBackoff  = 20 * time.Millisecond
+)
+
+// sealRetrying calls add until it succeeds, fails with an error other
+// than EBUSY, or has failed sealAttempts times, waiting (wait) between
+// tries. A seal still busy at the end is ErrStateBusy, which names the
+// last error.
+func sealRetrying(add func() error, wait func(time.Duration)) error {
+	var err error
+	for i := range sealAttempts {
+		if i > 0 {
+			wait(sealBackoff << (i - 1))
+		}
+		if err = add(); err == nil {
+			return nil
+		} else if !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("%w: seal the state: %v", ErrState, err)
+		}
 	}
-	return nil
+	return fmt.Errorf("%w: %w: seal the state: %d tries, the last: %v", ErrState, ErrStateBusy, sealAttempts, err)
 }
 
 // Snapshot serializes the user variables of every context of a Python

@@ -52,7 +52,11 @@ func keepalive(h interface{ Get(string) string }) time.Duration {
 // pump sends a process's events to the client until its end event or
 // the client goes. The process is not killed when the client goes: it
 // runs on (background commands keep no stream open), and ends with
-// SendSignal or the sandbox.
+// SendSignal or the sandbox. A stream whose context ends first (the
+// request's Connect-Timeout-Ms passed, or the client left) ends with
+// its Connect error, never cleanly: a clean end without an end event is
+// the SDKs' "Process exited without a result", where a deadline must be
+// their TimeoutError.
 func pump(ctx context.Context, sub *procs.Process, every time.Duration, send func(*process.ProcessEvent) error) error {
 	defer sub.Close()
 	tick := time.NewTicker(every)
@@ -61,7 +65,7 @@ func pump(ctx context.Context, sub *procs.Process, every time.Duration, send fun
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return streamEnded(ctx.Err())
 		case <-tick.C:
 			if err := send(&process.ProcessEvent{Event: &process.ProcessEvent_Keepalive{Keepalive: &process.ProcessEvent_KeepAlive{}}}); err != nil {
 				return err
@@ -82,6 +86,16 @@ func pump(ctx context.Context, sub *procs.Process, every time.Duration, send fun
 			}
 		}
 	}
+}
+
+// streamEnded is the Connect error of a stream whose context ended
+// (err: its ctx.Err()): deadline_exceeded past Connect-Timeout-Ms, as
+// E2B's envd ends it, else canceled.
+func streamEnded(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return connect.NewError(connect.CodeDeadlineExceeded, errors.New("the request's timeout passed; the process runs on (connect to it again, or kill it)"))
+	}
+	return connect.NewError(connect.CodeCanceled, err)
 }
 
 func wireEvent(ev procs.Event) *process.ProcessEvent {

@@ -1,0 +1,124 @@
+package envd
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"testing"
+
+	"connectrpc.com/connect"
+	"golang.org/x/sys/unix"
+
+	"github.com/nsbox/nsbox/agentapi/e2b/envd/process"
+	"github.com/nsbox/nsbox/agentapi/e2b/envd/process/processconnect"
+	"github.com/nsbox/nsbox/container/procs"
+)
+
+// agentCore serves one process agent (every session's).
+type agentCore struct {
+	Core
+	a *procs.Agent
+}
+
+func (c *agentCore) Processes(context.Context, string) (*procs.Agent, error) { return c.a, nil }
+
+// hostAgent starts the process agent (procs.AgentSource) as the runner
+// does, but on the host, for the handlers' protocol alone; it and what
+// it started end at cleanup.
+func hostAgent(t *testing.T) *procs.Agent {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skipf("the process agent needs python3: %v", err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "agent"), os.NewFile(uintptr(fds[1]), "agent")
+	cmd := exec.Command(python, "-I", "-S", "-c", "FD = 3\n"+procs.AgentSource)
+	cmd.ExtraFiles = []*os.File{theirs}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	theirs.Close()
+	a, err := procs.New(ours, cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, p := range a.List() {
+			_ = a.Signal(context.Background(), procs.Selector{Pid: p.Pid}, unix.SIGKILL)
+		}
+		a.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return a
+}
+
+// TestStreamDeadline: a process stream that outlives its request's
+// Connect-Timeout-Ms ends with deadline_exceeded (the SDKs' TimeoutError),
+// never cleanly without an end event; the process runs on, and a Connect
+// to it is cut off the same way.
+func TestStreamDeadline(t *testing.T) {
+	h := newHandler(t, &agentCore{a: hostAgent(t)})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, Sandbox{ID: "sb"})))
+	}))
+	t.Cleanup(srv.Close)
+	c := processconnect.NewProcessClient(srv.Client(), srv.URL)
+
+	// The timeout is the server's alone (the header, as the SDK sends it,
+	// and no deadline on the client's side, which would end the stream
+	// with the same code by itself). Each stream is read to its end: the
+	// verdict is how it ends, whatever the machine's speed (300 ms only
+	// has to pass before the command's 60 s).
+	ctx := context.Background()
+	sreq := connect.NewRequest(&process.StartRequest{Process: &process.ProcessConfig{Cmd: "sleep", Args: []string{"60"}, Cwd: ptr(t.TempDir())}})
+	sreq.Header().Set("Connect-Timeout-Ms", "300")
+	start, err := c.Start(ctx, sreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid uint32
+	for start.Receive() {
+		ev := start.Msg().GetEvent()
+		if s := ev.GetStart(); s != nil {
+			pid = s.GetPid()
+		}
+		if ev.GetEnd() != nil {
+			t.Fatalf("an end event for a command still running: %v", ev)
+		}
+	}
+	if err := start.Err(); connect.CodeOf(err) != connect.CodeDeadlineExceeded {
+		t.Fatalf("Start's stream ended with %v (code %v), want deadline_exceeded", err, connect.CodeOf(err))
+	}
+	if pid == 0 {
+		t.Fatal("no start event")
+	}
+
+	creq := connect.NewRequest(&process.ConnectRequest{Process: &process.ProcessSelector{Selector: &process.ProcessSelector_Pid{Pid: pid}}})
+	creq.Header().Set("Connect-Timeout-Ms", "300")
+	conn, err := c.Connect(ctx, creq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for conn.Receive() {
+		if conn.Msg().GetEvent().GetEnd() != nil {
+			t.Fatalf("an end event for a command still running: %v", conn.Msg())
+		}
+	}
+	if err := conn.Err(); connect.CodeOf(err) != connect.CodeDeadlineExceeded {
+		t.Fatalf("Connect's stream ended with %v (code %v), want deadline_exceeded (the process runs on: it was found)", err, connect.CodeOf(err))
+	}
+	if ce := (*connect.Error)(nil); !errors.As(conn.Err(), &ce) {
+		t.Fatalf("%v is not a *connect.Error", conn.Err())
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
