@@ -250,10 +250,11 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestAdmission(t *testing.T) {
-	release := make(chan struct{})
-	started := make(chan string, 4)
-	r := &fakeRunner{fn: func(ctx context.Context, spec container.Spec) (*container.Result, error) {
+// gatedRunner is an engine whose runs say their id on started and end ok
+// once release is closed, or killed when their context ends first.
+func gatedRunner(n int) (r *fakeRunner, started chan string, release chan struct{}) {
+	started, release = make(chan string, n), make(chan struct{})
+	r = &fakeRunner{fn: func(ctx context.Context, spec container.Spec) (*container.Result, error) {
 		started <- spec.ID
 		select {
 		case <-release:
@@ -262,6 +263,11 @@ func TestAdmission(t *testing.T) {
 			return &container.Result{ID: spec.ID, Status: container.StatusKilled}, nil
 		}
 	}}
+	return r, started, release
+}
+
+func TestAdmission(t *testing.T) {
+	r, started, release := gatedRunner(4)
 	d, _ := newTestDaemon(t, r, func(c *Config) { c.MaxConcurrent, c.QueueSize = 1, 1 })
 	errc := make(chan error, 2)
 	go func() {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/httpkit"
-	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
@@ -21,17 +20,7 @@ import (
 // 500 at the grace's end; the run in flight runs to its end, and no other
 // run reaches the engine.
 func TestDrainAnswersQueuedRuns(t *testing.T) {
-	release := make(chan struct{})
-	started := make(chan string, 8)
-	r := &fakeRunner{fn: func(ctx context.Context, spec container.Spec) (*container.Result, error) {
-		started <- spec.ID
-		select {
-		case <-release:
-			return &container.Result{ID: spec.ID, Status: container.StatusOK}, nil
-		case <-ctx.Done():
-			return &container.Result{ID: spec.ID, Status: container.StatusKilled}, nil
-		}
-	}}
+	r, started, release := gatedRunner(8)
 	d, _ := newTestDaemon(t, r, func(c *Config) { c.MaxConcurrent, c.QueueSize = 1, 3 })
 	inFlight := make(chan error, 1)
 	go func() {
