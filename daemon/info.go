@@ -3,8 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
-
-	"github.com/nsbox/nsbox/daemon/policy"
+	"github.com/nsbox/nsbox/agentapi/limits"
 
 	"github.com/nsbox/nsbox/agentapi"
 )
@@ -32,8 +31,8 @@ func (d *Daemon) Info(ctx context.Context) (*agentapi.Info, error) {
 		CgroupMode:    d.cfg.CgroupMode,
 		Rootfs:        names,
 		DefaultRootfs: pol.DefaultRootfs,
-		DefaultLimits: policy.WireLimits(pol.Defaults),
-		MaxLimits:     policy.WireLimits(pol.Max),
+		DefaultLimits: limits.ToWire(pol.Defaults),
+		MaxLimits:     limits.ToWire(pol.Max),
 		Profiles:      pol.Profiles(),
 		MaxConcurrent: d.cfg.MaxConcurrent,
 		QueueSize:     d.cfg.QueueSize,

@@ -1,11 +1,11 @@
 package daemon
 
 import (
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"strings"
 	"time"
 
 	"github.com/nsbox/nsbox/daemon/lang"
-	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
@@ -50,7 +50,7 @@ func (d *Daemon) poolInfo() []agentapi.PoolInfo {
 	}
 	for _, st := range d.cfg.Pool.Stats() {
 		pi := agentapi.PoolInfo{
-			Name: st.Name, Rootfs: st.Rootfs, Language: lang.OfRunner(st.Language).Name, Limits: policy.WireLimits(st.Limits), Preimport: st.Preimport, Skipped: st.Skipped,
+			Name: st.Name, Rootfs: st.Rootfs, Language: lang.OfRunner(st.Language).Name, Limits: limits.ToWire(st.Limits), Preimport: st.Preimport, Skipped: st.Skipped,
 			Size: st.Size, Ready: st.Ready, Spawning: st.Spawning, Forked: st.Forked,
 			Hits: st.Hits, Misses: st.Misses, Discarded: st.Discarded, Replaced: st.Replaced, Failures: st.Failures, LastError: st.LastError,
 			Refills: st.Refills, LastRefillMs: ms(st.LastRefill),

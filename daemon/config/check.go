@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/nsbox/nsbox/agentapi/limits"
-	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"
@@ -98,7 +97,7 @@ func (cfg *Config) profileExcess() []Error {
 	_, m := cfg.Limits()
 	var out []Error
 	for _, p := range cfg.Profiles {
-		for _, f := range limitFields(policy.EngineLimits(p.Limits), m) {
+		for _, f := range limitFields(limits.FromWire(p.Limits), m) {
 			if f.a > f.b {
 				key := "profiles." + p.Name + "." + f.key
 				out = append(out, Error{Line: cfg.lines[key], Key: key,

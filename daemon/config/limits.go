@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/daemon/policy"
 )
@@ -8,5 +9,5 @@ import (
 // Limits returns the effective default and maximum limits: [default_limits]
 // over container.DefaultLimits, [max_limits] over DefaultMaxLimits.
 func (cfg Config) Limits() (defaults, maxima container.Limits) {
-	return policy.EngineLimits(cfg.DefaultLimits).WithDefaults(), policy.EngineLimits(cfg.MaxLimits).Or(policy.DefaultMaxLimits())
+	return limits.FromWire(cfg.DefaultLimits).WithDefaults(), limits.FromWire(cfg.MaxLimits).Or(policy.DefaultMaxLimits())
 }

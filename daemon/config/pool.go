@@ -2,11 +2,10 @@ package config
 
 import (
 	"fmt"
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"runtime"
 	"slices"
 	"strings"
-
-	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
@@ -52,7 +51,7 @@ type PoolProfileConfig struct {
 // limits resolves the pool's limits over the daemon's defaults d: timeout
 // and output are per run, so always d's.
 func (pp PoolProfileConfig) limits(d container.Limits) container.Limits {
-	return policy.EngineLimits(pp.Limits).Sandbox().Or(d)
+	return limits.FromWire(pp.Limits).Sandbox().Or(d)
 }
 
 func defaultPoolConfig() PoolConfig {

@@ -170,7 +170,7 @@ func (pol *Rules) limitsFor(profile string, l *agentapi.Limits) (container.Limit
 	if err := CheckLimits(&req); err != nil {
 		return container.Limits{}, err
 	}
-	lim := EngineLimits(req)
+	lim := limits.FromWire(req)
 	suffix := ""
 	if profile != "" {
 		pr, ok := pol.profiles[profile]
@@ -178,7 +178,7 @@ func (pol *Rules) limitsFor(profile string, l *agentapi.Limits) (container.Limit
 			return container.Limits{}, errdefs.Field("profile", "%q is not a profile of this daemon; it has %s",
 				profile, strings.Join(pol.names, ", "))
 		}
-		lim = lim.Or(EngineLimits(pr.Limits))
+		lim = lim.Or(limits.FromWire(pr.Limits))
 		suffix = fmt.Sprintf(" (request limits over profile %q)", profile)
 	}
 	lim = lim.Or(pol.Defaults)
@@ -202,19 +202,13 @@ func CheckLimits(l *agentapi.Limits) error {
 	return nil
 }
 
-// EngineLimits converts wire limits to the engine's (limits.FromWire).
-func EngineLimits(l agentapi.Limits) container.Limits { return limits.FromWire(l) }
-
-// WireLimits converts engine limits to their wire form (limits.ToWire).
-func WireLimits(l container.Limits) agentapi.Limits { return limits.ToWire(l) }
-
 // Profiles lists the profiles with their limits resolved over the
 // defaults, sorted by name.
 func (pol *Rules) Profiles() []agentapi.Profile {
 	out := make([]agentapi.Profile, 0, len(pol.names))
 	for _, n := range pol.names {
 		pr := pol.profiles[n]
-		pr.Limits = WireLimits(EngineLimits(pr.Limits).Or(pol.Defaults))
+		pr.Limits = limits.ToWire(limits.FromWire(pr.Limits).Or(pol.Defaults))
 		out = append(out, pr)
 	}
 	return out

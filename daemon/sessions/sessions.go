@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nsbox/nsbox/agentapi/limits"
 
 	"github.com/nsbox/nsbox/daemon/caller"
 	"github.com/nsbox/nsbox/daemon/errdefs"
-	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
@@ -340,7 +340,7 @@ func (k *Keeper) wireSession(in session.Info) agentapi.Session {
 	out := agentapi.Session{
 		ID: in.ID, Rootfs: in.Rootfs, Language: in.Language, State: string(in.State), DeadStatus: string(in.DeadStatus), DeadReason: in.DeadReason,
 		CreatedAt: in.Created.UTC(), LastUsedAt: in.LastUsed.UTC(), ExecCount: in.ExecCount,
-		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: policy.WireLimits(in.Limits), Pooled: in.Pooled,
+		IdleTimeoutMs: in.IdleTimeout.Milliseconds(), Limits: limits.ToWire(in.Limits), Pooled: in.Pooled,
 		ExpiresAt: in.Expires.UTC(), AllowedImports: in.AllowedImports, IdleAction: in.IdleAction,
 		LifetimeAction: in.LifetimeAction,
 	}
