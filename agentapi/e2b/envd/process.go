@@ -58,6 +58,16 @@ func keepalive(h interface{ Get(string) string }) time.Duration {
 // the SDKs' "Process exited without a result", where a deadline must be
 // their TimeoutError.
 func pump(ctx context.Context, sub *procs.Process, every time.Duration, send func(*process.ProcessEvent) error) error {
+	err := pumpEvents(ctx, sub, every, send)
+	if err != nil && ctx.Err() != nil {
+		// However the end reached it first (the subscription closed, a
+		// send refused), a stream whose context ended says why.
+		return streamEnded(ctx.Err())
+	}
+	return err
+}
+
+func pumpEvents(ctx context.Context, sub *procs.Process, every time.Duration, send func(*process.ProcessEvent) error) error {
 	defer sub.Close()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
