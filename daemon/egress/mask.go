@@ -29,6 +29,7 @@ const minShort = 4
 // lengths (and Content-Length) stay what the upstream said.
 type masker struct {
 	grams map[uint64]struct{} // every maskRun-byte window of every form, lower case
+	seen  [1 << 10]uint64     // a bit per hash of each gram: most windows stop here
 	short [][]byte            // whole forms shorter than maskRun, lower case
 }
 
@@ -48,6 +49,8 @@ func newMasker(values []string) *masker {
 				key = key<<8 | uint64(f[i])
 				if i >= maskRun-1 {
 					m.grams[key] = struct{}{}
+					h := gramHash(key)
+					m.seen[h>>6] |= 1 << (h & 63)
 				}
 			}
 		}
@@ -113,6 +116,9 @@ func jsonASCII(v string) string {
 	return b.String()
 }
 
+// gramHash is 16 bits of key, for the bitset in front of the map.
+func gramHash(key uint64) uint64 { return key * 0x9e3779b97f4a7c15 >> 48 }
+
 func lower(c byte) byte {
 	if 'A' <= c && c <= 'Z' {
 		return c + 'a' - 'A'
@@ -126,7 +132,7 @@ func (m *masker) mark(b []byte, marks []bool) {
 	var key uint64
 	for i := range b {
 		key = key<<8 | uint64(lower(b[i]))
-		if i >= maskRun-1 {
+		if h := gramHash(key); i >= maskRun-1 && m.seen[h>>6]&(1<<(h&63)) != 0 {
 			if _, ok := m.grams[key]; ok {
 				for j := i - maskRun + 1; j <= i; j++ {
 					marks[j] = true
