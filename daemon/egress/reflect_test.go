@@ -177,6 +177,18 @@ func TestSecretReflected(t *testing.T) {
 			}
 		})
 	}
+	t.Run("HEAD of a gzip answer", func(t *testing.T) {
+		req, _ := http.NewRequest("HEAD", "https://api.example.com:"+ps+"/?case=2", nil)
+		req.Header.Set("X-Key", placeholder)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("HEAD: %s", resp.Status)
+		}
+	})
 	t.Run("Proxy-Authorization is not forwarded", func(t *testing.T) {
 		req, _ := http.NewRequest("GET", "https://api.example.com:"+ps+"/?case=0", nil)
 		req.Header.Set("Proxy-Authorization", "Basic "+placeholder)

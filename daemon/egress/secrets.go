@@ -145,7 +145,7 @@ func decodeForMasking(resp *http.Response) error {
 		}
 	}
 	switch {
-	case len(codings) == 0:
+	case len(codings) == 0 || resp.Body == http.NoBody: // HEAD, 304: no body to read
 		return nil
 	case len(codings) > 1 || codings[0] != "gzip":
 		return fmt.Errorf("answered with Content-Encoding %s, which the proxy cannot read to mask the secret (it asks for gzip or none)", strings.Join(codings, ", "))
