@@ -32,7 +32,8 @@ func (p *Proxy) boundSecrets(host string, port int) []Secret {
 // terminate serves a tunnel to a host bound to secrets: TLS with the
 // sandbox under the daemon's CA, then HTTP/1.1 requests one by one, each
 // with the bound secrets' placeholders swapped for their values and sent
-// on over verified TLS to the checked address. Bytes are counted on the
+// on over verified TLS to the checked address; each answer comes back with
+// the values masked (mask.go). Bytes are counted on the
 // sandbox's connection, so the requests inside are not counted again.
 func (p *Proxy) terminate(ctx context.Context, sandbox net.Conn, rec *Record, addr netip.AddrPort, secrets []Secret) {
 	cert, err := p.opts.CA.leaf(rec.Host)
