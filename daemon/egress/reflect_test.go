@@ -235,3 +235,25 @@ func BenchmarkMask(b *testing.B) {
 		io.Copy(io.Discard, r)
 	}
 }
+
+// FuzzMask: the body, streamed in two reads cut anywhere, is masked as the
+// whole of it is at once, keeps its length, and holds no secret.
+func FuzzMask(f *testing.F) {
+	f.Add("x"+reflectValue+"y", 3)
+	f.Add(base64.StdEncoding.EncodeToString([]byte("u"+reflectValue)), 20)
+	f.Add(strings.ToUpper(url.QueryEscape(reflectValue)), 0)
+	m := newMasker([]string{reflectValue})
+	f.Fuzz(func(t *testing.T, in string, cut int) {
+		if cut < 0 || cut > len(in) {
+			cut = len(in) / 2
+		}
+		r := &maskReader{m: m, rc: io.NopCloser(io.MultiReader(strings.NewReader(in[:cut]), strings.NewReader(in[cut:])))}
+		got, err := io.ReadAll(r)
+		if err != nil || string(got) != m.str(in) || len(got) != len(in) {
+			t.Fatalf("streamed %q, whole %q (%v)", got, m.str(in), err)
+		}
+		if strings.Contains(strings.ToLower(string(got)), strings.ToLower(reflectValue)) {
+			t.Fatalf("the value survived: %q", got)
+		}
+	})
+}
