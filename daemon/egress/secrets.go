@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -31,7 +32,8 @@ func (p *Proxy) boundSecrets(host string, port int) []Secret {
 // terminate serves a tunnel to a host bound to secrets: TLS with the
 // sandbox under the daemon's CA, then HTTP/1.1 requests one by one, each
 // with the bound secrets' placeholders swapped for their values and sent
-// on over verified TLS to the checked address. Bytes are counted on the
+// on over verified TLS to the checked address; each answer comes back with
+// the values masked (mask.go). Bytes are counted on the
 // sandbox's connection, so the requests inside are not counted again.
 func (p *Proxy) terminate(ctx context.Context, sandbox net.Conn, rec *Record, addr netip.AddrPort, secrets []Secret) {
 	cert, err := p.opts.CA.leaf(rec.Host)
@@ -54,6 +56,11 @@ func (p *Proxy) terminate(ctx context.Context, sandbox net.Conn, rec *Record, ad
 	}
 	hostport := net.JoinHostPort(rec.Host, strconv.Itoa(rec.Port))
 	ctx = context.WithValue(ctx, flowKey{}, &flowCtx{addr: addr, rec: rec})
+	values := make([]string, len(secrets))
+	for i, sec := range secrets {
+		values[i] = sec.Value
+	}
+	mask := newMasker(values)
 	br := bufio.NewReader(tc)
 	for {
 		req, err := http.ReadRequest(br)
@@ -68,13 +75,32 @@ func (p *Proxy) terminate(ctx context.Context, sandbox net.Conn, rec *Record, ad
 			return
 		}
 		req.URL.Scheme, req.URL.Host, req.Host, req.RequestURI = "https", hostport, "", ""
+		// The proxy's own headers are not the upstream's, and a
+		// placeholder swapped into one must not travel.
+		for k := range req.Header {
+			if strings.HasPrefix(k, "Proxy-") {
+				req.Header.Del(k)
+			}
+		}
 		p.swapSecrets(req.Header, secrets, rec)
+		// The answer is masked as it streams, which needs it in clear:
+		// gzip (decoded here) or nothing; a Range of gzip would not decode.
+		req.Header.Set("Accept-Encoding", "gzip")
+		if req.Header.Get("Range") != "" {
+			req.Header.Set("Accept-Encoding", "identity")
+		}
 		resp, err := p.roundTrip(req.WithContext(ctx))
 		if err != nil {
-			writeTextResponse(tc, http.StatusBadGateway, "nsbox egress: "+err.Error())
+			// Go's errors quote what a malformed answer said.
+			writeTextResponse(tc, http.StatusBadGateway, "nsbox egress: "+mask.str(err.Error()))
 			return
 		}
-		p.hideSecrets(resp.Header, secrets)
+		if err := decodeForMasking(resp); err != nil {
+			resp.Body.Close()
+			writeTextResponse(tc, http.StatusBadGateway, "nsbox egress: "+rec.Host+": "+mask.str(err.Error()))
+			return
+		}
+		mask.response(resp)
 		err = resp.Write(tc)
 		resp.Body.Close()
 		if err != nil || req.Close || resp.Close {
@@ -106,18 +132,44 @@ func (p *Proxy) swapSecrets(h http.Header, secrets []Secret, rec *Record) {
 	}
 }
 
-// hideSecrets puts the placeholders back into response headers, so a
-// server that echoes a header does not hand the value to the sandbox.
-// (A body that echoes it is beyond the proxy's reach.)
-func (p *Proxy) hideSecrets(h http.Header, secrets []Secret) {
-	for _, s := range secrets {
-		for _, vs := range h {
-			for i, v := range vs {
-				vs[i] = strings.ReplaceAll(v, s.Value, p.placeholders[s.Name])
+// decodeForMasking leaves resp's body in clear: gzip is decoded (and
+// Content-Encoding and Content-Length dropped); any other coding, or
+// gzip twice, is an error, since a body the proxy cannot read it cannot
+// mask.
+func decodeForMasking(resp *http.Response) error {
+	var codings []string
+	for _, v := range resp.Header.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.ToLower(strings.TrimSpace(c)); c != "" && c != "identity" {
+				codings = append(codings, c)
 			}
 		}
 	}
+	switch {
+	case len(codings) == 0 || resp.Body == http.NoBody: // HEAD, 304: no body to read
+		return nil
+	case len(codings) > 1 || codings[0] != "gzip":
+		return fmt.Errorf("answered with Content-Encoding %s, which the proxy cannot read to mask the secret (it asks for gzip or none)", strings.Join(codings, ", "))
+	}
+	zr, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		return fmt.Errorf("a gzip answer that does not decode: %w", err)
+	}
+	resp.Body = &gzipBody{Reader: zr, c: resp.Body}
+	resp.Header.Del("Content-Encoding")
+	resp.Header.Del("Content-Length")
+	// Chunked to the sandbox: a body delimited by closing would leave
+	// the sandbox waiting for a close the loop does not make.
+	resp.ContentLength, resp.TransferEncoding = -1, []string{"chunked"}
+	return nil
 }
+
+type gzipBody struct {
+	*gzip.Reader
+	c io.Closer
+}
+
+func (b *gzipBody) Close() error { return b.c.Close() }
 
 // hostOnly is the host of a Host header, with or without a port.
 func hostOnly(h string) string {
