@@ -90,11 +90,49 @@ func (s *Server) lookup(id string) *sandbox {
 	return s.sandboxes[id]
 }
 
-// forget drops a sandbox whose session is gone (its record went with it).
+// forget drops a sandbox whose session is gone (its record went with it),
+// keeping its credentials among the ended.
 func (s *Server) forget(id string) {
 	s.mu.Lock()
+	if sb := s.sandboxes[id]; sb != nil {
+		s.ended.add(sb)
+	}
 	delete(s.sandboxes, id)
 	s.mu.Unlock()
+}
+
+// endedOne returns the credentials of a sandbox that ended, or nil.
+func (s *Server) endedOne(id string) *sandbox {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended.byID[id]
+}
+
+// maxTombstones bounds the ended sandboxes whose credentials are kept
+// (about 200 bytes each), the oldest dropped first.
+const maxTombstones = 4096
+
+// tombstones are the credentials of sandboxes that ended (id, tokens, key),
+// so that a request naming one is judged by them as a live one's is:
+// its owner learns it ended (502, E2B's "not running"), anyone else gets
+// the 401 an unknown id gets. Held under Server.mu.
+type tombstones struct {
+	byID  map[string]*sandbox
+	order []string
+}
+
+func (t *tombstones) add(sb *sandbox) {
+	if t.byID == nil {
+		t.byID = map[string]*sandbox{}
+	}
+	if _, ok := t.byID[sb.id]; !ok {
+		t.order = append(t.order, sb.id)
+	}
+	t.byID[sb.id] = &sandbox{id: sb.id, key: sb.key, token: sb.token, traffic: sb.traffic}
+	for len(t.order) > maxTombstones {
+		delete(t.byID, t.order[0])
+		t.order = t.order[1:]
+	}
 }
 
 // owned returns the sandbox with id if the caller's key created it.

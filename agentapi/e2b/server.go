@@ -75,6 +75,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox
+	ended     tombstones // the credentials of sandboxes that ended
 }
 
 // New checks cfg and returns a Server.
@@ -201,10 +202,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusBadGateway, fmt.Sprintf("port %q: nsbox serves only envd (%d) and the code interpreter (%d) of a sandbox", port, EnvdPort, InterpreterPort))
 		return
 	}
-	if sb == nil {
+	// Credentials first, and one answer without them whatever the id
+	// names (unknown, ended, paused, dead or live): no oracle of which
+	// ids exist, and nothing is done to a sandbox before it.
+	ended := sb == nil
+	if ended {
+		sb = s.endedOne(id)
+	}
+	if sb == nil || !s.authorized(r, sb) {
+		s.log.Warn("e2b: sandbox request refused: no valid credentials for it", "sandbox", id, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+		writeAPIError(w, http.StatusUnauthorized, errNoCredentials(id))
+		return
+	}
+	if ended {
 		// As E2B's proxy answers for a sandbox that is gone: the SDKs
 		// read 502 as "not running" (isRunning false, TimeoutError).
-		writeAPIError(w, http.StatusBadGateway, fmt.Sprintf("sandbox %q not found (it ended, or never existed)", id))
+		writeAPIError(w, http.StatusBadGateway, fmt.Sprintf("sandbox %q is not running (it ended)", id))
 		return
 	}
 	sess, err := s.core.Session(withSandbox(r.Context(), sb), sb.id)
@@ -223,12 +236,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusBadGateway, fmt.Sprintf("sandbox %q is not running (it ended)", id))
 		return
 	}
-	if !s.authorized(r, sb) {
-		s.log.Warn("e2b: sandbox request refused: no valid access token", "sandbox", id, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
-		writeAPIError(w, http.StatusUnauthorized, "missing or wrong X-Access-Token for this sandbox")
-		return
-	}
 	plane.ServeHTTP(w, r.WithContext(withSandbox(r.Context(), sb)))
+}
+
+// errNoCredentials is the one answer to a sandbox request without valid
+// credentials for it, whatever the id names.
+func errNoCredentials(id string) string {
+	return fmt.Sprintf("sandbox %q: missing or wrong X-Access-Token, or no such sandbox", id)
 }
 
 // authorized: the sandbox's access token (envd) or traffic token (the

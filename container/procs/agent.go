@@ -40,6 +40,7 @@ type Agent struct {
 	closed  bool
 	readErr error
 	done    chan struct{}
+	outCap  int64 // LimitOutput
 
 	quit     chan struct{} // closed by Close: stop waiting for subscribers
 	quitOnce sync.Once
@@ -58,6 +59,7 @@ type call struct {
 type proc struct {
 	info Info
 	subs []*Process
+	out  budget
 }
 
 // New returns an agent speaking over sock (its end of the socketpair whose
@@ -74,7 +76,7 @@ func New(sock *os.File, pid int) (*Agent, error) {
 		c.Close()
 		return nil, fmt.Errorf("process agent socket: %T is not a Unix socket", c)
 	}
-	a := &Agent{conn: uc, pid: pid, slow: SlowTimeout, calls: map[uint64]*call{}, procs: map[uint32]*proc{}, done: make(chan struct{}), quit: make(chan struct{})}
+	a := &Agent{conn: uc, pid: pid, slow: SlowTimeout, outCap: DefaultOutputBytes, calls: map[uint64]*call{}, procs: map[uint32]*proc{}, done: make(chan struct{}), quit: make(chan struct{})}
 	go a.read()
 	return a, nil
 }
@@ -316,7 +318,7 @@ func (a *Agent) reply(m *message) {
 	delete(a.calls, *m.ID)
 	if c != nil && c.start != nil && m.Error == "" && m.Pid != 0 {
 		c.sub = newProcess(m.Pid)
-		a.procs[m.Pid] = &proc{info: Info{Pid: m.Pid, Tag: c.start.Tag, Config: *c.start}, subs: []*Process{c.sub}}
+		a.procs[m.Pid] = &proc{info: Info{Pid: m.Pid, Tag: c.start.Tag, Config: *c.start}, subs: []*Process{c.sub}, out: budget{cap: a.outCap}}
 	}
 	a.mu.Unlock()
 	if c == nil {
@@ -345,10 +347,25 @@ func (a *Agent) event(m *message) {
 		delete(a.procs, m.Pid)
 	}
 	var subs []*Process
+	var passed bool
 	if p != nil {
 		subs = slices.Clone(p.subs)
+		switch {
+		case ev.Data != nil && ev.Data.Stdout != nil:
+			ev.Data.Stdout, passed = p.out.take(0, ev.Data.Stdout)
+		case ev.Data != nil:
+			ev.Data.Stderr, passed = p.out.take(1, ev.Data.Stderr)
+		case p.out.over != "":
+			ev.End = p.out.end()
+		}
 	}
 	a.mu.Unlock()
+	if passed {
+		go a.kill(m.Pid)
+	}
+	if ev.Data != nil && len(ev.Data.Stdout)+len(ev.Data.Stderr) == 0 {
+		return // past the cap
+	}
 	var gone []*Process
 	for _, s := range subs {
 		if !a.deliver(s, ev) {

@@ -8,6 +8,14 @@
 #                {"id", "op": "signal", "pid", "signal"}
 # agent -> host: {"id", "pid"} (started) | {"id"} (done) | {"id", "error", "kind"}
 #                {"pid", "out" | "err": data} | {"pid", "end": true, "code" | "signal"}
+try:  # first: non-dumpable, so that same-uid code in the sandbox (a cell,
+    # a command) can neither open /proc/<agent>/mem nor ptrace it to forge
+    # frames; the agent starts before any user code runs in its sandbox
+    import ctypes
+    _libc = ctypes.CDLL(None)
+    _libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+except Exception:  # a rootfs without ctypes: docs/SECURITY.md
+    _libc = None
 import os, json, signal, selectors, subprocess, base64, errno
 
 CHUNK = 32 << 10     # one read of a process's pipe
@@ -17,6 +25,8 @@ DRAIN = 4 << 20      # read at most this much of a pipe after its process ended
 MAX_FRAME = 16 << 20
 
 FD = globals().get('FD', -1)
+if globals().get('READY', -1) >= 0:  # the runner runs no cell until this
+    os.close(READY)
 sel = selectors.DefaultSelector()
 procs = {}           # pid -> Proc
 out = bytearray()    # frames not yet sent to the host
@@ -253,11 +263,8 @@ def to_host(fd):
 
 def main():
     os.environ.pop('MPLBACKEND', None)  # the runner's backend, unknown elsewhere
-    try:  # adopt the orphans of started processes, to reap them
-        import ctypes
-        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except Exception:
-        pass
+    if _libc is not None:  # adopt the orphans of started processes, to reap them
+        _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(w)
     signal.signal(signal.SIGCHLD, lambda *a: None)

@@ -3,10 +3,12 @@ package procs_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nsbox/nsbox/container/procs"
+	"github.com/nsbox/nsbox/container/runner"
 )
 
 // A flood read by a slow host completes: the agent stops reading the
@@ -56,5 +58,40 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	}
 	if !errors.Is(slow.Err(), procs.ErrSlow) {
 		t.Fatalf("the slow subscriber ended with %v after %d events, want ErrSlow", slow.Err(), n)
+	}
+}
+
+// A command's flood stops at the agent's output cap (issue 35: 200 MiB
+// streamed uncapped through E2B's commands): exactly the cap reaches the
+// subscriber, the command's group is killed (the shell never gets to its
+// next command), and its end says output_limit, the runs' verdict.
+func TestOutputCapKillsCommand(t *testing.T) {
+	if procs.StatusOutputLimit != string(runner.StatusOutputLimit) {
+		t.Fatalf("procs.StatusOutputLimit %q is not the runs' %q", procs.StatusOutputLimit, runner.StatusOutputLimit)
+	}
+	_, a := startAgent(t)
+	const limit = 1 << 20
+	a.LimitOutput(limit)
+	for _, tc := range []struct{ name, script string }{
+		{"stdout", "head -c 200M /dev/zero; echo survived >&2"},
+		{"stderr", "head -c 200M /dev/zero >&2; echo survived"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := collect(t, start(t, a, sh(tc.script)))
+			flood, other := &o.stdout, &o.stderr
+			if tc.name == "stderr" {
+				flood, other = other, flood
+			}
+			if o.err != nil || o.end == nil || o.end.Status != procs.StatusOutputLimit || o.end.ExitCode != -1 || !strings.Contains(o.end.Error, tc.name) {
+				t.Fatalf("end %+v err %v, want status %s", o.end, o.err, procs.StatusOutputLimit)
+			}
+			if flood.Len() != limit || other.Len() != 0 {
+				t.Fatalf("%s: %d bytes, the other stream %q; want %d and nothing", tc.name, flood.Len(), other.String(), limit)
+			}
+		})
+	}
+	o := collect(t, start(t, a, sh("echo next")))
+	if o.stdout.String() != "next\n" || o.end == nil || o.end.Status != "exit status 0" {
+		t.Fatalf("the next command: stdout %q end %+v", o.stdout.String(), o.end)
 	}
 }

@@ -163,6 +163,7 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 			r.Kill(container.StatusError)
 			return nil, fmt.Errorf("session %s: %w", id, err)
 		}
+		agent.LimitOutput(opts.CommandOutputBytes)
 	}
 	now := m.clock.Now()
 	s := &Session{

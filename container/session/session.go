@@ -91,6 +91,9 @@ type Options struct {
 	// (Session.Procs): commands run beside the interpreter, in the same
 	// sandbox, and end with it.
 	Processes bool
+	// CommandOutputBytes caps each command's output per stream
+	// (procs.Agent.LimitOutput; 0: procs.DefaultOutputBytes).
+	CommandOutputBytes int64
 }
 
 // Info describes a session.

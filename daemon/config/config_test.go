@@ -78,7 +78,7 @@ func TestConfigFull(t *testing.T) {
 		t.Errorf("profiles = %d, want the 3 built-ins and data", len(c.Profiles))
 	}
 	root := uint32(0)
-	if want := (Sessions{Max: 32, IdleTimeout: 5 * time.Minute, MaxLifetime: 2 * time.Hour, IdleAction: "pause", AdminGID: &root, ParkMaxBytes: 1 << 30, ParkRetention: 72 * time.Hour}); !reflect.DeepEqual(c.Sessions, want) {
+	if want := (Sessions{Max: 32, IdleTimeout: 5 * time.Minute, MaxLifetime: 2 * time.Hour, IdleAction: "pause", AdminGID: &root, ParkMaxBytes: 1 << 30, ParkRetention: 72 * time.Hour, CommandOutputBytes: 8 << 20}); !reflect.DeepEqual(c.Sessions, want) {
 		t.Errorf("sessions = %+v, want %+v (admin group root)", c.Sessions, want)
 	}
 }
@@ -98,7 +98,7 @@ func TestConfigErrors(t *testing.T) {
 		{"inline.conf", nil, []string{"4 queue"}},
 		{"zygote-errors.conf", nil, []string{"2 zygote.enabled", "3 zygote.children", "4 zygote.memory", "5 zygote.rootfs", "6 zygote.colour"}},
 		{"pool-errors.conf", nil, []string{"2 pool.size", "3 pool.refills", "4 pool.preimport", "5 pool.colour", "8 pools.big.timeout", "9 pools.big.memory", "11 pools.default"}},
-		{"sessions-errors.conf", nil, []string{"1 sessions", "3 sessions.max", "4 sessions.idle_timeout", "5 sessions.max_lifetime", "6 sessions.colour", "7 sessions.max", "8 sessions.admin_group", "9 sessions.idle_action", "10 sessions.park_retention"}},
+		{"sessions-errors.conf", nil, []string{"1 sessions", "3 sessions.max", "4 sessions.idle_timeout", "5 sessions.max_lifetime", "6 sessions.colour", "7 sessions.max", "8 sessions.admin_group", "9 sessions.idle_action", "10 sessions.park_retention", "11 sessions.command_output", "12 sessions.command_output"}},
 		{"sessions-bounds.conf", nil, []string{"3 sessions.idle_timeout", "4 sessions.max"}},
 		{"full.conf", []Override{{"max_concurrent", 0}, {"socket", "rel.sock"}}, []string{"0 socket", "0 max_concurrent"}},
 		{"full.conf", []Override{{"sessions.max", 0}, {"sessions.idle_timeout", -time.Second}, {"sessions.max_lifetime", time.Duration(0)}},

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nsbox/nsbox/agentapi/limits"
 	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -15,12 +16,20 @@ import (
 // own interpreter, far more than a host holds long before this.
 const maxSessions = 4096
 
+// DefaultCommandOutputBytes is [sessions] command_output unless
+// configured: the output row's maximum, what a run may ask for
+// (procs.DefaultOutputBytes).
+const DefaultCommandOutputBytes = 64 << 20
+
+// maxCommandOutput bounds [sessions] command_output.
+const maxCommandOutput = 1 << 30
+
 // Sessions is [sessions]: how many Python sessions may live at once and how
 // long. All three apply live on reload, to sessions created afterwards.
 type Sessions = policy.Sessions
 
 func defaultSessions() Sessions {
-	return Sessions{Max: 16, IdleTimeout: 15 * time.Minute, MaxLifetime: 24 * time.Hour, IdleAction: policy.IdleEnd, ParkMaxBytes: policy.DefaultParkMaxBytes, ParkRetention: policy.DefaultParkRetention}
+	return Sessions{Max: 16, IdleTimeout: 15 * time.Minute, MaxLifetime: 24 * time.Hour, IdleAction: policy.IdleEnd, ParkMaxBytes: policy.DefaultParkMaxBytes, ParkRetention: policy.DefaultParkRetention, CommandOutputBytes: DefaultCommandOutputBytes}
 }
 
 // setSessionsKey stores a key of [sessions]; check bounds the values.
@@ -58,6 +67,18 @@ func (cfg *Config) setSessionsKey(key string, v *unstable.Node) error {
 			return err
 		}
 		s.ParkMaxBytes = n
+	case "command_output":
+		// A size as the limits table's output row reads it (tomlSize is
+		// setLimit's reader of Bytes rows), from the row's minimum.
+		n, err := tomlSize(v)
+		if err != nil {
+			return err
+		}
+		out, _ := limits.Lookup("output")
+		if n < int64(out.Min) || n > maxCommandOutput {
+			return fmt.Errorf("%s: must be between %s and %s", limits.HumanBytes(n), out.Format(out.Min), limits.HumanBytes(maxCommandOutput))
+		}
+		s.CommandOutputBytes = n
 	case "admin_group":
 		name, err := tomlString(v)
 		if err != nil {
@@ -74,7 +95,7 @@ func (cfg *Config) setSessionsKey(key string, v *unstable.Node) error {
 		id := uint32(gid)
 		s.AdminGID = &id
 	default:
-		return fmt.Errorf("unknown key; [sessions] has max, idle_timeout, idle_action, max_lifetime, park_max_bytes, park_retention and admin_group")
+		return fmt.Errorf("unknown key; [sessions] has max, idle_timeout, idle_action, max_lifetime, park_max_bytes, park_retention, command_output and admin_group")
 	}
 	return nil
 }

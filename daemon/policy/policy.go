@@ -49,6 +49,11 @@ type Sessions struct {
 	// DefaultParkRetention). Its lifetime does not run while it is
 	// parked: a revive gets what was left of it.
 	ParkRetention time.Duration
+	// CommandOutputBytes caps each command's output per stream in a
+	// session with processes (E2B's commands), as output_bytes caps a
+	// run's (default procs.DefaultOutputBytes, 64 MiB). Past it the
+	// command's group is killed and its end says output_limit.
+	CommandOutputBytes int64
 }
 
 // DefaultParkMaxBytes is [sessions] park_max_bytes unless configured.

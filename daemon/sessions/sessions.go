@@ -71,7 +71,8 @@ func (k *Keeper) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	}
 	// Every field is checked before the rootfs, the volumes or a sandbox
 	// are touched.
-	j, err := k.core.Policy().ValidateSession(req, k.parked != nil, so.Processes)
+	pol := k.core.Policy()
+	j, err := pol.ValidateSession(req, k.parked != nil, so.Processes)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func (k *Keeper) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 		Lifetime: j.Lifetime, AllowedImports: req.AllowedImports,
 		IdleAction: j.IdleAction, LifetimeAction: req.LifetimeAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd,
 		Language: j.Lang.Name, Runner: j.Lang.Runner, Transform: j.Lang.Transform,
-		Mounts: mounts,
+		Mounts: mounts, CommandOutputBytes: pol.Sessions.CommandOutputBytes,
 	})
 	if err != nil {
 		return nil, k.core.Classify(err)

@@ -446,6 +446,15 @@ func (s *Store) Acquire(name string, access Access) (dir string, release func(),
 	var once sync.Once
 	return s.Path(name), func() {
 		once.Do(func() {
+			// Before the use ends, so that a delete waits (409) and
+			// Close finds no walk in its mount.
+			if !v.readOnly {
+				if n, err := stripSetID(s.Path(name)); err != nil {
+					s.log.Warn("volume: set-id bits not all stripped", "volume", name, "stripped", n, "err", err)
+				} else if n > 0 {
+					s.log.Info("volume: set-id bits stripped", "volume", name, "files", n)
+				}
+			}
 			s.mu.Lock()
 			v.users--
 			s.mu.Unlock()

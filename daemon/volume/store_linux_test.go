@@ -449,3 +449,57 @@ func TestStoreReservesHoles(t *testing.T) {
 		t.Errorf("a write to the volume left read-only: %v, want EROFS", err)
 	}
 }
+
+// TestReleaseStripsSetID: set-id bits a sandbox gave files on a volume
+// are gone once its use ends (its files are uid 1000 on disk, a real
+// login on many hosts), at any depth, and the walk follows no symlink: a
+// set-id file outside the volume that a symlink in it names keeps its bits.
+func TestReleaseStripsSetID(t *testing.T) {
+	requireRoot(t)
+	s, err := Open(t.TempDir(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	if _, err := s.Create("v", MinSize, NoOwner); err != nil {
+		t.Fatal(err)
+	}
+	dir, release, err := s.Acquire("v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "host-suid")
+	deep := filepath.Join(dir, "a", "b", "c")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]os.FileMode{
+		filepath.Join(dir, "suid"):  0o755 | os.ModeSetuid,
+		filepath.Join(dir, "sgid"):  0o755 | os.ModeSetgid,
+		filepath.Join(deep, "both"): 0o755 | os.ModeSetuid | os.ModeSetgid | os.ModeSticky,
+		filepath.Join(dir, "plain"): 0o640,
+		outside:                     0o755 | os.ModeSetuid,
+	}
+	for p, m := range files {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	for p, m := range files {
+		want := m &^ (os.ModeSetuid | os.ModeSetgid)
+		if p == outside {
+			want = m
+		}
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode() != want {
+			t.Errorf("%s: %v %v, want %v", p, fi.Mode(), err, want)
+		}
+	}
+}

@@ -91,3 +91,17 @@ test("a command timeout is TimeoutError and the sandbox lives on", { timeout: 60
   assert.ok(Date.now() - start < 15_000, `the timeout took ${Date.now() - start} ms`);
   assert.equal((await sbx.commands.run("echo ok")).stdout, "ok\n");
 });
+
+test("an output flood stops at [sessions] command_output with output_limit", { timeout: 120_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  let n = 0;
+  await assert.rejects(sbx.commands.run("head -c 200M /dev/zero; echo survived >&2", { onStdout: (d) => { n += d.length; } }), (err) => {
+    assert.ok(err instanceof CommandExitError, `want CommandExitError, got ${err}`);
+    assert.match(err.error ?? "", /output_limit/);
+    assert.equal(err.stderr, "", "the shell was killed with the flood");
+    return true;
+  });
+  // onStdout gets text: each NUL byte is one UTF-16 unit.
+  assert.equal(n, 64 << 20, "the cap's bytes and no more");
+  assert.equal((await sbx.commands.run("echo ok")).stdout, "ok\n");
+});

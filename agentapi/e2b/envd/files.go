@@ -101,7 +101,7 @@ func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			defer zr.Close()
-			body = io.LimitReader(zr, s.cfg.MaxUploadBytes+1)
+			body = &inflateCap{r: zr, left: s.cfg.MaxUploadBytes}
 		}
 		err = write(qpath, body)
 	case "multipart/form-data":
@@ -140,4 +140,24 @@ func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// inflateCap reads an upload's inflated bytes up to the upload cap and
+// fails with a too-large error past it, so that the write fails and its
+// file is removed (413), not stored cut at the cap (200).
+type inflateCap struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *inflateCap) Read(p []byte) (int, error) {
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	if int64(n) > c.left {
+		return 0, errdefs.New(errdefs.ErrTooLarge, "the gzip body inflates past the upload cap")
+	}
+	c.left -= int64(n)
+	return n, err
 }

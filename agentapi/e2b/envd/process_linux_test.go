@@ -122,3 +122,38 @@ func TestStreamDeadline(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestCommandOutputCap: issue 35's `head -c 200M /dev/zero` through
+// envd's process stream gets the cap's bytes, then an end event whose
+// status is output_limit, the runs' verdict, with an error the SDKs raise
+// (CommandExitError).
+func TestCommandOutputCap(t *testing.T) {
+	a := hostAgent(t)
+	const limit = 1 << 20
+	a.LimitOutput(limit)
+	h := newHandler(t, &agentCore{a: a})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, Sandbox{ID: "sb"})))
+	}))
+	t.Cleanup(srv.Close)
+	c := processconnect.NewProcessClient(srv.Client(), srv.URL)
+	start, err := c.Start(context.Background(), connect.NewRequest(&process.StartRequest{Process: &process.ProcessConfig{Cmd: "head", Args: []string{"-c", "200M", "/dev/zero"}, Cwd: ptr(t.TempDir())}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var end *process.ProcessEvent_EndEvent
+	for start.Receive() {
+		ev := start.Msg().GetEvent()
+		n += len(ev.GetData().GetStdout())
+		if e := ev.GetEnd(); e != nil {
+			end = e
+		}
+	}
+	if err := start.Err(); err != nil || end == nil {
+		t.Fatalf("the stream ended with %v, end event %v", err, end)
+	}
+	if n != limit || end.GetStatus() != procs.StatusOutputLimit || end.GetError() == "" || end.GetExited() {
+		t.Fatalf("%d bytes, end %v; want %d bytes and status %s", n, end, limit, procs.StatusOutputLimit)
+	}
+}

@@ -4,6 +4,7 @@
 package frame
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -47,15 +48,31 @@ func Read(r io.Reader, max int) ([]byte, error) {
 	if uint64(n) > uint64(max) {
 		return nil, fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, n, max)
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		if err == io.EOF {
+	if n <= eager {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r, b); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		return b, nil
+	}
+	// The length is the peer's claim (sandboxed code writes it): memory
+	// grows with the bytes that come, not with the claim.
+	var buf bytes.Buffer
+	buf.Grow(eager)
+	if m, err := io.CopyN(&buf, r, int64(n)); m < int64(n) {
+		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, err
 	}
-	return b, nil
+	return buf.Bytes(), nil
 }
+
+// eager is the largest frame Read allocates whole before reading it.
+const eager = 64 << 10
 
 // SendFiles writes all of msg to the Unix socket sock, with the fds of
 // files attached (SCM_RIGHTS) to its first bytes.
