@@ -98,6 +98,17 @@ func pumpEvents(ctx context.Context, sub *procs.Process, every time.Duration, se
 	}
 }
 
+// startError is the Connect error of a Start or Connect that failed
+// before its stream began: one whose request's context ended on the way
+// (Connect-Timeout-Ms passed while the agent started the command on a
+// busy machine) says so as pump does, never internal.
+func startError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return streamEnded(ctx.Err())
+	}
+	return connectError(err)
+}
+
 // streamEnded is the Connect error of a stream whose context ended
 // (err: its ctx.Err()): deadline_exceeded past Connect-Timeout-Ms, as
 // E2B's envd ends it, else canceled.
@@ -142,7 +153,7 @@ func (ps *processService) Start(ctx context.Context, req *connect.Request[proces
 		Cmd: cfg.GetCmd(), Args: cfg.GetArgs(), Env: cfg.GetEnvs(), Cwd: cfg.GetCwd(), Stdin: req.Msg.GetStdin(), Tag: req.Msg.GetTag(),
 	})
 	if err != nil {
-		return connectError(err)
+		return startError(ctx, err)
 	}
 	return pump(ctx, sub, keepalive(req.Header()), func(ev *process.ProcessEvent) error {
 		return stream.Send(&process.StartResponse{Event: ev})
@@ -160,7 +171,7 @@ func (ps *processService) Connect(ctx context.Context, req *connect.Request[proc
 	}
 	sub, err := a.Connect(ctx, sel)
 	if err != nil {
-		return connectError(err)
+		return startError(ctx, err)
 	}
 	return pump(ctx, sub, keepalive(req.Header()), func(ev *process.ProcessEvent) error {
 		return stream.Send(&process.ConnectResponse{Event: ev})

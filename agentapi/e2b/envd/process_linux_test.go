@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"golang.org/x/sys/unix"
@@ -76,30 +78,34 @@ func TestStreamDeadline(t *testing.T) {
 	// The timeout is the server's alone (the header, as the SDK sends it,
 	// and no deadline on the client's side, which would end the stream
 	// with the same code by itself). Each stream is read to its end: the
-	// verdict is how it ends, whatever the machine's speed (300 ms only
-	// has to pass before the command's 60 s).
+	// verdict is how it ends, whatever the machine's speed. A start on a busy machine can take longer than the timeout (the
+	// agent is a fresh python3): then the stream still ends
+	// deadline_exceeded, with no start event, and is tried again with
+	// twice the timeout until one starts in time.
 	ctx := context.Background()
-	sreq := connect.NewRequest(&process.StartRequest{Process: &process.ProcessConfig{Cmd: "sleep", Args: []string{"60"}, Cwd: ptr(t.TempDir())}})
-	sreq.Header().Set("Connect-Timeout-Ms", "300")
-	start, err := c.Start(ctx, sreq)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var pid uint32
-	for start.Receive() {
-		ev := start.Msg().GetEvent()
-		if s := ev.GetStart(); s != nil {
-			pid = s.GetPid()
+	for timeout := 300 * time.Millisecond; pid == 0; timeout *= 2 {
+		if timeout > time.Minute {
+			t.Fatal("no start event within a minute's Connect-Timeout-Ms")
 		}
-		if ev.GetEnd() != nil {
-			t.Fatalf("an end event for a command still running: %v", ev)
+		sreq := connect.NewRequest(&process.StartRequest{Process: &process.ProcessConfig{Cmd: "sleep", Args: []string{"60"}, Cwd: ptr(t.TempDir())}})
+		sreq.Header().Set("Connect-Timeout-Ms", strconv.FormatInt(timeout.Milliseconds(), 10))
+		start, err := c.Start(ctx, sreq)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := start.Err(); connect.CodeOf(err) != connect.CodeDeadlineExceeded {
-		t.Fatalf("Start's stream ended with %v (code %v), want deadline_exceeded", err, connect.CodeOf(err))
-	}
-	if pid == 0 {
-		t.Fatal("no start event")
+		for start.Receive() {
+			ev := start.Msg().GetEvent()
+			if s := ev.GetStart(); s != nil {
+				pid = s.GetPid()
+			}
+			if ev.GetEnd() != nil {
+				t.Fatalf("an end event for a command still running: %v", ev)
+			}
+		}
+		if err := start.Err(); connect.CodeOf(err) != connect.CodeDeadlineExceeded {
+			t.Fatalf("Start's stream (Connect-Timeout-Ms %v) ended with %v (code %v), want deadline_exceeded", timeout, err, connect.CodeOf(err))
+		}
 	}
 
 	creq := connect.NewRequest(&process.ConnectRequest{Process: &process.ProcessSelector{Selector: &process.ProcessSelector_Pid{Pid: pid}}})
