@@ -265,6 +265,29 @@ def _interrupt(signum, frame):
         raise KeyboardInterrupt
 
 
+# The threads alive when the last cell started: those it started are the
+# ones _stop_threads ends.
+_threads_before = set()
+
+
+def _stop_threads():
+    """Ends the threads the last cell started (it passed its output cap: its
+    writers must not go on): SystemExit is raised in each, which
+    threading ends quietly. Returns how many were stopped and how many
+    are still alive a second later (in a C call that does not return)."""
+    import ctypes, _thread
+    me = _thread.get_ident()
+    left = set(sys._current_frames()) - _threads_before - {me}
+    for tid in left:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(SystemExit))
+    n = len(left)
+    end = time.monotonic() + 1
+    while left and time.monotonic() < end:
+        time.sleep(0.01)
+        left &= set(sys._current_frames())
+    return n, len(left)
+
+
 def _child_exit(rep):
     """A child forked by the cell finished the cell's code: it ends there,
     as a forked script would, and leaves the answer to the runner."""
@@ -628,6 +651,18 @@ def main():
             _flush()
             _send(rep)
             continue
+        if req.get('fence'):
+            rep = {}
+            if req.get('stop_threads'):
+                rep['stopped'], rep['left'] = _stop_threads()
+            m = req['marker'].encode()
+            for fd in (1, 2):
+                try:
+                    os.write(fd, m)
+                except OSError:
+                    rep['unmarked'] = True
+            _send(rep)
+            continue
         cid = req.get('context')
         setup = req.get('setup')
         if cid:
@@ -655,6 +690,8 @@ def main():
                     env = req.get('env')
                     saved = {k: os.environ.get(k) for k in env} if env else None
                     t0 = time.monotonic()
+                    global _threads_before
+                    _threads_before = set(sys._current_frames())
                     try:
                         if env:
                             os.environ.update(env)
