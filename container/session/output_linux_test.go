@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -47,10 +48,21 @@ func TestLifetimeOutputEndsSession(t *testing.T) {
 // A cell that passes its output cap through processes it started (a child,
 // and a grandchild its parent left behind) has them killed with it: the
 // result says so, the next execs get only their own output, and the
-// session lives on (no lifetime cap reached by the writers).
+// session lives on (no lifetime cap reached by the writers). A command of
+// the process agent, which writes to pipes of its own, is spared.
 func TestOutputCapKillsBackgroundWriters(t *testing.T) {
 	m, _ := newManager(t, Config{OutputBytes: 8 << 20})
-	s := create(t, m, Options{Limits: container.Limits{Timeout: time.Minute, OutputBytes: 64 << 10}})
+	s := create(t, m, Options{Processes: true, Limits: container.Limits{Timeout: time.Minute, OutputBytes: 64 << 10}})
+	a, err := s.Procs()
+	if err != nil {
+		t.Fatalf("Procs: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd, err := a.Start(ctx, procs.Config{Cmd: "sh", Args: []string{"-c", "read line; echo got $line"}, Stdin: true})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
 	const flood = `import sys\nwhile True: sys.stdout.write('y' * 4096); sys.stdout.flush()`
 	res := run(t, s, "import os, subprocess, sys, time\n"+
 		"subprocess.Popen([sys.executable, '-c', '''import os, sys\nif os.fork() == 0:\n    "+flood+"\n'''])\n"+
@@ -68,6 +80,25 @@ func TestOutputCapKillsBackgroundWriters(t *testing.T) {
 	}
 	if info := s.Info(); info.State != StateIdle {
 		t.Fatalf("after the flood: %s (%s)", info.State, info.DeadReason)
+	}
+	if err := a.SendInput(ctx, procs.Selector{Pid: cmd.Pid}, []byte("x\n")); err != nil {
+		t.Fatalf("the agent's command after the cut: %v", err)
+	}
+	var out []byte
+	for {
+		ev, err := cmd.Next(ctx)
+		if err != nil {
+			t.Fatalf("the agent's command after the cut: %v (output %q)", err, out)
+		}
+		if ev.Data != nil {
+			out = append(out, ev.Data.Stdout...)
+		}
+		if ev.End != nil {
+			if string(out) != "got x\n" || ev.End.ExitCode != 0 {
+				t.Fatalf("the agent's command after the cut: %+v, output %q", ev.End, out)
+			}
+			return
+		}
 	}
 }
 
