@@ -273,9 +273,13 @@ _threads_before = set()
 def _stop_threads():
     """Ends the threads the last cell started (it passed its output cap: its
     writers must not go on): SystemExit is raised in each, which
-    threading ends quietly. Returns how many were stopped and how many
-    are still alive a second later (in a C call that does not return)."""
-    import ctypes, _thread
+    threading ends quietly. Returns how many were sent it and how many are
+    still alive a second later (in a blocking call: the exception ends
+    them when it returns, before they write again)."""
+    try:
+        import ctypes, _thread
+    except ImportError:  # a rootfs without ctypes: the host's second fence judges
+        return 0, 0
     me = _thread.get_ident()
     left = set(sys._current_frames()) - _threads_before - {me}
     for tid in left:
@@ -654,7 +658,10 @@ def main():
         if req.get('fence'):
             rep = {}
             if req.get('stop_threads'):
-                rep['stopped'], rep['left'] = _stop_threads()
+                try:
+                    rep['stopped'], rep['left'] = _stop_threads()
+                except Exception:  # the host's second fence judges
+                    pass
             m = req['marker'].encode()
             for fd in (1, 2):
                 try:

@@ -25,9 +25,11 @@ const fenceWait = 5 * time.Second
 // killed (killWriters), the threads the cell started are ended (Python:
 // SystemExit raised in each), then a fence lets what they had written
 // pass between cells, where it is dropped. When output still comes after
-// that, or a thread would not end, its writer is in the interpreter and
-// cannot be cut off alone: the sandbox is killed, and res says the runner
-// is dead. res.Error says what was done. The caller holds r.sem.
+// that (a second fence finds it), its writer is in the interpreter (a
+// Node timer, a thread in a C loop) and cannot be cut off alone: the
+// sandbox is killed, and res says the runner is dead. A thread in a
+// blocking call (a sleep) ends when the call returns, before it writes
+// again. res.Error says what was done. The caller holds r.sem.
 func (r *Runner) cutWriters(res *Result) {
 	n, err := r.killWriters()
 	if err != nil {
@@ -45,13 +47,16 @@ func (r *Runner) cutWriters(res *Result) {
 	if !ok {
 		return // the runner died: the next exec says why
 	}
-	if k := rep.Stopped - rep.Left; k > 0 {
-		done = append(done, fmt.Sprintf("%d thread(s) it started were stopped", k))
+	switch {
+	case rep.Stopped > 0 && rep.Left > 0:
+		done = append(done, fmt.Sprintf("%d thread(s) it started were stopped (%d of them at the end of a blocking call)", rep.Stopped, rep.Left))
+	case rep.Stopped > 0:
+		done = append(done, fmt.Sprintf("%d thread(s) it started were stopped", rep.Stopped))
 	}
 	if len(done) > 0 {
 		res.Error = "the cell's output passed its cap; " + strings.Join(done, "; ")
 	}
-	if late, _, ok := r.fence(false); !ok || (late == 0 && rep.Left == 0) {
+	if late, _, ok := r.fence(false); !ok || late == 0 {
 		return
 	}
 	why := "the cell's output passed its cap and the interpreter went on writing after it (a thread or timer the cell started that could not be stopped); the sandbox was killed"

@@ -102,18 +102,22 @@ func TestOutputCapKillsBackgroundWriters(t *testing.T) {
 	}
 }
 
-// A cell that passes its output cap through a thread it started has the
-// thread ended with it (SystemExit raised in it): the result says so, and
-// the next execs get only their own output from a live session.
+// A cell that passes its output cap through a thread it started has its
+// threads ended with it (SystemExit raised in each; one in a sleep at its
+// end): the result says so, and the next execs get only their own output
+// from a live session.
 func TestOutputCapStopsThreadWriters(t *testing.T) {
 	m, _ := newManager(t, Config{OutputBytes: 8 << 20})
 	s := create(t, m, Options{Limits: container.Limits{Timeout: time.Minute, OutputBytes: 64 << 10}})
 	run(t, s, "import threading, time\nkeep = threading.Thread(target=time.sleep, args=(600,), daemon=True)\nkeep.start()")
 	res := run(t, s, "import sys, threading, time\n"+
 		"def w():\n    while True: sys.stdout.write('y' * 4096); sys.stdout.flush()\n"+
+		"def s():\n    while True: time.sleep(600); print('tick')\n"+
+		"threading.Thread(target=s, daemon=True).start()\n"+
 		"threading.Thread(target=w, daemon=True).start()\ntime.sleep(60)")
-	if res.Status != runner.StatusOutputLimit || res.Killed || !strings.Contains(res.Error, "1 thread(s) it started were stopped") {
-		t.Fatalf("flood: %s killed=%v %q; want output_limit, alive, its one thread stopped", res.Status, res.Killed, res.Error)
+	// The sleeping one ends when its sleep returns, before it writes.
+	if res.Status != runner.StatusOutputLimit || res.Killed || !strings.Contains(res.Error, "2 thread(s) it started were stopped") {
+		t.Fatalf("flood: %s killed=%v %q; want output_limit, alive, its two threads stopped", res.Status, res.Killed, res.Error)
 	}
 	for i := range 5 {
 		res := run(t, s, fmt.Sprintf("print('own %d')", i))
