@@ -45,7 +45,8 @@ func (r *Runner) cutWriters(res *Result) {
 	}
 	_, rep, ok := r.fence(true)
 	if !ok {
-		return // the runner died: the next exec says why
+		r.lost(res)
+		return
 	}
 	switch {
 	case rep.Stopped > 0 && rep.Left > 0:
@@ -56,13 +57,26 @@ func (r *Runner) cutWriters(res *Result) {
 	if len(done) > 0 {
 		res.Error = "the cell's output passed its cap; " + strings.Join(done, "; ")
 	}
-	if late, _, ok := r.fence(false); !ok || late == 0 {
+	late, _, ok := r.fence(false)
+	if !ok {
+		r.lost(res)
+		return
+	}
+	if late == 0 {
 		return
 	}
 	why := "the cell's output passed its cap and the interpreter went on writing after it (a thread or timer the cell started that could not be stopped); the sandbox was killed"
 	r.setDead(StatusOutputLimit, why)
 	r.sb.Kill(container.StatusOutputLimit)
 	<-r.sb.Done()
+	_, res.Error = r.Dead()
+	res.Killed = true
+}
+
+// lost says in res that the runner died during a fence (an OOM, a crash,
+// or no answer and killed): it is dead, and why.
+func (r *Runner) lost(res *Result) {
+	r.died()
 	_, res.Error = r.Dead()
 	res.Killed = true
 }
