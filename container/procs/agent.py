@@ -146,9 +146,44 @@ def default_cwd():
     return '/home/user' if os.path.isdir('/home/user') else '/workspace'
 
 
+# Node writes to a pipe without blocking: past the pipe's 64 KiB, what a
+# synchronous loop writes waits in its memory, flushed only when the event
+# loop runs, so `for(;;) process.stdout.write(...)` delivered 64 KiB and
+# grew until the sandbox's memory limit killed it. This preload makes a
+# Node command's stdout and stderr pipes blocking, as nsbox's Node runner
+# makes its own: a flood goes at the host's pace (back-pressure), and the
+# host drains the agent whether or not anyone subscribes (a slow
+# subscriber is dropped), so a blocked write does not wait for ever.
+NODE_PRELOAD = '/tmp/.nsbox-node-stdio.cjs'
+NODE_PRELOAD_SRC = (b"for (const s of [process.stdout, process.stderr]) {\n"
+                    b"  if (s && s._handle && typeof s._handle.setBlocking === 'function') s._handle.setBlocking(true);\n"
+                    b"}\n")
+
+
+def node_options(env):
+    """Puts the preload first in env's NODE_OPTIONS, writing it again when
+    it is gone (a command may clean /tmp); without a writable /tmp it is
+    left out."""
+    try:
+        with open(NODE_PRELOAD, 'rb') as f:
+            ok = f.read() == NODE_PRELOAD_SRC
+    except OSError:
+        ok = False
+    if not ok:
+        try:
+            tmp = NODE_PRELOAD + '.%d' % os.getpid()
+            with open(tmp, 'wb') as f:
+                f.write(NODE_PRELOAD_SRC)
+            os.rename(tmp, NODE_PRELOAD)
+        except OSError:
+            return
+    env['NODE_OPTIONS'] = ('--require=' + NODE_PRELOAD + ' ' + env.get('NODE_OPTIONS', '')).strip()
+
+
 def start(req):
     env = dict(os.environ)
     env.update(req.get('env') or {})
+    node_options(env)
     argv = [req['cmd']] + list(req.get('args') or [])
     cwd = req.get('cwd') or default_cwd()
     try:

@@ -38,6 +38,13 @@ type request struct {
 	// than interrupt this cell (ExecRequest.KillOnTimeout): a Node runner
 	// then runs it without breakOnSigint. Python's runner ignores it.
 	NoInterrupt bool `json:"no_interrupt,omitempty"`
+	// Fence makes the request no cell: the runner writes Marker on stdout
+	// and stderr and replies, so that the host knows all output written
+	// before it has passed.
+	Fence bool `json:"fence,omitempty"`
+	// StopThreads makes a fence end the threads the last cell started
+	// first (Python; a Node runner has none to end).
+	StopThreads bool `json:"stop_threads,omitempty"`
 }
 
 // agentRequest asks the runner to fork the process agent, which runs
@@ -74,6 +81,10 @@ type reply struct {
 	// ElapsedUs is the cell's run time as the runner measured it, inside
 	// the sandbox.
 	ElapsedUs int64 `json:"elapsed_us,omitempty"`
+	// Stopped and Left answer a fence with StopThreads: the threads the
+	// last cell started that were sent SystemExit, and those still alive.
+	Stopped int `json:"stopped,omitempty"`
+	Left    int `json:"left,omitempty"`
 	// Dropped answers a dropRequest: the context existed.
 	Dropped bool `json:"dropped,omitempty"`
 	// AgentPid answers an agentRequest: the agent's pid in the sandbox.

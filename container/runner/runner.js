@@ -467,6 +467,7 @@ function handle(req) {
   if (req.snapshot || req.restore) {
     return { error: 'fork and park are for Python sessions' };
   }
+  if (req.fence) return marked(req, {});
   const rep = {};
   if (req.setup) {
     rep.count = context('').count;

@@ -288,6 +288,33 @@ def _interrupt(signum, frame):
         raise KeyboardInterrupt
 
 
+# The threads alive when the last cell started: those it started are the
+# ones _stop_threads ends.
+_threads_before = set()
+
+
+def _stop_threads():
+    """Ends the threads the last cell started (it passed its output cap: its
+    writers must not go on): SystemExit is raised in each, which
+    threading ends quietly. Returns how many were sent it and how many are
+    still alive a second later (in a blocking call: the exception ends
+    them when it returns, before they write again)."""
+    try:
+        import ctypes, _thread
+    except ImportError:  # a rootfs without ctypes: the host's second fence judges
+        return 0, 0
+    me = _thread.get_ident()
+    left = set(sys._current_frames()) - _threads_before - {me}
+    for tid in left:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(SystemExit))
+    n = len(left)
+    end = time.monotonic() + 1
+    while left and time.monotonic() < end:
+        time.sleep(0.01)
+        left &= set(sys._current_frames())
+    return n, len(left)
+
+
 def _child_exit(rep):
     """A child forked by the cell finished the cell's code: it ends there,
     as a forked script would, and leaves the answer to the runner."""
@@ -672,6 +699,21 @@ def main():
             _flush()
             _send(rep)
             continue
+        if req.get('fence'):
+            rep = {}
+            if req.get('stop_threads'):
+                try:
+                    rep['stopped'], rep['left'] = _stop_threads()
+                except Exception:  # the host's second fence judges
+                    pass
+            m = req['marker'].encode()
+            for fd in (1, 2):
+                try:
+                    os.write(fd, m)
+                except OSError:
+                    rep['unmarked'] = True
+            _send(rep)
+            continue
         cid = req.get('context')
         setup = req.get('setup')
         if cid:
@@ -699,6 +741,8 @@ def main():
                     env = req.get('env')
                     saved = {k: os.environ.get(k) for k in env} if env else None
                     t0 = time.monotonic()
+                    global _threads_before
+                    _threads_before = set(sys._current_frames())
                     try:
                         if env:
                             os.environ.update(env)

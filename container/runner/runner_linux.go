@@ -330,6 +330,15 @@ func (r *Runner) exec(ctx context.Context, req ExecRequest, setup bool, preimpor
 		return nil, nil, ctx.Err()
 	}
 	defer func() { <-r.sem }()
+	res, skipped, err := r.cell(ctx, req, setup, preimport)
+	if err == nil && res.Status == StatusOutputLimit && !res.Killed && !req.KillOnOverflow {
+		r.cutWriters(res)
+	}
+	return res, skipped, err
+}
+
+// cell runs one cell while the caller holds r.sem.
+func (r *Runner) cell(ctx context.Context, req ExecRequest, setup bool, preimport []string) (_ *Result, skipped []string, _ error) {
 	if st, why := r.Dead(); st != "" {
 		return nil, nil, fmt.Errorf("%w: %s", ErrDead, why)
 	}

@@ -2,10 +2,13 @@ package session
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
@@ -39,5 +42,91 @@ func TestLifetimeOutputEndsSession(t *testing.T) {
 	}
 	if info := s.Info(); info.DeadStatus != runner.StatusOutputLimit {
 		t.Fatalf("dead %s: %s, want output_limit", info.DeadStatus, info.DeadReason)
+	}
+}
+
+// A cell that passes its output cap through processes it started (a child,
+// and a grandchild its parent left behind) has them killed with it: the
+// result says so, the next execs get only their own output, and the
+// session lives on (no lifetime cap reached by the writers). A command of
+// the process agent, which writes to pipes of its own, is spared.
+func TestOutputCapKillsBackgroundWriters(t *testing.T) {
+	m, _ := newManager(t, Config{OutputBytes: 8 << 20})
+	s := create(t, m, Options{Processes: true, Limits: container.Limits{Timeout: time.Minute, OutputBytes: 64 << 10}})
+	a, err := s.Procs()
+	if err != nil {
+		t.Fatalf("Procs: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd, err := a.Start(ctx, procs.Config{Cmd: "sh", Args: []string{"-c", "read line; echo got $line"}, Stdin: true})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	const flood = `import sys\nwhile True: sys.stdout.write('y' * 4096); sys.stdout.flush()`
+	res := run(t, s, "import os, subprocess, sys, time\n"+
+		"subprocess.Popen([sys.executable, '-c', '''import os, sys\nif os.fork() == 0:\n    "+flood+"\n'''])\n"+
+		"subprocess.Popen([sys.executable, '-c', \""+flood+"\"])\n"+
+		"time.sleep(60)")
+	// Two writers, and the grandchild's parent when it had not exited yet.
+	if res.Status != runner.StatusOutputLimit || res.Killed || !strings.Contains(res.Error, "process(es) it started that went on writing") {
+		t.Fatalf("flood: %s killed=%v %q; want output_limit, alive, the writers killed", res.Status, res.Killed, res.Error)
+	}
+	for i := range 5 {
+		res := run(t, s, fmt.Sprintf("print('own %d')", i))
+		if res.Status != runner.StatusOK || string(res.Stdout) != fmt.Sprintf("own %d\n", i) || len(res.Stderr) != 0 {
+			t.Fatalf("exec %d after the flood: %s stdout %d bytes %.80q stderr %d bytes", i, res.Status, len(res.Stdout), res.Stdout, len(res.Stderr))
+		}
+	}
+	if info := s.Info(); info.State != StateIdle {
+		t.Fatalf("after the flood: %s (%s)", info.State, info.DeadReason)
+	}
+	if err := a.SendInput(ctx, procs.Selector{Pid: cmd.Pid}, []byte("x\n")); err != nil {
+		t.Fatalf("the agent's command after the cut: %v", err)
+	}
+	var out []byte
+	for {
+		ev, err := cmd.Next(ctx)
+		if err != nil {
+			t.Fatalf("the agent's command after the cut: %v (output %q)", err, out)
+		}
+		if ev.Data != nil {
+			out = append(out, ev.Data.Stdout...)
+		}
+		if ev.End != nil {
+			if string(out) != "got x\n" || ev.End.ExitCode != 0 {
+				t.Fatalf("the agent's command after the cut: %+v, output %q", ev.End, out)
+			}
+			return
+		}
+	}
+}
+
+// A cell that passes its output cap through a thread it started has its
+// threads ended with it (SystemExit raised in each; one in a sleep at its
+// end): the result says so, and the next execs get only their own output
+// from a live session.
+func TestOutputCapStopsThreadWriters(t *testing.T) {
+	m, _ := newManager(t, Config{OutputBytes: 8 << 20})
+	s := create(t, m, Options{Limits: container.Limits{Timeout: time.Minute, OutputBytes: 64 << 10}})
+	run(t, s, "import threading, time\nkeep = threading.Thread(target=time.sleep, args=(600,), daemon=True)\nkeep.start()")
+	res := run(t, s, "import sys, threading, time\n"+
+		"def w():\n    while True: sys.stdout.write('y' * 4096); sys.stdout.flush()\n"+
+		"def s():\n    while True: time.sleep(600); print('tick')\n"+
+		"threading.Thread(target=s, daemon=True).start()\n"+
+		"threading.Thread(target=w, daemon=True).start()\ntime.sleep(60)")
+	// The sleeping one ends when its sleep returns, before it writes.
+	if res.Status != runner.StatusOutputLimit || res.Killed || !strings.Contains(res.Error, "2 thread(s) it started were stopped") {
+		t.Fatalf("flood: %s killed=%v %q; want output_limit, alive, its two threads stopped", res.Status, res.Killed, res.Error)
+	}
+	for i := range 5 {
+		res := run(t, s, fmt.Sprintf("print('own %d')", i))
+		if res.Status != runner.StatusOK || string(res.Stdout) != fmt.Sprintf("own %d\n", i) || len(res.Stderr) != 0 {
+			t.Fatalf("exec %d after the flood: %s stdout %d bytes %.80q stderr %d bytes", i, res.Status, len(res.Stdout), res.Stdout, len(res.Stderr))
+		}
+	}
+	// A thread an earlier cell started is not the flood's: it lives on.
+	if res := run(t, s, "keep.is_alive()"); res.Value != "True" {
+		t.Fatalf("the earlier cell's thread: is_alive() = %q", res.Value)
 	}
 }

@@ -2,7 +2,7 @@
 // load and with faults: mixed requests with leak checks, slow bodies and
 // idle keep-alives beside a normal client, big bodies in parallel, odd
 // requests (oversized, invalid UTF-8, deeply nested), output floods on
-// every language path, fork in a cell, zygote and daemon kills, a
+// every language path, fork in a cell, fork cycles, zygote and daemon kills, a
 // stopped daemon and a SIGTERM with a full run queue. Each scenario gets a daemon of its own on a temp
 // Unix socket (nothing listens on any network address) and ends with it
 // stopped and nothing of it left on the host.
@@ -37,15 +37,16 @@ type scale struct {
 	idle, slow  int           // idle keep-alive and slow-body connections
 	bigBodies   int           // concurrent 60 MiB bodies
 	forks       int           // sessions that fork in a cell
+	forkCycles  int           // fork, exec in the branch, delete it
 	zygoteKills int
 }
 
 var scales = map[string]scale{
 	// CI: every scenario, small counts; about two minutes on 2 cores.
-	"short": {name: "short", mixed: 200, conc: 8, hostileFor: 8 * time.Second, idle: 200, slow: 80, bigBodies: 16, forks: 1, zygoteKills: 1},
+	"short": {name: "short", mixed: 200, conc: 8, hostileFor: 8 * time.Second, idle: 200, slow: 80, bigBodies: 16, forks: 1, forkCycles: 200, zygoteKills: 1},
 	// make loadtest: the figures; the slow bodies stay past the
 	// daemon's 30 s body deadline.
-	"full": {name: "full", mixed: 1000, conc: 8, hostileFor: 35 * time.Second, idle: 200, slow: 80, bigBodies: 16, forks: 3, zygoteKills: 3},
+	"full": {name: "full", mixed: 1000, conc: 8, hostileFor: 35 * time.Second, idle: 200, slow: 80, bigBodies: 16, forks: 3, forkCycles: 10000, zygoteKills: 3},
 }
 
 const mib = 1 << 20
@@ -123,6 +124,7 @@ func TestLoad(t *testing.T) {
 		{"1,100 slow bodies on E2B without a key", s.e2bSlowBodies},
 		{"odd requests", s.oddRequests},
 		{"fork in a cell", s.forkInCell},
+		{"fork cycles", s.forkCycles},
 		{"zygote", s.zygote},
 		{"daemon SIGKILL", s.daemonKill},
 		{"daemon SIGSTOP", s.daemonStop},
