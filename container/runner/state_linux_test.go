@@ -153,14 +153,15 @@ func TestStateSharedObjects(t *testing.T) {
 	if _, ok := notCarried(nc, "c"); !ok || len(nc) != 1 {
 		t.Errorf("not carried %+v, want only c (it holds a lock)", nc)
 	}
-	for code, want := range map[string]string{
-		"a is b and d['x'] is a": "True",
-		"e":                      "[8]",
-		"b.append(2); a":         "[1, 2]",
-		"d['x']":                 "[1, 2]",
+	// In order: the append must come before d['x'] shows it.
+	for _, c := range []struct{ code, want string }{
+		{"a is b and d['x'] is a", "True"},
+		{"e", "[8]"},
+		{"b.append(2); a", "[1, 2]"},
+		{"d['x']", "[1, 2]"},
 	} {
-		if res := exec(t, b, code); res.Status != StatusOK || res.Value != want {
-			t.Errorf("%q in the restored runner: %s %q %+v, want %q", code, res.Status, res.Value, res.Exception, want)
+		if res := exec(t, b, c.code); res.Status != StatusOK || res.Value != c.want {
+			t.Errorf("%q in the restored runner: %s %q %+v, want %q", c.code, res.Status, res.Value, res.Exception, c.want)
 		}
 	}
 }
