@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,43 +127,55 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	argv := []string{"python3", "-c", "print(1)"}
 	rep := &report{Machine: measure.MachineLine(), Command: strings.Join(argv, " ")}
 	var systems []system
-	if o.Only == "" || o.Only == "engine" {
-		if systems, err = benchEngine(ctx, o, rep, rfs, argv); err != nil {
-			return err
-		}
-	}
-	if o.Only == "" || o.Only == "daemon" || o.Only == "zygote" {
-		if err := benchThroughDaemon(ctx, o, rep); err != nil {
-			return fmt.Errorf("bench through the daemon: %w", err)
-		}
-	}
-	if o.Only == "" || o.Only == "egress" {
-		if err := benchEgress(ctx, o, rep); err != nil {
-			return fmt.Errorf("bench egress: %w", err)
-		}
-	}
-	if o.Only == "" || o.Only == "node" {
-		if err := benchNode(ctx, o, rep); err != nil {
-			return fmt.Errorf("bench node: %w", err)
-		}
-	}
-	if o.Only == "" || o.Only == "state" {
-		if err := benchState(ctx, o, rep); err != nil {
-			return fmt.Errorf("bench state: %w", err)
-		}
-	}
-	if o.Only == "" || o.Only == "e2b" {
-		if err := benchE2B(ctx, o, rep); err != nil {
-			return fmt.Errorf("bench e2b: %w", err)
-		}
-	}
+	runSections(ctx, o.Only, rep, []part{
+		{"engine", "engine", func() (err error) { systems, err = benchEngine(ctx, o, rep, rfs, argv); return err }},
+		{"through the daemon", "daemon zygote", func() error { return benchThroughDaemon(ctx, o, rep) }},
+		{"egress", "egress", func() error { return benchEgress(ctx, o, rep) }},
+		{"node", "node", func() error { return benchNode(ctx, o, rep) }},
+		{"state", "state", func() error { return benchState(ctx, o, rep) }},
+		{"e2b", "e2b", func() error { return benchE2B(ctx, o, rep) }},
+	})
 	if o.JSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printReport(out, rep, systems)
 	}
-	printReport(out, rep, systems)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("bench: interrupted: %w", err)
+	}
+	if len(rep.Failed) > 0 {
+		return fmt.Errorf("bench: %d section(s) failed (the others' figures are above):\n  %s", len(rep.Failed), strings.Join(rep.Failed, "\n  "))
+	}
 	return nil
+}
+
+// part is one part of the bench: its name in the report, the --only
+// values that select it, and its run.
+type part struct {
+	name, only string
+	run        func() error
+}
+
+// runSections runs the sections only selects ("" for all) in turn until
+// ctx ends. A failed section is recorded in rep.Failed and the next one
+// runs: one refusal on a loaded machine costs its own section's figures,
+// not the others'; Run exits non-zero at the end.
+func runSections(ctx context.Context, only string, rep *report, secs []part) {
+	for _, sec := range secs {
+		if only != "" && !slices.Contains(strings.Fields(sec.only), only) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err := sec.run(); err != nil {
+			rep.Failed = append(rep.Failed, fmt.Sprintf("%s: %v", sec.name, err))
+		}
+	}
 }
 
 // report is everything measured; --json prints it as it is.
@@ -194,6 +207,7 @@ type report struct {
 	E2BLoad string   `json:"e2b_load,omitempty"` // load averages before -> after
 
 	Skipped []string `json:"skipped,omitempty"`
+	Failed  []string `json:"failed,omitempty"` // sections that ended with an error, and why
 }
 
 // latency is one system's figures in the engine part.

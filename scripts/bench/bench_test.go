@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +87,33 @@ func TestNsboxBinary(t *testing.T) {
 	got, err := o.nsbox()
 	if err == nil || !strings.Contains(err.Error(), "make build") || !strings.Contains(err.Error(), "--nsbox") {
 		t.Fatalf("nsbox() = %q, %v; want an error naming make build and --nsbox", got, err)
+	}
+}
+
+// TestRunSectionsGoesOn: a section that fails is recorded and the ones
+// after it still run; --only selects by the section's names; an ended
+// context runs nothing more.
+func TestRunSectionsGoesOn(t *testing.T) {
+	var ran []string
+	sec := func(name, only string, err error) part {
+		return part{name, only, func() error { ran = append(ran, name); return err }}
+	}
+	secs := []part{sec("a", "a", nil), sec("b", "b bb", errors.New("503 after 10 tries")), sec("c", "c", nil)}
+	rep := &report{}
+	runSections(context.Background(), "", rep, secs)
+	if !slices.Equal(ran, []string{"a", "b", "c"}) || !slices.Equal(rep.Failed, []string{"b: 503 after 10 tries"}) {
+		t.Errorf("ran %v, failed %q; want a b c and b's error", ran, rep.Failed)
+	}
+	ran, rep = nil, &report{}
+	runSections(context.Background(), "bb", rep, secs)
+	if !slices.Equal(ran, []string{"b"}) {
+		t.Errorf("--only bb ran %v, want b", ran)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ran = nil
+	runSections(ctx, "", &report{}, secs)
+	if len(ran) != 0 {
+		t.Errorf("an ended context ran %v", ran)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/benchd"
 	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
@@ -77,18 +78,18 @@ func benchE2B(ctx context.Context, o Options, rep *report) error {
 	if err != nil {
 		return err
 	}
-	d, err := startDaemon(nsbox, o.Store, "default", "", "--e2b-listen", addr, "--e2b-keys", keys)
+	d, err := benchd.Start(nsbox, o.Store, "default", "", "--e2b-listen", addr, "--e2b-keys", keys)
 	if err != nil {
 		return err
 	}
-	defer d.close()
+	defer d.Close()
 
 	before := measure.LoadAvg()
 	defer func() { rep.E2BLoad = before + " -> " + measure.LoadAvg() }()
 	rounds := max(1, o.DaemonRuns/10) // 5 sandboxes and 50 cells a round and side
 	var sdkCreate, sdkCell, v1Create, v1Cell []time.Duration
 	for r := 0; r < rounds; r++ {
-		if err := d.waitPools(ctx); err != nil {
+		if err := d.WaitPools(ctx); err != nil {
 			return err
 		}
 		cmd := exec.CommandContext(ctx, node, "bench.mjs", fmt.Sprint(e2bRoundSandboxes), fmt.Sprint(e2bCellsPerSandbox))
@@ -108,22 +109,22 @@ func benchE2B(ctx context.Context, o Options, rep *report) error {
 		sdkCreate = append(sdkCreate, msDurations(got.Create)...)
 		sdkCell = append(sdkCell, msDurations(got.RunCode)...)
 
-		if err := d.waitPools(ctx); err != nil {
+		if err := d.WaitPools(ctx); err != nil {
 			return err
 		}
 		for i := 0; i < e2bRoundSandboxes; i++ {
 			t0 := time.Now()
-			s, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{})
+			s, err := d.Client.CreateSession(ctx, &agentapi.SessionRequest{})
 			if err != nil {
 				return err
 			}
 			v1Create = append(v1Create, time.Since(t0))
-			if _, err := d.client.Exec(ctx, s.ID, &agentapi.ExecRequest{Code: "x = 0"}); err != nil {
+			if _, err := d.Client.Exec(ctx, s.ID, &agentapi.ExecRequest{Code: "x = 0"}); err != nil {
 				return err
 			}
 			for j := 0; j < e2bCellsPerSandbox; j++ {
 				t0 = time.Now()
-				res, err := d.client.Exec(ctx, s.ID, &agentapi.ExecRequest{Code: "x += 1"})
+				res, err := d.Client.Exec(ctx, s.ID, &agentapi.ExecRequest{Code: "x += 1"})
 				if err != nil {
 					return err
 				}
@@ -132,7 +133,7 @@ func benchE2B(ctx context.Context, o Options, rep *report) error {
 					return fmt.Errorf("/v1 exec: %s %s", res.Status, res.Error)
 				}
 			}
-			if err := d.client.DeleteSession(ctx, s.ID); err != nil {
+			if err := d.Client.DeleteSession(ctx, s.ID); err != nil {
 				return err
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon/egress/egresstest"
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/benchd"
 	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
@@ -155,11 +156,11 @@ func benchEgress(ctx context.Context, o Options, rep *report) error {
 	if err != nil {
 		return err
 	}
-	d, err := startDaemon(nsbox, o.Store, o.Rootfs, conf, "--pool-size", "0")
+	d, err := benchd.Start(nsbox, o.Store, o.Rootfs, conf, "--pool-size", "0")
 	if err != nil {
 		return err
 	}
-	defer d.close()
+	defer d.Close()
 	network := &agentapi.Network{Allow: []string{fmt.Sprintf("%s:%d", egressHost, port), fmt.Sprintf("%s:%d", egressHost, tport)}}
 	url := func(path string) string { return fmt.Sprintf("http://%s:%d%s", egressHost, port, path) }
 	turl := func(path string) string { return fmt.Sprintf("https://%s:%d%s", egressHost, tport, path) }
@@ -167,7 +168,7 @@ func benchEgress(ctx context.Context, o Options, rep *report) error {
 	// The sandbox runs the client through the proxy; the host runs it
 	// directly to 127.0.0.1 (the name resolves there).
 	sandbox := func(args ...string) (map[string]any, error) {
-		res, err := d.client.Run(ctx, &agentapi.RunRequest{Argv: append([]string{"python3", "-c", egressClient}, append(args, "ca.pem")...),
+		res, err := d.Client.Run(ctx, &agentapi.RunRequest{Argv: append([]string{"python3", "-c", egressClient}, append(args, "ca.pem")...),
 			Network: network, Limits: &agentapi.Limits{TimeoutMs: 120_000, CPUs: egressCPUs}, Files: []agentapi.File{{Path: "ca.pem", Text: string(caPEM)}}})
 		if err != nil {
 			return nil, err
@@ -247,7 +248,7 @@ func benchEgress(ctx context.Context, o Options, rep *report) error {
 		cmd := fmt.Sprintf("python3 -m pip install -q --index-url %s --trusted-host %s %s", url(fmt.Sprintf("/r%d/simple/", i)), egressHost, egresstest.Package)
 		for k := range 2 {
 			start := time.Now()
-			res, err := d.client.Run(ctx, &agentapi.RunRequest{Language: agentapi.LanguageBash, Code: cmd, Rootfs: datasci, Network: network,
+			res, err := d.Client.Run(ctx, &agentapi.RunRequest{Language: agentapi.LanguageBash, Code: cmd, Rootfs: datasci, Network: network,
 				Limits: &agentapi.Limits{TimeoutMs: 120_000, DiskBytes: 256 << 20}})
 			if err != nil {
 				return err

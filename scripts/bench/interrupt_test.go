@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/nsbox/nsbox/scripts/bench/benchd"
 	"github.com/nsbox/nsbox/scripts/bench/interrupt"
 )
 
@@ -63,16 +64,16 @@ func TestInterruptStopsDaemons(t *testing.T) {
 	dirs := requireCgroups(t)
 	name := interrupt.Name()
 	removed, leftover := filepath.Join(dirs[0], name, "pool-1"), filepath.Join(dirs[0], name, "zy-1")
-	d := &daemon{cmd: exec.Command(os.Args[0], "-test.run=^$")}
-	d.cmd.Env = append(os.Environ(), fakeDaemonEnv+"="+removed+string(filepath.ListSeparator)+leftover)
-	out, err := d.cmd.StdoutPipe()
+	d := &benchd.Daemon{Cmd: exec.Command(os.Args[0], "-test.run=^$")}
+	d.Cmd.Env = append(os.Environ(), fakeDaemonEnv+"="+removed+string(filepath.ListSeparator)+leftover)
+	out, err := d.Cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.cmd.Start(); err != nil {
+	if err := d.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.cmd.Process.Kill(); interrupt.Tree(filepath.Join(dirs[0], name)) })
+	t.Cleanup(func() { d.Cmd.Process.Kill(); interrupt.Tree(filepath.Join(dirs[0], name)) })
 	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
 		t.Fatalf("fake daemon: %q, %v", line, err)
 	}
@@ -82,13 +83,13 @@ func TestInterruptStopsDaemons(t *testing.T) {
 	if left := interrupt.Run(); len(left) > 0 {
 		t.Fatalf("left: %v", left)
 	}
-	if st := d.cmd.ProcessState; st == nil || st.ExitCode() != 0 {
+	if st := d.Cmd.ProcessState; st == nil || st.ExitCode() != 0 {
 		t.Fatalf("the daemon: %v, want it to have exited 0 at SIGTERM", st)
 	}
 	if _, err := os.Stat(filepath.Join(dirs[0], name)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the daemon's cgroup parent: %v, want it swept", err)
 	}
-	if err := interrupt.Track(&daemon{}); !errors.Is(err, interrupt.ErrInterrupted) {
+	if err := interrupt.Track(&benchd.Daemon{}); !errors.Is(err, interrupt.ErrInterrupted) {
 		t.Errorf("a daemon started after the interrupt: %v, want ErrInterrupted", err)
 	}
 }

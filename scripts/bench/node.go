@@ -12,6 +12,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi/client"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/benchd"
 	"github.com/nsbox/nsbox/scripts/bench/interrupt"
 	"github.com/nsbox/nsbox/scripts/bench/measure"
 	"github.com/nsbox/nsbox/scripts/bench/peer"
@@ -79,16 +80,16 @@ func benchNode(ctx context.Context, o Options, rep *report) error {
 	if err != nil {
 		return err
 	}
-	warm, err := startDaemon(nsbox, o.Store, "default", "", "--pool-size", "1", "--pool-node-size", "1")
+	warm, err := benchd.Start(nsbox, o.Store, "default", "", "--pool-size", "1", "--pool-node-size", "1")
 	if err != nil {
 		return err
 	}
-	defer warm.close()
-	cold, err := startDaemon(nsbox, o.Store, "default", "", "--pool-size", "0", "--pool-node-size", "0", "--zygote=false")
+	defer warm.Close()
+	cold, err := benchd.Start(nsbox, o.Store, "default", "", "--pool-size", "0", "--pool-node-size", "0", "--zygote=false")
 	if err != nil {
 		return err
 	}
-	defer cold.close()
+	defer cold.Close()
 	runOnce := func(cl *client.Client, lang, code string, wantPooled bool) (time.Duration, error) {
 		t0 := time.Now()
 		res, err := cl.Run(ctx, &agentapi.RunRequest{Language: lang, Code: code})
@@ -136,10 +137,10 @@ func benchNode(ctx context.Context, o Options, rep *report) error {
 			lang, code string
 			dst        *[]time.Duration
 		}{{agentapi.LanguageJavaScript, "console.log(1)", &jsPooled}, {agentapi.LanguagePython, "print(1)", &pyPooled}} {
-			if err := warm.waitPools(ctx); err != nil {
+			if err := warm.WaitPools(ctx); err != nil {
 				return err
 			}
-			el, err := runOnce(warm.client, c.lang, c.code, true)
+			el, err := runOnce(warm.Client, c.lang, c.code, true)
 			if err != nil {
 				return fmt.Errorf("pooled: %w", err)
 			}
@@ -149,7 +150,7 @@ func benchNode(ctx context.Context, o Options, rep *report) error {
 			lang, code string
 			dst        *[]time.Duration
 		}{{agentapi.LanguageJavaScript, "console.log(1)", &jsCold}, {agentapi.LanguagePython, "print(1)", &pyCold}} {
-			el, err := runOnce(cold.client, c.lang, c.code, false)
+			el, err := runOnce(cold.Client, c.lang, c.code, false)
 			if err != nil {
 				return fmt.Errorf("cold: %w", err)
 			}
@@ -160,7 +161,7 @@ func benchNode(ctx context.Context, o Options, rep *report) error {
 		lang string
 		dst  *[]time.Duration
 	}{{agentapi.LanguageJavaScript, &jsSession}, {agentapi.LanguagePython, &pySession}} {
-		s, err := sessionRTT(warm.client, c.lang, 10*rounds)
+		s, err := sessionRTT(warm.Client, c.lang, 10*rounds)
 		if err != nil {
 			return fmt.Errorf("session: %w", err)
 		}

@@ -8,7 +8,8 @@ import (
 )
 
 // printReport writes rep as tables: the engine part (with the notes of
-// its systems), the daemon part, the zygote part, then what was skipped.
+// its systems), the daemon part, the zygote part, then what was skipped
+// and which sections failed.
 // A part that did not run prints nothing.
 func printReport(w io.Writer, rep *report, systems []system) {
 	printEngine(w, rep, systems)
@@ -20,6 +21,9 @@ func printReport(w io.Writer, rep *report, systems []system) {
 	printE2B(w, rep)
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(w, "  skipped %s\n", s)
+	}
+	for _, s := range rep.Failed {
+		fmt.Fprintf(w, "  FAILED %s\n", s)
 	}
 }
 

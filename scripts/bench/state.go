@@ -8,6 +8,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/benchd"
 	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
@@ -53,15 +54,15 @@ func benchState(ctx context.Context, o Options, rep *report) error {
 	}
 	before := measure.LoadAvg()
 	defer func() { rep.StateLoad = before + " -> " + measure.LoadAvg() }()
-	d, err := startDaemon(nsbox, o.Store, "default", "", "--pool-node-size", "0")
+	d, err := benchd.Start(nsbox, o.Store, "default", "", "--pool-node-size", "0")
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	if err := d.waitPools(ctx); err != nil {
+	defer d.Close()
+	if err := d.WaitPools(ctx); err != nil {
 		return err
 	}
-	cl := d.client
+	cl := d.Client
 	if _, err := cl.CreateVolume(ctx, &agentapi.VolumeRequest{Name: benchVolume, SizeBytes: 256 << 20}); err != nil {
 		return fmt.Errorf("volume: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/benchd"
 	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
@@ -25,9 +26,9 @@ func benchThroughDaemon(ctx context.Context, o Options, rep *report) error {
 			datasci = rootfs.DefaultName
 		}
 	}
-	var d, bare *daemon
+	var d, bare *benchd.Daemon
 	if socket != "" {
-		d = &daemon{client: &client.Client{Socket: socket}}
+		d = &benchd.Daemon{Client: &client.Client{Socket: socket}}
 		rep.Daemon = "the daemon at " + socket
 		rfs = "" // its default rootfs
 	} else {
@@ -40,41 +41,41 @@ func benchThroughDaemon(ctx context.Context, o Options, rep *report) error {
 			return err
 		}
 		// No zygote here: these are the pool's and the cold path's figures.
-		if d, err = startDaemon(nsbox, store, rfs, conf, "--zygote=false"); err != nil {
+		if d, err = benchd.Start(nsbox, store, rfs, conf, "--zygote=false"); err != nil {
 			return err
 		}
-		defer d.close()
+		defer d.Close()
 		rep.Daemon = "a private daemon (this binary), default pool on " + rfs + ", no zygote"
 		if o.Only == "zygote" { // the daemon above is the zygote rows' cold one
 			if datasci == "" {
 				return errors.New("--only zygote: no data-science rootfs \"default\" with pandas (make rootfs-default)")
 			}
-			if err := d.waitPools(ctx); err != nil {
+			if err := d.WaitPools(ctx); err != nil {
 				return err
 			}
 			return benchZygote(ctx, o, rep, d, datasci)
 		}
 		// And one as the default config has it: a bare zygote on rfs (no
 		// pool, so every run forks on request).
-		if bare, err = startDaemon(nsbox, store, rfs, "# nsbox bench: bare zygote\n", "--pool-size", "0"); err != nil {
+		if bare, err = benchd.Start(nsbox, store, rfs, "# nsbox bench: bare zygote\n", "--pool-size", "0"); err != nil {
 			return err
 		}
-		defer bare.close()
+		defer bare.Close()
 		rep.Daemon += "; bare zygote: a second one with the default [zygote] (a bare zygote on " + rfs + ", no pool)"
 	}
 	if datasci == "" {
 		rep.Skipped = append(rep.Skipped, "pandas through the daemon: no data-science rootfs \"default\" with pandas (make rootfs-default)")
 	}
-	if err := d.waitPools(ctx); err != nil {
+	if err := d.WaitPools(ctx); err != nil {
 		return err
 	}
 	if bare != nil {
-		if err := bare.waitPools(ctx); err != nil { // and its zygote ready
+		if err := bare.WaitPools(ctx); err != nil { // and its zygote ready
 			return err
 		}
 	}
 
-	cl := d.client
+	cl := d.Client
 	sess, err := cl.CreateSession(ctx, &agentapi.SessionRequest{Rootfs: rfs})
 	if err != nil {
 		return fmt.Errorf("session: %w", err)
@@ -89,7 +90,7 @@ func benchThroughDaemon(ctx context.Context, o Options, rep *report) error {
 		{name: "print(1), cold", do: runRequest(cl, rfs, "print(1)", coldLimits)},
 	}
 	if bare != nil {
-		cases = append(cases, daemonCase{name: "print(1), bare zygote", cold: "print(1), cold", do: runRequest(bare.client, rfs, "print(1)", coldLimits)})
+		cases = append(cases, daemonCase{name: "print(1), bare zygote", cold: "print(1), cold", do: runRequest(bare.Client, rfs, "print(1)", coldLimits)})
 	}
 	cases = append(cases, []daemonCase{
 		{name: "session exec x += 1", target: "<= 2 ms p50", do: func(ctx context.Context) (bool, error) {
@@ -143,14 +144,14 @@ func benchThroughDaemon(ctx context.Context, o Options, rep *report) error {
 				name string
 				warm bool
 				do   func(context.Context) (bool, error)
-			}{"print(1), bare zygote", false, runRequest(bare.client, rfs, "print(1)", coldLimits)})
+			}{"print(1), bare zygote", false, runRequest(bare.Client, rfs, "print(1)", coldLimits)})
 		}
 		rates := make([][]float64, len(systems))
 		counts := make([]pooledCount, len(systems))
 		for range o.Rounds {
 			for i, s := range systems {
 				if s.warm {
-					if err := d.waitPools(ctx); err != nil {
+					if err := d.WaitPools(ctx); err != nil {
 						return err
 					}
 				}
@@ -171,7 +172,7 @@ func benchThroughDaemon(ctx context.Context, o Options, rep *report) error {
 
 // addLatency runs the cases in turn, round after round, and appends their
 // figures to out.
-func addLatency(ctx context.Context, out *[]daemonLatency, d *daemon, cases []daemonCase, runs int) error {
+func addLatency(ctx context.Context, out *[]daemonLatency, d *benchd.Daemon, cases []daemonCase, runs int) error {
 	samples := make([][]time.Duration, len(cases))
 	pooled := make([]int, len(cases))
 	for range runs {
@@ -181,7 +182,7 @@ func addLatency(ctx context.Context, out *[]daemonLatency, d *daemon, cases []da
 				if c.pools != nil {
 					pd = c.pools
 				}
-				if err := pd.waitPools(ctx); err != nil {
+				if err := pd.WaitPools(ctx); err != nil {
 					return err
 				}
 			}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/nsbox/nsbox/scripts/bench/benchd"
 	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
@@ -21,8 +22,8 @@ const zygoteConcurrency = 2
 // without a zygote) against a second private daemon with a zygote on the
 // data-science rootfs: children forked on request, and children forked
 // ahead of time by its pool.
-func benchZygote(ctx context.Context, o Options, rep *report, cold *daemon, datasci string) error {
-	if err := cold.waitPools(ctx); err != nil { // the cold daemon's refills done
+func benchZygote(ctx context.Context, o Options, rep *report, cold *benchd.Daemon, datasci string) error {
+	if err := cold.WaitPools(ctx); err != nil { // the cold daemon's refills done
 		return err
 	}
 	conf := fmt.Sprintf("# nsbox bench: zygote\n[zygote]\nrootfs = [%q]\n\n[pools.zygote]\nrootfs = %q\nsize = 2\n", datasci, datasci)
@@ -30,12 +31,12 @@ func benchZygote(ctx context.Context, o Options, rep *report, cold *daemon, data
 	if err != nil {
 		return err
 	}
-	zd, err := startDaemon(nsbox, o.Store, o.Rootfs, conf, "--pool-size", "0")
+	zd, err := benchd.Start(nsbox, o.Store, o.Rootfs, conf, "--pool-size", "0")
 	if err != nil {
 		return err
 	}
-	defer zd.close()
-	if err := zd.waitPools(ctx); err != nil {
+	defer zd.Close()
+	if err := zd.WaitPools(ctx); err != nil {
 		return err
 	}
 	rep.ZygoteDaemon = "a private daemon with a zygote on " + datasci + " (pool of 2 pre-forked children); cold: the daemon above"
@@ -45,18 +46,18 @@ func benchZygote(ctx context.Context, o Options, rep *report, cold *daemon, data
 		// (freeing a large process) would land on the next sample.
 		coldName := cell.name + ", cold"
 		if err := addLatency(ctx, &rep.ZygoteLatency, cold, []daemonCase{
-			{name: coldName, do: runRequest(cold.client, datasci, cell.code, coldLimits)},
+			{name: coldName, do: runRequest(cold.Client, datasci, cell.code, coldLimits)},
 		}, o.PandasRuns); err != nil {
 			return err
 		}
 		coldLat := rep.ZygoteLatency[len(rep.ZygoteLatency)-1]
 		cases := []daemonCase{
-			{name: cell.name + ", zygote", target: cell.target, do: runRequest(zd.client, datasci, cell.code, coldLimits)},
-			{name: cell.name + ", zygote pre-forked", target: cell.target, warm: true, pools: zd, do: runRequest(zd.client, datasci, cell.code, nil)},
+			{name: cell.name + ", zygote", target: cell.target, do: runRequest(zd.Client, datasci, cell.code, coldLimits)},
+			{name: cell.name + ", zygote pre-forked", target: cell.target, warm: true, pools: zd, do: runRequest(zd.Client, datasci, cell.code, nil)},
 		}
 		first := len(rep.ZygoteLatency)
-		for _, d := range []*daemon{cold, zd} { // the cold row's teardown is not the zygote's
-			if err := d.idle(ctx); err != nil {
+		for _, d := range []*benchd.Daemon{cold, zd} { // the cold row's teardown is not the zygote's
+			if err := d.Idle(ctx); err != nil {
 				return err
 			}
 		}
@@ -70,7 +71,7 @@ func benchZygote(ctx context.Context, o Options, rep *report, cold *daemon, data
 	for _, cell := range zygoteCells {
 		systems := []struct {
 			name string
-			d    *daemon
+			d    *benchd.Daemon
 			lim  bool
 			warm bool
 		}{
@@ -84,12 +85,12 @@ func benchZygote(ctx context.Context, o Options, rep *report, cold *daemon, data
 			if !s.lim {
 				lim = nil
 			}
-			do := runRequest(s.d.client, datasci, cell.code, lim)
+			do := runRequest(s.d.Client, datasci, cell.code, lim)
 			// Both daemons idle first: the last system's teardown (a cold
 			// run frees a whole interpreter with its imports) is not this
 			// one's.
-			for _, d := range []*daemon{cold, zd} {
-				if err := d.idle(ctx); err != nil {
+			for _, d := range []*benchd.Daemon{cold, zd} {
+				if err := d.Idle(ctx); err != nil {
 					return err
 				}
 			}
@@ -97,7 +98,7 @@ func benchZygote(ctx context.Context, o Options, rep *report, cold *daemon, data
 			var count pooledCount
 			for range o.Rounds {
 				if s.warm {
-					if err := zd.waitPools(ctx); err != nil {
+					if err := zd.WaitPools(ctx); err != nil {
 						return err
 					}
 				}

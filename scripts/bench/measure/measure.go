@@ -67,3 +67,15 @@ func Round(ctx context.Context, f func(context.Context) error, conc int, d time.
 	wg.Wait()
 	return float64(n) / time.Since(start).Seconds(), first
 }
+
+// Sleep waits d, or until ctx ends (its error).
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
