@@ -196,7 +196,7 @@ func TestByteCapExact(t *testing.T) {
 		srv := &http.Server{Handler: &recorder{}}
 		go srv.Serve(u.l)
 		t.Cleanup(func() { srv.Close() })
-		for _, serve := range []int{n, n + 1} {
+		for _, serve := range []int{n, n + 1, 2 * n} {
 			raw := fmt.Sprintf("GET http://pypi.test:%d/?n=%d HTTP/1.1\r\nHost: pypi.test:%d\r\n\r\n", u.port, serve, u.port)
 			req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
 			if err != nil {
@@ -226,7 +226,7 @@ func TestByteCapExact(t *testing.T) {
 	})
 	hello := clientHello(t, "example.com")
 	t.Run("tunnel, received", func(t *testing.T) {
-		for _, serve := range []int{n, n + 1} {
+		for _, serve := range []int{n, n + 1, 2 * n} {
 			tn := &testNet{names: map[string]string{"example.com": "127.0.0.1"}}
 			u := newRawUpstream(t, tn, func(c net.Conn) {
 				io.ReadFull(c, make([]byte, len(hello)))
