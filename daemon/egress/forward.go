@@ -53,27 +53,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusForbidden, err.Error())
 		return
 	}
-	p.rp.ServeHTTP(capFlusher{w, fc.f}, r.WithContext(context.WithValue(r.Context(), flowKey{}, fc)))
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), flowKey{}, fc)))
 }
-
-// capFlusher flushes what is written once the flow reached the byte cap:
-// ReverseProxy writes the last bytes that fit and then aborts the
-// response, which would drop what the ResponseWriter still buffered, and
-// the sandbox would get less than the cap let through.
-type capFlusher struct {
-	http.ResponseWriter
-	f *flow
-}
-
-func (w capFlusher) Write(b []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(b)
-	if w.f.capped.Load() {
-		http.NewResponseController(w.ResponseWriter).Flush()
-	}
-	return n, err
-}
-
-func (w capFlusher) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // flowCtx travels in a request's context from the handler to the
 // Transport's dial: the checked address, the record and its counters.

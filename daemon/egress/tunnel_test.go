@@ -193,11 +193,19 @@ func TestByteCapExact(t *testing.T) {
 	t.Run("plain HTTP", func(t *testing.T) {
 		tn := &testNet{names: map[string]string{"pypi.test": "127.0.0.1"}}
 		u := newRawUpstream(t, tn, nil)
-		srv := &http.Server{Handler: &recorder{}}
+		// With ?cl=1 a Content-Length, else chunked.
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+			if r.URL.Query().Get("cl") == "1" {
+				w.Header().Set("Content-Length", strconv.Itoa(n))
+			}
+			w.Write(bytes.Repeat([]byte("x"), n))
+		})}
 		go srv.Serve(u.l)
 		t.Cleanup(func() { srv.Close() })
-		for _, serve := range []int{n, n + 1, 2 * n} {
-			raw := fmt.Sprintf("GET http://pypi.test:%d/?n=%d HTTP/1.1\r\nHost: pypi.test:%d\r\n\r\n", u.port, serve, u.port)
+		for _, tc := range []struct{ serve, cl int }{{n, 0}, {n + 1, 0}, {2 * n, 0}, {n, 1}, {n + 1, 1}, {2 * n, 1}} {
+			serve := tc.serve
+			raw := fmt.Sprintf("GET http://pypi.test:%d/?n=%d&cl=%d HTTP/1.1\r\nHost: pypi.test:%d\r\n\r\n", u.port, serve, tc.cl, u.port)
 			req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
 			if err != nil {
 				t.Fatal(err)
