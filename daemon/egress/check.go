@@ -69,19 +69,29 @@ var (
 	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
 	cgnat       = netip.MustParsePrefix("100.64.0.0/10")
 	broadcast   = netip.MustParseAddr("255.255.255.255")
-	// nat64 is the well-known NAT64 prefix (RFC 6052): on a NAT64 host,
-	// 64:ff9b::a9fe:a9fe is 169.254.169.254.
-	nat64 = netip.MustParsePrefix("64:ff9b::/96")
 )
 
 // denied says which denied range a holds ("" if none, or if an Opening
-// covers a and port): the host's own networks and addresses, the cloud
+// covers it and port): the host's own networks and addresses, the cloud
 // metadata service (169.254.169.254 is link-local) and whatever is not a
-// single public host. a is unmapped, so ::ffff:127.0.0.1 is loopback.
+// single public host. An IPv6 address that carries an IPv4 one (mapped,
+// NAT64, 6to4, Teredo: embeddedV4) is judged by that too, so
+// ::ffff:0:7f00:1 is loopback and 64:ff9b::a9fe:a9fe the metadata service.
 func (p *Proxy) denied(a netip.Addr, port int) string {
-	if nat64.Contains(a) {
-		a = netip.AddrFrom4([4]byte(a.AsSlice()[12:]))
+	a = a.WithZone("")
+	if what := p.deniedOne(a, port); what != "" {
+		return what
 	}
+	for _, v4 := range embeddedV4(a) {
+		if what := p.deniedOne(v4, port); what != "" {
+			return fmt.Sprintf("carrying %s, %s", v4, what)
+		}
+	}
+	return ""
+}
+
+// deniedOne is denied for a itself.
+func (p *Proxy) deniedOne(a netip.Addr, port int) string {
 	var what string
 	switch {
 	case a.IsLoopback():

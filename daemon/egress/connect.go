@@ -49,25 +49,13 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		refuseRaw(conn, ref.code, ref.reason)
 		return
 	}
-	rec.Allowed, rec.Addr = true, addr.String()
-	f := &flow{p: p}
-	defer f.done(rec)
-
-	secrets := p.boundSecrets(rec.Host, rec.Port)
-	var upstream net.Conn
-	if len(secrets) == 0 {
-		if upstream, err = p.dial(r.Context(), addr); err != nil {
-			rec.Reason = err.Error()
-			refuseRaw(conn, http.StatusBadGateway, rec.Reason)
-			return
-		}
-		defer p.track(upstream)()
-		defer upstream.Close()
-	}
+	// Nothing is dialed until the ClientHello has been read and checked,
+	// so a tunnel that will be refused never reaches the upstream. (Its
+	// price: a host that cannot be reached shows as a TLS handshake cut
+	// short, since the 200 has gone; the record says why.)
 	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
-
 	// The sandbox's side reads what the server's bufio.Reader already
 	// holds first, then the ClientHello is replayed ahead of the rest.
 	buffered, _ := brw.Reader.Peek(brw.Reader.Buffered())
@@ -76,7 +64,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	sandbox.SetReadDeadline(time.Now().Add(helloTimeout))
 	hello, sni, err := readHello(sandbox)
 	if err != nil {
-		rec.Allowed, rec.Reason = false, err.Error()
+		rec.Reason = err.Error()
 		return
 	}
 	sandbox.SetReadDeadline(time.Time{})
@@ -84,18 +72,30 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	// name to front with.
 	_, ipErr := netip.ParseAddr(rec.Host)
 	if !(ipErr == nil && sni == "") && normHost(sni) != rec.Host {
-		rec.Allowed = false
 		rec.Reason = fmt.Sprintf("SNI %q differs from CONNECT host %s (domain fronting refused)", sni, rec.Host)
 		return
 	}
-	if len(secrets) > 0 || p.intercepts(rec.Host, rec.Port) {
+	rec.Allowed, rec.Addr = true, addr.String()
+	f := &flow{p: p}
+	defer f.done(rec)
+	if secrets := p.boundSecrets(rec.Host, rec.Port); len(secrets) > 0 || p.intercepts(rec.Host, rec.Port) {
 		counted := &countedConn{Conn: &readerConn{Conn: conn, r: io.MultiReader(bytes.NewReader(hello), sandbox.r)}, f: f}
 		p.terminate(r.Context(), counted, rec, addr, secrets)
 		return
 	}
-	// What the server's reader held beyond the hello goes up with it.
+	upstream, err := p.dial(r.Context(), addr)
+	if err != nil {
+		rec.Reason = err.Error()
+		return
+	}
+	defer p.track(upstream)()
+	defer upstream.Close()
+	// What the server's reader held beyond the hello goes up with it,
+	// checked as TLS records as everything after it is.
 	pre := append(hello, buffered[len(buffered)-rest.Len():]...)
-	tunnel(conn, upstream, pre, f)
+	if err := tunnel(conn, upstream, pre, f); errors.Is(err, errNotTLS) {
+		rec.Reason = err.Error()
+	}
 }
 
 // refuseRaw answers a CONNECT the proxy will not make. The message is the
@@ -158,77 +158,3 @@ type readerConn struct {
 }
 
 func (c *readerConn) Read(b []byte) (int, error) { return c.r.Read(b) }
-
-// spliceChunk is the most a tunnel moves between two checks of the byte
-// cap.
-const spliceChunk = 1 << 20
-
-// tunnel joins the sandbox's connection to upstream once pre (the
-// ClientHello and whatever came with it) has gone up, until both sides
-// are done; an error either way (a cap, a reset) ends both. Both are TCP
-// connections, so the bytes move inside the kernel (splice(2), what
-// TCPConn.ReadFrom does with a TCPConn behind an io.LimitedReader), in
-// chunks counted against the flow between two calls.
-func tunnel(sandbox, upstream net.Conn, pre []byte, f *flow) {
-	if err := f.add(len(pre), true); err != nil {
-		return
-	}
-	if _, err := upstream.Write(pre); err != nil {
-		return
-	}
-	errc := make(chan error, 2)
-	cp := func(dst, src net.Conn, sent bool) {
-		err := pump(dst, src, f, sent)
-		if err == nil {
-			if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-				cw.CloseWrite()
-			} else {
-				dst.Close()
-			}
-		}
-		errc <- err
-	}
-	go cp(upstream, sandbox, true)
-	go cp(sandbox, upstream, false)
-	for range 2 {
-		if err := <-errc; err != nil {
-			sandbox.Close()
-			upstream.Close()
-		}
-	}
-}
-
-// pump copies src to dst until src's end, counting each chunk; a chunk
-// never takes the flow more than a byte past its cap.
-func pump(dst, src net.Conn, f *flow, sent bool) error {
-	rf, ok := dst.(io.ReaderFrom)
-	if !ok {
-		rf = readerFrom{dst}
-	}
-	for {
-		lr := &io.LimitedReader{R: src, N: spliceChunk}
-		if limit := f.p.policy.MaxBytes; limit > 0 {
-			lr.N = min(lr.N, max(limit-f.p.bytes.Load()+1, 1))
-		}
-		n, err := rf.ReadFrom(lr)
-		if cerr := f.add(int(n), sent); cerr != nil {
-			return cerr
-		}
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return nil
-		}
-	}
-}
-
-// readerFrom is io.Copy with a pooled buffer for a writer without
-// ReadFrom.
-type readerFrom struct{ w io.Writer }
-
-func (r readerFrom) ReadFrom(src io.Reader) (int64, error) {
-	buf := bufferPool{}.Get()
-	defer bufferPool{}.Put(buf)
-	return io.CopyBuffer(r.w, src, buf)
-}

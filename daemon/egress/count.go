@@ -15,25 +15,41 @@ type flow struct {
 	capped         atomic.Bool
 }
 
-// add counts n bytes in one direction and fails once the proxy's total
-// passes MaxBytes, which ends whichever connection moved them.
-func (f *flow) add(n int, sent bool) error {
+// take counts n bytes that have arrived in one direction against
+// MaxBytes and says how many of them fit: n, or fewer and an error once
+// they would pass the cap. The caller delivers only the bytes that fit,
+// so no more than MaxBytes ever moves, to the byte. Both directions
+// share the budget, so the check and the count are one atomic step; and
+// since bytes are counted once they have arrived, never while awaited,
+// an idle direction holds no share of it.
+func (f *flow) take(n int, sent bool) (int, error) {
 	if n <= 0 {
-		return nil
+		return 0, nil
+	}
+	got := int64(n)
+	if limit := f.p.policy.MaxBytes; limit > 0 {
+		for {
+			used := f.p.bytes.Load()
+			got = min(int64(n), max(limit-used, 0))
+			if f.p.bytes.CompareAndSwap(used, used+got) {
+				break
+			}
+		}
+	} else {
+		f.p.bytes.Add(got)
 	}
 	if sent {
-		f.sent.Add(int64(n))
+		f.sent.Add(got)
 	} else {
-		f.received.Add(int64(n))
+		f.received.Add(got)
 	}
-	limit := f.p.policy.MaxBytes
-	if total := f.p.bytes.Add(int64(n)); limit > 0 && total > limit {
+	if got < int64(n) {
 		f.capped.Store(true)
-		reason := fmt.Sprintf("byte cap of %d reached", limit)
+		reason := fmt.Sprintf("byte cap of %d reached", f.p.policy.MaxBytes)
 		f.p.setCapped(reason)
-		return fmt.Errorf("nsbox egress: %s", reason)
+		return int(got), fmt.Errorf("nsbox egress: %s", reason)
 	}
-	return nil
+	return n, nil
 }
 
 // done copies the counts into rec.
@@ -44,8 +60,8 @@ func (f *flow) done(rec *Record) {
 	}
 }
 
-// countedConn is the sandbox's side of a tunnel: what it reads was sent
-// by the sandbox, what it writes was received from upstream.
+// countedConn is the sandbox's side of a terminated tunnel: what it reads
+// was sent by the sandbox, what it writes was received from upstream.
 type countedConn struct {
 	net.Conn
 	f *flow
@@ -53,15 +69,16 @@ type countedConn struct {
 
 func (c *countedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	if cerr := c.f.add(n, true); cerr != nil {
-		return n, cerr
+	if got, cerr := c.f.take(n, true); cerr != nil {
+		return got, cerr
 	}
 	return n, err
 }
 
 func (c *countedConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	if cerr := c.f.add(n, false); cerr != nil {
+	got, cerr := c.f.take(len(b), false)
+	n, err := c.Conn.Write(b[:got])
+	if cerr != nil {
 		return n, cerr
 	}
 	return n, err
@@ -76,8 +93,8 @@ type countedBody struct {
 
 func (b *countedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if cerr := b.f.add(n, b.sent); cerr != nil {
-		return n, cerr
+	if got, cerr := b.f.take(n, b.sent); cerr != nil {
+		return got, cerr
 	}
 	return n, err
 }

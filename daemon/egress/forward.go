@@ -48,7 +48,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 	defer fc.f.done(rec)
 	// The request line and headers carry data too (a URL can hold
 	// anything): they count as sent, bodies are counted as they flow.
-	if err := fc.f.add(headSize(r), true); err != nil {
+	if _, err := fc.f.take(headSize(r), true); err != nil {
 		rec.Reason = err.Error()
 		writeText(w, http.StatusForbidden, err.Error())
 		return

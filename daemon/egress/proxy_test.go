@@ -230,7 +230,7 @@ func TestRefused(t *testing.T) {
 		{name: "CGNAT", allow: []string{"cgnat.test"}, url: "http://cgnat.test/", want: "a shared (CGNAT) address"},
 		{name: "ULA", allow: []string{"ula.test"}, url: "http://ula.test/", want: "fd00::1, a private address"},
 		{name: "this network", allow: []string{"zero.test"}, url: "http://zero.test/", want: "an unspecified address"},
-		{name: "NAT64 of metadata", allow: []string{"nat64.test"}, url: "http://nat64.test/", want: "64:ff9b::a9fe:a9fe, a link-local address"},
+		{name: "NAT64 of metadata", allow: []string{"nat64.test"}, url: "http://nat64.test/", want: "64:ff9b::a9fe:a9fe, carrying 169.254.169.254, a link-local address"},
 		{name: "unresolvable", allow: []string{"nx.test"}, url: "http://nx.test/", want: "cannot resolve nx.test"},
 		{name: "domain fronting", allow: []string{"example.com:" + ts}, url: "https://example.com:" + ts + "/", sni: "other.example.com", want: "EOF"},
 	} {

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/nsbox/nsbox/daemon/egress/mask"
 )
 
 // boundSecrets are the policy's secrets bound to host:port.
@@ -33,7 +35,7 @@ func (p *Proxy) boundSecrets(host string, port int) []Secret {
 // sandbox under the daemon's CA, then HTTP/1.1 requests one by one, each
 // with the bound secrets' placeholders swapped for their values and sent
 // on over verified TLS to the checked address; each answer comes back with
-// the values masked (mask.go). Bytes are counted on the
+// the values masked (package mask). Bytes are counted on the
 // sandbox's connection, so the requests inside are not counted again.
 func (p *Proxy) terminate(ctx context.Context, sandbox net.Conn, rec *Record, addr netip.AddrPort, secrets []Secret) {
 	cert, err := p.opts.CA.leaf(rec.Host)
@@ -60,7 +62,7 @@ func (p *Proxy) terminate(ctx context.Context, sandbox net.Conn, rec *Record, ad
 	for i, sec := range secrets {
 		values[i] = sec.Value
 	}
-	mask := newMasker(values)
+	masker := mask.New(values)
 	br := bufio.NewReader(tc)
 	for {
 		req, err := http.ReadRequest(br)
@@ -92,15 +94,15 @@ func (p *Proxy) terminate(ctx context.Context, sandbox net.Conn, rec *Record, ad
 		resp, err := p.roundTrip(req.WithContext(ctx))
 		if err != nil {
 			// Go's errors quote what a malformed answer said.
-			writeTextResponse(tc, http.StatusBadGateway, "nsbox egress: "+mask.str(err.Error()))
+			writeTextResponse(tc, http.StatusBadGateway, "nsbox egress: "+masker.String(err.Error()))
 			return
 		}
 		if err := decodeForMasking(resp); err != nil {
 			resp.Body.Close()
-			writeTextResponse(tc, http.StatusBadGateway, "nsbox egress: "+rec.Host+": "+mask.str(err.Error()))
+			writeTextResponse(tc, http.StatusBadGateway, "nsbox egress: "+rec.Host+": "+masker.String(err.Error()))
 			return
 		}
-		mask.response(resp)
+		masker.Response(resp)
 		err = resp.Write(tc)
 		resp.Body.Close()
 		if err != nil || req.Close || resp.Close {

@@ -1,4 +1,10 @@
-package egress
+// Package mask finds an egress secret's value in the forms a server
+// plausibly echoes it in (as is, hex, percent-encoded, base64 at three
+// alignments, JSON-escaped; any Run bytes in a row of one) and overwrites
+// each matched byte with '*', in strings, headers, responses and streams,
+// holding back no more than Run-1 bytes of a stream (docs/NETWORK.md, "A
+// secret's own host echoing it").
+package mask
 
 import (
 	"bytes"
@@ -13,32 +19,33 @@ import (
 	"unicode/utf16"
 )
 
-// maskRun is the bound of the masking: any maskRun bytes in a row of one
+// Run is the bound of the masking: any Run bytes in a row of one
 // of a secret's forms, in any letter case, are masked wherever they appear
 // in an answer, so a value cut in two (two headers, two JSON fields) is
 // masked as long as each part is. A form shorter than this is masked
 // whole. Eight random bytes of a token are as good as never met by chance.
-const maskRun = 8
+const Run = 8
 
 // minShort is the shortest form other than the value itself that is
 // masked whole: a base64 or hex form of two bytes would mask at random.
 const minShort = 4
 
-// masker finds a set of secrets in the forms a server plausibly echoes
+// A Masker finds a set of secrets in the forms a server plausibly echoes
 // them in (see forms) and overwrites every byte of a match with '*', so
 // lengths (and Content-Length) stay what the upstream said.
-type masker struct {
-	grams map[uint64]struct{} // every maskRun-byte window of every form, lower case
+type Masker struct {
+	grams map[uint64]struct{} // every Run-byte window of every form, lower case
 	seen  [1 << 10]uint64     // a bit per hash of each gram: most windows stop here
-	short [][]byte            // whole forms shorter than maskRun, lower case
+	short [][]byte            // whole forms shorter than Run, lower case
 }
 
-func newMasker(values []string) *masker {
-	m := &masker{grams: map[uint64]struct{}{}}
+// New is a Masker of values.
+func New(values []string) *Masker {
+	m := &Masker{grams: map[uint64]struct{}{}}
 	for _, v := range values {
 		for _, f := range forms(v) {
 			f = strings.ToLower(f)
-			if len(f) < maskRun {
+			if len(f) < Run {
 				if len(f) >= minShort || f == strings.ToLower(v) {
 					m.short = append(m.short, []byte(f))
 				}
@@ -47,7 +54,7 @@ func newMasker(values []string) *masker {
 			var key uint64
 			for i := 0; i < len(f); i++ {
 				key = key<<8 | uint64(f[i])
-				if i >= maskRun-1 {
+				if i >= Run-1 {
 					m.grams[key] = struct{}{}
 					h := gramHash(key)
 					m.seen[h>>6] |= 1 << (h & 63)
@@ -128,13 +135,13 @@ func lower(c byte) byte {
 
 // mark sets marks[i] for every byte of b inside a match that lies wholly
 // in b. Marks already set stay set.
-func (m *masker) mark(b []byte, marks []bool) {
+func (m *Masker) mark(b []byte, marks []bool) {
 	var key uint64
 	for i := range b {
 		key = key<<8 | uint64(lower(b[i]))
-		if h := gramHash(key); i >= maskRun-1 && m.seen[h>>6]&(1<<(h&63)) != 0 {
+		if h := gramHash(key); i >= Run-1 && m.seen[h>>6]&(1<<(h&63)) != 0 {
 			if _, ok := m.grams[key]; ok {
-				for j := i - maskRun + 1; j <= i; j++ {
+				for j := i - Run + 1; j <= i; j++ {
 					marks[j] = true
 				}
 			}
@@ -149,8 +156,8 @@ func (m *masker) mark(b []byte, marks []bool) {
 	}
 }
 
-// str is s masked.
-func (m *masker) str(s string) string {
+// String is s masked.
+func (m *Masker) String(s string) string {
 	b := []byte(s)
 	marks := make([]bool, len(b))
 	m.mark(b, marks)
@@ -171,36 +178,36 @@ func applyMarks(b []byte, marks []bool) bool {
 	return hit
 }
 
-// header masks h's names and values in place ('*' is a token character,
+// Header masks h's names and values in place ('*' is a token character,
 // so a masked name is still a valid one).
-func (m *masker) header(h http.Header) {
+func (m *Masker) Header(h http.Header) {
 	for k, vs := range h {
 		for i := range vs {
-			vs[i] = m.str(vs[i])
+			vs[i] = m.String(vs[i])
 		}
-		if mk := m.str(k); mk != k {
+		if mk := m.String(k); mk != k {
 			delete(h, k)
 			h[mk] = append(h[mk], vs...)
 		}
 	}
 }
 
-// response masks what of resp reaches the sandbox: the status line's
+// Response masks what of resp reaches the sandbox: the status line's
 // reason phrase, header names and values, trailer names now and their
 // values when the body ends, and the body as it streams.
-func (m *masker) response(resp *http.Response) {
-	resp.Status = m.str(resp.Status)
-	m.header(resp.Header)
-	m.header(resp.Trailer)
+func (m *Masker) Response(resp *http.Response) {
+	resp.Status = m.String(resp.Status)
+	m.Header(resp.Header)
+	m.Header(resp.Trailer)
 	if resp.Body != nil && resp.Body != http.NoBody {
-		resp.Body = &maskReader{m: m, rc: resp.Body, onEOF: func() { m.header(resp.Trailer) }}
+		resp.Body = &maskReader{m: m, rc: resp.Body, onEOF: func() { m.Header(resp.Trailer) }}
 	}
 }
 
 // maskReader masks a stream without holding it: it keeps back the last
-// maskRun-1 bytes read, which a match may yet cover, and releases the rest.
+// Run-1 bytes read, which a match may yet cover, and releases the rest.
 type maskReader struct {
-	m     *masker
+	m     *Masker
 	rc    io.ReadCloser
 	onEOF func() // after the upstream's trailers are in, before EOF is passed on
 	chunk []byte
@@ -223,7 +230,7 @@ func (r *maskReader) Read(p []byte) (int, error) {
 		r.held = append(r.held, r.chunk[:n]...)
 		r.marks = append(r.marks, make([]bool, n)...)
 		r.m.mark(r.held, r.marks)
-		release := len(r.held) - (maskRun - 1)
+		release := len(r.held) - (Run - 1)
 		if err != nil {
 			r.err, release = err, len(r.held)
 			if err == io.EOF && r.onEOF != nil {
@@ -245,3 +252,6 @@ func (r *maskReader) Read(p []byte) (int, error) {
 }
 
 func (r *maskReader) Close() error { return r.rc.Close() }
+
+// Reader is rc masked as it streams.
+func (m *Masker) Reader(rc io.ReadCloser) io.ReadCloser { return &maskReader{m: m, rc: rc} }
