@@ -40,6 +40,9 @@ type Config struct {
 	// in their cgroups ahead of time (each still gets a fresh set of
 	// namespaces and serves one run). 0 spawns every run on demand.
 	Spares int
+	// Landlock is sandboxinit.LandlockAuto (""), LandlockRequired or
+	// LandlockOff: the second layer under the namespaces (docs/SECURITY.md).
+	Landlock string
 }
 
 // LockDir holds the uid-slot and zygote-block locks of every engine on the
@@ -87,6 +90,9 @@ func New(cfg Config) (_ *Engine, err error) {
 		if cfg.Seccomp, err = p.Compile(); err != nil {
 			return nil, fmt.Errorf("compile default seccomp profile: %w", err)
 		}
+	}
+	if err := checkLandlock(&cfg, log); err != nil {
+		return nil, err
 	}
 	liveDir := filepath.Join(cfg.RunDir, "locks")
 	for _, d := range []string{cfg.RunDir, LockDir, liveDir} {
