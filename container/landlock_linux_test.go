@@ -66,32 +66,34 @@ do("read-opt", lambda: open("/opt/secret").read())
 		{sandboxinit.LandlockAuto, "read EACCES\nlist ['secret']\nread-usr host-secret\nwrite-usr EACCES\nread-opt EACCES"},
 		{sandboxinit.LandlockOff, "read host-secret\nlist ['secret']\nread-usr host-secret\nwrite-usr 1\nread-opt host-secret"},
 	} {
-		t.Run(tc.mode, func(t *testing.T) {
-			e := landlockEngine(t, tc.mode)
-			inR, inW := ioPipe(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			sb, err := e.Start(ctx, Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"python3", "-c", code}, Stdin: inR})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, at := range []string{"/srv", "/usr/src", "/opt"} {
-				if err := attachInto(sb.Pid(), hostDir(t), at); err != nil {
-					sb.Kill(StatusKilled)
-					sb.Wait()
-					t.Fatalf("attach a host directory at %s: %v", at, err)
+		e := landlockEngine(t, tc.mode)
+		for _, k := range sandboxKinds(t, e) {
+			t.Run(tc.mode+"/"+k.name, func(t *testing.T) {
+				inR, inW := ioPipe(t)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				sb, err := k.start(ctx, Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"python3", "-c", code}, Stdin: inR})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			inW.Write([]byte("go\n"))
-			inW.Close()
-			res, err := sb.Wait()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := mustOK(t, res); got != tc.want {
-				t.Fatalf("got %q, want %q", got, tc.want)
-			}
-		})
+				for _, at := range []string{"/srv", "/usr/src", "/opt"} {
+					if err := attachInto(sb.Pid(), hostDir(t), at); err != nil {
+						sb.Kill(StatusKilled)
+						sb.Wait()
+						t.Fatalf("attach a host directory at %s: %v", at, err)
+					}
+				}
+				inW.Write([]byte("go\n"))
+				inW.Close()
+				res, err := sb.Wait()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := mustOK(t, res); got != tc.want {
+					t.Fatalf("got %q, want %q", got, tc.want)
+				}
+			})
+		}
 	}
 }
 

@@ -150,6 +150,6 @@ func (d *description) zygoteRequest(slot int, zygoteFilter []byte, testSkip stri
 		TmpBytes: d.limits.DiskBytes, TmpInodes: workspace.Inodes(d.limits.DiskBytes), NoFile: sandboxNoFile, FSize: uint64(d.limits.DiskBytes),
 		UID: SandboxUID, GID: SandboxGID, Seccomp: filter,
 		CgroupNS: true, Threads: threads(d.limits.CPUs), Control: d.control,
-		TestSkip: testSkip, Mounts: d.mounts,
+		TestSkip: testSkip, Mounts: d.mounts, Landlock: d.landlock,
 	}
 }
