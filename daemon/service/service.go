@@ -101,7 +101,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		}
 	}
 
-	eng, err := container.New(container.Config{RunDir: cfg.RunDir, CgroupName: cfg.CgroupName, Spares: cfg.Pool.SpareInits, Logger: log.With("component", "engine")})
+	eng, err := container.New(container.Config{RunDir: cfg.RunDir, CgroupName: cfg.CgroupName, Spares: cfg.Pool.SpareInits, Landlock: cfg.Security.Landlock, Logger: log.With("component", "engine")})
 	if err != nil {
 		return fmt.Errorf("sandbox engine: %w", err)
 	}
