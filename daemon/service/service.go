@@ -23,11 +23,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/agentapi/server"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/pool"
 	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/container/sandboxinit"
 	"github.com/nsbox/nsbox/container/zygote"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/config"
@@ -134,6 +136,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		Policy:        cfg.Policy(),
 		Version:       opts.Version,
 		CgroupMode:    string(eng.CgroupMode()),
+		Landlock:      landlockInfo(eng),
 		ParkDir:       filepath.Join(cfg.StateDir, "sessions"),
 		Volumes:       vols,
 	}
@@ -282,4 +285,10 @@ func poolsWhereRunnable(profiles []pool.Profile, store daemon.Store, log *slog.L
 		out = append(out, p)
 	}
 	return out
+}
+
+// landlockInfo is /v1/info's report of the engine's Landlock.
+func landlockInfo(eng *container.Engine) agentapi.Landlock {
+	mode, abi := eng.Landlock()
+	return agentapi.Landlock{Mode: mode, ABI: abi, Active: abi > 0 && mode != sandboxinit.LandlockOff}
 }
