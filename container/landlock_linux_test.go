@@ -16,7 +16,7 @@ import (
 )
 
 // landlockEngine is an engine with [security] landlock = mode.
-func landlockEngine(t *testing.T, mode string) *Engine {
+func landlockEngine(t testing.TB, mode string) *Engine {
 	t.Helper()
 	testenv.RequireRoot(t)
 	e, err := New(Config{RunDir: t.TempDir(), CgroupName: testenv.CgroupName(), InitBinary: testInitBinary, Landlock: mode})
@@ -151,4 +151,56 @@ func onSpareThread(f func() error) error {
 		done <- f() // never unlocked: the thread exits with the goroutine
 	}()
 	return <-done
+}
+
+// BenchmarkLandlockSpawn alternates python3 -c 'print(1)' on two engines
+// that differ only in [security] landlock (auto, off), cold (the init
+// applies the rules) and forked by a zygote (the child does), so that
+// machine drift hits both alike. It reports each one's median and p95 and
+// the ratio of the medians; the cost is the rules' set-up and Landlock's
+// checks on every path the interpreter opens.
+func BenchmarkLandlockSpawn(b *testing.B) {
+	root := testenv.Rootfs(b)
+	on, off := landlockEngine(b, sandboxinit.LandlockAuto), landlockEngine(b, sandboxinit.LandlockOff)
+	if sandboxinit.LandlockABI() == 0 {
+		b.Skip("this kernel has no Landlock")
+	}
+	type way struct {
+		name  string
+		start func(context.Context, Spec) (*Result, error)
+		argv  []string
+	}
+	ways := func(e *Engine) []way {
+		return []way{
+			{"cold", e.Run, []string{"python3", "-c", "print(1)"}},
+			{"zygote", zygoteFor(b, e, root).Run, []string{"python3", "-I", "-c", "print(1)"}},
+		}
+	}
+	onWays, offWays := ways(on), ways(off)
+	got := map[string]sample{}
+	for b.Loop() {
+		for i := range onWays {
+			for _, w := range []struct {
+				key string
+				way way
+			}{{"on", onWays[i]}, {"off", offWays[i]}} {
+				t0 := time.Now()
+				res, err := w.way.start(context.Background(), Spec{RootfsDir: root, Argv: w.way.argv})
+				if err != nil || res.Status != StatusOK {
+					b.Fatalf("%s %s: %v %+v", w.way.name, w.key, err, res)
+				}
+				k := w.way.name + "-" + w.key
+				got[k] = append(got[k], time.Since(t0))
+			}
+		}
+	}
+	for _, n := range []string{"cold", "zygote"} {
+		on, off := got[n+"-on"], got[n+"-off"]
+		b.ReportMetric(ms(on.pct(0.5)), n+"-landlock-p50-ms")
+		b.ReportMetric(ms(off.pct(0.5)), n+"-off-p50-ms")
+		b.ReportMetric(ms(on.pct(0.95)), n+"-landlock-p95-ms")
+		b.ReportMetric(ms(off.pct(0.95)), n+"-off-p95-ms")
+		b.ReportMetric(float64(on.pct(0.5))/float64(off.pct(0.5)), n+"-on/off")
+	}
+	b.ReportMetric(0, "ns/op")
 }

@@ -122,29 +122,40 @@ func applyLandlock(mode string, mounts []string) error {
 		}
 		return nil
 	}
+	fd, err := landlockRuleset(abi, mounts)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0); e != 0 {
+		return fmt.Errorf("landlock_restrict_self: %w", e)
+	}
+	return nil
+}
+
+// landlockRuleset makes the ruleset of ABI version abi (1 or more) with
+// the sandbox's rules.
+func landlockRuleset(abi int, mounts []string) (int, error) {
 	handled := llHandled[abi]
 	rules, err := landlockRules(mounts)
 	if err != nil {
-		return fmt.Errorf("landlock rules: %w", err)
+		return -1, fmt.Errorf("landlock rules: %w", err)
 	}
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: handled}
 	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 8, 0)
 	if e != 0 {
-		return fmt.Errorf("landlock_create_ruleset: %w", e)
+		return -1, fmt.Errorf("landlock_create_ruleset: %w", e)
 	}
-	defer unix.Close(int(fd))
 	for _, r := range rules {
 		if err := addLandlockRule(int(fd), r.path, r.access&handled); err != nil {
-			return err
+			unix.Close(int(fd))
+			return -1, err
 		}
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
-	}
-	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); e != 0 {
-		return fmt.Errorf("landlock_restrict_self: %w", e)
-	}
-	return nil
+	return int(fd), nil
 }
 
 // addLandlockRule allows access beneath path (a missing one is skipped;
