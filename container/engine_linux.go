@@ -17,6 +17,7 @@ import (
 	"github.com/nsbox/nsbox/container/internal/initproc"
 	"github.com/nsbox/nsbox/container/internal/locks"
 	"github.com/nsbox/nsbox/container/internal/mnt"
+	"github.com/nsbox/nsbox/container/sandboxinit"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
@@ -91,8 +92,12 @@ func New(cfg Config) (_ *Engine, err error) {
 			return nil, fmt.Errorf("compile default seccomp profile: %w", err)
 		}
 	}
-	if err := checkLandlock(&cfg, log); err != nil {
+	var noLandlock bool
+	if cfg.Landlock, noLandlock, err = sandboxinit.CheckLandlock(cfg.Landlock); err != nil {
 		return nil, err
+	}
+	if noLandlock {
+		log.Warn("this kernel has no Landlock: sandboxes run without the second layer under their namespaces (nsbox doctor)")
 	}
 	liveDir := filepath.Join(cfg.RunDir, "locks")
 	for _, d := range []string{cfg.RunDir, LockDir, liveDir} {

@@ -17,6 +17,28 @@ const (
 	LandlockRequired = "required" // a kernel without Landlock is an error
 )
 
+// ErrNoLandlock is a [security] landlock = "required" on a kernel without
+// Landlock.
+var ErrNoLandlock = errors.New(`[security] landlock = "required" but this kernel has no Landlock: boot with lsm=...,landlock (CONFIG_SECURITY_LANDLOCK=y), or set landlock = "auto"`)
+
+// CheckLandlock checks a mode against the kernel once, for an engine: ""
+// is auto; required without Landlock is ErrNoLandlock; auto without it
+// runs, and absent says so (for the engine to log once).
+func CheckLandlock(mode string) (_ string, absent bool, _ error) {
+	switch mode {
+	case "":
+		mode = LandlockAuto
+	case LandlockAuto, LandlockRequired, LandlockOff:
+	default:
+		return "", false, fmt.Errorf("landlock %q: want auto, required or off", mode)
+	}
+	absent = mode != LandlockOff && kernelLandlockABI() == 0
+	if absent && mode == LandlockRequired {
+		return "", true, ErrNoLandlock
+	}
+	return mode, absent, nil
+}
+
 // Filesystem rights by Landlock ABI version: v1's thirteen, then refer
 // (v2), truncate (v3) and ioctl on devices (v5). Network rules (v4) are
 // left out: a sandbox's loopback is its own and programs bind and connect
@@ -50,6 +72,9 @@ func LandlockABI() int {
 	}
 	return int(v)
 }
+
+// kernelLandlockABI is LandlockABI; tests stand in a kernel without it.
+var kernelLandlockABI = LandlockABI
 
 // landlockHidden are top-level entries of a rootfs that a sandboxed
 // program has no use for and gets no right on (/mnt, /proc, /dev, /tmp
@@ -115,10 +140,10 @@ func applyLandlock(mode string, mounts []string) error {
 	if mode == LandlockOff {
 		return nil
 	}
-	abi := min(LandlockABI(), len(llHandled)-1)
+	abi := min(kernelLandlockABI(), len(llHandled)-1)
 	if abi == 0 {
 		if mode == LandlockRequired {
-			return errors.New(`landlock: [security] landlock = "required" but this kernel has no Landlock (boot with lsm=...,landlock, or set landlock = "auto")`)
+			return ErrNoLandlock
 		}
 		return nil
 	}

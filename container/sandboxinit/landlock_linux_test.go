@@ -1,6 +1,8 @@
 package sandboxinit
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -20,5 +22,36 @@ func BenchmarkLandlockRuleset(b *testing.B) {
 			b.Fatal(err)
 		}
 		unix.Close(fd)
+	}
+}
+
+// TestLandlockModesWithoutLandlock stands in a kernel without Landlock:
+// auto runs (and says it is absent), required is refused by the engine's
+// check and by init alike, off asks nothing; an unknown mode is an error.
+func TestLandlockModesWithoutLandlock(t *testing.T) {
+	saved := kernelLandlockABI
+	t.Cleanup(func() { kernelLandlockABI = saved })
+	kernelLandlockABI = func() int { return 0 }
+	for _, tc := range []struct {
+		mode, want string
+		absent     bool
+		err        error
+	}{
+		{"", LandlockAuto, true, nil},
+		{LandlockAuto, LandlockAuto, true, nil},
+		{LandlockOff, LandlockOff, false, nil},
+		{LandlockRequired, "", true, ErrNoLandlock},
+	} {
+		got, absent, err := CheckLandlock(tc.mode)
+		if got != tc.want || absent != tc.absent || !errors.Is(err, tc.err) {
+			t.Errorf("CheckLandlock(%q) = %q, %v, %v; want %q, %v, %v", tc.mode, got, absent, err, tc.want, tc.absent, tc.err)
+		}
+		// Without Landlock init restricts nothing, so this test process is safe.
+		if err := applyLandlock(tc.mode, nil); !errors.Is(err, tc.err) {
+			t.Errorf("applyLandlock(%q) = %v, want %v", tc.mode, err, tc.err)
+		}
+	}
+	if _, _, err := CheckLandlock("on"); err == nil || !strings.Contains(err.Error(), "want auto, required or off") {
+		t.Errorf("CheckLandlock(on) = %v", err)
 	}
 }
