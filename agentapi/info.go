@@ -58,6 +58,18 @@ type Info struct {
 	// declared and the named volumes that exist.
 	Datasets []string `json:"datasets"`
 	Volumes  []string `json:"volumes"`
+
+	// Landlock is the second layer under the namespaces: [security]
+	// landlock (auto, required, off), the kernel's Landlock ABI version
+	// (0: none) and whether sandboxes get it.
+	Landlock Landlock `json:"landlock"`
+}
+
+// Landlock is Info's report of Landlock in sandboxes.
+type Landlock struct {
+	Mode   string `json:"mode"`
+	ABI    int    `json:"abi"`
+	Active bool   `json:"active"`
 }
 
 // LanguageInfo is one language of the daemon's registry: its names, what

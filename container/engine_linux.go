@@ -17,6 +17,7 @@ import (
 	"github.com/nsbox/nsbox/container/internal/initproc"
 	"github.com/nsbox/nsbox/container/internal/locks"
 	"github.com/nsbox/nsbox/container/internal/mnt"
+	"github.com/nsbox/nsbox/container/sandboxinit"
 	"github.com/nsbox/nsbox/seccomp"
 )
 
@@ -40,6 +41,9 @@ type Config struct {
 	// in their cgroups ahead of time (each still gets a fresh set of
 	// namespaces and serves one run). 0 spawns every run on demand.
 	Spares int
+	// Landlock is sandboxinit.LandlockAuto (""), LandlockRequired or
+	// LandlockOff: the second layer under the namespaces (docs/SECURITY.md).
+	Landlock string
 }
 
 // LockDir holds the uid-slot and zygote-block locks of every engine on the
@@ -87,6 +91,13 @@ func New(cfg Config) (_ *Engine, err error) {
 		if cfg.Seccomp, err = p.Compile(); err != nil {
 			return nil, fmt.Errorf("compile default seccomp profile: %w", err)
 		}
+	}
+	var noLandlock bool
+	if cfg.Landlock, noLandlock, err = sandboxinit.CheckLandlock(cfg.Landlock); err != nil {
+		return nil, err
+	}
+	if noLandlock {
+		log.Warn("this kernel has no Landlock: sandboxes run without the second layer under their namespaces (nsbox doctor)")
 	}
 	liveDir := filepath.Join(cfg.RunDir, "locks")
 	for _, d := range []string{cfg.RunDir, LockDir, liveDir} {

@@ -7,3 +7,13 @@ import "github.com/nsbox/nsbox/container/sandboxinit"
 // of packages whose tests spawn sandboxes): the nsbox binary is its own
 // init when no separate nsbox-init binary is installed next to it.
 func MaybeInit() { sandboxinit.MaybeRun() }
+
+// ErrNoLandlock is a [security] landlock = "required" on a kernel without
+// Landlock.
+var ErrNoLandlock = sandboxinit.ErrNoLandlock
+
+// Landlock is the engine's [security] landlock mode and the kernel's
+// Landlock ABI version (0: none), as /v1/info and nsbox doctor say them.
+func (e *Engine) Landlock() (mode string, abi int) {
+	return e.cfg.Landlock, sandboxinit.LandlockABI()
+}

@@ -61,6 +61,7 @@ type description struct {
 	masked     []string
 	readOnly   []string
 	control    bool
+	landlock   string // Config.Landlock
 	// mounts are the NAMEs of Spec.Mounts, attached at /mnt/NAME.
 	mounts []string
 	// beforeStart is Spec.BeforeStart: launch calls it once the process
@@ -84,7 +85,7 @@ func (e *Engine) describe(spec *Spec, lim Limits, env []string) *description {
 	}
 	return &description{
 		id: spec.ID, rootfs: spec.RootfsDir, argv: spec.Argv, env: env, limits: lim, background: spec.Background,
-		seccomp: prog, masked: e.masked, readOnly: e.ro, control: spec.Control, beforeStart: spec.BeforeStart,
+		seccomp: prog, masked: e.masked, readOnly: e.ro, control: spec.Control, beforeStart: spec.BeforeStart, landlock: e.cfg.Landlock,
 		mounts: mountNames(spec.Mounts),
 	}
 }
@@ -123,6 +124,7 @@ func (d *description) initConfig(zygote, cgroupNS bool) sandboxinit.Config {
 		CgroupNS:   cgroupNS,
 		Control:    d.control,
 		Zygote:     zygote,
+		Landlock:   d.landlock,
 		Mounts:     d.mounts,
 	}
 	if zygote {
@@ -148,6 +150,6 @@ func (d *description) zygoteRequest(slot int, zygoteFilter []byte, testSkip stri
 		TmpBytes: d.limits.DiskBytes, TmpInodes: workspace.Inodes(d.limits.DiskBytes), NoFile: sandboxNoFile, FSize: uint64(d.limits.DiskBytes),
 		UID: SandboxUID, GID: SandboxGID, Seccomp: filter,
 		CgroupNS: true, Threads: threads(d.limits.CPUs), Control: d.control,
-		TestSkip: testSkip, Mounts: d.mounts,
+		TestSkip: testSkip, Mounts: d.mounts, Landlock: d.landlock,
 	}
 }

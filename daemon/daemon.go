@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon/admission"
 	"github.com/nsbox/nsbox/daemon/egress"
 	"github.com/nsbox/nsbox/daemon/metrics"
@@ -60,8 +61,9 @@ type Config struct {
 	// Policy is what Reconfigure may change later.
 	Policy policy.Policy
 
-	Version    string // daemon version, reported by Info
-	CgroupMode string // "v2", "v1" or "hybrid", reported by Info
+	Version    string            // daemon version, reported by Info
+	CgroupMode string            // "v2", "v1" or "hybrid", reported by Info
+	Landlock   agentapi.Landlock // the engine's, reported by Info
 
 	// Pool, when set, hands out warm Python runners to matching Python
 	// runs and new sessions; the rest start on the Starter.

@@ -44,5 +44,6 @@ func (d *Daemon) Info(ctx context.Context) (*agentapi.Info, error) {
 		Network:       pol.Network.Wire(),
 		Datasets:      d.datasetNames(),
 		Volumes:       d.volumeNames(ctx),
+		Landlock:      d.cfg.Landlock,
 	}, nil
 }

@@ -40,6 +40,8 @@ type Facts struct {
 	SeccompActions    string // /proc/sys/kernel/seccomp/actions_avail
 	SeccompActionsErr error
 
+	LandlockABI int // landlock_create_ruleset(LANDLOCK_CREATE_RULESET_VERSION); 0: none
+
 	Mounts        []cgroup.Mount    // /proc/self/mountinfo
 	ProcCgroup    map[string]string // /proc/self/cgroup
 	CgroupErr     error             // reading either of the two
@@ -102,6 +104,13 @@ func Diagnose(f Facts) []Check {
 		add("seccomp", StatusFail, "actions: "+strings.Join(actions, " ")+" (need errno, allow, kill_process)", "use a kernel >= 4.14 with CONFIG_SECCOMP_FILTER")
 	default:
 		add("seccomp", StatusOK, "actions: "+strings.Join(actions, " "), "")
+	}
+
+	if f.LandlockABI > 0 {
+		add("landlock", StatusOK, fmt.Sprintf("ABI v%d: every sandbox gets filesystem rules under its namespaces", f.LandlockABI), "")
+	} else {
+		add("landlock", StatusWarn, `not in this kernel: sandboxes run without the second layer under their namespaces; [security] landlock = "required" refuses to start`,
+			"boot a kernel with CONFIG_SECURITY_LANDLOCK=y and landlock in lsm= (cat /sys/kernel/security/lsm)")
 	}
 
 	out = append(out, cgroupChecks(f)...)

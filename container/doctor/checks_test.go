@@ -31,6 +31,7 @@ func goodHost(t *testing.T, proc string) Facts {
 		EUID:           0,
 		MaxUserNS:      "96365\n",
 		SeccompActions: "kill_process kill_thread trap errno user_notif trace log allow\n",
+		LandlockABI:    7,
 		Mounts:         mounts,
 		ProcCgroup:     self,
 		V2Controllers:  strings.Fields(string(b)),
@@ -64,8 +65,9 @@ func TestDiagnose(t *testing.T) {
 			runnable: true,
 			want: map[string]Status{"root": StatusOK, "cgroup mode": StatusOK, "cgroup memory": StatusOK,
 				"cgroup pids": StatusOK, "cgroup cpu": StatusOK, "CLONE_INTO_CGROUP": StatusOK, "daemon socket": StatusOK, "sandbox init": StatusOK,
-				"volumes": StatusOK},
+				"volumes": StatusOK, "landlock": StatusOK},
 			detail: map[string]string{
+				"landlock":          "ABI v7",
 				"cgroup mode":       "hybrid: v1 controllers at /sys/fs/cgroup/<ctrl>, empty cgroup2 at /sys/fs/cgroup/unified",
 				"cgroup memory":     "/sys/fs/cgroup/memory/process_api/216498d4bd190430ae9b4ca3b085aa35",
 				"CLONE_INTO_CGROUP": "n/a (v1: pids are moved with cgroup.procs)",
@@ -173,6 +175,17 @@ func TestDiagnose(t *testing.T) {
 			runnable: true, // runs and sessions work; volumes do not
 			want:     map[string]Status{"volumes": StatusWarn},
 			detail:   map[string]string{"volumes": "no mkfs.ext4, e2fsck"},
+		},
+		{
+			name: "no Landlock in the kernel",
+			host: func(t *testing.T) Facts {
+				f := goodHost(t, "proc-hybrid")
+				f.LandlockABI = 0
+				return f
+			},
+			runnable: true, // with landlock = "auto"
+			want:     map[string]Status{"landlock": StatusWarn},
+			detail:   map[string]string{"landlock": `landlock = "required" refuses to start`},
 		},
 	}
 	for _, tc := range tests {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/container/sandboxinit"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -31,6 +32,7 @@ func Gather(store, socket string) Facts {
 
 	b, f.SeccompActionsErr = os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
 	f.SeccompActions = string(b)
+	f.LandlockABI = sandboxinit.LandlockABI()
 
 	f.Mounts, f.ProcCgroup, f.CgroupErr = cgroup.ReadSelf()
 	if f.CgroupErr == nil {

@@ -62,6 +62,9 @@ type Config struct {
 	// capabilities and without a seccomp filter: a zygote writes its
 	// children's id maps, and each child applies the filter itself.
 	Zygote bool `json:"zygote,omitempty"`
+	// Landlock is LandlockOff, LandlockAuto or LandlockRequired (""
+	// is auto); a zygote's init applies none (its children mount).
+	Landlock string `json:"landlock,omitempty"`
 	// Mounts are the NAMEs of the detached mounts attached at /mnt/NAME.
 	// With any, the workspace's fd is followed by the /mnt tmpfs's (with
 	// a directory per NAME) and then theirs, in order.
@@ -158,6 +161,9 @@ func runInit() error {
 		return fmt.Errorf("reset signals: %w", err)
 	}
 	if !cfg.Zygote {
+		if err := applyLandlock(cfg.Landlock, cfg.Mounts); err != nil {
+			return err
+		}
 		if err := filter.Install(cfg.Seccomp); err != nil {
 			return fmt.Errorf("install seccomp filter: %w", err)
 		}

@@ -53,6 +53,8 @@ type Config struct {
 	E2B E2BConfig
 	// Datasets are the [[datasets]] entries (datasets.go).
 	Datasets []Dataset
+	// Security is [security] (security.go).
+	Security SecurityConfig
 
 	lines map[string]int // key ("max_limits.memory") -> its line in File; 0 when an override set it
 }
@@ -74,6 +76,7 @@ func Default() Config {
 		Pool:          defaultPoolConfig(),
 		Zygote:        defaultZygoteConfig(),
 		Network:       defaultNetworkConfig(),
+		Security:      defaultSecurityConfig(),
 		lines:         map[string]int{},
 	}
 }

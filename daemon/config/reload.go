@@ -33,6 +33,7 @@ func (cfg Config) RestartKeys(next Config) []string {
 		{"zygote", a.Zygote.String(), b.Zygote.String()}, {"network", a.Network.String(), b.Network.String()},
 		{"e2b.listen", a.E2B.Listen, b.E2B.Listen}, {"e2b.keys_file", a.E2B.KeysFile, b.E2B.KeysFile},
 		{"datasets", datasetsString(a.Datasets), datasetsString(b.Datasets)},
+		{"security.landlock", a.Security.Landlock, b.Security.Landlock},
 	} {
 		if k.x != k.y {
 			keys = append(keys, k.key)

@@ -23,11 +23,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/agentapi/server"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/pool"
 	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/container/sandboxinit"
 	"github.com/nsbox/nsbox/container/zygote"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/config"
@@ -101,7 +103,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		}
 	}
 
-	eng, err := container.New(container.Config{RunDir: cfg.RunDir, CgroupName: cfg.CgroupName, Spares: cfg.Pool.SpareInits, Logger: log.With("component", "engine")})
+	eng, err := container.New(container.Config{RunDir: cfg.RunDir, CgroupName: cfg.CgroupName, Spares: cfg.Pool.SpareInits, Landlock: cfg.Security.Landlock, Logger: log.With("component", "engine")})
 	if err != nil {
 		return fmt.Errorf("sandbox engine: %w", err)
 	}
@@ -134,6 +136,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		Policy:        cfg.Policy(),
 		Version:       opts.Version,
 		CgroupMode:    string(eng.CgroupMode()),
+		Landlock:      landlockInfo(eng),
 		ParkDir:       filepath.Join(cfg.StateDir, "sessions"),
 		Volumes:       vols,
 	}
@@ -282,4 +285,10 @@ func poolsWhereRunnable(profiles []pool.Profile, store daemon.Store, log *slog.L
 		out = append(out, p)
 	}
 	return out
+}
+
+// landlockInfo is /v1/info's report of the engine's Landlock.
+func landlockInfo(eng *container.Engine) agentapi.Landlock {
+	mode, abi := eng.Landlock()
+	return agentapi.Landlock{Mode: mode, ABI: abi, Active: abi > 0 && mode != sandboxinit.LandlockOff}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container/sandboxinit"
 )
 
 func TestDaemonHappyPath(t *testing.T) {
@@ -55,6 +56,9 @@ func TestDaemonHappyPath(t *testing.T) {
 	}
 	if info.APIVersion != "v1" || info.CgroupMode == "" || len(info.Rootfs) == 0 {
 		t.Errorf("info = %+v", info)
+	}
+	if abi := sandboxinit.LandlockABI(); info.Landlock != (agentapi.Landlock{Mode: "auto", ABI: abi, Active: abi > 0}) {
+		t.Errorf("info.landlock = %+v, want auto with ABI %d", info.Landlock, abi)
 	}
 	d.assertClean(t, res.ID)
 }

@@ -201,6 +201,54 @@ def _install_seccomp(prog):
     _sys('seccomp', 1, 0, ctypes.byref(fp))  # SECCOMP_SET_MODE_FILTER
 
 
+# Landlock, as sandboxinit's landlock_linux.go applies it (the same rules;
+# keep the two alike): filesystem rights by ABI version up to v5.
+_LL_READ = 0x1 | 0x4 | 0x8  # execute, read file, read dir
+_LL_WRITE = 0x2 | 0x10 | 0x20 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x1000 | 0x2000 | 0x4000
+_LL_FILE = 0x1 | 0x2 | 0x4 | 0x4000 | 0x8000  # what a file can have (ioctl on devices: 0x8000)
+_LL_HANDLED = (0, (1 << 13) - 1, (1 << 14) - 1, (1 << 15) - 1, (1 << 15) - 1, (1 << 16) - 1)
+_LL_HIDDEN = {'mnt', 'media', 'srv', 'root', 'home', 'boot', 'lost+found', 'proc', 'dev', 'tmp', 'workspace'}
+_LL_DEV = ('null', 'zero', 'full', 'random', 'urandom')
+
+
+def _landlock(mode, mounts):
+    """Restrict this child, single-threaded here, to the sandbox's rules;
+    what it runs inherits them. auto: as far as the kernel's ABI goes."""
+    if mode == 'off':
+        return
+    abi = _libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # LANDLOCK_CREATE_RULESET_VERSION
+    if abi <= 0:
+        if mode == 'required':
+            raise OSError('[security] landlock = "required" but this kernel has no Landlock')
+        return
+    handled = _LL_HANDLED[min(abi, len(_LL_HANDLED) - 1)]
+    rules = [('/', 0x8)]
+    rules += [('/' + n, _LL_READ) for n in sorted(os.listdir('/')) if n not in _LL_HIDDEN and os.path.isdir('/' + n)]
+    rules += [(p, _LL_READ | _LL_WRITE) for p in ('/workspace', '/tmp', '/dev/shm', '/proc')]
+    rules += [('/dev/' + n, _LL_FILE & ~0x1) for n in _LL_DEV]
+    rules += [('/mnt/' + m, _LL_READ | _LL_WRITE) for m in mounts]
+    attr = struct.pack('=Q', handled)
+    rs = _check(_libc.syscall(444, attr, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)), 'landlock_create_ruleset')
+    try:
+        for p, access in rules:
+            try:
+                fd = os.open(p, os.O_PATH | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            try:
+                if os.fstat(fd).st_mode & 0o170000 != 0o040000:
+                    access &= _LL_FILE
+                rule = struct.pack('=Qi', access & handled, fd)  # struct landlock_path_beneath_attr, packed
+                _check(_libc.syscall(445, ctypes.c_int(rs), ctypes.c_int(1), rule, ctypes.c_uint32(0)),
+                       'landlock rule for ' + p)
+            finally:
+                os.close(fd)
+        _prctl(PR_SET_NO_NEW_PRIVS, 1)
+        _check(_libc.syscall(446, ctypes.c_int(rs), ctypes.c_uint32(0)), 'landlock_restrict_self')
+    finally:
+        os.close(rs)
+
+
 def _reseed():
     random.seed()  # Python's own fork hook does this too; be explicit
     np = sys.modules.get('numpy')
@@ -316,6 +364,8 @@ def _child(req, run, fds):
             run = 3
         os.set_inheritable(3, False)
         _sys('close_range', 4, ctypes.c_uint(0xffffffff), 0)
+        step = 'landlock'
+        _landlock(req.get('landlock') or 'auto', req.get('mounts') or [])
         step = 'seccomp'
         if req.get('test_skip') != 'seccomp':  # the engine's verification tests only
             _install_seccomp(base64.b64decode(req['seccomp']) if req.get('seccomp') else _SECCOMP)

@@ -103,6 +103,9 @@ type Request struct {
 	// that are the child's cgroup's tasks files (v1): it writes "0" to
 	// each, placing itself before anything else, and closes them.
 	Tasks int `json:"tasks,omitempty"`
+	// Landlock is sandboxinit's mode (off, auto, required; "": auto):
+	// the child applies the rules init does, after its mounts.
+	Landlock string `json:"landlock,omitempty"`
 }
 
 // Reply is a frame from the zygote.
