@@ -93,8 +93,15 @@ func TestNodeTopLevelAwait(t *testing.T) {
 
 func TestNodeErrorsLaterAreReported(t *testing.T) {
 	r := startNode(t)
-	first := exec(t, r, "setTimeout(() => { throw new Error('later') }, 10)\nPromise.reject(new RangeError('nobody'))\nsetTimeout(() => process.exit(4), 20); 0")
-	res := exec(t, r, "await new Promise(r => setTimeout(r, 200)); 1")
+	// The first cell's timers throw once the second cell is running:
+	// output between cells is dropped (sink), so timers on a clock would
+	// race the second request on a busy machine. They wait on a gate the
+	// second cell opens, then fire in order; the second cell answers after
+	// the last of them (timers of one delay run in the order they were set).
+	first := exec(t, r, "let open; const gate = new Promise(r => open = r)\n"+
+		"const fired = gate.then(() => new Promise(done => { setTimeout(() => { throw new Error('later') }, 10); setTimeout(() => process.exit(4), 10); setTimeout(done, 10) }))\n"+
+		"Promise.reject(new RangeError('nobody')); 0")
+	res := exec(t, r, "open(); await fired; 1")
 	if res.Status != StatusOK || res.Value != "1" {
 		t.Fatalf("the runner did not survive: %+v", res)
 	}
