@@ -14,7 +14,7 @@ APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap 
 
 export CGO_ENABLED := 1
 
-.PHONY: help deps build generate test test-unit rootfs-test rootfs-default demo lint bench soak loadtest image test-image clean install uninstall
+.PHONY: help deps build generate test test-unit test-loaded rootfs-test rootfs-default demo lint bench soak loadtest image test-image clean install uninstall
 
 help: ## show this help
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -51,11 +51,28 @@ rootfs-default: build ## build the data-science rootfs as "default" (skipped whe
 		echo "rootfs-default: default present"; \
 	else $(BIN) rootfs build --store $(STORE) --profile datasci --name default; fi
 
-test: deps rootfs-test rootfs-default ## set up and run every test (as root: real namespaces, cgroups, seccomp)
+TEST_PKGS ?= ./...
+test: deps rootfs-test rootfs-default ## set up and run every test (as root: real namespaces, cgroups, seccomp); TEST_PKGS narrows it
 	$(GO) vet ./...
 	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs NSBOX_TEST_ROOTFS_STORE=$(STORE) NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS) \
 		NSBOX_TEST_DATASCI_ROOTFS_NAME=default \
-		$(GO) test -count=1 -timeout 30m ./...
+		$(GO) test -count=1 -timeout 30m $(TEST_PKGS)
+
+# The packages whose tests wait on other processes the most (Node cells and
+# their timers, sessions, admission and drain, the E2B SDK against envd):
+# what CI runs under load. The busy loops are plain shell loops, one per
+# core of the 2-core CI machine; the trap ends them, and each ends by itself
+# once the recipe's shell is gone (a SIGKILL, a make that did not wait).
+BUSY_LOOPS        ?= 2
+LOADED            ?= full
+LOADED_SHORT_PKGS := ./container/runner ./container/session ./daemon/... ./agentapi/... ./tests/e2b-client
+test-loaded: ## make test while BUSY_LOOPS (2) busy loops hold the cores; LOADED=short: only the packages CI runs so
+	@busy=; trap 'kill $$busy 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
+	for i in $$(seq $(BUSY_LOOPS)); do (while kill -0 $$$$ 2>/dev/null; do :; done) & busy="$$busy $$!"; done; \
+	echo "test-loaded: $(BUSY_LOOPS) busy loops (pids$$busy), LOADED=$(LOADED)"; \
+	start=$$(date +%s); \
+	$(MAKE) --no-print-directory test TEST_PKGS='$(if $(filter short,$(LOADED)),$(LOADED_SHORT_PKGS),$(TEST_PKGS))'; rc=$$?; \
+	echo "test-loaded: rc $$rc after $$(( $$(date +%s) - start )) s"; exit $$rc
 
 test-unit: ## run the tests that need neither root nor a rootfs
 	$(GO) test -count=1 -short ./...
