@@ -93,8 +93,15 @@ func TestNodeTopLevelAwait(t *testing.T) {
 
 func TestNodeErrorsLaterAreReported(t *testing.T) {
 	r := startNode(t)
-	first := exec(t, r, "setTimeout(() => { throw new Error('later') }, 10)\nPromise.reject(new RangeError('nobody'))\nsetTimeout(() => process.exit(4), 20); 0")
-	res := exec(t, r, "await new Promise(r => setTimeout(r, 200)); 1")
+	// The first cell's timers throw once the second cell is running:
+	// output between cells is dropped (sink), so timers on a clock would
+	// race the second request on a busy machine. They wait on a gate the
+	// second cell opens, then fire in order; the second cell answers after
+	// the last of them (timers of one delay run in the order they were set).
+	first := exec(t, r, "let open; const gate = new Promise(r => open = r)\n"+
+		"const fired = gate.then(() => new Promise(done => { setTimeout(() => { throw new Error('later') }, 10); setTimeout(() => process.exit(4), 10); setTimeout(done, 10) }))\n"+
+		"Promise.reject(new RangeError('nobody')); 0")
+	res := exec(t, r, "open(); await fired; 1")
 	if res.Status != StatusOK || res.Value != "1" {
 		t.Fatalf("the runner did not survive: %+v", res)
 	}
@@ -169,7 +176,7 @@ func TestNodeInterrupts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t0 := time.Now()
-			res := execReq(t, r, ExecRequest{Code: tc.code, Timeout: 300 * time.Millisecond})
+			res := execReq(t, r, ExecRequest{Code: tc.code, Timeout: 2 * time.Second}) // after the print, on a busy machine too
 			if res.Status != StatusTimeout || res.Killed || res.Exception == nil || res.Exception.Name != "Interrupted" {
 				t.Fatalf("got %+v %+v", res, res.Exception)
 			}
@@ -203,13 +210,17 @@ func TestNodeKillOnTimeout(t *testing.T) {
 			if res := execReq(t, r, ExecRequest{Code: "1+1", KillOnTimeout: true, Timeout: time.Minute}); res.Status != StatusOK || res.Value != "2" {
 				t.Fatalf("a cell that ends in time: %+v", res)
 			}
-			req := ExecRequest{Code: tc.code, KillOnTimeout: true, Timeout: 300 * time.Millisecond}
+			// The timeout must come after the cell printed: 2 s leaves room
+			// for a busy machine (300 ms did not: the top-level await's
+			// rewrite ran past it). A cancel waits for the print itself.
+			req := ExecRequest{Code: tc.code, KillOnTimeout: true, Timeout: 2 * time.Second}
 			ctx := context.Background()
 			if tc.cancel {
 				req.Timeout = time.Minute
-				c, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				c, cancel := context.WithCancel(ctx)
 				defer cancel()
 				ctx = c
+				req.OnStdout = func([]byte) { cancel() }
 			}
 			res, err := r.Exec(ctx, req)
 			if err != nil || res.Status != tc.want || !res.Killed || res.Exception != nil {

@@ -1,9 +1,14 @@
 #!/bin/sh
-# gotest.sh REPO BINDIR [NAME=VALUE|PKG]... [-- TESTFLAGS...] — runs in the
+# gotest.sh REPO BINDIR [NAME=VALUE|PKG[@SECS]]... [-- TESTFLAGS...] — runs in the
 # guest (busybox sh): for each PKG (e.g. ./container, ./tests/integration) cd
 # REPO/PKG and run BINDIR/<pkg with / as _>.test (built on the host with
 # `go test -c`), printing `ok`/`FAIL` lines the way `go test` does. A NAME=VALUE
 # word is exported for the packages after it. Exits 1 if any package failed.
+#
+# PKG@SECS gives the package a limit of its own: SECS times NSBOX_VM_SPEED
+# (suite.sh's speed factor, default 1), passed as -test.timeout after the
+# TESTFLAGS, so a package that runs long fails alone, printing its
+# goroutines, and the next one runs.
 #
 # If NSBOX_VM_NSBOX_BIN names a prebuilt nsbox binary, a `go` shim is put first
 # in PATH whose `go build ... -o OUT ...` copies that binary to OUT: the guest
@@ -15,7 +20,7 @@
 # and is alone in it, as a daemon started by systemd with Delegate=yes would
 # be; this runner moves itself to the root cgroup.
 set -u
-[ $# -ge 3 ] || { echo "usage: gotest.sh REPO BINDIR [NAME=VALUE|PKG]... [-- TESTFLAGS...]" >&2; exit 2; }
+[ $# -ge 3 ] || { echo "usage: gotest.sh REPO BINDIR [NAME=VALUE|PKG[@SECS]]... [-- TESTFLAGS...]" >&2; exit 2; }
 repo=$1
 bindir=$2
 shift 2
@@ -50,8 +55,16 @@ for p in $pkgs; do
 		continue
 		;;
 	esac
+	limit=
+	case $p in
+	*@*)
+		limit=$(awk -v t="${p##*@}" -v s="${NSBOX_VM_SPEED:-1}" 'BEGIN { printf "%d", t * s }')
+		p=${p%@*}
+		;;
+	esac
 	rel=${p#./}
 	bin=$bindir/$(echo "$rel" | tr / _).test
+	[ -z "$limit" ] || echo "=== $rel: limit ${limit}s"
 	start=$(cut -d' ' -f1 /proc/uptime)
 	if [ ! -x "$bin" ]; then
 		echo "FAIL	$rel	(no test binary $bin)"
@@ -74,6 +87,7 @@ for p in $pkgs; do
 			echo 0 >"/sys/fs/cgroup$svc/cgroup.procs" || exit 1
 			export NSBOX_VM_CGROUP="$svc"
 		fi
+		if [ -n "$limit" ]; then exec "$bin" "$@" -test.timeout "${limit}s"; fi
 		exec "$bin" "$@"
 	); then
 		res=ok
