@@ -3,6 +3,7 @@ package e2b
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -51,9 +52,16 @@ func TestKeyRequestsBudget(t *testing.T) {
 	createAs(keyA)
 	reached("key A's first create")
 	reached("key A's second create")
-	w := do(t, s, "POST", "/v2/sandboxes", `{}`, map[string]string{"X-API-KEY": keyA})
-	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" {
-		t.Errorf("key A's third create with two in flight: %d (Retry-After %q) %s, want 429 with Retry-After", w.Code, w.Header().Get("Retry-After"), w.Body)
+	third := make(chan *httptest.ResponseRecorder, 1)
+	go func() { third <- do(t, s, "POST", "/v2/sandboxes", `{}`, map[string]string{"X-API-KEY": keyA}) }()
+	select {
+	case w := <-third:
+		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" {
+			t.Errorf("key A's third create with two in flight: %d (Retry-After %q) %s, want 429 with Retry-After", w.Code, w.Header().Get("Retry-After"), w.Body)
+		}
+	case <-core.entered:
+		close(core.gate)
+		t.Fatal("key A's third create, with two in flight, reached the core: want 429")
 	}
 	createAs(keyB)
 	reached("key B's create, beside key A's budget in flight")
