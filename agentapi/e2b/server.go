@@ -56,6 +56,10 @@ type Config struct {
 	// UploadTimeout is how long a file upload may take (default 5
 	// minutes): MaxUploadBytes in 30 s would take 4 MiB/s.
 	UploadTimeout time.Duration
+	// MaxKeyRequests bounds one API key's requests in flight, on the
+	// control plane and on its sandboxes' (default MaxConns/2); past it
+	// 429 with Retry-After.
+	MaxKeyRequests int
 	// LegacyDir is where an older endpoint kept the records of its
 	// paused sandboxes (<state_dir>/e2b): New moves them into their
 	// parked sessions and removes them (migrate.go). Empty: none.
@@ -75,7 +79,8 @@ type Server struct {
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox
-	ended     tombstones // the credentials of sandboxes that ended
+	ended     tombstones  // the credentials of sandboxes that ended
+	inflight  map[int]int // requests in flight per key
 }
 
 // New checks cfg and returns a Server.
@@ -95,13 +100,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	bl := cfg.Bodies.Limits()
 	cfg.MaxBodyBytes, cfg.MaxBodyBytesInFlight, cfg.BodyTimeout = bl.MaxBodyBytes, bl.MaxBodyBytesInFlight, bl.BodyTimeout
+	if cfg.MaxKeyRequests <= 0 {
+		cfg.MaxKeyRequests = max(1, cfg.MaxConns/2)
+	}
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = 128 << 20
 	}
 	if cfg.UploadTimeout <= 0 {
 		cfg.UploadTimeout = 5 * time.Minute
 	}
-	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: cfg.Bodies, sandboxes: map[string]*sandbox{}}
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: cfg.Bodies, sandboxes: map[string]*sandbox{}, inflight: map[int]int{}}
 	if cfg.LegacyDir != "" {
 		s.migrate(context.Background(), cfg.LegacyDir)
 	}
@@ -188,7 +196,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeAPIError(w, http.StatusUnauthorized, "missing or unknown X-API-KEY: use a key from the daemon's [e2b] keys_file")
 			return
 		}
-		s.control.ServeHTTP(w, r.WithContext(withKey(r.Context(), key)))
+		s.serveKeyed(key, s.control, w, r.WithContext(withKey(r.Context(), key)))
 		return
 	}
 	sb := s.lookup(id)
@@ -236,7 +244,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusBadGateway, fmt.Sprintf("sandbox %q is not running (it ended)", id))
 		return
 	}
-	plane.ServeHTTP(w, r.WithContext(withSandbox(r.Context(), sb)))
+	s.serveKeyed(sb.key, plane, w, r.WithContext(withSandbox(r.Context(), sb)))
 }
 
 // errNoCredentials is the one answer to a sandbox request without valid

@@ -292,21 +292,40 @@ func (b *conns) connState(nc net.Conn, s http.ConnState) {
 	}
 }
 
-// budgetListener hands out connections within a budget.
+// budgetListener hands out connections within a budget, paced per peer.
 type budgetListener struct {
 	net.Listener
 	b         *conns
+	p         *pacer
+	errs      chan error
 	closeOnce sync.Once
 	done      chan struct{}
 }
 
-func (l *budgetListener) Accept() (net.Conn, error) {
+// accept takes what the kernel hands over and gives it to the pacer,
+// until the listener is closed.
+func (l *budgetListener) accept() {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
+			select {
+			case l.errs <- err:
+			case <-l.done:
+				return
+			}
+			continue
+		}
+		l.p.arrive(c, peerKey(c))
+	}
+}
+
+func (l *budgetListener) Accept() (net.Conn, error) {
+	for {
+		c, peer, err := l.p.next(l.done, l.errs)
+		if err != nil {
 			return nil, err
 		}
-		if bc := l.b.admit(c, peerKey(c), l.done); bc != nil {
+		if bc := l.b.admit(c, peer, l.done); bc != nil {
 			return bc, nil
 		}
 		select {
@@ -319,12 +338,15 @@ func (l *budgetListener) Accept() (net.Conn, error) {
 
 func (l *budgetListener) Close() error {
 	err := l.Listener.Close()
-	l.closeOnce.Do(func() { close(l.done) })
+	l.closeOnce.Do(func() {
+		close(l.done)
+		l.p.close()
+	})
 	return err
 }
 
 // Listen wraps ln in l's connection budget (MaxConns, MaxConnsPerPeer,
-// MaxNewConns) and has hs report its connections' states to it (after
+// MaxNewConns, NewConnsPerPeerPerSecond) and has hs report its connections' states to it (after
 // any ConnState hs had): serve hs on the listener returned.
 func (l Limits) Listen(ln net.Listener, hs *http.Server) net.Listener {
 	b := newConns(l.Or())
@@ -335,5 +357,7 @@ func (l Limits) Listen(ln net.Listener, hs *http.Server) net.Listener {
 		}
 		b.connState(c, s)
 	}
-	return &budgetListener{Listener: ln, b: b, done: make(chan struct{})}
+	bl := &budgetListener{Listener: ln, b: b, p: newPacer(l.Or()), errs: make(chan error), done: make(chan struct{})}
+	go bl.accept()
+	return bl
 }

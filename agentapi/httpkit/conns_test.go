@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -27,6 +29,7 @@ type budgetServer struct {
 	network, addr string
 	release       func()
 	entered       chan struct{} // one per GET /block that reached its handler
+	taken         atomic.Int64  // connections handed to the server
 }
 
 // inRequests waits until n GET /block requests are in their handlers.
@@ -64,9 +67,15 @@ func serveBudget(t *testing.T, network string, l Limits) *budgetServer {
 		t.Fatal(err)
 	}
 	hs := l.Server(h, context.Background(), nil)
+	s := &budgetServer{network: network, addr: ln.Addr().String(), release: release, entered: entered}
+	hs.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.taken.Add(1)
+		}
+	}
 	go hs.Serve(l.Listen(ln, hs))
 	t.Cleanup(func() { release(); hs.Close() })
-	return &budgetServer{network: network, addr: ln.Addr().String(), release: release, entered: entered}
+	return s
 }
 
 // dial opens a raw connection, from local (a loopback address) when set.
@@ -212,6 +221,83 @@ func TestNewConnsHaveTheirOwnBudget(t *testing.T) {
 			for i := range 10 {
 				if err := s.normal(t, ""); err != nil {
 					t.Fatalf("normal client's request %d beside 32 slowloris connections: %v", i, err)
+				}
+			}
+		})
+	}
+}
+
+// Reconnecting slowloris: one peer's connections beyond its rate are
+// parked, not served, so the server sets up no more of them than the
+// rate allows however many the peer opens; and the peer's newest
+// connection, a client that sends its request, gets the next turn.
+func TestNewConnsArePacedPerPeer(t *testing.T) {
+	for _, network := range networks {
+		t.Run(network, func(t *testing.T) {
+			const rate = 2
+			s := serveBudget(t, network, Limits{MaxConns: 64, MaxConnsPerPeer: 64, MaxNewConns: 8, NewConnsPerPeerPerSecond: rate})
+			local := "" // one uid on the socket, one address on TCP
+			if network == "tcp" {
+				local = "127.0.0.1"
+			}
+			start := time.Now()
+			for range 40 {
+				if _, err := io.WriteString(s.dial(t, local), "GET / HTTP/1.1\r\nHo"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.normal(t, local); err != nil {
+				t.Fatalf("the peer's newest connection, behind 40 parked ones: %v", err)
+			}
+			took := time.Since(start)
+			if got, most := s.taken.Load(), int64(rate+rate*took.Seconds()+1); got > most {
+				t.Errorf("the server took %d connections of one peer in %s, over its %d a second (a burst of %d): at most %d", got, took, rate, rate, most)
+			}
+		})
+	}
+}
+
+// hungUp tells a connection whose client has closed it, with or without
+// unread bytes, from one still open.
+func TestHungUp(t *testing.T) {
+	for _, network := range networks {
+		t.Run(network, func(t *testing.T) {
+			addr := "127.0.0.1:0"
+			if network == "unix" {
+				addr = filepath.Join(t.TempDir(), "h.sock")
+			}
+			ln, err := net.Listen(network, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			for _, tc := range []struct {
+				name   string
+				client func(net.Conn)
+				want   bool
+			}{
+				{"open", func(net.Conn) {}, false},
+				{"open with bytes", func(c net.Conn) { io.WriteString(c, "GET") }, false},
+				{"closed", func(c net.Conn) { c.Close() }, true},
+				{"closed with bytes", func(c net.Conn) { io.WriteString(c, "GET"); c.Close() }, true},
+			} {
+				c, err := net.Dial(network, ln.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				sc, err := ln.Accept()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sc.Close()
+				tc.client(c)
+				got := hungUp(sc)
+				for end := time.Now().Add(hang); tc.want && !got && time.Now().Before(end); got = hungUp(sc) {
+					runtime.Gosched() // until the close reaches this end (at once on loopback)
+				}
+				if got != tc.want {
+					t.Errorf("%s: hungUp = %v, want %v", tc.name, got, tc.want)
 				}
 			}
 		})

@@ -77,6 +77,11 @@ type Limits struct {
 	// peer holding most of them is closed, so that slow or silent
 	// connections cannot take the slots of clients that send requests.
 	MaxNewConns int
+	// NewConnsPerPeerPerSecond bounds how many new connections of one
+	// peer are handed to the server a second (default MaxNewConns, a burst
+	// of as many). The peer's others wait accepted but unread, newest
+	// first, and are closed after ReadHeaderTimeout.
+	NewConnsPerPeerPerSecond int
 }
 
 // Or returns l with its zero fields filled with the defaults.
@@ -110,6 +115,9 @@ func (l Limits) Or() Limits {
 	}
 	if l.MaxNewConns <= 0 {
 		l.MaxNewConns = min(l.MaxConns, max(8, l.MaxConns/DefaultNewConnsDivisor))
+	}
+	if l.NewConnsPerPeerPerSecond <= 0 {
+		l.NewConnsPerPeerPerSecond = l.MaxNewConns
 	}
 	return l
 }

@@ -3,6 +3,7 @@ package httpkit
 import (
 	"net"
 	"strconv"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,4 +32,29 @@ func peerKey(c net.Conn) string {
 		}
 	}
 	return ""
+}
+
+// hungUp reports whether c's peer has closed its end (POLLRDHUP, which
+// Unix and TCP sockets set even with unread data before the end), without
+// reading: a parked connection whose client gave up is closed without a
+// turn.
+func hungUp(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var revents int16
+	if err := raw.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+		if n, err := unix.Poll(fds, 0); n == 1 && err == nil {
+			revents = fds[0].Revents
+		}
+	}); err != nil {
+		return false
+	}
+	return revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0
 }
