@@ -72,7 +72,7 @@ func TestFlagKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.Sessions{Max: 5, IdleTimeout: time.Minute, MaxLifetime: time.Hour, IdleAction: "pause", ParkMaxBytes: policy.DefaultParkMaxBytes, ParkRetention: policy.DefaultParkRetention}
+	want := config.Sessions{Max: 5, IdleTimeout: time.Minute, MaxLifetime: time.Hour, IdleAction: "pause", ParkMaxBytes: policy.DefaultParkMaxBytes, ParkRetention: policy.DefaultParkRetention, CommandOutputBytes: config.DefaultCommandOutputBytes}
 	if got.Socket != "/s.sock" || got.CgroupName != "x" || *got.Queue != 0 || got.Sessions != want || got.Pool.SpareInits != 0 ||
 		!slices.Equal(got.Pool.Preimport, []string{"numpy"}) || got.Zygote.Enabled {
 		t.Errorf("config = %+v", got)
