@@ -86,6 +86,15 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		}
 		return nil, err
 	}
+	// The run's outputs are reserved before it starts and held until its
+	// answer is written (the result budget).
+	resultBytes := 2 * j.Limits.OutputBytes
+	releaseResult, err := d.results.Acquire(ctx, resultBytes, d.adm.Stopping())
+	if err != nil {
+		release()
+		return nil, err
+	}
+	defer releaseResult()
 	d.metrics.QueueWait(time.Since(queued))
 	dir, releaseRootfs, err := d.acquireRootfs(j.Rootfs)
 	if err != nil {
