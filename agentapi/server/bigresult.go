@@ -30,18 +30,8 @@ func bigJSON(v any) *httpkit.BigJSON {
 	*res = &r
 	r.Files = append([]agentapi.FileResult(nil), r.Files...)
 	r.Figures = append([]agentapi.Figure(nil), r.Figures...)
-	strs := []*string{&r.Stdout, &r.Stderr, &r.StdoutBase64, &r.StderrBase64, &r.Value}
-	for i := range r.Files {
-		strs = append(strs, &r.Files[i].ContentBase64)
-	}
-	for i := range r.Figures {
-		strs = append(strs, &r.Figures[i].DataBase64)
-	}
-	n := 0
-	for _, s := range strs {
-		n += len(*s)
-	}
-	if n < httpkit.BigJSONAfter {
+	strs := bigStrings(&r)
+	if resultSize(&r) < httpkit.BigJSONAfter {
 		return nil
 	}
 	if _, ok := v.(*agentapi.RunResult); ok {
@@ -52,4 +42,26 @@ func bigJSON(v any) *httpkit.BigJSON {
 		return nil
 	}
 	return d
+}
+
+// bigStrings points to the strings of r that can be large: outputs,
+// files, figures, the value.
+func bigStrings(r *agentapi.RunResult) []*string {
+	strs := []*string{&r.Stdout, &r.Stderr, &r.StdoutBase64, &r.StderrBase64, &r.Value}
+	for i := range r.Files {
+		strs = append(strs, &r.Files[i].ContentBase64)
+	}
+	for i := range r.Figures {
+		strs = append(strs, &r.Figures[i].DataBase64)
+	}
+	return strs
+}
+
+// resultSize is the bytes of r's large strings.
+func resultSize(r *agentapi.RunResult) int {
+	n := 0
+	for _, s := range bigStrings(r) {
+		n += len(*s)
+	}
+	return n
 }
