@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/semaphore"
@@ -34,9 +35,8 @@ func (r *Results) InUse() int64 { return r.used.Load() }
 
 // Acquire reserves n bytes (at most the whole budget: a run whose caps
 // pass it runs alone), waiting until they are free, ctx ends, or stop is
-// closed (ErrShuttingDown). release gives them back; a second call does
-// nothing.
-func (r *Results) Acquire(ctx context.Context, n int64, stop <-chan struct{}) (release func(), err error) {
+// closed (ErrShuttingDown).
+func (r *Results) Acquire(ctx context.Context, n int64, stop <-chan struct{}) (*Reservation, error) {
 	n = min(max(n, 0), r.max)
 	if !r.sem.TryAcquire(n) {
 		wctx, cancel := context.WithCancel(ctx)
@@ -58,11 +58,29 @@ func (r *Results) Acquire(ctx context.Context, n int64, stop <-chan struct{}) (r
 		}
 	}
 	r.used.Add(n)
-	var done atomic.Bool
-	return func() {
-		if done.CompareAndSwap(false, true) {
-			r.used.Add(-n)
-			r.sem.Release(n)
-		}
-	}, nil
+	return &Reservation{r: r, n: n}, nil
 }
+
+// Reservation is bytes held from a Results budget.
+type Reservation struct {
+	r  *Results
+	mu sync.Mutex
+	n  int64
+}
+
+// Shrink gives back what the reservation holds beyond n (a run's outputs
+// once their size is known), so that an answer waiting to be taken holds
+// its own size, not its caps.
+func (v *Reservation) Shrink(n int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if n < 0 || n >= v.n {
+		return
+	}
+	v.r.used.Add(n - v.n)
+	v.r.sem.Release(v.n - n)
+	v.n = n
+}
+
+// Release gives everything back; a second call does nothing.
+func (v *Reservation) Release() { v.Shrink(0) }

@@ -12,18 +12,18 @@ import (
 // end or the drain.
 func TestResults(t *testing.T) {
 	r := NewResults(100)
-	relA, err := r.Acquire(context.Background(), 60, nil)
+	a, err := r.Acquire(context.Background(), 60, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// More than the budget is the whole budget: it waits for A.
-	got := make(chan func())
+	got := make(chan *Reservation)
 	go func() {
-		rel, err := r.Acquire(context.Background(), 1000, nil)
+		big, err := r.Acquire(context.Background(), 1000, nil)
 		if err != nil {
 			t.Error(err)
 		}
-		got <- rel
+		got <- big
 	}()
 	for r.sem.TryAcquire(0) { // until the big one waits (TryAcquire(0) fails behind a waiter)
 		time.Sleep(time.Millisecond)
@@ -44,8 +44,13 @@ func TestResults(t *testing.T) {
 	if err := <-small; !errors.Is(err, context.Canceled) {
 		t.Fatalf("a waiter whose ctx ended: %v, want context.Canceled", err)
 	}
-	relA()
-	relBig := <-got
+	// A's answer is 10 bytes: the rest goes back, not yet enough.
+	a.Shrink(10)
+	if r.InUse() != 10 {
+		t.Fatalf("InUse %d after A shrank to 10", r.InUse())
+	}
+	a.Release()
+	big := <-got
 	if r.InUse() != 100 {
 		t.Fatalf("InUse %d, want the whole budget 100", r.InUse())
 	}
@@ -59,8 +64,8 @@ func TestResults(t *testing.T) {
 	if err := <-drained; !errors.Is(err, ErrShuttingDown) {
 		t.Fatalf("a waiter at the drain: %v, want ErrShuttingDown", err)
 	}
-	relBig()
-	relBig()
+	big.Release()
+	big.Release()
 	if r.InUse() != 0 {
 		t.Fatalf("InUse %d after every reservation was given back (one twice), want 0", r.InUse())
 	}
