@@ -91,11 +91,12 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// DefaultResultBytes is Config.ResultBytes's default: the largest run
-// answer (two 64 MiB outputs, the top of output_bytes), so that one such
-// run goes at a time while runs at the default 1 MiB cap are bounded by
-// their slots alone.
-const DefaultResultBytes = 128 << 20
+// DefaultResultBytes is Config.ResultBytes's default: two of the largest
+// run answers (two 64 MiB outputs, the top of output_bytes). At 128 MiB
+// three never-reading clients of 2 × 16 MiB answers (caps 64 MiB) went
+// one at a time, each waiting out the last one's write deadline; at 256
+// MiB four clients of 2 × 64 MiB results peak at 409 MiB of RSS.
+const DefaultResultBytes = 256 << 20
 
 // Daemon is the transport-independent core: it admits, validates and runs
 // runs, keeps sessions, and reports its state. The HTTP server (and any
