@@ -77,8 +77,12 @@ func (d *Daemon) RunBatch(ctx context.Context, req *agentapi.BatchRequest, opts 
 					report(i, nil, ErrShuttingDown)
 					continue
 				}
-				res, err := d.Run(ctx, &req.Runs[i], RunOptions{waitForSlot: true})
-				report(i, res, err)
+				// Reported from OnResult, while the run's result bytes
+				// are still reserved (the result budget).
+				_, err := d.Run(ctx, &req.Runs[i], RunOptions{waitForSlot: true, OnResult: func(res *agentapi.RunResult) { report(i, res, nil) }})
+				if err != nil {
+					report(i, nil, err)
+				}
 			}
 		}()
 	}

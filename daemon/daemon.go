@@ -57,6 +57,11 @@ type Config struct {
 	MaxConcurrent int
 	QueueSize     int
 	NoQueue       bool
+	// ResultBytes bounds the run results held at once, counted as each
+	// run's output caps (twice output_bytes) from its start to its answer
+	// (default DefaultResultBytes): a run that does not fit waits, holding
+	// its slot, for answers to be written.
+	ResultBytes int64
 
 	// Policy is what Reconfigure may change later.
 	Policy policy.Policy
@@ -88,6 +93,13 @@ type Config struct {
 	Clock clock.Clock
 }
 
+// DefaultResultBytes is Config.ResultBytes's default: two of the largest
+// run answers (two 64 MiB outputs, the top of output_bytes). At 128 MiB
+// three never-reading clients of 2 × 16 MiB answers (caps 64 MiB) went
+// one at a time, each waiting out the last one's write deadline; at 256
+// MiB four clients of 2 × 64 MiB results peak at 409 MiB of RSS.
+const DefaultResultBytes = 256 << 20
+
 // Daemon is the transport-independent core: it admits, validates and runs
 // runs, keeps sessions, and reports its state. The HTTP server (and any
 // other way in) only translates requests and answers.
@@ -95,6 +107,7 @@ type Daemon struct {
 	cfg     Config
 	log     *slog.Logger
 	adm     *admission.Gate
+	results *admission.Results
 	metrics *metrics.Metrics
 	// pol holds the defaults, maxima, profiles and session settings that
 	// requests see; Reconfigure replaces it.
@@ -129,6 +142,9 @@ func New(cfg Config) (*Daemon, error) {
 	if cfg.MaxConcurrent <= 0 {
 		cfg.MaxConcurrent = runtime.NumCPU()
 	}
+	if cfg.ResultBytes <= 0 {
+		cfg.ResultBytes = DefaultResultBytes
+	}
 	if cfg.QueueSize <= 0 && !cfg.NoQueue {
 		cfg.QueueSize = 2 * cfg.MaxConcurrent
 	}
@@ -136,6 +152,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg:       cfg,
 		log:       cfg.Logger,
 		adm:       admission.New(cfg.MaxConcurrent, cfg.QueueSize, cfg.Clock),
+		results:   admission.NewResults(cfg.ResultBytes),
 		teardowns: make(chan struct{}, cfg.MaxConcurrent),
 	}
 	d.metrics = metrics.New(cfg.Version, d.adm)

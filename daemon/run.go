@@ -10,6 +10,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon/admission"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/daemon/wire"
 	"github.com/nsbox/nsbox/seccomp"
@@ -86,6 +87,19 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		}
 		return nil, err
 	}
+	// The run's output caps are reserved before it starts, and its
+	// outputs' size held until its answer is written (the result budget).
+	// Runs at the default caps or below are bounded by their slots alone,
+	// so that big results, or a client not taking one, never hold up
+	// small runs.
+	var reserved *admission.Reservation
+	if resultBytes := 2 * j.Limits.OutputBytes; resultBytes > smallResult {
+		if reserved, err = d.results.Acquire(ctx, resultBytes, d.adm.Stopping()); err != nil {
+			release()
+			return nil, err
+		}
+		defer reserved.Release()
+	}
 	d.metrics.QueueWait(time.Since(queued))
 	dir, releaseRootfs, err := d.acquireRootfs(j.Rootfs)
 	if err != nil {
@@ -156,6 +170,9 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		out.Network = report
 	}
 	d.finished(ctx, log, started, out, err)
+	if reserved != nil && out != nil {
+		reserved.Shrink(int64(len(out.Stdout) + len(out.Stderr) + len(out.StdoutBase64) + len(out.StderrBase64)))
+	}
 	if err != nil {
 		done()
 		return nil, runError(j, err)
@@ -222,6 +239,10 @@ func (d *Daemon) tearDown(closeSandbox, releaseRootfs, releaseSlot func()) {
 		}()
 	}
 }
+
+// smallResult is the result reservation below which a run takes nothing
+// from the result budget: the default caps' (2 × 1 MiB).
+const smallResult = 2 << 20
 
 // funcWriter adapts an output callback to the engine's io.Writer.
 type funcWriter func([]byte)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -72,6 +73,13 @@ func writeError(w http.ResponseWriter, err error) {
 // write deadline (writeTimeout): a client that does not take it has its
 // connection closed, and the answer's memory is freed.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	if d := bigJSON(v); d != nil {
+		w.Header().Set("Content-Type", agentapi.ContentTypeJSON)
+		w.Header().Set("Content-Length", strconv.FormatInt(d.Len()+1, 10))
+		w.WriteHeader(status)
+		_ = httpkit.WriteFrom(w, writeTimeout(w), d.Len()+1, newlineAfter{d})
+		return
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		b, _ = json.Marshal(agentapi.ErrorBody{Error: &agentapi.Error{Code: agentapi.CodeInternal, Message: err.Error()}})
@@ -82,6 +90,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_ = httpkit.WriteAll(w, writeTimeout(w), b)
+}
+
+// newlineAfter writes its document and a newline, as writeJSON ends every
+// answer.
+type newlineAfter struct{ d io.WriterTo }
+
+func (n newlineAfter) WriteTo(w io.Writer) (int64, error) {
+	k, err := n.d.WriteTo(w)
+	if err != nil {
+		return k, err
+	}
+	_, err = w.Write([]byte{'\n'})
+	return k + 1, err
 }
 
 // writeTimeout is the server's write timeout, which its middleware's

@@ -54,9 +54,14 @@ func (e *eventWriter) emitLocked(ev any) {
 	if e.failed {
 		return
 	}
-	b, err := json.Marshal(ev)
-	if err == nil {
-		err = httpkit.WriteAll(e.w, e.timeout, append(b, '\n'))
+	var err error
+	if d := bigJSON(ev); d != nil {
+		err = httpkit.WriteFrom(e.w, e.timeout, d.Len()+1, newlineAfter{d})
+	} else {
+		var b []byte
+		if b, err = json.Marshal(ev); err == nil {
+			err = httpkit.WriteAll(e.w, e.timeout, append(b, '\n'))
+		}
 	}
 	if err != nil {
 		e.failed = true

@@ -51,7 +51,11 @@ func (s *sink) end() (data []byte, total int64, truncated bool) {
 		s.active, s.pending = false, nil
 	}
 	s.on = nil
-	return s.buf, s.total, s.total > int64(len(s.buf))
+	// The copy is handed over, not kept: a runner torn down after its
+	// answer must not hold a 64 MiB output alive until it is gone.
+	data = s.buf
+	s.buf = nil
+	return data, s.total, s.total > int64(len(data))
 }
 
 // limitLife caps the bytes written over the sink's life, from now on:

@@ -124,6 +124,9 @@ func (a *Gate) admitted() (release func(), err error) {
 // until their release. Drain may be called more than once.
 func (a *Gate) Drain() { a.drain.Do(func() { close(a.draining) }) }
 
+// Stopping is closed when Drain is called.
+func (a *Gate) Stopping() <-chan struct{} { return a.draining }
+
 // Draining reports whether Drain has been called.
 func (a *Gate) Draining() bool {
 	select {

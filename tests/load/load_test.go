@@ -119,6 +119,8 @@ func TestLoad(t *testing.T) {
 		{"idle+slow conns", s.hostileConns},
 		{"never-reading clients", s.neverReading},
 		{"big bodies", s.bigBodies},
+		{"4 clients of 2 × 64 MiB results", s.bigResults},
+		{"16 × 60 MiB E2B bodies", s.e2bBigBodies},
 		{"1,100 idle keep-alive", s.idleKeepAlive},
 		{"1,100 reconnecting slowloris", s.slowloris},
 		{"1,100 slow bodies on E2B without a key", s.e2bSlowBodies},
