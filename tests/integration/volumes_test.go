@@ -15,6 +15,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon/volume"
 )
 
 // datasetOwner owns the test dataset on disk: no sandbox's host id, so
@@ -180,6 +181,16 @@ print(os.stat('/mnt/data/kept.txt').st_uid, os.stat('/mnt/data').st_uid)`)
 	if out != "1000 1000" {
 		t.Errorf("owners inside: %q, want 1000 1000", out)
 	}
+	// On the host the files are the on-disk owner's, no host account's.
+	for _, p := range []string{"kept.txt", "dir", "."} {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(d.runDir, "volumes", "data", p), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != volume.DefaultOwnerID || st.Gid != volume.DefaultOwnerID {
+			t.Errorf("%s on the host is %d:%d, want %d (volume.DefaultOwnerID)", p, st.Uid, st.Gid, volume.DefaultOwnerID)
+		}
+	}
 	if v, err := c.Volume(ctx, "data"); err != nil || v.InUse != 1 {
 		t.Errorf("volume while a session mounts it: %+v, %v", v, err)
 	}
@@ -202,6 +213,9 @@ print(os.stat('/mnt/data/kept.txt').st_uid, os.stat('/mnt/data').st_uid)`)
 	}
 	if err := c.PutVolumeFile(ctx, "data", "from-api.txt", strings.NewReader("from the API")); err != nil {
 		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(d.runDir, "volumes", "data", "from-api.txt")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != volume.DefaultOwnerID {
+		t.Errorf("an API-written file on the host: %v %v, want owner %d", fi, err, volume.DefaultOwnerID)
 	}
 	list, err := c.VolumeFiles(ctx, "data")
 	if err != nil {
