@@ -111,9 +111,14 @@ func (e *Engine) openMounts(ms []Mount, owner int) (_ []*os.File, err error) {
 		}
 		if m.ReadOnly {
 			// Its root in the sandbox's mountinfo is "/", not the
-			// source's host path (a dataset's directory).
-			if f, err = mnt.ReadOnlyOverlay(f, m.Target, m.NoExec); err != nil {
-				return nil, err
+			// source's host path (a dataset's directory); a kernel
+			// without overlay layers by fd gets the clone itself.
+			if ov, err := mnt.ReadOnlyOverlay(f, m.Target, m.NoExec); err == nil {
+				f = ov
+			} else {
+				e.overlayOnce.Do(func() {
+					e.log.Warn("read-only mounts are not overlays on this kernel: a sandbox's mountinfo shows their host paths", "err", err)
+				})
 			}
 		}
 		out = append(out, f)

@@ -8,15 +8,16 @@ import (
 )
 
 // ReadOnlyOverlay returns a detached, read-only overlay whose one real
-// layer is the detached mount lower (closed here), with an empty tmpfs
+// layer is the detached mount lower (closed once the overlay is made;
+// left open on an error, for the caller to use as it is), with an empty tmpfs
 // under it (an overlay without an upper layer needs two): nosuid, nodev,
 // and noexec as asked. A clone of a host directory that is not its
 // filesystem's root shows that directory's host path as its root in the
 // sandbox's /proc/self/mountinfo; the overlay's root is "/", its source
 // "none", and a layer given by fd is named by its path in its own
-// detached mount, "/".
+// detached mount, "/". Layers by fd came in Linux 6.13, detached mounts
+// as layers in 6.15; before, this fails.
 func ReadOnlyOverlay(lower *os.File, target string, noExec bool) (*os.File, error) {
-	defer lower.Close()
 	empty, err := EmptyLayer()
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", target, err)
@@ -43,6 +44,7 @@ func ReadOnlyOverlay(lower *os.File, target string, noExec bool) (*os.File, erro
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: fsmount overlay: %w", target, err)
 	}
+	lower.Close()
 	return os.NewFile(uintptr(mfd), "mount:"+target), nil
 }
 
