@@ -80,7 +80,9 @@ func mountNames(ms []Mount) []string {
 // mount, a detached clone of its source (open_tree OPEN_TREE_CLONE, not
 // recursive: mounts below the source are not carried), idmapped so that
 // the mount's OwnerUID/OwnerGID on disk are owner, nosuid and nodev, and
-// read-only or noexec as asked. No mounts: no files. The caller closes
+// read-only or noexec as asked; a read-only one under a read-only overlay
+// (mnt.ReadOnlyOverlay), so that the sandbox's mountinfo does not show
+// its host path. No mounts: no files. The caller closes
 // the files once the sandbox has attached them (or failed).
 func (e *Engine) openMounts(ms []Mount, owner int) (_ []*os.File, err error) {
 	if len(ms) == 0 {
@@ -106,6 +108,18 @@ func (e *Engine) openMounts(ms []Mount, owner int) (_ []*os.File, err error) {
 		f, err := mnt.Clone(m.Source, m.Target, m.ReadOnly, m.NoExec, ns)
 		if err != nil {
 			return nil, err
+		}
+		if m.ReadOnly {
+			// Its root in the sandbox's mountinfo is "/", not the
+			// source's host path (a dataset's directory); a kernel
+			// without overlay layers by fd gets the clone itself.
+			if ov, err := mnt.ReadOnlyOverlay(f, m.Target, m.NoExec); err == nil {
+				f = ov
+			} else {
+				e.overlayOnce.Do(func() {
+					e.log.Warn("read-only mounts are not overlays on this kernel: a sandbox's mountinfo shows their host paths", "err", err)
+				})
+			}
 		}
 		out = append(out, f)
 	}

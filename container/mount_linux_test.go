@@ -213,3 +213,45 @@ func FuzzMountName(f *testing.F) {
 		}
 	})
 }
+
+// TestMountinfoHidesHostPaths: the sandbox's /proc/self/mountinfo names
+// no host path: not the rootfs's directory (a bind's root field would be
+// /var/lib/nsbox/rootfs/NAME/rootfs), not a read-only mount's source (a
+// dataset's directory); both are overlays whose root is "/".
+func TestMountinfoHidesHostPaths(t *testing.T) {
+	e := newTestEngine(t)
+	data := hostTree(t)
+	rootfs := testenv.Rootfs(t)
+	const code = "print(open('/proc/self/mountinfo').read())"
+	for _, k := range sandboxKinds(t, e) {
+		t.Run(k.name, func(t *testing.T) {
+			m := Mount{Source: data, Target: "/mnt/data", ReadOnly: true, NoExec: true, OwnerUID: diskOwner, OwnerGID: diskOwner}
+			s := Spec{RootfsDir: rootfs, Argv: []string{"python3", "-c", code}, Mounts: []Mount{m}}
+			sb, err := k.start(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sb.Wait()
+			if err != nil || res.Status != StatusOK {
+				t.Fatalf("%v %v:\n%s", err, res, res.Stderr)
+			}
+			out := string(res.Stdout)
+			for _, host := range []string{rootfs, data, filepath.Dir(data), "/var/lib/nsbox"} {
+				if strings.Contains(out, host) {
+					t.Errorf("mountinfo names the host path %s:\n%s", host, out)
+				}
+			}
+			roots := map[string]string{}
+			for _, l := range strings.Split(out, "\n") {
+				if f := strings.Fields(l); len(f) > 4 {
+					roots[f[4]] = f[3]
+				}
+			}
+			for _, p := range []string{"/", "/mnt/data"} {
+				if roots[p] != "/" {
+					t.Errorf("the mount at %s has root %q, want \"/\":\n%s", p, roots[p], out)
+				}
+			}
+		})
+	}
+}

@@ -27,7 +27,9 @@ type Volumes interface {
 	Get(name string, a volume.Access) (volume.Info, error)
 	Delete(name string, a volume.Access) error
 	// Acquire marks a volume in use by one sandbox until release.
-	Acquire(name string, a volume.Access) (dir string, release func(), err error)
+	// Its files are owner's on disk (volume.Store.OwnerID, or the owner
+	// an older volume kept), uid 1000 inside.
+	Acquire(name string, a volume.Access) (dir string, owner int, release func(), err error)
 	// Files opens a volume's root for the file API.
 	Files(name string, a volume.Access) (*workspace.Workspace, error)
 }
@@ -99,12 +101,12 @@ func (d *Daemon) mounts(ctx context.Context, vols []agentapi.VolumeMount, datase
 		if d.cfg.Volumes == nil {
 			return nil, then, ErrNoVolumes
 		}
-		dir, rel, err := d.cfg.Volumes.Acquire(v.Name, d.volumeAccess(ctx))
+		dir, owner, rel, err := d.cfg.Volumes.Acquire(v.Name, d.volumeAccess(ctx))
 		if err != nil {
 			return nil, then, classify(err)
 		}
 		releases = append(releases, rel)
-		out = append(out, container.Mount{Source: dir, Target: p, ReadOnly: v.ReadOnly, OwnerUID: volume.OwnerID, OwnerGID: volume.OwnerID})
+		out = append(out, container.Mount{Source: dir, Target: p, ReadOnly: v.ReadOnly, OwnerUID: owner, OwnerGID: owner})
 	}
 	for i, name := range datasets {
 		field := fmt.Sprintf("datasets[%d]", i)

@@ -55,17 +55,20 @@ func (f *fakeVolumes) Files(name string, a volume.Access) (*workspace.Workspace,
 	return nil, errors.New("not in this test")
 }
 
+// fakeDiskOwner owns the fake volumes' files on disk.
+const fakeDiskOwner = 4243
+
 // Acquire finds the volumes in dirs; those in owners belong to that uid.
-func (f *fakeVolumes) Acquire(name string, a volume.Access) (string, func(), error) {
+func (f *fakeVolumes) Acquire(name string, a volume.Access) (string, int, func(), error) {
 	d, ok := f.dirs[name]
 	if !ok || a != nil && !a(f.owner(name)) {
-		return "", nil, fmt.Errorf("volume %q: %w", name, volume.ErrNotFound)
+		return "", 0, nil, fmt.Errorf("volume %q: %w", name, volume.ErrNotFound)
 	}
 	f.mu.Lock()
 	f.held++
 	f.mu.Unlock()
 	var once sync.Once
-	return d, func() {
+	return d, fakeDiskOwner, func() {
 		once.Do(func() {
 			f.mu.Lock()
 			f.held--
@@ -99,8 +102,8 @@ func TestMounts(t *testing.T) {
 	}
 	got := r.last(t).Mounts
 	want := []container.Mount{
-		{Source: "/run/v/data", Target: "/mnt/data", OwnerUID: volume.OwnerID, OwnerGID: volume.OwnerID},
-		{Source: "/run/v/other", Target: "/mnt/o", ReadOnly: true, OwnerUID: volume.OwnerID, OwnerGID: volume.OwnerID},
+		{Source: "/run/v/data", Target: "/mnt/data", OwnerUID: fakeDiskOwner, OwnerGID: fakeDiskOwner},
+		{Source: "/run/v/other", Target: "/mnt/o", ReadOnly: true, OwnerUID: fakeDiskOwner, OwnerGID: fakeDiskOwner},
 		{Source: ds, Target: "/mnt/ref", ReadOnly: true, NoExec: true, OwnerUID: 0, OwnerGID: 0},
 	}
 	if !reflect.DeepEqual(got, want) {

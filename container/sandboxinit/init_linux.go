@@ -221,7 +221,7 @@ func readConfig() (Config, []int, error) {
 	return cfg, fds, nil
 }
 
-// setupMounts builds the sandbox's mount tree on a bind of the rootfs and
+// setupMounts builds the sandbox's mount tree on an overlay of the rootfs and
 // pivots into it. Everything happens in the sandbox's own mount namespace.
 func setupMounts(cfg *Config, fds []int) error {
 	workspace := fds[0]
@@ -230,8 +230,8 @@ func setupMounts(cfg *Config, fds []int) error {
 		return fmt.Errorf("make / private: %w", err)
 	}
 	root := cfg.Rootfs
-	if err := unix.Mount(root, root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind rootfs %s: %w", root, err)
+	if err := mountRootfs(root); err != nil {
+		return err
 	}
 	at := func(p string) string { return filepath.Join(root, p) }
 

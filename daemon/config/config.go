@@ -55,6 +55,8 @@ type Config struct {
 	Datasets []Dataset
 	// Security is [security] (security.go).
 	Security SecurityConfig
+	// Volumes is [volumes] (volumes.go).
+	Volumes VolumesConfig
 
 	lines map[string]int // key ("max_limits.memory") -> its line in File; 0 when an override set it
 }
@@ -77,6 +79,7 @@ func Default() Config {
 		Zygote:        defaultZygoteConfig(),
 		Network:       defaultNetworkConfig(),
 		Security:      defaultSecurityConfig(),
+		Volumes:       defaultVolumesConfig(),
 		lines:         map[string]int{},
 	}
 }

@@ -34,6 +34,7 @@ func (cfg Config) RestartKeys(next Config) []string {
 		{"e2b.listen", a.E2B.Listen, b.E2B.Listen}, {"e2b.keys_file", a.E2B.KeysFile, b.E2B.KeysFile},
 		{"datasets", datasetsString(a.Datasets), datasetsString(b.Datasets)},
 		{"security.landlock", a.Security.Landlock, b.Security.Landlock},
+		{"volumes.owner_id", a.Volumes.OwnerID, b.Volumes.OwnerID},
 	} {
 		if k.x != k.y {
 			keys = append(keys, k.key)

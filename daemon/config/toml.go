@@ -77,7 +77,7 @@ func checkTable(t []string) string {
 		return ""
 	case len(t) == 2 && t[0] == "profiles":
 		return profileNameError(t[1])
-	case len(t) == 1 && (t[0] == "sessions" || t[0] == "pool" || t[0] == "pools" || t[0] == "zygote" || t[0] == "network" || t[0] == "e2b" || t[0] == "security"):
+	case len(t) == 1 && (t[0] == "sessions" || t[0] == "pool" || t[0] == "pools" || t[0] == "zygote" || t[0] == "network" || t[0] == "e2b" || t[0] == "security" || t[0] == "volumes"):
 		return ""
 	case len(t) == 1 && t[0] == "languages":
 		return ""
@@ -99,7 +99,7 @@ func checkTable(t []string) string {
 		}
 		return profileNameError(t[1])
 	}
-	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [sessions], [pool], [pools.NAME], [zygote], [network], [network.hosts], [network.secrets.NAME], [languages.NAME], [e2b] and [security]", strings.Join(t, "."))
+	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [sessions], [pool], [pools.NAME], [zygote], [network], [network.hosts], [network.secrets.NAME], [languages.NAME], [e2b], [security] and [volumes]", strings.Join(t, "."))
 }
 
 type configWalker struct {
@@ -184,6 +184,8 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 		return cfg.setE2BKey(key[1], v)
 	case len(key) == 2 && key[0] == "security":
 		return cfg.setSecurityKey(key[1], v)
+	case len(key) == 2 && key[0] == "volumes":
+		return cfg.setVolumesKey(key[1], v)
 	case len(key) >= 2 && key[0] == "network":
 		return cfg.setNetworkKey(key, v)
 	case len(key) == 3 && key[0] == "languages":
@@ -219,7 +221,7 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 				return err
 			}
 			cfg.ShutdownGrace = d
-		case "default_limits", "max_limits", "profiles", "sessions", "pool", "pools", "zygote", "network", "languages", "e2b", "security":
+		case "default_limits", "max_limits", "profiles", "sessions", "pool", "pools", "zygote", "network", "languages", "e2b", "security", "volumes":
 			return fmt.Errorf("must be a table ([%s])", key[0])
 		case "datasets":
 			return fmt.Errorf("must be an array of tables ([[datasets]], one per dataset)")

@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	log.Info("recovered leftovers of a previous daemon", "removed", n)
 	// Mounted now that no sandbox of a previous daemon is left; unmounted
 	// after every sandbox (core, pool, zygotes) is gone.
-	vols, err := volume.Open(cfg.StateDir, cfg.RunDir, log.With("component", "volumes"))
+	vols, err := volume.OpenOwned(cfg.StateDir, cfg.RunDir, cfg.Volumes.OwnerID, log.With("component", "volumes"))
 	if err != nil {
 		return err
 	}

@@ -12,10 +12,10 @@ import (
 const maxStripDepth = 4096
 
 // stripSetID clears the set-user-ID and set-group-ID bits of every regular
-// file beneath root. Every mount nsbox makes of a volume is nosuid, but the
-// files are owned on disk by uid 1000, a real login on many hosts: a copy
-// of the image mounted elsewhere, or its files restored as root, would
-// carry a sandbox's set-id program of that uid. Every step is relative to
+// file beneath root. Every mount nsbox makes of a volume is nosuid, but a
+// copy of the image mounted elsewhere, or its files restored as root, would
+// carry a sandbox's set-id program of the on-disk owner (an operator's
+// owner_id may be an account's). Every step is relative to
 // a directory fd and follows nothing (O_NOFOLLOW, AT_SYMLINK_NOFOLLOW, a
 // file re-checked through its own O_PATH fd), so a tree a sandbox is still
 // changing cannot send it outside root.

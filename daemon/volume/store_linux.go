@@ -36,11 +36,6 @@ const (
 // host-wide resource, while the daemon runs.
 const MaxCount = 64
 
-// OwnerID is the uid and gid that own a volume's files on disk: every
-// sandbox sees them as its own user's (uid 1000) through its idmapped
-// mount, and the file API creates files with it.
-const OwnerID = container.SandboxUID
-
 // imageName is the image file in a volume's state directory, and
 // ownerName the file beside it holding the uid that created the volume.
 const (
@@ -76,6 +71,11 @@ type Store struct {
 	state string // <state_dir>/volumes: images
 	run   string // <run_dir>/volumes: mount points
 	log   *slog.Logger
+	// owner is the uid and gid that own volumes' files on disk
+	// (DefaultOwnerID unless chosen): every sandbox sees them as its own
+	// user's (uid 1000) through its idmapped mount, and the file API
+	// creates files with it.
+	owner int
 
 	maxCount int // MaxCount; tests lower it
 
@@ -86,19 +86,31 @@ type Store struct {
 type vol struct {
 	name     string
 	size     int64
-	owner    int64
+	owner    int64 // the uid that created it
+	disk     int   // the uid and gid owning its files on disk
 	users    int
 	readOnly bool // its image could not be reserved at start
 }
 
-// Open makes the store's directories (root-only) and mounts every volume
-// found in stateDir/volumes, replacing a mount a dead predecessor left at
-// its mount point. A volume that cannot be mounted is logged and left out.
+// Open is OpenOwned with DefaultOwnerID.
 func Open(stateDir, runDir string, log *slog.Logger) (*Store, error) {
+	return OpenOwned(stateDir, runDir, DefaultOwnerID, log)
+}
+
+// OpenOwned makes the store's directories (root-only) and mounts every
+// volume found in stateDir/volumes, replacing a mount a dead predecessor
+// left at its mount point; files on its volumes are owned on disk by
+// owner (ValidOwnerID), and a volume whose files another id owns (uid
+// 1000 before owners were chosen, or an earlier choice) is moved to it
+// (adopt). A volume that cannot be mounted is logged and left out.
+func OpenOwned(stateDir, runDir string, owner int, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{state: filepath.Join(stateDir, "volumes"), run: filepath.Join(runDir, "volumes"), log: log, vols: map[string]*vol{}, maxCount: MaxCount}
+	if err := ValidOwnerID(owner); err != nil {
+		return nil, fmt.Errorf("volumes: on-disk owner %w", err)
+	}
+	s := &Store{state: filepath.Join(stateDir, "volumes"), run: filepath.Join(runDir, "volumes"), log: log, owner: owner, vols: map[string]*vol{}, maxCount: MaxCount}
 	for _, d := range []string{s.state, s.run} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("volumes: %w", err)
@@ -141,10 +153,22 @@ func Open(stateDir, runDir string, log *slog.Logger) (*Store, error) {
 			log.Error("volume not mounted", "volume", name, "err", err)
 			continue
 		}
-		s.vols[name] = &vol{name: name, size: st.Size(), owner: owner, readOnly: ro}
+		disk, moved, err := adopt(s.Path(name), s.owner)
+		if err != nil {
+			// Its files keep the owner they have: sandboxes see them
+			// as their own through it still.
+			log.Error("volume's files not all moved to the on-disk owner; moved again at the next start", "volume", name, "owner_id", s.owner, "kept", disk, "moved", moved, "err", err)
+		} else if moved > 0 {
+			log.Info("volume's files moved to the on-disk owner", "volume", name, "owner_id", s.owner, "files", moved)
+		}
+		s.vols[name] = &vol{name: name, size: st.Size(), owner: owner, disk: disk, readOnly: ro}
 	}
 	return s, nil
 }
+
+// OwnerID is the uid and gid that own the store's new volumes' files on
+// disk.
+func (s *Store) OwnerID() int { return s.owner }
 
 // ValidName checks a volume name: the rootfs name rule (1 to 63 of a-z,
 // 0-9, '.', '_' and '-', starting with a letter or digit).
@@ -225,7 +249,7 @@ func (s *Store) Create(name string, size, owner int64) (Info, error) {
 	if err := writeOwner(filepath.Join(dir, ownerName), owner); err != nil {
 		return Info{}, fmt.Errorf("volume %s: %w", name, err)
 	}
-	if err := mkfs(s.image(name), size); err != nil {
+	if err := mkfs(s.image(name), size, s.owner); err != nil {
 		if errors.Is(err, ErrNoSpace) {
 			os.Remove(s.image(name)) // what fallocate took before it failed
 			free, _ := s.free()
@@ -240,7 +264,7 @@ func (s *Store) Create(name string, size, owner int64) (Info, error) {
 	// unreadable directory it cannot remove. fsck makes it again if needed.
 	os.Remove(filepath.Join(s.Path(name), "lost+found"))
 	ok = true
-	s.vols[name] = &vol{name: name, size: size, owner: owner}
+	s.vols[name] = &vol{name: name, size: size, owner: owner, disk: s.owner}
 	s.log.Info("volume created", "volume", name, "size_bytes", size, "owner", owner)
 	return s.infoLocked(s.vols[name]), nil
 }
@@ -277,7 +301,7 @@ func (s *Store) noSpace(name string, size, free int64) error {
 }
 
 // mkfs makes an image of size bytes, reserved whole on the host
-// (reserve), with an ext4 filesystem whose root belongs to OwnerID: no
+// (reserve), with an ext4 filesystem whose root belongs to owner: no
 // journal (a volume is scratch space that survives restarts, not a
 // database; fsck at mount is cheap at these sizes), no blocks reserved
 // for root (the cap is the sandbox's). mkfs.ext4 punches holes in a
@@ -286,7 +310,7 @@ func (s *Store) noSpace(name string, size, free int64) error {
 // (they are: reserved blocks read as zeros), or ext4's lazy init would
 // zero them at the first mount through the loop device, whose zeroing
 // punches holes in the image too.
-func mkfs(img string, size int64) error {
+func mkfs(img string, size int64, owner int) error {
 	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
 		return fmt.Errorf("%w: no mkfs.ext4 (apt-get install e2fsprogs; nsbox doctor checks it)", ErrNoTools)
 	}
@@ -301,7 +325,7 @@ func mkfs(img string, size int64) error {
 	if err := reserve(f, size); err != nil {
 		return err
 	}
-	opts := fmt.Sprintf("root_owner=%d:%d,nodiscard,assume_storage_prezeroed=1", OwnerID, OwnerID)
+	opts := fmt.Sprintf("root_owner=%d:%d,nodiscard,assume_storage_prezeroed=1", owner, owner)
 	out, err := exec.Command("mkfs.ext4", "-q", "-F", "-O", "^has_journal", "-m", "0", "-E", opts, img).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
@@ -431,20 +455,21 @@ func (s *Store) Delete(name string, access Access) error {
 }
 
 // Acquire marks volume name in use by one sandbox until release (called
-// once the sandbox is gone), and returns its host mount point.
-func (s *Store) Acquire(name string, access Access) (dir string, release func(), err error) {
+// once the sandbox is gone), and returns its host mount point and the id
+// that owns its files on disk (the sandbox's mount maps it to uid 1000).
+func (s *Store) Acquire(name string, access Access) (dir string, owner int, release func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, err := s.getLocked(name, access)
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	if err := s.reserveLocked(v); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	v.users++
 	var once sync.Once
-	return s.Path(name), func() {
+	return s.Path(name), v.disk, func() {
 		once.Do(func() {
 			// Before the use ends, so that a delete waits (409) and
 			// Close finds no walk in its mount.
@@ -494,7 +519,7 @@ func (s *Store) Files(name string, access Access) (*workspace.Workspace, error) 
 	if err := s.reserveLocked(v); err != nil {
 		return nil, err
 	}
-	return workspace.OpenDir(s.Path(name), OwnerID, OwnerID)
+	return workspace.OpenDir(s.Path(name), v.disk, v.disk)
 }
 
 // Close unmounts every volume (each loop device detaches itself once its

@@ -95,7 +95,7 @@ func TestStorePersistsAndCleansUp(t *testing.T) {
 	if err != nil || string(got) != "kept" {
 		t.Fatalf("after reopening: %q, %v", got, err)
 	}
-	_, release, err := s.Acquire("data", nil)
+	_, _, release, err := s.Acquire("data", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestStoreOwners(t *testing.T) {
 	if _, err := s.Get("alices", as(mallory)); !errors.Is(err, ErrNotFound) {
 		t.Errorf("mallory gets: %v, want ErrNotFound", err)
 	}
-	if _, _, err := s.Acquire("alices", as(mallory)); !errors.Is(err, ErrNotFound) {
+	if _, _, _, err := s.Acquire("alices", as(mallory)); !errors.Is(err, ErrNotFound) {
 		t.Errorf("mallory acquires: %v, want ErrNotFound", err)
 	}
 	if ws, err := s.Files("alices", as(mallory)); !errors.Is(err, ErrNotFound) {
@@ -400,7 +400,7 @@ func TestStoreReservesHoles(t *testing.T) {
 	}
 	filler := filepath.Join(state, "filler")
 	fillUntilFull(t, filler, make([]byte, 1<<20))
-	if _, _, err := s.Acquire("v", nil); !errors.Is(err, ErrNoSpace) {
+	if _, _, _, err := s.Acquire("v", nil); !errors.Is(err, ErrNoSpace) {
 		t.Errorf("acquire with holes on a full disk: %v, want ErrNoSpace", err)
 	}
 	if ws, err := s.Files("v", nil); !errors.Is(err, ErrNoSpace) {
@@ -412,7 +412,7 @@ func TestStoreReservesHoles(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	_, release, err := s.Acquire("v", nil)
+	_, _, release, err := s.Acquire("v", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,8 +451,8 @@ func TestStoreReservesHoles(t *testing.T) {
 }
 
 // TestReleaseStripsSetID: set-id bits a sandbox gave files on a volume
-// are gone once its use ends (its files are uid 1000 on disk, a real
-// login on many hosts), at any depth, and the walk follows no symlink: a
+// are gone once its use ends (an image mounted outside nsbox would carry
+// them), at any depth, and the walk follows no symlink: a
 // set-id file outside the volume that a symlink in it names keeps its bits.
 func TestReleaseStripsSetID(t *testing.T) {
 	requireRoot(t)
@@ -464,7 +464,7 @@ func TestReleaseStripsSetID(t *testing.T) {
 	if _, err := s.Create("v", MinSize, NoOwner); err != nil {
 		t.Fatal(err)
 	}
-	dir, release, err := s.Acquire("v", nil)
+	dir, _, release, err := s.Acquire("v", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon/volume"
 )
 
 // datasetOwner owns the test dataset on disk: no sandbox's host id, so
@@ -180,6 +181,16 @@ print(os.stat('/mnt/data/kept.txt').st_uid, os.stat('/mnt/data').st_uid)`)
 	if out != "1000 1000" {
 		t.Errorf("owners inside: %q, want 1000 1000", out)
 	}
+	// On the host the files are the on-disk owner's, no host account's.
+	for _, p := range []string{"kept.txt", "dir", "."} {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(d.runDir, "volumes", "data", p), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != volume.DefaultOwnerID || st.Gid != volume.DefaultOwnerID {
+			t.Errorf("%s on the host is %d:%d, want %d (volume.DefaultOwnerID)", p, st.Uid, st.Gid, volume.DefaultOwnerID)
+		}
+	}
 	if v, err := c.Volume(ctx, "data"); err != nil || v.InUse != 1 {
 		t.Errorf("volume while a session mounts it: %+v, %v", v, err)
 	}
@@ -203,6 +214,9 @@ print(os.stat('/mnt/data/kept.txt').st_uid, os.stat('/mnt/data').st_uid)`)
 	if err := c.PutVolumeFile(ctx, "data", "from-api.txt", strings.NewReader("from the API")); err != nil {
 		t.Fatal(err)
 	}
+	if fi, err := os.Lstat(filepath.Join(d.runDir, "volumes", "data", "from-api.txt")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != volume.DefaultOwnerID {
+		t.Errorf("an API-written file on the host: %v %v, want owner %d", fi, err, volume.DefaultOwnerID)
+	}
 	list, err := c.VolumeFiles(ctx, "data")
 	if err != nil {
 		t.Fatal(err)
@@ -222,6 +236,20 @@ print(os.stat('/mnt/data/kept.txt').st_uid, os.stat('/mnt/data').st_uid)`)
 	}
 	if err := c.DeleteSession(ctx, s1.ID); err != nil {
 		t.Fatal(err)
+	}
+	waitVolumeFree(t, d, "data")
+
+	// The sandbox's mountinfo names no host path: not the volume's mount
+	// point, not the dataset's directory, not the rootfs store.
+	mi := runPyWith(t, d, `print(open('/proc/self/mountinfo').read())`, func(r *agentapi.RunRequest) {
+		r.Volumes = []agentapi.VolumeMount{{Name: "data"}}
+		r.Datasets = []string{"ref"}
+	})
+	store, _ := testRootfs(t)
+	for _, host := range []string{d.runDir, ds, filepath.Dir(ds), store} {
+		if strings.Contains(mi.Stdout, host) {
+			t.Errorf("mountinfo inside names the host path %s:\n%s", host, mi.Stdout)
+		}
 	}
 	waitVolumeFree(t, d, "data")
 
