@@ -10,11 +10,11 @@ TEST_ROOTFS  ?= minimal
 SOAK_ROOTFS  ?= $(TEST_ROOTFS)
 GOFLAGS_STATIC := -tags netgo,osusergo -trimpath
 LDFLAGS      := -s -w -X main.version=$(VERSION) -linkmode external -extldflags "-static"
-APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap runc python3 ca-certificates git python3-venv python3-wheel-whl python3-pyflakes e2fsprogs
+APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap runc python3 ca-certificates git python3-venv python3-pyflakes e2fsprogs
 
 export CGO_ENABLED := 1
 
-.PHONY: help deps build generate test test-unit test-loaded rootfs-test rootfs-default demo lint bench soak loadtest image test-image clean install uninstall
+.PHONY: help deps build python-wheel generate test test-unit test-loaded rootfs-test rootfs-default demo lint bench soak loadtest image test-image clean install uninstall
 
 help: ## show this help
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -35,6 +35,10 @@ build: ## build the static binaries bin/nsbox (cgo, libseccomp linked statically
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(INIT_BIN) ./cmd/nsbox-init
 	$(GO) build $(GOFLAGS_STATIC) -ldflags '$(LDFLAGS)' -o $(BENCH_BIN) ./cmd/nsbox-bench
 	@for b in $(BIN) $(INIT_BIN) $(BENCH_BIN); do ldd $$b 2>&1 | grep -q 'not a dynamic executable' || { echo "build: $$b is not static"; exit 1; }; done
+
+PYTHON ?= python3
+python-wheel: ## write the Python package's wheel, bin/nsbox-VERSION-py3-none-any.whl (standard library only; pip install --no-index it anywhere)
+	$(PYTHON) -B agentapi/python/_build/nsbox_build.py bin
 
 generate: ## regenerate the E2B envd protocol's Go code from its .proto files (needs protoc; the plugins come from the Go module proxy)
 	GOBIN=$(CURDIR)/.cache/gobin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
