@@ -10,22 +10,24 @@ TEST_ROOTFS  ?= minimal
 SOAK_ROOTFS  ?= $(TEST_ROOTFS)
 GOFLAGS_STATIC := -tags netgo,osusergo -trimpath
 LDFLAGS      := -s -w -X main.version=$(VERSION) -linkmode external -extldflags "-static"
-APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap runc python3 ca-certificates git python3-venv python3-wheel-whl python3-pyflakes e2fsprogs
+APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap runc python3 ca-certificates git python3-venv python3-pyflakes e2fsprogs
 
 export CGO_ENABLED := 1
 
-.PHONY: help deps build generate test test-unit test-loaded rootfs-test rootfs-default demo lint bench soak loadtest image test-image clean install uninstall
+.PHONY: help deps deps-build install-bin build python-wheel generate test test-unit test-loaded rootfs-test rootfs-default demo lint bench soak loadtest image test-image clean install uninstall
 
 help: ## show this help
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: ## install what building and testing need (Debian/Ubuntu, as root; idempotent)
+deps-build: ## install what building and running need: the Debian packages, a check for Go (as root; idempotent)
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "deps: installing$$(echo $$missing | sed 's/^/ /')"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all present"; fi
 	@command -v $(GO) >/dev/null || { echo "deps: Go is not installed (https://go.dev/dl, 1.26+)"; exit 1; }
+
+deps: deps-build ## install what building and testing need (Debian/Ubuntu, as root; idempotent): deps-build, then Node.js and the MCP and E2B SDKs the tests drive
 	@command -v node >/dev/null && command -v npm >/dev/null || { echo "deps: installing nodejs npm"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm; }
 	@test -d tests/mcp-client/node_modules/@modelcontextprotocol/sdk || (cd tests/mcp-client && npm ci --no-audit --no-fund)
 	@test -d tests/e2b-client/node_modules/@e2b/code-interpreter || (cd tests/e2b-client && npm ci --no-audit --no-fund)
@@ -35,6 +37,10 @@ build: ## build the static binaries bin/nsbox (cgo, libseccomp linked statically
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(INIT_BIN) ./cmd/nsbox-init
 	$(GO) build $(GOFLAGS_STATIC) -ldflags '$(LDFLAGS)' -o $(BENCH_BIN) ./cmd/nsbox-bench
 	@for b in $(BIN) $(INIT_BIN) $(BENCH_BIN); do ldd $$b 2>&1 | grep -q 'not a dynamic executable' || { echo "build: $$b is not static"; exit 1; }; done
+
+PYTHON ?= python3
+python-wheel: ## write the Python package's wheel, bin/nsbox-VERSION-py3-none-any.whl (standard library only; pip install --no-index it anywhere)
+	$(PYTHON) -B agentapi/python/_build/nsbox_build.py bin
 
 generate: ## regenerate the E2B envd protocol's Go code from its .proto files (needs protoc; the plugins come from the Go module proxy)
 	GOBIN=$(CURDIR)/.cache/gobin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
@@ -46,7 +52,7 @@ rootfs-test: build ## build the minimal rootfs the tests use (skipped when prese
 		echo "rootfs-test: $(TEST_ROOTFS) present"; \
 	else $(BIN) rootfs build --store $(STORE) --profile minimal --name $(TEST_ROOTFS); fi
 
-rootfs-default: build ## build the data-science rootfs as "default" (skipped when present)
+rootfs-default: $(if $(NSBOX_BUILT),,build) ## build the data-science rootfs as "default" (skipped when present)
 	@if $(BIN) rootfs list --store $(STORE) --json | grep -q '"name": *"default"'; then \
 		echo "rootfs-default: default present"; \
 	else $(BIN) rootfs build --store $(STORE) --profile datasci --name default; fi
@@ -77,13 +83,25 @@ test-loaded: ## make test while BUSY_LOOPS (2) busy loops hold the cores; LOADED
 test-unit: ## run the tests that need neither root nor a rootfs
 	$(GO) test -count=1 -short ./...
 
-demo: deps rootfs-default ## set up everything and run a pandas snippet in a sandbox
-	@echo '--- nsbox exec -- python3 (pandas in a fresh sandbox)'
+# Each step says what it does and how long it takes; a step already done is
+# skipped (the rootfs) or quick (Go's build cache). The SDKs the tests drive
+# (make deps) are not needed here.
+demo: ## set up everything (packages, build, nsbox on PATH in /usr/local/bin, the data-science rootfs) and run a pandas snippet in a sandbox
+	@echo '--- demo 1/5: Debian packages and Go (make deps-build)'
+	@$(MAKE) --no-print-directory deps-build
+	@echo '--- demo 2/5: build bin/nsbox, bin/nsbox-init, bin/nsbox-bench (about a minute the first time)'
+	@$(MAKE) --no-print-directory build
+	@echo '--- demo 3/5: install them in $(BINDIR) (make install-bin; make uninstall removes them)'
+	@$(MAKE) --no-print-directory install-bin
+	@echo '--- demo 4/5: the data-science rootfs as "default" in $(STORE) (3 to 7 minutes the first time, 620 MiB on disk; skipped when present)'
+	@$(MAKE) --no-print-directory rootfs-default NSBOX_BUILT=1
+	@echo '--- demo 5/5: nsbox exec -- python3 (pandas in a fresh sandbox)'
 	printf '%s\n' 'import pandas as pd, numpy as np' \
 		'df = pd.DataFrame({"x": np.arange(5), "y": np.arange(5) ** 2})' \
 		'print(df.describe().loc[["mean", "max"]])' \
 		'import os; print("uid", os.getuid(), "| rootfs writable:", os.access("/usr", os.W_OK))' \
-		| $(BIN) exec -- python3 -
+		| $(BINDIR)/nsbox exec -- python3 -
+	@echo "--- demo: done. nsbox is $(BINDIR)/nsbox: try  nsbox exec -- python3 -c 'print(1)'"
 
 lint: deps ## go vet, staticcheck, pyflakes on the Python (package, runner, zygote, examples), then the budgets: file and package sizes, orphaned doc comments, what the product links (scripts/lint)
 	$(GO) vet ./...
@@ -135,10 +153,16 @@ UNITDIR    ?= /etc/systemd/system
 SYSCONFDIR ?= /etc
 DOCDIR     ?= $(PREFIX)/share/doc/nsbox
 
-install: ## install binary, systemd units, /etc/nsbox/nsbox.conf (kept if present), nsbox group (DESTDIR, PREFIX)
-	@test -x $(BIN) && test -x $(INIT_BIN) || $(MAKE) build
-	install -D -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/nsbox
-	install -D -m 0755 $(INIT_BIN) $(DESTDIR)$(BINDIR)/nsbox-init
+install-bin: ## install bin/nsbox, bin/nsbox-init and bin/nsbox-bench in /usr/local/bin (BINDIR, PREFIX, DESTDIR), so that `nsbox` is on PATH
+	@test -x $(BIN) && test -x $(INIT_BIN) && test -x $(BENCH_BIN) || $(MAKE) build
+	@install -D -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/nsbox
+	@install -D -m 0755 $(INIT_BIN) $(DESTDIR)$(BINDIR)/nsbox-init
+	@install -D -m 0755 $(BENCH_BIN) $(DESTDIR)$(BINDIR)/nsbox-bench
+	@echo "install-bin: installed $(DESTDIR)$(BINDIR)/nsbox, nsbox-init, nsbox-bench"
+	@if [ -z "$(DESTDIR)" ] && [ "$$(command -v nsbox)" != "$(BINDIR)/nsbox" ]; then \
+		echo "install-bin: note: \`nsbox\` on this PATH is $$(command -v nsbox || echo 'not found'), not $(BINDIR)/nsbox: put $(BINDIR) first in PATH, or type $(BINDIR)/nsbox"; fi
+
+install: install-bin ## install the binaries (install-bin), systemd units, /etc/nsbox/nsbox.conf (kept if present), nsbox group (DESTDIR, PREFIX)
 	install -d -m 0755 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/nsbox $(DESTDIR)$(DOCDIR)
 	sed 's|/usr/local/bin/nsbox|$(BINDIR)/nsbox|g; s|/etc/nsbox/|$(SYSCONFDIR)/nsbox/|g' scripts/systemd/nsbox.service > $(DESTDIR)$(UNITDIR)/nsbox.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/nsbox.service
@@ -155,7 +179,7 @@ install: ## install binary, systemd units, /etc/nsbox/nsbox.conf (kept if presen
 
 uninstall: ## remove what install put in place, except /etc/nsbox/nsbox.conf, /var/lib/nsbox and the nsbox group
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl disable --now nsbox.socket nsbox.service || true; fi
-	rm -f $(DESTDIR)$(BINDIR)/nsbox $(DESTDIR)$(BINDIR)/nsbox-init $(DESTDIR)$(UNITDIR)/nsbox.service $(DESTDIR)$(UNITDIR)/nsbox.socket
+	rm -f $(DESTDIR)$(BINDIR)/nsbox $(DESTDIR)$(BINDIR)/nsbox-init $(DESTDIR)$(BINDIR)/nsbox-bench $(DESTDIR)$(UNITDIR)/nsbox.service $(DESTDIR)$(UNITDIR)/nsbox.socket
 	rm -rf $(DESTDIR)$(DOCDIR)
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 	@echo "uninstall: kept $(SYSCONFDIR)/nsbox, /var/lib/nsbox (rootfs store) and the nsbox group; remove them by hand if unwanted"

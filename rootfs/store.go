@@ -30,7 +30,7 @@ func (s Store) Lookup(name string) (*Rootfs, error) {
 	}
 	r, err := s.load(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("rootfs %q in %s: %w: run: nsbox rootfs build --name %s", name, s.root(), ErrNotFound, name)
+		return nil, fmt.Errorf("rootfs %q in %s: %w: run: nsbox rootfs build --profile datasci --name %s (or --profile minimal: python3 only)", name, s.root(), ErrNotFound, name)
 	}
 	return r, err
 }
@@ -45,7 +45,7 @@ func (s Store) Locate(name string) (*Rootfs, error) {
 	}
 	dir := s.entryDir(name)
 	if _, err := os.Stat(filepath.Join(dir, metaFile)); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("rootfs %q in %s: %w: run: nsbox rootfs build --name %s", name, s.root(), ErrNotFound, name)
+		return nil, fmt.Errorf("rootfs %q in %s: %w: run: nsbox rootfs build --profile datasci --name %s (or --profile minimal: python3 only)", name, s.root(), ErrNotFound, name)
 	} else if err != nil {
 		return nil, err
 	}

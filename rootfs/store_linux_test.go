@@ -278,7 +278,7 @@ func TestRemoveRefusesWhileAcquired(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.Lookup("a")
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "run: nsbox rootfs build --name a") {
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "run: nsbox rootfs build --profile datasci --name a") {
 		t.Fatalf("Lookup after Remove: %v", err)
 	}
 	if _, err := r.Acquire(); !errors.Is(err, ErrNotFound) {

@@ -31,18 +31,18 @@ func doctorCommand() *cli.Command {
 			facts := doctor.Gather(c.String("store"), c.String("socket"))
 			facts.Required = c.StringSlice("rootfs")
 			checks := doctor.Diagnose(facts)
-			ok := doctor.Runnable(checks)
+			ok, verdict := doctor.Runnable(checks), doctor.Verdict(facts, checks)
 			var err error
 			if c.Bool("json") {
-				err = writeDoctorJSON(c.App.Writer, checks, ok)
+				err = writeDoctorJSON(c.App.Writer, checks, ok, verdict)
 			} else {
-				err = writeDoctorTable(c.App.Writer, checks, ok)
+				err = writeDoctorTable(c.App.Writer, checks, verdict)
 			}
 			if err != nil {
 				return err
 			}
 			if !ok {
-				return &exitError{code: 1, err: errors.New("doctor: this host cannot run nsbox; see the fix lines")}
+				return &exitError{code: 1, err: errors.New("doctor: " + verdict + "; see the fix lines")}
 			}
 			return nil
 		},
@@ -51,14 +51,15 @@ func doctorCommand() *cli.Command {
 
 // doctorReport is the --json output.
 type doctorReport struct {
-	OK     bool           `json:"ok"`
-	Checks []doctor.Check `json:"checks"`
+	OK      bool           `json:"ok"`
+	Verdict string         `json:"verdict"` // the table's last line
+	Checks  []doctor.Check `json:"checks"`
 }
 
-func writeDoctorJSON(w io.Writer, checks []doctor.Check, ok bool) error {
+func writeDoctorJSON(w io.Writer, checks []doctor.Check, ok bool, verdict string) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(doctorReport{OK: ok, Checks: checks})
+	return enc.Encode(doctorReport{OK: ok, Verdict: verdict, Checks: checks})
 }
 
 // doctorWidth is the widest the table gets: details and fixes wrap
@@ -67,8 +68,8 @@ const doctorWidth = 100
 
 // writeDoctorTable prints one row per check (CHECK, STATUS, DETAIL), the
 // detail wrapped to fit doctorWidth columns and the fix, when there is
-// one, on lines of its own under it.
-func writeDoctorTable(w io.Writer, checks []doctor.Check, ok bool) error {
+// one, on lines of its own under it, then the verdict.
+func writeDoctorTable(w io.Writer, checks []doctor.Check, verdict string) error {
 	nameW := len("CHECK")
 	for _, c := range checks {
 		nameW = max(nameW, len(c.Name))
@@ -90,10 +91,6 @@ func writeDoctorTable(w io.Writer, checks []doctor.Check, ok bool) error {
 		for _, l := range lines[1:] {
 			fmt.Fprintf(&b, "%*s%s\n", indent, "", l)
 		}
-	}
-	verdict := "nsbox can run here"
-	if !ok {
-		verdict = "nsbox cannot run here"
 	}
 	fmt.Fprintf(&b, "\n%s\n", verdict)
 	_, err := io.WriteString(w, b.String())

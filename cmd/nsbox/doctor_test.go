@@ -18,7 +18,7 @@ func TestDoctorOutput(t *testing.T) {
 			Fix: "run the daemon in a cgroup v2 hierarchy it owns (systemd Delegate=yes) so that clone3 can place the init directly"},
 	}
 	var table bytes.Buffer
-	if err := writeDoctorTable(&table, checks, true); err != nil {
+	if err := writeDoctorTable(&table, checks, "nsbox can run here"); err != nil {
 		t.Fatal(err)
 	}
 	out := table.String()
@@ -37,14 +37,14 @@ func TestDoctorOutput(t *testing.T) {
 		t.Errorf("table lost the long detail:\n%s", out)
 	}
 	var js bytes.Buffer
-	if err := writeDoctorJSON(&js, checks, true); err != nil {
+	if err := writeDoctorJSON(&js, checks, true, "nsbox can run here"); err != nil {
 		t.Fatal(err)
 	}
 	var rep doctorReport
 	if err := json.Unmarshal(js.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if !rep.OK || len(rep.Checks) != len(checks) || rep.Checks[0].Name != "root" {
+	if !rep.OK || rep.Verdict != "nsbox can run here" || len(rep.Checks) != len(checks) || rep.Checks[0].Name != "root" {
 		t.Errorf("JSON report = %+v", rep)
 	}
 }

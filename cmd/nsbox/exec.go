@@ -124,11 +124,13 @@ func runExec(c *cli.Context) error {
 				fmt.Fprintf(os.Stderr, "nsbox: running through the daemon at %s\n", c.String("socket"))
 			}
 			return execViaDaemon(c, cl, x)
-		case c.IsSet("socket"):
-			return fmt.Errorf("exec: the daemon at %s does not answer: %v (use --no-daemon to run in-process)", c.String("socket"), herr)
 		case os.Geteuid() != 0:
-			// In-process needs root: say why the daemon was no way in.
+			// In-process needs root, so --no-daemon is no way out: say why
+			// the daemon was no way in (the client's error names the cause
+			// and its fix: the group, or starting the daemon).
 			return fmt.Errorf("exec: %v; without a daemon, a sandbox needs root", herr)
+		case c.IsSet("socket"):
+			return fmt.Errorf("exec: %v (use --no-daemon to run in-process)", herr)
 		}
 		if c.Bool("verbose") {
 			fmt.Fprintf(os.Stderr, "nsbox: running in-process (no daemon answered: %v)\n", herr)

@@ -24,11 +24,21 @@ import (
 // maxDaemonStdin bounds what exec reads from a piped stdin to send along.
 const maxDaemonStdin = 32 << 20
 
+// noDaemon is the advice to run in-process: --no-daemon, which needs
+// root, so a user who is not root is told so rather than sent to a
+// command that cannot work for them.
+func noDaemon() string {
+	if os.Geteuid() == 0 {
+		return "--no-daemon"
+	}
+	return "--no-daemon as root (in-process sandboxes need root)"
+}
+
 // execViaDaemon runs x through the daemon: output streams live, stdin
 // (when piped) is sent with the request, and the exit follows the result.
 func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 	if x.seccomp != nil {
-		return errors.New("exec: --seccomp-profile applies to in-process runs only; add --no-daemon")
+		return fmt.Errorf("exec: --seccomp-profile applies to in-process runs only; add %s", noDaemon())
 	}
 	req := x.req
 	if stdin := execStdin(); stdin != nil {
@@ -37,10 +47,10 @@ func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 			return fmt.Errorf("exec: read stdin: %w", err)
 		}
 		if len(in) > maxDaemonStdin {
-			return fmt.Errorf("exec: stdin is larger than %s; through the daemon it is sent with the request (use --file, or --no-daemon)", humanBytes(maxDaemonStdin))
+			return fmt.Errorf("exec: stdin is larger than %s; through the daemon it is sent with the request (use --file, or %s)", humanBytes(maxDaemonStdin), noDaemon())
 		}
 		if !utf8.Valid(in) {
-			return errors.New("exec: binary stdin goes only to in-process runs; use --file or --no-daemon")
+			return fmt.Errorf("exec: binary stdin goes only to in-process runs; use --file or %s", noDaemon())
 		}
 		req.Stdin = string(in)
 	}

@@ -76,11 +76,17 @@ func Diagnose(f Facts) []Check {
 		out = append(out, Check{Name: name, Status: s, Detail: detail, Fix: fix})
 	}
 
-	if f.EUID == 0 {
+	// A user who is not root needs no root: the daemon's socket is their
+	// way in. Root is needed only for sandboxes run in-process and for
+	// the daemon itself, so not being root fails only without a socket.
+	switch {
+	case f.EUID == 0:
 		add("root", StatusOK, "running as root", "")
-	} else {
-		add("root", StatusFail, fmt.Sprintf("running as uid %d", f.EUID),
-			"run nsbox as root (sudo nsbox doctor; the daemon as a systemd service): it creates cgroups, mounts and uid mappings")
+	case f.SocketErr == nil:
+		add("root", StatusOK, fmt.Sprintf("running as uid %d: sandboxes go through the daemon at %s, which answers (only in-process runs and the daemon itself need root)", f.EUID, f.Socket), "")
+	default:
+		add("root", StatusFail, fmt.Sprintf("running as uid %d, and the daemon at %s does not let you in: a user who is not root runs sandboxes through a daemon", f.EUID, f.Socket),
+			"get in to the daemon (the daemon socket row's fix), or run as root: sudo nsbox doctor checks the host for the daemon and for in-process runs")
 	}
 
 	usernsFix := "allow user namespaces: sysctl -w user.max_user_namespaces=15000 (and kernel.unprivileged_userns_clone=1 where that sysctl exists)"
@@ -130,11 +136,11 @@ func Diagnose(f Facts) []Check {
 
 	switch {
 	case f.StoreErr != nil:
-		add("rootfs store", StatusWarn, f.Store+": "+f.StoreErr.Error(), "nsbox rootfs build (or --store DIR for another store)")
+		add("rootfs store", StatusWarn, f.Store+": "+f.StoreErr.Error(), "nsbox rootfs build --profile datasci (or --store DIR for another store)")
 	case f.ListErr != nil:
-		add("rootfs store", StatusWarn, f.Store+": "+f.ListErr.Error(), "nsbox rootfs build, or remove the broken entry with nsbox rootfs rm")
+		add("rootfs store", StatusWarn, f.Store+": "+f.ListErr.Error(), "nsbox rootfs build --profile datasci, or remove the broken entry with nsbox rootfs rm")
 	case len(f.Rootfs) == 0:
-		add("rootfs store", StatusWarn, f.Store+": no rootfs", "nsbox rootfs build")
+		add("rootfs store", StatusWarn, f.Store+": no rootfs", "nsbox rootfs build --profile datasci (or --profile minimal: python3 only)")
 	default:
 		add("rootfs store", StatusOK, f.Store+": "+strings.Join(f.Rootfs, ", "), "")
 	}
@@ -282,6 +288,23 @@ func Runnable(checks []Check) bool {
 		}
 	}
 	return true
+}
+
+// Verdict is doctor's last line: whether nsbox can run here, and for a
+// user who is not root, through what.
+func Verdict(f Facts, checks []Check) string {
+	ok := Runnable(checks)
+	switch {
+	case f.EUID == 0 && ok:
+		return "nsbox can run here"
+	case f.EUID == 0:
+		return "nsbox cannot run here"
+	case ok:
+		return fmt.Sprintf("nsbox can run here for uid %d, through the daemon at %s", f.EUID, f.Socket)
+	case f.SocketErr != nil:
+		return fmt.Sprintf("uid %d cannot run sandboxes here yet: it needs a daemon's socket it may use (the daemon socket row) or root", f.EUID)
+	}
+	return "nsbox cannot run here"
 }
 
 // socketFix names what to do about a socket that does not answer, by why.

@@ -58,6 +58,7 @@ func TestDiagnose(t *testing.T) {
 		runnable bool
 		want     map[string]Status // checks whose status is asserted
 		detail   map[string]string // substrings the detail must hold
+		verdict  string            // the verdict, when asserted
 	}{
 		{
 			name:     "hybrid host (this machine)",
@@ -108,14 +109,42 @@ func TestDiagnose(t *testing.T) {
 			detail: map[string]string{"rootfs node": "not in "},
 		},
 		{
-			name: "not root, no user namespaces",
+			name: "not root, no user namespaces, no daemon",
 			host: func(t *testing.T) Facts {
 				f := goodHost(t, "proc-hybrid")
 				f.EUID = 1000
 				f.MaxUserNS = "0\n"
+				f.SocketErr = syscall.ENOENT
 				return f
 			},
-			want: map[string]Status{"root": StatusFail, "user namespaces": StatusFail},
+			want:    map[string]Status{"root": StatusFail, "user namespaces": StatusFail},
+			verdict: "uid 1000 cannot run sandboxes here yet: it needs a daemon's socket it may use (the daemon socket row) or root",
+		},
+		{
+			// Issue 36: a user who only needs the socket was told "nsbox
+			// cannot run here".
+			name: "not root, the daemon's socket answers",
+			host: func(t *testing.T) Facts {
+				f := goodHost(t, "proc-hybrid")
+				f.EUID = 1000
+				return f
+			},
+			runnable: true,
+			want:     map[string]Status{"root": StatusOK, "daemon socket": StatusOK},
+			detail:   map[string]string{"root": "through the daemon at /run/nsbox/nsbox.sock"},
+			verdict:  "nsbox can run here for uid 1000, through the daemon at /run/nsbox/nsbox.sock",
+		},
+		{
+			name: "not root, the socket does not let the user in",
+			host: func(t *testing.T) Facts {
+				f := goodHost(t, "proc-hybrid")
+				f.EUID = 1000
+				f.SocketErr = syscall.EACCES
+				return f
+			},
+			want:    map[string]Status{"root": StatusFail, "daemon socket": StatusWarn},
+			detail:  map[string]string{"root": "does not let you in"},
+			verdict: "uid 1000 cannot run sandboxes here yet: it needs a daemon's socket it may use (the daemon socket row) or root",
 		},
 		{
 			name: "userns sysctl fine but clone refused",
@@ -193,6 +222,9 @@ func TestDiagnose(t *testing.T) {
 			checks := Diagnose(tc.host(t))
 			if got := Runnable(checks); got != tc.runnable {
 				t.Errorf("runnable = %v, want %v; checks: %+v", got, tc.runnable, checks)
+			}
+			if v := Verdict(tc.host(t), checks); tc.verdict != "" && v != tc.verdict {
+				t.Errorf("verdict %q, want %q", v, tc.verdict)
 			}
 			got := byName(checks)
 			for name, st := range tc.want {

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestMakeInstall: `make install DESTDIR=… PREFIX=/usr` lays out the binary,
+// TestMakeInstall: `make install DESTDIR=… PREFIX=/usr` lays out the binaries,
 // the units (ExecStart pointing at PREFIX), the config and the docs, keeps
 // an existing config, creates no group while staging; `make uninstall`
 // removes all but the config.
@@ -24,12 +24,16 @@ func TestMakeInstall(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(filepath.Dir(bin), "nsbox-init"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(bin), "nsbox-bench"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	mk := func(target string) {
 		t.Helper()
-		cmd := exec.Command("make", "-C", repoRoot, target, "DESTDIR="+dest, "PREFIX=/usr", "BIN="+bin, "INIT_BIN="+filepath.Join(filepath.Dir(bin), "nsbox-init"))
+		cmd := exec.Command("make", "-C", repoRoot, target, "DESTDIR="+dest, "PREFIX=/usr", "BIN="+bin, "INIT_BIN="+filepath.Join(filepath.Dir(bin), "nsbox-init"),
+			"BENCH_BIN="+filepath.Join(filepath.Dir(bin), "nsbox-bench"))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("make %s: %v\n%s", target, err, out)
 		}
@@ -38,6 +42,7 @@ func TestMakeInstall(t *testing.T) {
 	want := map[string]os.FileMode{
 		"usr/bin/nsbox":                          0o755,
 		"usr/bin/nsbox-init":                     0o755,
+		"usr/bin/nsbox-bench":                    0o755, // `nsbox bench` runs it from beside nsbox
 		"etc/systemd/system/nsbox.service":       0o644,
 		"etc/systemd/system/nsbox.socket":        0o644,
 		"etc/nsbox/nsbox.conf":                   0o644,

@@ -33,6 +33,12 @@ def resolve_socket(path: Optional[str]) -> str:
 
 
 def unreachable_message(path: str, err: BaseException) -> str:
+    if isinstance(err, PermissionError):
+        # The daemon may well be running: this user may not use its socket.
+        return ("nsbox daemon socket %s: permission denied for uid %d (%s). The socket is "
+                "for root and the group nsbox: join it (`sudo usermod -aG nsbox $USER`, then log "
+                "in again), or point $NSBOX_SOCKET (or socket_path=) at a socket you may use"
+                % (path, os.geteuid(), err))
     return ("nsbox daemon at %s does not answer: %s. Is it running? Start it with "
             "`sudo systemctl start nsbox.socket` (installed) or `sudo nsbox daemon`; "
             "or point $NSBOX_SOCKET (or socket_path=) at the socket of a running daemon" % (path, err))

@@ -6,7 +6,7 @@ import json
 import unittest
 
 import nsbox
-from nsbox._wire import error_from
+from nsbox._wire import error_from, unreachable_message
 
 
 def body(code, message="m"):
@@ -34,6 +34,18 @@ class ErrorFromTest(unittest.TestCase):
         self.assertIsInstance(e, nsbox.ResourceExhausted)
         self.assertEqual(e.retry_after, 3)
         self.assertIs(type(error_from(418, b"", None)), nsbox.NsboxError)
+
+
+class UnreachableTest(unittest.TestCase):
+    def test_by_cause(self):
+        # A socket this user may not use is not a daemon that is down.
+        denied = unreachable_message("/run/nsbox/nsbox.sock", PermissionError(13, "Permission denied"))
+        self.assertIn("permission denied for uid", denied)
+        self.assertIn("usermod -aG nsbox", denied)
+        self.assertNotIn("Is it running?", denied)
+        down = unreachable_message("/run/nsbox/nsbox.sock", ConnectionRefusedError(111, "Connection refused"))
+        self.assertIn("Is it running?", down)
+        self.assertNotIn("usermod", down)
 
 
 if __name__ == "__main__":

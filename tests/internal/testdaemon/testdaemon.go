@@ -55,7 +55,7 @@ func Rootfs(t testing.TB) (store, name string) {
 		name = "minimal"
 	}
 	if _, err := os.Stat(filepath.Join(store, name, "rootfs")); err != nil {
-		t.Skipf("requires the rootfs %q in %s (build it with `nsbox rootfs build --name %s`, or set NSBOX_TEST_ROOTFS_STORE/NSBOX_TEST_ROOTFS_NAME): %v", name, store, name, err)
+		t.Skipf("requires the rootfs %q in %s (build it with `nsbox rootfs build --profile minimal --name %s`, or set NSBOX_TEST_ROOTFS_STORE/NSBOX_TEST_ROOTFS_NAME): %v", name, store, name, err)
 	}
 	return store, name
 }
