@@ -85,6 +85,9 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		debug.SetMemoryLimit(softMemoryLimit)
 	}
 
+	if err := checkDefaultRootfs(rootfs.Store{Root: cfg.RootfsStore}, cfg.DefaultRootfs); err != nil {
+		return err
+	}
 	ln, lock, activated, err := daemonListener(cfg.Socket)
 	if err != nil {
 		return err
