@@ -5,8 +5,22 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nsbox/nsbox/daemon/config"
+	"github.com/nsbox/nsbox/daemon/policy"
 	"github.com/nsbox/nsbox/rootfs"
 )
+
+// reloadApply is a reload's apply: a configuration whose default rootfs
+// the store lacks is refused (the running one is kept), as at the start;
+// otherwise its policy goes to reconfigure.
+func reloadApply(store rootfs.Store, reconfigure func(policy.Policy) error) func(config.Config) error {
+	return func(next config.Config) error {
+		if err := checkDefaultRootfs(store, next.DefaultRootfs); err != nil {
+			return err
+		}
+		return reconfigure(next.Policy())
+	}
+}
 
 // checkDefaultRootfs refuses to start a daemon whose default rootfs is not
 // in its store: every request that names none (nsbox exec, the README's

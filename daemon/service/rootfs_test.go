@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nsbox/nsbox/daemon/config"
+	"github.com/nsbox/nsbox/daemon/policy"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -46,5 +48,17 @@ func TestCheckDefaultRootfs(t *testing.T) {
 	err := checkDefaultRootfs(store, "nsbox-no-such-rootfs")
 	if err == nil || !strings.Contains(err.Error(), "it has: ") || !strings.Contains(err.Error(), name) {
 		t.Errorf("error %v: want the store's rootfs listed, %s among them", err, name)
+	}
+}
+
+// TestReloadRefusesMissingDefaultRootfs: a reload naming a default rootfs
+// the store lacks is refused before the core sees it.
+func TestReloadRefusesMissingDefaultRootfs(t *testing.T) {
+	calls := 0
+	apply := reloadApply(rootfs.Store{Root: t.TempDir()}, func(policy.Policy) error { calls++; return nil })
+	next := config.Default()
+	next.DefaultRootfs = "nsbox-no-such-rootfs"
+	if err := apply(next); err == nil || !strings.Contains(err.Error(), "nsbox rootfs build") || calls != 0 {
+		t.Errorf("apply: %v, core reconfigured %d times; want a refusal naming the build command and none", err, calls)
 	}
 }
