@@ -42,11 +42,11 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 func poolFlags() []cli.Flag {
 	env := func(name string) []string { return []string{"NSBOX_" + name} }
 	return []cli.Flag{
-		&cli.IntFlag{Name: "pool-size", Usage: "warm Python runners kept ready for the default rootfs and limits (0: no pool)", DefaultText: "max(2, CPUs)", EnvVars: env("POOL_SIZE")},
-		&cli.StringFlag{Name: "pool-preimport", Usage: "modules the default pool imports ahead of time, comma-separated (e.g. numpy,pandas,matplotlib)", EnvVars: env("POOL_PREIMPORT")},
-		&cli.IntFlag{Name: "pool-refills", Usage: "pooled runners of one pool started at once: the pool's CPU budget", DefaultText: "1", EnvVars: env("POOL_REFILLS")},
-		&cli.IntFlag{Name: "pool-node-size", Usage: "warm Node.js runners kept ready for JavaScript and TypeScript on the default rootfs, when it has Node.js (0: none)", DefaultText: "1", EnvVars: env("POOL_NODE_SIZE")},
-		&cli.IntFlag{Name: "spare-inits", Usage: "sandbox inits kept cloned and placed in their cgroups ahead of time, for any run (0: none)", DefaultText: "1", EnvVars: env("SPARE_INITS")},
+		&cli.IntFlag{Name: "pool-size", Usage: "`N` warm Python runners kept ready for the default rootfs and limits (0: no pool)", DefaultText: "max(2, CPUs)", EnvVars: env("POOL_SIZE")},
+		&cli.StringFlag{Name: "pool-preimport", Usage: "`MODULES` the default pool imports ahead of time, comma-separated (e.g. numpy,pandas,matplotlib)", EnvVars: env("POOL_PREIMPORT")},
+		&cli.IntFlag{Name: "pool-refills", Usage: "`N` pooled runners of one pool started at once: the pool's CPU budget", DefaultText: "1", EnvVars: env("POOL_REFILLS")},
+		&cli.IntFlag{Name: "pool-node-size", Usage: "`N` warm Node.js runners kept ready for JavaScript and TypeScript on the default rootfs, when it has Node.js (0: none)", DefaultText: "1", EnvVars: env("POOL_NODE_SIZE")},
+		&cli.IntFlag{Name: "spare-inits", Usage: "`N` sandbox inits kept cloned and placed in their cgroups ahead of time, for any run (0: none)", DefaultText: "1", EnvVars: env("SPARE_INITS")},
 	}
 }
 

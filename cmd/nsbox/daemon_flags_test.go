@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +78,32 @@ func TestFlagKeys(t *testing.T) {
 	if got.Socket != "/s.sock" || got.CgroupName != "x" || *got.Queue != 0 || got.Sessions != want || got.Pool.SpareInits != 0 ||
 		!slices.Equal(got.Pool.Preimport, []string{"numpy"}) || got.Zygote.Enabled {
 		t.Errorf("config = %+v", got)
+	}
+}
+
+// TestDaemonRefusesMissingDefaultRootfs: `nsbox daemon` on a store without
+// its default rootfs exits 1 at once, saying how to build it (it started
+// and logged WARN lines from the pool and zygotes, several a second, while
+// every request that named no rootfs failed).
+func TestDaemonRefusesMissingDefaultRootfs(t *testing.T) {
+	dir := t.TempDir()
+	type result struct {
+		stderr string
+		code   int
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, stderr, code := runApp(t, "", "daemon", "--socket", filepath.Join(dir, "d.sock"), "--state-dir", filepath.Join(dir, "state"),
+			"--run-dir", filepath.Join(dir, "run"), "--rootfs-store", filepath.Join(dir, "store"), "--cgroup-name", fmt.Sprintf("nsbox-test-rootfs-%d", os.Getpid()))
+		done <- result{stderr, code}
+	}()
+	select {
+	case r := <-done:
+		if r.code != 1 || !strings.Contains(r.stderr, `the default rootfs "default" is not in the store`) ||
+			!strings.Contains(r.stderr, "nsbox rootfs build --profile datasci --name default") {
+			t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the daemon started without its default rootfs")
 	}
 }

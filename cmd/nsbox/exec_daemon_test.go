@@ -176,8 +176,8 @@ func TestSessionExecExitStatus(t *testing.T) {
 	}
 }
 
-// TestSessionCreateFlags: session create takes exec's limit flags, --env
-// and --file.
+// TestSessionCreateFlags: session create takes exec's limit flags, --env,
+// --file and --language.
 func TestSessionCreateFlags(t *testing.T) {
 	var got agentapi.SessionRequest
 	sock := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
@@ -189,14 +189,42 @@ func TestSessionCreateFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout, stderr, code := runApp(t, "", "session", "create", "--socket", sock, "--rootfs", "minimal", "--timeout", "5s", "--memory", "256M",
-		"--pids", "32", "--cpus", "0.5", "--disk", "64M", "--output", "1M", "--env", "A=1", "--file", f+":in/data.csv")
+		"--pids", "32", "--cpus", "0.5", "--disk", "64M", "--output", "1M", "--env", "A=1", "--file", f+":in/data.csv", "--language", "javascript")
 	if code != 0 || stdout != "s1\n" {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
 	}
 	want := agentapi.Limits{TimeoutMs: 5000, MemoryBytes: 256 << 20, Pids: 32, CPUs: 0.5, DiskBytes: 64 << 20, OutputBytes: 1 << 20}
-	if got.Limits == nil || *got.Limits != want || got.Rootfs != "minimal" || got.Env["A"] != "1" ||
+	if got.Limits == nil || *got.Limits != want || got.Rootfs != "minimal" || got.Env["A"] != "1" || got.Language != "javascript" ||
 		len(got.Files) != 1 || got.Files[0].Path != "in/data.csv" {
 		t.Errorf("request %+v (limits %+v)", got, got.Limits)
+	}
+}
+
+// TestSessionListLanguage: session ls has a LANGUAGE column, each
+// session's language under it.
+func TestSessionListLanguage(t *testing.T) {
+	sock := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, agentapi.SessionList{Sessions: []agentapi.Session{
+			{ID: "s1", Rootfs: "default", Language: "python", State: agentapi.SessionIdle},
+			{ID: "s2", Rootfs: "default", Language: "typescript", State: agentapi.SessionBusy},
+		}})
+	})
+	stdout, stderr, code := runApp(t, "", "session", "ls", "--socket", sock)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("stdout:\n%s", stdout)
+	}
+	col := strings.Index(lines[0], "LANGUAGE")
+	if col < 0 {
+		t.Fatalf("no LANGUAGE column:\n%s", stdout)
+	}
+	for i, want := range []string{"python", "typescript"} {
+		if !strings.HasPrefix(lines[i+1][col:], want+" ") {
+			t.Errorf("line %q: want %s under LANGUAGE", lines[i+1], want)
+		}
 	}
 }
 

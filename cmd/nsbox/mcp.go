@@ -31,11 +31,11 @@ func mcpCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			socketFlag(),
 			&cli.StringFlag{Name: "rootfs", Usage: "rootfs `NAME` of the sandboxes", DefaultText: "the daemon's"},
-			&cli.StringFlag{Name: "session-mode", Value: mcp.SessionPerConnection, Usage: "per-connection (one persistent session per MCP client) or per-call (a fresh sandbox per call)"},
-			&cli.DurationFlag{Name: "idle-timeout", Usage: "end an unused session after this long", DefaultText: "the daemon's"},
+			&cli.StringFlag{Name: "session-mode", Value: mcp.SessionPerConnection, Usage: "`MODE` per-connection (one persistent session per MCP client) or per-call (a fresh sandbox per call)"},
+			&cli.DurationFlag{Name: "idle-timeout", Usage: "end an unused session after `DURATION`", DefaultText: "the daemon's"},
 			&cli.StringSliceFlag{Name: "allow-net", Usage: "let every sandbox reach `HOST` through the daemon's egress proxy (repeatable; within the daemon's [network] allow); the model cannot change it"},
 			&cli.StringSliceFlag{Name: "secret", Usage: "give every sandbox the daemon's secret `NAME` (as a placeholder; repeatable)"},
-			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error (logs go to stderr)"},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log `LEVEL`: debug, info, warn or error (logs go to stderr)"},
 		}, append(mcpLimitFlags(), cmdline.MountFlags()...)...),
 		Action: mcpServe,
 	}

@@ -21,7 +21,7 @@ import (
 func rootfsCommand() *cli.Command {
 	store := &cli.StringFlag{
 		Name:    "store",
-		Usage:   "rootfs store directory",
+		Usage:   "rootfs store `DIR`",
 		Value:   rootfs.DefaultStoreRoot,
 		EnvVars: []string{"NSBOX_ROOTFS_STORE"},
 	}
@@ -34,10 +34,10 @@ func rootfsCommand() *cli.Command {
 				Usage:     "build a rootfs from Debian packages (mmdebstrap): Python; datasci adds its libraries, Node.js and esbuild",
 				ArgsUsage: " ",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "profile", Usage: "package set, required: " + profileChoices("")},
-					&cli.StringFlag{Name: "name", Value: rootfs.DefaultName, Usage: "rootfs name"},
-					&cli.StringFlag{Name: "mirror", Value: build.DefaultMirror, Usage: "Debian mirror URL"},
-					&cli.StringFlag{Name: "suite", Value: build.DefaultSuite, Usage: "Debian suite"},
+					&cli.StringFlag{Name: "profile", Usage: "package set `PROFILE`, required: " + profileChoices("")},
+					&cli.StringFlag{Name: "name", Value: rootfs.DefaultName, Usage: "rootfs `NAME`"},
+					&cli.StringFlag{Name: "mirror", Value: build.DefaultMirror, Usage: "Debian mirror `URL`"},
+					&cli.StringFlag{Name: "suite", Value: build.DefaultSuite, Usage: "Debian `SUITE`"},
 					&cli.BoolFlag{Name: "force", Usage: "replace an existing rootfs of that name"},
 					store,
 				},

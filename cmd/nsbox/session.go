@@ -20,6 +20,7 @@ import (
 	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 	"github.com/nsbox/nsbox/cmd/nsbox/internal/repl"
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon/lang"
 )
 
 func socketFlag() cli.Flag {
@@ -31,7 +32,7 @@ func sessionClient(c *cli.Context) *client.Client { return &client.Client{Socket
 func sessionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "session",
-		Usage: "stateful Python sessions in the daemon (variables, imports and files persist)",
+		Usage: "stateful sessions in the daemon, Python by default (variables, imports and files persist)",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "create",
@@ -40,18 +41,19 @@ func sessionCommand() *cli.Command {
 				Flags: append([]cli.Flag{
 					socketFlag(),
 					&cli.StringFlag{Name: "rootfs", Usage: "rootfs `NAME`", DefaultText: "the daemon's"},
-					&cli.DurationFlag{Name: "idle-timeout", Usage: "end the session after this long unused", DefaultText: "the daemon's"},
-					&cli.StringFlag{Name: "idle-action", Usage: "what the idle timeout does: end, or pause (frozen until its lifetime ends)", DefaultText: "the daemon's"},
+					&cli.StringFlag{Name: "language", Aliases: []string{"l"}, Usage: "the session's `LANGUAGE`: " + sessionLanguages(), DefaultText: lang.Default().Name},
+					&cli.DurationFlag{Name: "idle-timeout", Usage: "end the session after `DURATION` unused", DefaultText: "the daemon's"},
+					&cli.StringFlag{Name: "idle-action", Usage: "what the idle timeout does, `ACTION`: end, or pause (frozen until its lifetime ends)", DefaultText: "the daemon's"},
 				}, append(append(cmdline.LimitFlags(true, false), cmdline.NetworkFlags()...), cmdline.MountFlags()...)...),
 				Action: sessionCreate,
 			},
 			{
 				Name:      "exec",
-				Usage:     "run Python code in a session (CODE, or - / nothing for stdin)",
+				Usage:     "run code in a session, in its language (CODE, or - / nothing for stdin)",
 				ArgsUsage: "ID [CODE|-]",
 				Flags: []cli.Flag{
 					socketFlag(),
-					&cli.DurationFlag{Name: "timeout", Usage: "timeout of this exec", DefaultText: "the session's"},
+					&cli.DurationFlag{Name: "timeout", Usage: "end this exec after `DURATION`", DefaultText: "the session's"},
 					&cli.BoolFlag{Name: "json", Usage: "print the whole result as JSON"},
 				},
 				Action: sessionExec,
@@ -63,7 +65,7 @@ func sessionCommand() *cli.Command {
 			{Name: "resume", Usage: "thaw paused sessions", ArgsUsage: "ID...",
 				Flags: []cli.Flag{socketFlag()}, Action: sessionEach((*client.Client).ResumeSession)},
 			{Name: "fork", Usage: "branch a Python session: new sessions with its variables and a copy of its /workspace (prints their ids)", ArgsUsage: "ID",
-				Flags: []cli.Flag{socketFlag(), &cli.IntFlag{Name: "count", Value: 1, Usage: "how many branches (1 to 16)"}}, Action: sessionFork},
+				Flags: []cli.Flag{socketFlag(), &cli.IntFlag{Name: "count", Value: 1, Usage: "make `N` branches (1 to 16)"}}, Action: sessionFork},
 			{Name: "park", Usage: "write Python sessions to the daemon's disk and end their sandboxes; their next exec or revive brings them back", ArgsUsage: "ID...",
 				Flags: []cli.Flag{socketFlag()}, Action: sessionEach((*client.Client).ParkSession)},
 			{Name: "revive", Usage: "bring parked sessions back now (their next exec would)", ArgsUsage: "ID...",
@@ -79,11 +81,23 @@ func sessionCommand() *cli.Command {
 	}
 }
 
+// sessionLanguages names the built-in languages a session may run, from
+// the language registry.
+func sessionLanguages() string {
+	var names []string
+	for _, l := range lang.BuiltinInfo() {
+		if l.Sessions {
+			names = append(names, l.Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 func sessionCreate(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return cmdline.UsageError(c, "session create takes no arguments (got %q)", c.Args().First())
 	}
-	req := &agentapi.SessionRequest{Rootfs: c.String("rootfs"), IdleTimeoutMs: c.Duration("idle-timeout").Milliseconds(),
+	req := &agentapi.SessionRequest{Rootfs: c.String("rootfs"), Language: c.String("language"), IdleTimeoutMs: c.Duration("idle-timeout").Milliseconds(),
 		IdleAction: c.String("idle-action")}
 	lim, err := cmdline.ReadLimits(c)
 	if err != nil {
@@ -159,9 +173,9 @@ func sessionList(c *cli.Context) error {
 		return json.NewEncoder(c.App.Writer).Encode(ss)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tOWNER\tROOTFS\tSTATE\tEXECS\tIDLE\tCREATED\tREASON")
+	fmt.Fprintln(tw, "ID\tOWNER\tROOTFS\tLANGUAGE\tSTATE\tEXECS\tIDLE\tCREATED\tREASON")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.ID, ownerName(s.OwnerUID), s.Rootfs, s.State, s.ExecCount,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.ID, ownerName(s.OwnerUID), s.Rootfs, s.Language, s.State, s.ExecCount,
 			time.Since(s.LastUsedAt).Round(time.Second), s.CreatedAt.Local().Format(time.DateTime), s.DeadReason)
 	}
 	return tw.Flush()

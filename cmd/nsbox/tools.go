@@ -19,7 +19,7 @@ func toolsCommand() *cli.Command {
 			"ready for the \"tools\" parameter of the OpenAI Chat Completions or Anthropic Messages API.",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Value: mcp.FormatOpenAI, Usage: "one of " + strings.Join(mcp.Formats(), ", ")},
+			&cli.StringFlag{Name: "format", Value: mcp.FormatOpenAI, Usage: "`FORMAT`: one of " + strings.Join(mcp.Formats(), ", ")},
 		},
 		Action: func(c *cli.Context) error {
 			defs, err := mcp.Definitions(c.String("format"), lang.BuiltinInfo())

@@ -97,3 +97,28 @@ func TestExecReadsProgramFromStdin(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagPlaceholders: every flag that takes a value names what it takes
+// in the help (`--timeout DURATION`, not urfave/cli's `--timeout value`).
+func TestFlagPlaceholders(t *testing.T) {
+	var walk func(path string, cmds []*cli.Command)
+	walk = func(path string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			name := path + " " + c.Name
+			for _, f := range c.Flags {
+				if vf, ok := f.(cli.VisibleFlag); ok && !vf.IsVisible() {
+					continue
+				}
+				if _, ok := f.(*cli.BoolFlag); ok {
+					continue
+				}
+				s := cli.FlagStringer(f)
+				if flag, _, _ := strings.Cut(s, "\t"); strings.Contains(flag, " value") {
+					t.Errorf("%s: %s", name, s)
+				}
+			}
+			walk(name, c.Subcommands)
+		}
+	}
+	walk("nsbox", newApp().Commands)
+}

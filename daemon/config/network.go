@@ -230,6 +230,11 @@ func (cfg *Config) checkNetwork(bad func(key, format string, args ...any)) {
 		case len(s.Hosts) == 0:
 			bad(key, "has no hosts: give hosts = [\"api.example.com\"], the hosts its value may be sent to")
 		}
+		for _, h := range s.Hosts {
+			if !h.Within(cfg.Network.Allow) {
+				bad(key+".hosts", "%s is not within [network] allow (%s), so no run could use the secret; %s", h, ruleListOrNone(cfg.Network.Allow), secretHostFix(h, cfg.Network.Allow))
+			}
+		}
 	}
 	for _, pr := range cfg.Profiles {
 		if pr.Network == nil {
@@ -248,6 +253,29 @@ func (cfg *Config) checkNetwork(bad func(key, format string, args ...any)) {
 			}
 		}
 	}
+}
+
+// secretHostFix says how to make a secret's host h fit [network] allow:
+// most often the secret is bound to a host without a port (80 and 443)
+// while allow names it with :443.
+func secretHostFix(h egress.Rule, allow []egress.Rule) string {
+	for _, port := range []int{443, 80} {
+		if h.Port == 0 && (egress.Rule{Host: h.Host, Port: port}).Within(allow) {
+			return fmt.Sprintf("[network] allow has it on port %d only: write hosts = [\"%s\"] (secrets are swapped on HTTPS), or allow %q", port, egress.Rule{Host: h.Host, Port: 443}, h)
+		}
+	}
+	return fmt.Sprintf("add %q to [network] allow", h)
+}
+
+func ruleListOrNone(rs []egress.Rule) string {
+	if len(rs) == 0 {
+		return "none"
+	}
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.String()
+	}
+	return strings.Join(out, ", ")
 }
 
 // tomlStrings reads a list of strings (or one comma-separated string).

@@ -30,7 +30,7 @@ cache = "512M"
 
 [network.secrets.GITHUB_TOKEN]
 file = "`+secret+`"
-hosts = ["api.github.com"]
+hosts = ["api.github.com:443"]
 
 [profiles.pypi]
 network = ["pypi.org", "files.pythonhosted.org"]
@@ -61,7 +61,7 @@ network = ["pypi.org", "files.pythonhosted.org"]
 	if err != nil || j.Network == nil || len(j.Network.Allow) != 2 || j.Network.MaxConnections != 50 {
 		t.Fatalf("profile network: %+v %v", j, err)
 	}
-	j, err = pol.Validate(&agentapi.RunRequest{Argv: []string{"true"}, Network: &agentapi.Network{Allow: []string{"x.pythonhosted.org"}, Secrets: []string{"GITHUB_TOKEN"}, MaxBytes: 1 << 20}})
+	j, err = pol.Validate(&agentapi.RunRequest{Argv: []string{"true"}, Network: &agentapi.Network{Allow: []string{"x.pythonhosted.org", "api.github.com:443"}, Secrets: []string{"GITHUB_TOKEN"}, MaxBytes: 1 << 20}})
 	if err != nil || len(j.Network.Secrets) != 1 || j.Network.Secrets[0].Value != "ghp_value" || j.Network.MaxBytes != 1<<20 {
 		t.Fatalf("request network: %+v %v", j, err)
 	}
@@ -75,6 +75,10 @@ network = ["pypi.org", "files.pythonhosted.org"]
 		{agentapi.Network{Allow: []string{"api.github.com:22"}}, "network.allow[0]", "not among the hosts"},
 		{agentapi.Network{Allow: []string{"pypi.org"}, Secrets: []string{"AWS_KEY"}}, "network.secrets[0]", "GITHUB_TOKEN"},
 		{agentapi.Network{Allow: []string{"pypi.org"}, MaxConnections: 51}, "network.max_connections", "above"},
+		// A secret whose host the run does not allow: the proxy refused
+		// the policy, a 500 for every such run.
+		{agentapi.Network{Allow: []string{"pypi.org"}, Secrets: []string{"GITHUB_TOKEN"}}, "network.secrets[0]",
+			`"GITHUB_TOKEN" is bound to api.github.com:443, which network.allow does not reach; add "api.github.com:443" to network.allow`},
 		{agentapi.Network{}, "network.allow", "empty"},
 	} {
 		_, err := pol.Validate(&agentapi.RunRequest{Argv: []string{"true"}, Network: &c.net})
@@ -96,6 +100,8 @@ network = ["pypi.org", "files.pythonhosted.org"]
 func TestNetworkConfigErrors(t *testing.T) {
 	loose := filepath.Join(t.TempDir(), "loose")
 	os.WriteFile(loose, []byte("v"), 0o644)
+	tight := filepath.Join(t.TempDir(), "tight")
+	os.WriteFile(tight, []byte("v"), 0o600)
 	for _, c := range []struct{ conf, want string }{
 		{"[network]\nallow = [\"*\"]\n", "network.allow"},
 		{"[network]\nallow = [\"*.com\"]\n", "network.allow"},
@@ -106,6 +112,9 @@ func TestNetworkConfigErrors(t *testing.T) {
 		{"[network.secrets.lower]\nhosts = [\"a.org\"]\n", "secret name"},
 		{"[profiles.p]\nnetwork = [\"a.org\"]\n", "allows none"},
 		{"[network]\nallow = [\"a.org\"]\n[profiles.p]\nnetwork = [\"b.org\"]\n", "not in [network] allow"},
+		{"[network]\nallow = [\"a.org:443\"]\n[network.secrets.TOKEN]\nfile = \"" + tight + "\"\nhosts = [\"a.org\"]\n",
+			`network.secrets.TOKEN.hosts: a.org is not within [network] allow (a.org:443), so no run could use the secret; [network] allow has it on port 443 only: write hosts = ["a.org:443"]`},
+		{"[network]\nallow = [\"a.org\"]\n[network.secrets.TOKEN]\nfile = \"" + tight + "\"\nhosts = [\"b.org\"]\n", `add "b.org" to [network] allow`},
 	} {
 		_, err := Load(writeConf(t, c.conf), nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

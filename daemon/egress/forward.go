@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,12 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 		rec.Port = port
 	}
 	addr, ref := p.check(r.Context(), rec.Host, rec.Port)
+	for _, s := range p.policy.Secrets { // swapped where TLS is terminated only: forwarded, the upstream would get the placeholder
+		if ref == nil && slices.ContainsFunc(s.Hosts, func(h Rule) bool { return h.matchesHost(rec.Host) }) &&
+			strings.Contains(fmt.Sprint(r.URL, r.Header), p.placeholders[s.Name]) {
+			ref = &refusal{http.StatusForbidden, "secrets are swapped on HTTPS only; this plain-HTTP request carries the placeholder of " + s.Name + ": use https://" + rec.Host}
+		}
+	}
 	if ref == nil {
 		ref = p.admit()
 	}

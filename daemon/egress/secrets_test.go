@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -153,5 +154,66 @@ func TestSecretHostHeader(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMisdirectedRequest || hits != 0 {
 		t.Errorf("got %d, server hit %d times", resp.StatusCode, hits)
+	}
+}
+
+// TestSecretOverPlainHTTP: a plain-HTTP request to a secret's host that
+// carries the placeholder is refused, saying secrets are swapped on HTTPS
+// only (it was forwarded and the upstream got the placeholder); one
+// without the placeholder goes through.
+func TestSecretOverPlainHTTP(t *testing.T) {
+	rc := &recorder{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	tn := &testNet{names: map[string]string{"api.example.com": "127.0.0.1"}}
+	ps := strconv.Itoa(tn.serve(t, srv))
+	ca, err := LoadOrCreateCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := tn.options()
+	opts.CA = ca
+	p, addr := startProxy(t, opts, Policy{
+		Allow:   mustRules(t, "api.example.com:"+ps),
+		Secrets: []Secret{{Name: "API_TOKEN", Value: "real-value-42", Hosts: mustRules(t, "api.example.com:"+ps)}},
+	})
+	var placeholder string
+	for _, kv := range p.Env("127.0.0.1:3128", "/ca.pem") {
+		if v, ok := strings.CutPrefix(kv, "API_TOKEN="); ok {
+			placeholder = v
+		}
+	}
+	c := proxiedClient(addr, nil)
+	for _, tc := range []struct {
+		name, auth, query string
+		want              int
+	}{
+		{"in a header", "Bearer " + placeholder, "", http.StatusForbidden},
+		{"in the URL", "", "?token=" + placeholder, http.StatusForbidden},
+		{"none", "", "", http.StatusOK},
+	} {
+		req, _ := http.NewRequest("GET", "http://api.example.com:"+ps+"/"+tc.query, nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %d %q, want %d", tc.name, resp.StatusCode, body, tc.want)
+		}
+		if tc.want == http.StatusForbidden && !strings.Contains(string(body), "secrets are swapped on HTTPS only") {
+			t.Errorf("%s: answer %q does not say why", tc.name, body)
+		}
+	}
+	if len(rc.hdrs) != 1 {
+		t.Errorf("the upstream got %d requests, want only the one without a placeholder", len(rc.hdrs))
+	}
+	rep := p.Close()
+	if len(rep.Records) != 3 || rep.Refused != 2 || !strings.Contains(rep.Records[0].Reason, "placeholder of API_TOKEN: use https://api.example.com") {
+		t.Errorf("report %+v", rep)
 	}
 }

@@ -86,6 +86,11 @@ func (pol *Rules) network(profile string, req *agentapi.Network) (*egress.Policy
 		if slices.ContainsFunc(p.Secrets, func(s egress.Secret) bool { return s.Name == name }) {
 			return nil, errdefs.Field(fmt.Sprintf("network.secrets[%d]", i), "%q given twice", name)
 		}
+		for _, h := range sec.Hosts {
+			if !h.Within(p.Allow) { // the proxy would refuse the policy: a 500 for every such run
+				return nil, errdefs.Field(fmt.Sprintf("network.secrets[%d]", i), "%q is bound to %s, which network.allow does not reach; add %q to network.allow", name, h, h.String())
+			}
+		}
 		p.Secrets = append(p.Secrets, sec)
 	}
 	for _, c := range []struct {

@@ -85,6 +85,9 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		debug.SetMemoryLimit(softMemoryLimit)
 	}
 
+	if err := checkDefaultRootfs(rootfs.Store{Root: cfg.RootfsStore}, cfg.DefaultRootfs); err != nil {
+		return err
+	}
 	ln, lock, activated, err := daemonListener(cfg.Socket)
 	if err != nil {
 		return err
@@ -225,7 +228,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	}
 
 	addr := ln.Addr().String()
-	apply := func(next config.Config) error { return core.Reconfigure(next.Policy()) }
+	apply := reloadApply(rootfs.Store{Root: cfg.RootfsStore}, core.Reconfigure)
 	rl := &reloader{load: opts.Reload, started: cfg, apply: apply, level: opts.Level, log: log, status: "serving on " + addr}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

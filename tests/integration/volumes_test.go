@@ -576,8 +576,9 @@ func TestDatasetOnAFilesystemWithoutIdmap(t *testing.T) {
 	}
 	dir := t.TempDir()
 	conf := writeConf(t, "[[datasets]]\nname = \"procfs\"\npath = \"/proc/sys\"\n")
+	store, name := testRootfs(t) // the daemon refuses to start without its default rootfs
 	cmd := execNsbox("daemon", "--config", conf, "--socket", filepath.Join(dir, "s.sock"), "--state-dir", filepath.Join(dir, "state"),
-		"--run-dir", filepath.Join(dir, "run"), "--cgroup-name", randomName("nsbox-it-"))
+		"--run-dir", filepath.Join(dir, "run"), "--rootfs-store", store, "--default-rootfs", name, "--cgroup-name", randomName("nsbox-it-"))
 	done := make(chan struct{})
 	time.AfterFunc(30*time.Second, func() {
 		select {

@@ -63,6 +63,7 @@ func TableFlags(text func(limits.Row) (usage, def string)) []cli.Flag {
 	flags := make([]cli.Flag, 0, len(limits.Table))
 	for _, r := range limits.Table {
 		usage, def := text(r)
+		usage = withPlaceholder(r.Unit, usage)
 		switch r.Unit {
 		case limits.Millis:
 			flags = append(flags, &cli.DurationFlag{Name: r.Key, Usage: usage, DefaultText: def})
@@ -75,6 +76,24 @@ func TableFlags(text func(limits.Row) (usage, def string)) []cli.Flag {
 		}
 	}
 	return flags
+}
+
+// withPlaceholder names what a limit flag takes in its help, with
+// examples, unless usage names it already (in backquotes, as urfave/cli
+// reads it): `--timeout DURATION`, not `--timeout value`.
+func withPlaceholder(u limits.Unit, usage string) string {
+	if strings.Contains(usage, "`") {
+		return usage
+	}
+	switch u {
+	case limits.Millis:
+		return usage + " (`DURATION`: 30s, 2m)"
+	case limits.Bytes:
+		return usage + " (`SIZE`: 512M, 2G)"
+	case limits.Cores:
+		return usage + " (`CORES`: 0.5, 2)"
+	}
+	return usage + " (a whole number `N`)"
 }
 
 // ReadLimits reads the limit flags that are set (TableFlags), each checked

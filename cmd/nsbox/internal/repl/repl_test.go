@@ -1,10 +1,13 @@
 package repl
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/creack/pty"
 )
 
 func TestReadCell(t *testing.T) {
@@ -78,4 +81,44 @@ func TestReplLineEditing(t *testing.T) {
 // the line editor without raw mode.
 func newTermReaderForTest(keys io.Reader) *termReader {
 	return newTermReader(-1, keys, io.Discard)
+}
+
+// TestReplZeroColumnPty: on a pty that says it has 0 columns the prompt
+// echoes a line as a line (the line editor put each character on a line
+// of its own), and the line is read whole.
+func TestReplZeroColumnPty(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pty here: %v", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	if err := pty.Setsize(tty, &pty.Winsize{Rows: 0, Cols: 0}); err != nil {
+		t.Fatal(err)
+	}
+	echoed := make(chan string, 1)
+	go func() {
+		var buf []byte
+		b := make([]byte, 256)
+		for !bytes.Contains(buf, []byte("\r\n")) {
+			n, err := ptmx.Read(b)
+			buf = append(buf, b[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		echoed <- string(buf)
+	}()
+	if _, err := ptmx.Write([]byte("print(12345)\r")); err != nil {
+		t.Fatal(err)
+	}
+	r := newTermReader(int(tty.Fd()), tty, tty)
+	defer r.Release()
+	line, err := r.ReadLine(">>> ")
+	if err != nil || line != "print(12345)" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	if got := <-echoed; !strings.Contains(got, ">>> print(12345)") {
+		t.Errorf("echo %q: want the prompt and the line on one line", got)
+	}
 }

@@ -58,8 +58,8 @@ func (r *termReader) ReadLine(prompt string) (string, error) {
 		r.saved = st
 	}
 	r.mu.Unlock()
-	if w, h, err := term.GetSize(r.fd); r.fd >= 0 && err == nil {
-		_ = r.t.SetSize(w, h)
+	if r.fd >= 0 {
+		_ = r.t.SetSize(termSize(r.fd))
 	}
 	r.t.SetPrompt(prompt)
 	line, err := r.t.ReadLine()
@@ -67,6 +67,21 @@ func (r *termReader) ReadLine(prompt string) (string, error) {
 		return "", errInterrupt
 	}
 	return line, err
+}
+
+// termSize is the terminal's size, 80x24 where it says 0 or cannot say: a
+// pty made without a size (some CI runners, `script`, docker exec -t from
+// a pipe) says 0 columns, and the line editor then breaks every character
+// onto a line of its own.
+func termSize(fd int) (w, h int) {
+	w, h, err := term.GetSize(fd)
+	if err != nil || w <= 0 {
+		w = 80
+	}
+	if err != nil || h <= 0 {
+		h = 24
+	}
+	return w, h
 }
 
 func (r *termReader) Release() {
