@@ -13,7 +13,8 @@
 //     testdata/; HOME is a temp dir; Python finds the nsbox package on
 //     PYTHONPATH, as if installed (docs/PYTHON.md);
 //   - in a mount namespace of its own where /etc and /run are overlays of
-//     the host's (what the block writes there stays in its temp dir), and
+//     the host's (what the block writes there stays in its temp dir), /tmp
+//     is a tmpfs of its own, and
 //     /run/nsbox/nsbox.sock is a private daemon's socket (temp paths, a
 //     cgroup name of its own, the data-science rootfs "default" as its
 //     default, a [[datasets]] entry "census"); with `own daemon` nothing
@@ -67,6 +68,9 @@ func TestDocs(t *testing.T) {
 	if name := testdaemon.DataSciRootfs(t); name != "default" {
 		t.Skipf("the samples name the data-science rootfs \"default\"; NSBOX_TEST_DATASCI_ROOTFS_NAME is %q", name)
 	}
+	// The temp dirs (the daemon's socket, each block's copy) are under
+	// /var/tmp: a block gets a /tmp of its own.
+	t.Setenv("TMPDIR", "/var/tmp")
 	root := repoRoot(t)
 	blocks, others, err := allBlocks(root)
 	if err != nil {
@@ -161,6 +165,7 @@ func (r *runner) run(t *testing.T, b block) {
 		"set -e",
 		"mount -t overlay overlay -o lowerdir=/etc,upperdir=$T/etc-up,workdir=$T/etc-work /etc",
 		"mount -t overlay overlay -o lowerdir=/run,upperdir=$T/run-up,workdir=$T/run-work /run",
+		"mount -t tmpfs -o mode=1777 tmpfs /tmp",
 		"mkdir -p /run/nsbox && rm -f /run/nsbox/nsbox.sock && " + link,
 		"cd $T/work",
 		"set +e",
