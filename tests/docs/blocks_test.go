@@ -233,7 +233,8 @@ func repoRoot(t testing.TB) string {
 }
 
 // TestConsoleScript runs transcripts' scripts in bash: a command must exit
-// with the status its output notes, and a shown file is written first.
+// with the status its output notes and print the lines it shows, and a
+// shown file is written first.
 func TestConsoleScript(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -243,10 +244,13 @@ func TestConsoleScript(t *testing.T) {
 	}{
 		{"zero", "# true\n", false, true},
 		{"nonzero unnoted", "# false\n", false, false},
-		{"nonzero noted", "# false\nwhatever          # exit status 1\n", false, true},
+		{"nonzero noted", "# echo whatever; false\nwhatever          # exit status 1\n", false, true},
 		{"noted but zero", "# true\nout          # exit status 3\n", false, false},
 		{"cat without marker", "# cat " + dir + "/a/f\nx = 1\n", false, false},
 		{"cat shows the file", "# cat " + dir + "/b/f\nx = 1\n# grep -qx 'x = 1' " + dir + "/b/f\n", true, true},
+		{"output shown", "# sh -c 'echo nsbox: timeout; exit 124'\nnsbox: timeout            # exit status 124\n", false, true},
+		{"output differs", "# sh -c 'echo nsbox: time out; exit 124'\nnsbox: timeout            # exit status 124\n", false, false},
+		{"output elided or JSON", "# echo '{\"a\": 1}'; echo 3.11.2\n{\"a\":1}\n3.9 (…)\n", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := exec.Command("bash", "-c", consoleScript(tc.text, tc.catFiles)).CombinedOutput()

@@ -241,11 +241,16 @@ func script(b block) (body, prog string) {
 	}
 }
 
-var exitNote = regexp.MustCompile(`#\s*exit status (\d+)\s*$`)
+var (
+	exitNote = regexp.MustCompile(`#\s*exit status (\d+)\s*$`)
+	note     = regexp.MustCompile(`\s{2,}#.*$`) // an annotation after the output: "   # exit status 124"
+)
 
 // consoleScript runs a transcript's "# " lines, each checked against the
-// exit status its output notes (0 when none does). With catFiles, a
-// `cat FILE` line's output is written to FILE first.
+// exit status its output notes (0 when none does) and the output it shows:
+// every line the command printed as shown, but those with "…" (elided)
+// and JSON (its spacing and values vary), its annotation taken off. With
+// catFiles, a `cat FILE` line's output is written to FILE first.
 func consoleScript(text string, catFiles bool) string {
 	type command struct{ line, want, output string }
 	var cmds []command
@@ -262,10 +267,19 @@ func consoleScript(text string, catFiles bool) string {
 	}
 	var s strings.Builder
 	for _, c := range cmds {
+		s.WriteString("out=$(mktemp)\n") // a file per command: what one left running writes on in its own
 		if file, ok := strings.CutPrefix(c.line, "cat "); ok && catFiles && !strings.ContainsAny(file, " |<>;&") {
 			fmt.Fprintf(&s, "mkdir -p \"$(dirname %s)\" && printf %%s %s > %s\n", file, shellQuote(c.output), file)
 		}
-		fmt.Fprintf(&s, "%s\nrc=$?; if [ $rc != %s ]; then echo \"docs-test: exit status $rc, want %s: \"%s; exit 1; fi\n", c.line, c.want, c.want, shellQuote(c.line))
+		fmt.Fprintf(&s, "{ %s\n} >\"$out\" 2>&1\nrc=$?; cat \"$out\"\n", c.line)
+		fmt.Fprintf(&s, "if [ $rc != %s ]; then echo \"docs-test: exit status $rc, want %s: \"%s; exit 1; fi\n", c.want, c.want, shellQuote(c.line))
+		for _, want := range strings.Split(c.output, "\n") {
+			want = strings.TrimRight(note.ReplaceAllString(want, ""), " \t")
+			if want == "" || strings.Contains(want, "…") || strings.HasPrefix(want, "{") || strings.HasPrefix(want, "[") {
+				continue
+			}
+			fmt.Fprintf(&s, "grep -qF -- %s \"$out\" || { echo \"docs-test: the output of \"%s\" lacks \"%s; exit 1; }\n", shellQuote(want), shellQuote(c.line), shellQuote(want))
+		}
 	}
 	return s.String()
 }
