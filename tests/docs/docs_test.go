@@ -42,6 +42,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -212,7 +213,10 @@ func (r *runner) run(t *testing.T, b block) {
 		runErr = fmt.Errorf("still running after %v: killed", blockTimeout)
 		<-done
 	}
-	endGroup(t, cmd.Process.Pid)
+	if endGroup(cmd.Process.Pid) {
+		t.Logf("%s: what the block left running outlived SIGTERM by 30 s: killed", b.Name())
+	}
+	killLeftovers(t, cgName)
 	testdaemon.RemoveCgroups(t, cgName, filepath.Join(tmp, "run"))
 	r.clean(t)
 	if runErr != nil {
@@ -313,19 +317,38 @@ func (r *runner) clean(t *testing.T) {
 
 // endGroup ends what the block left running in its process group (a
 // daemon it started in the background): SIGTERM, and SIGKILL for what is
-// still there after 30 s.
-func endGroup(t *testing.T, pgid int) {
-	t.Helper()
+// still there after 30 s, which it reports.
+func endGroup(pgid int) (killed bool) {
 	if err := syscall.Kill(-pgid, syscall.SIGTERM); errors.Is(err, syscall.ESRCH) {
-		return
+		return false
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for syscall.Kill(-pgid, 0) == nil {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			killed = true
 			deadline = time.Now().Add(30 * time.Second)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	return killed
+}
+
+// killLeftovers kills what a daemon the block started left in its
+// sandbox cgroups (named by the block's own cgroup name) when it was
+// killed: a frozen pool spare cannot die with its daemon until it is
+// thawed.
+func killLeftovers(t *testing.T, name string) {
+	t.Helper()
+	for _, dir := range testdaemon.LeftoverCgroups(t, name) {
+		_ = os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0)
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte("0"), 0)
+		procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, f := range strings.Fields(string(procs)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
 	}
 }
 
