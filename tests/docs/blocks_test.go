@@ -23,6 +23,7 @@ type block struct {
 	OwnDaemon bool     // the block starts a daemon of its own
 	CatFiles  bool     // a console block's `cat FILE` shows the file: its output is written to FILE first
 	Needs     []string // untracked paths of the checkout the block needs (what make deps installs)
+	Venv      bool     // runs with a fresh venv's bin first on PATH: pip installs there, not into the host's Python
 }
 
 func (b block) Name() string { return filepath.Base(b.File) + ":" + strconv.Itoa(b.Line) }
@@ -47,6 +48,8 @@ var (
 //	                                        show a file: they are written to FILE before the cat
 //	<!-- docs-test: needs PATH -->       PATH, untracked (node_modules that make deps installs), is
 //	                                     linked into the block's copy; without it the block is skipped
+//	<!-- docs-test: in a venv -->        a fresh venv's bin is first on PATH (pip installs into it,
+//	                                     not into the host's Python, which Debian's pip refuses as well)
 //
 // A marker that is none of these, or that no runnable fence follows, is an
 // error, so that a typo cannot quietly change what runs.
@@ -107,12 +110,14 @@ func parseMarkdown(name, text string) (blocks []block, others int, err error) {
 				cur.Before = append(cur.Before, strings.TrimSpace(strings.TrimPrefix(p, "before:")))
 			case strings.HasPrefix(p, "needs ") && !strings.Contains(p, ".."):
 				cur.Needs = append(cur.Needs, strings.TrimPrefix(p, "needs "))
+			case p == "in a venv":
+				cur.Venv = true
 			case p == "own daemon":
 				cur.OwnDaemon = true
 			case p == "cat shows the file" && m[1] == "console":
 				cur.CatFiles = true
 			default:
-				return nil, 0, fmt.Errorf("%s:%d: unknown docs-test marker %q above a %s fence (skip (REASON), before: SHELL, own daemon, needs PATH, cat shows the file in a console)", name, pendingLine, p, m[1])
+				return nil, 0, fmt.Errorf("%s:%d: unknown docs-test marker %q above a %s fence (skip (REASON), before: SHELL, own daemon, needs PATH, in a venv, cat shows the file in a console)", name, pendingLine, p, m[1])
 			}
 		}
 		pending = nil
@@ -177,7 +182,7 @@ func TestParseMarkdown(t *testing.T) {
 		"```json\n{\"sh\": 1}\n```\n" +
 		"<!-- docs-test: skip (needs systemd) -->\n" +
 		"```sh\nsystemctl restart nsbox\n```\n" +
-		"<!-- docs-test: before: touch x -->\n<!-- docs-test: own daemon -->\n<!-- docs-test: needs a/node_modules -->\n" +
+		"<!-- docs-test: before: touch x -->\n<!-- docs-test: own daemon -->\n<!-- docs-test: needs a/node_modules -->\n<!-- docs-test: in a venv -->\n" +
 		"```console\n# cat x\n```\n" +
 		"- item\n\n  ```python\n  if 1:\n      print(1)\n  ```\n"
 	blocks, others, err := parseMarkdown("docs/X.md", md)
@@ -190,13 +195,13 @@ func TestParseMarkdown(t *testing.T) {
 	want := []block{
 		{File: "docs/X.md", Line: 2, Lang: "sh", Text: "echo a\n"},
 		{File: "docs/X.md", Line: 9, Lang: "sh", Text: "systemctl restart nsbox\n", Skip: "needs systemd"},
-		{File: "docs/X.md", Line: 15, Lang: "console", Text: "# cat x\n", Before: []string{"touch x"}, OwnDaemon: true, Needs: []string{"a/node_modules"}},
-		{File: "docs/X.md", Line: 20, Lang: "python", Text: "if 1:\n    print(1)\n"},
+		{File: "docs/X.md", Line: 16, Lang: "console", Text: "# cat x\n", Before: []string{"touch x"}, OwnDaemon: true, Needs: []string{"a/node_modules"}, Venv: true},
+		{File: "docs/X.md", Line: 21, Lang: "python", Text: "if 1:\n    print(1)\n"},
 	}
 	for i, w := range want {
 		g := blocks[i]
 		if g.File != w.File || g.Line != w.Line || g.Lang != w.Lang || g.Text != w.Text || g.Skip != w.Skip ||
-			strings.Join(g.Before, ";") != strings.Join(w.Before, ";") || g.OwnDaemon != w.OwnDaemon ||
+			strings.Join(g.Before, ";") != strings.Join(w.Before, ";") || g.OwnDaemon != w.OwnDaemon || g.Venv != w.Venv ||
 			strings.Join(g.Needs, ";") != strings.Join(w.Needs, ";") {
 			t.Errorf("block %d: got %+v, want %+v", i, g, w)
 		}

@@ -20,6 +20,8 @@
 //     default, a [[datasets]] entry "census"); with `own daemon` nothing
 //     answers there, and a daemon the block starts gets temp paths and a
 //     cgroup name of its own from NSBOX_* variables;
+//   - with `in a venv`, a fresh venv's bin is first on PATH, so that pip
+//     installs into it;
 //   - what a `needs PATH` marker names (node_modules, untracked) is linked
 //     from the checkout into the copy; without it the block is skipped;
 //   - a session id the block uses without making one ($ID, or API.md's
@@ -171,6 +173,9 @@ func (r *runner) run(t *testing.T, b block) {
 		"cd $T/work",
 		"set +e",
 	}, "\n") + "\n"
+	if b.Venv {
+		setup += "/usr/bin/python3 -m venv $T/venv || exit 1; export PATH=$T/venv/bin:$PATH\n"
+	}
 	for _, bf := range b.Before {
 		setup += "( set -e; " + bf + " ) || { echo 'docs-test: the before marker failed: " + strings.ReplaceAll(bf, "'", "") + "'; exit 1; }\n"
 	}
