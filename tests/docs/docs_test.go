@@ -3,8 +3,9 @@
 // it too). Every ```sh, ```bash, ```console and ```python block runs, each
 // with a timeout, unless a marker right above it says why it cannot
 // (`<!-- docs-test: skip (REASON) -->`: systemd, Kubernetes, the
-// network, installing into the host, a rootfs build); json, toml, js and go
-// fences are formats and snippets for other tools and are counted apart.
+// network, installing into the host, a rootfs build); other fences (json,
+// toml, js, go, plain) are formats and snippets for other tools, counted
+// apart.
 //
 // Each block runs as a newcomer would run it from a checkout, as root:
 //   - in a fresh copy of the repository's tracked files, with bin/nsbox and
@@ -29,7 +30,8 @@
 //
 // A ```sh block runs under `bash -e -o pipefail`; a ```console block's
 // commands are its "# " lines, each must exit 0 or the status its output
-// says (`# exit status 124`); a ```python block runs with python3. After
+// says (`# exit status 124`) and print the output lines shown (but those
+// with "…" and JSON); a ```python block runs with python3. After
 // each block its processes are killed and the daemon's sessions and
 // volumes removed, so the next block starts clean. A failure names the
 // block's file:line and shows its output; -v lists every block and the
@@ -103,7 +105,7 @@ func TestDocs(t *testing.T) {
 	d := testdaemon.New(t, bin, "nsboxdocs", "--config", conf, "--default-rootfs", "default")
 	d.Start(t)
 
-	r := &runner{t: t, root: root, store: store, binDir: binDir, checkout: checkout, daemon: d}
+	r := &runner{root: root, store: store, binDir: binDir, checkout: checkout, daemon: d}
 	var ran, passed int
 	var skipped []string
 	for _, b := range blocks {
@@ -126,12 +128,11 @@ func TestDocs(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("doc samples: %d blocks of sh, bash, console and python (and %d json, toml, js and go fences, not run); of those selected: %d run, %d passed, %d failed, %d skipped:\n  %s",
+	t.Logf("doc samples: %d blocks of sh, bash, console and python (and %d other fences, not run: json, toml, js, go, plain); of those selected: %d run, %d passed, %d failed, %d skipped:\n  %s",
 		len(blocks), others, ran, passed, ran-passed, len(skipped), strings.Join(skipped, "\n  "))
 }
 
 type runner struct {
-	t        *testing.T
 	root     string
 	store    string
 	binDir   string
