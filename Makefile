@@ -14,7 +14,7 @@ APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap 
 
 export CGO_ENABLED := 1
 
-.PHONY: help deps deps-build install-bin build python-wheel generate test test-unit test-loaded rootfs-test rootfs-default demo lint bench soak loadtest image test-image clean install uninstall
+.PHONY: help deps deps-build install-bin build python-wheel generate test test-unit test-loaded docs-test rootfs-test rootfs-default demo lint bench soak loadtest image test-image clean install uninstall
 
 help: ## show this help
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -63,6 +63,14 @@ test: deps rootfs-test rootfs-default ## set up and run every test (as root: rea
 	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs NSBOX_TEST_ROOTFS_STORE=$(STORE) NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS) \
 		NSBOX_TEST_DATASCI_ROOTFS_NAME=default \
 		$(GO) test -count=1 -timeout 30m $(TEST_PKGS)
+
+# Every sample of README.md and docs/*.md, each against a private daemon
+# (tests/docs says how a block runs and how a marker skips one, with its
+# reason); make test runs it too, as part of ./... . BLOCK=README.md:52 runs one.
+docs-test: deps rootfs-test rootfs-default ## run every sample of README.md and docs/*.md, skipped ones listed with their reason (BLOCK=FILE.md:LINE runs one)
+	NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs NSBOX_TEST_ROOTFS_STORE=$(STORE) NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS) \
+		NSBOX_TEST_DATASCI_ROOTFS_NAME=default \
+		$(GO) test -count=1 -v -timeout 30m -run 'TestDocs$$$(if $(BLOCK),/^$(BLOCK)$$)' ./tests/docs/
 
 # The packages whose tests wait on other processes the most (Node cells and
 # their timers, sessions, admission and drain, the E2B SDK against envd):
