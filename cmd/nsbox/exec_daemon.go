@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -28,7 +26,7 @@ const maxDaemonStdin = 32 << 20
 // (when piped) is sent with the request, and the exit follows the result.
 func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 	if x.seccomp != nil {
-		return errors.New("exec: --seccomp-profile applies to in-process runs only; add --no-daemon")
+		return cmdline.UsageError(c, "--seccomp-profile applies to in-process runs only; add --no-daemon")
 	}
 	req := x.req
 	if stdin := execStdin(); stdin != nil {
@@ -45,7 +43,7 @@ func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 		req.Stdin = string(in)
 	}
 
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	ctx, caught, stop := cmdline.Interruptible(c.Context)
 	defer stop()
 	asJSON := c.Bool("json")
 	var onEvent func(agentapi.Event)
@@ -69,6 +67,9 @@ func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 		}
 	}
 	res, err := runWaiting(ctx, c.Bool("no-wait"), func() (*agentapi.RunResult, error) { return cl.RunStream(ctx, req, onEvent) })
+	if sig := caught(); sig != nil {
+		return cmdline.Interrupted(sig)
+	}
 	if err != nil {
 		return fmt.Errorf("exec: %w", cmdline.FlagError(c, err))
 	}
