@@ -2,6 +2,9 @@ package container
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,4 +88,48 @@ func TestHostSignalReachesCommand(t *testing.T) {
 	if res.Status != StatusKilled || res.Signal != "SIGTERM" || res.ExitCode != 143 {
 		t.Errorf("status %s exit %d signal %q, want killed by SIGTERM (143)", res.Status, res.ExitCode, res.Signal)
 	}
+}
+
+// BenchmarkInitSpawn alternates python3 -c 'print(1)' cold on two engines
+// whose inits differ: this build's, which stays pid 1 and forks the
+// command, and NSBOX_BENCH_BASE_INIT, an nsbox-init that execs it (built
+// at the commit before: git archive it and go build ./cmd/nsbox-init), so
+// that machine drift hits both alike. It reports each one's median and
+// p95 and the ratio of the medians.
+func BenchmarkInitSpawn(b *testing.B) {
+	base := os.Getenv("NSBOX_BENCH_BASE_INIT")
+	if base == "" {
+		b.Skip("NSBOX_BENCH_BASE_INIT names no nsbox-init to compare with")
+	}
+	self := filepath.Join(b.TempDir(), "nsbox-init")
+	if out, err := exec.Command("go", "build", "-o", self, "github.com/nsbox/nsbox/cmd/nsbox-init").CombinedOutput(); err != nil {
+		b.Fatalf("build nsbox-init: %v: %s", err, out)
+	}
+	root := testenv.Rootfs(b)
+	engines := map[string]*Engine{}
+	for name, bin := range map[string]string{"fork": self, "exec": base} {
+		e, err := New(Config{RunDir: b.TempDir(), CgroupName: testenv.CgroupName(), InitBinary: bin})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { e.Close() })
+		engines[name] = e
+	}
+	got := map[string]sample{}
+	for b.Loop() {
+		for _, name := range []string{"fork", "exec"} {
+			t0 := time.Now()
+			res, err := engines[name].Run(context.Background(), Spec{RootfsDir: root, Argv: []string{"python3", "-c", "print(1)"}})
+			if err != nil || res.Status != StatusOK {
+				b.Fatalf("%s: %v %+v", name, err, res)
+			}
+			got[name] = append(got[name], time.Since(t0))
+		}
+	}
+	for _, n := range []string{"fork", "exec"} {
+		b.ReportMetric(ms(got[n].pct(0.5)), n+"-p50-ms")
+		b.ReportMetric(ms(got[n].pct(0.95)), n+"-p95-ms")
+	}
+	b.ReportMetric(float64(got["fork"].pct(0.5))/float64(got["exec"].pct(0.5)), "fork/exec")
+	b.ReportMetric(0, "ns/op")
 }
