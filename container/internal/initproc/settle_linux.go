@@ -30,21 +30,26 @@ func WithInitTasks(l cgroup.Limits) cgroup.Limits {
 // processes and threads, as when it was pid 1 itself. For an init that
 // said Started, right after.
 func (p *Proc) Settle(pids int64) error {
-	// The command is init's only child yet, of its one thread that forks.
+	// The command is init's only child yet, of the thread that forked it:
+	// its locked main thread, whose tid is init's pid, else another.
 	init := p.Process.Pid
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", init, init))
-	if err != nil {
-		return fmt.Errorf("sandbox init's child: %w", err)
-	}
-	if f := strings.Fields(string(b)); len(f) > 0 {
-		p.cmd, _ = strconv.Atoi(f[0])
-	}
-	if pids <= 0 {
-		return nil
-	}
 	threads, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", init))
 	if err != nil {
 		return fmt.Errorf("sandbox init's threads: %w", err)
+	}
+	tids := []string{strconv.Itoa(init)}
+	for _, t := range threads {
+		tids = append(tids, t.Name())
+	}
+	for _, tid := range tids {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", init, tid))
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			p.cmd, _ = strconv.Atoi(f[0])
+			break
+		}
+	}
+	if pids <= 0 {
+		return nil
 	}
 	if err := p.Cg.SetLimits(cgroup.Limits{Pids: pids + int64(len(threads))}); err != nil {
 		return fmt.Errorf("pids limit: %w", err)
