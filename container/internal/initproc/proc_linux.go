@@ -168,7 +168,7 @@ func Start(o Options) (_ *Proc, err error) {
 		// the engine's own fd number of it could name another file there.
 		Path:       fmt.Sprintf("/proc/self/fd/%d", sandboxinit.FDSelf),
 		Args:       []string{sandboxinit.Arg0},
-		Env:        []string{sandboxinit.Env, "GOMAXPROCS=1"},
+		Env:        []string{sandboxinit.Env},
 		Stdin:      inR,
 		Stdout:     outW,
 		Stderr:     errOutW,
