@@ -72,7 +72,7 @@ func TestExecInProcessAndBadSocket(t *testing.T) {
 		t.Errorf("--no-daemon: exit %d stdout %q stderr %q", code, out, errOut)
 	}
 	_, errOut, code = runCLI(t, "", "exec", "--socket", d.sock+".missing", "--", "true")
-	if code == 0 || !strings.Contains(errOut, "does not answer") {
+	if code == 0 || !strings.Contains(errOut, "no socket there") || !strings.Contains(errOut, d.sock+".missing") {
 		t.Errorf("missing socket: exit %d stderr %q", code, errOut)
 	}
 	_, errOut, code = runCLI(t, "", "exec", "--socket", d.sock)
