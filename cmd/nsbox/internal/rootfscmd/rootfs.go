@@ -1,4 +1,7 @@
-package main
+// Package rootfscmd is `nsbox rootfs`: build, import, list and remove the
+// root filesystems in a store (the rootfs package), with a live progress
+// line for builds.
+package rootfscmd
 
 import (
 	"context"
@@ -18,7 +21,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func rootfsCommand() *cli.Command {
+// Command is `nsbox rootfs` and its subcommands.
+func Command() *cli.Command {
 	store := &cli.StringFlag{
 		Name:    "store",
 		Usage:   "rootfs store `DIR`",
