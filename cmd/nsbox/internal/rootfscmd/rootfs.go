@@ -141,11 +141,6 @@ func rootfsImport(c *cli.Context) error {
 	if c.NArg() != 2 {
 		return fmt.Errorf("usage: nsbox rootfs import NAME PATH [--force]")
 	}
-	// No default: a build downloads hundreds of MiB and takes minutes, so
-	// it starts only when asked for by name (a terminal or a script alike).
-	if !c.IsSet("profile") {
-		return cmdline.UsageError(c, "--profile is required, to say what to download and build: %s", profileChoices("--profile "))
-	}
 	ctx, cancel := signalContext(c)
 	defer cancel()
 	st := rootfs.Store{Root: c.String("store")}
