@@ -94,6 +94,10 @@ func TestBodyBudget(t *testing.T) {
 	if resp, body := readStatus(t, a); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the held body, once complete: %d %s", resp.StatusCode, body)
 	}
+	// Given back before the answer went out, not after it.
+	if n := ts.srv.bodies.InUse(); n != 0 {
+		t.Fatalf("%d body bytes still reserved once the held body was answered", n)
+	}
 	if _, err := ts.client.Run(context.Background(), &agentapi.RunRequest{Argv: []string{"true"}, Env: map[string]string{"PAD": strings.Repeat("y", max-100)}}); err != nil {
 		t.Errorf("big body once the budget is free again: %v", err)
 	}

@@ -24,33 +24,37 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 // serveRun decodes a run's or an exec's body into req, then answers what
 // call returns.
 func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, req any, call func(context.Context, daemon.RunOptions) (*agentapi.RunResult, error)) {
-	done, ok := s.decodeWork(w, r, req)
+	done, release, ok := s.decodeWork(w, r, req)
 	if !ok {
 		return
 	}
 	defer done()
-	s.answer(w, r, call)
+	s.answer(w, r, call, release)
 }
 
 // decodeWork decodes a run's, an exec's or a batch's body into v (an
 // error is answered) and counts the request as work the drain waits for;
-// done releases both.
-func (s *Server) decodeWork(w http.ResponseWriter, r *http.Request, v any) (done func(), ok bool) {
+// done releases both. release gives the body's reservation back alone
+// (once, whichever of the two calls it first), for a handler that is done
+// with v before it answers.
+func (s *Server) decodeWork(w http.ResponseWriter, r *http.Request, v any) (done, release func(), ok bool) {
 	release, err := s.decode(w, r, v)
 	if err != nil {
 		writeError(w, err)
-		return nil, false
+		return nil, nil, false
 	}
 	s.runs.Add(1)
-	return func() { s.runs.Done(); release() }, true
+	return func() { s.runs.Done(); release() }, release, true
 }
 
 // answer runs a run or an exec and answers it: as one JSON result, or,
 // when the client accepts NDJSON, as a stream of start, stdout/stderr and
 // result (or error) events. The answer goes out from OnResult, before a
 // finished sandbox's teardown. A client that stops reading the stream
-// cancels the run.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, run func(context.Context, daemon.RunOptions) (*agentapi.RunResult, error)) {
+// cancels the run. release gives the request body's reservation back
+// before the answer goes out: a client that has its answer and sends its
+// next big body at once finds the budget as the answer left it.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, run func(context.Context, daemon.RunOptions) (*agentapi.RunResult, error), release func()) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	opts := daemon.RunOptions{OnStart: func(id string) { w.Header().Set(agentapi.HeaderRunID, id) }}
@@ -67,9 +71,11 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, run func(context
 	if !wantsNDJSON(r) {
 		opts.OnResult = func(out *agentapi.RunResult) {
 			big = resultSize(out) >= httpkit.BigJSONAfter
+			release()
 			writeJSON(w, http.StatusOK, out)
 		}
 		if _, err := run(ctx, opts); err != nil {
+			release()
 			writeError(w, err)
 		}
 		return
@@ -84,10 +90,12 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, run func(context
 	opts.OnStderr = func(b []byte) { ev.chunk(agentapi.EventStderr, b) }
 	opts.OnResult = func(out *agentapi.RunResult) {
 		big = resultSize(out) >= httpkit.BigJSONAfter
+		release()
 		ev.finish()
 		ev.emit(agentapi.Event{Type: agentapi.EventResult, Result: out})
 	}
 	if _, err := run(ctx, opts); err != nil {
+		release()
 		if ev == nil { // refused before it started: a plain error answer
 			writeError(w, err)
 			return
@@ -114,7 +122,7 @@ func wantsNDJSON(r *http.Request) bool {
 // on. A client that stops reading cancels the runs not yet finished.
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	var req agentapi.BatchRequest
-	done, ok := s.decodeWork(w, r, &req)
+	done, _, ok := s.decodeWork(w, r, &req)
 	if !ok {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/rootfscmd"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -39,7 +40,7 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			execCommand(),
 			batchCommand(),
-			rootfsCommand(),
+			rootfscmd.Command(),
 			doctorCommand(),
 			healthCommand(),
 			daemonCommand(),

@@ -14,7 +14,7 @@ import (
 // the daemon, stdin is read to its end before the run starts), so such a
 // run would see an empty program and exit 0 at once, saying nothing.
 func checkTerminalStdin(argv []string) error {
-	if !isTerminal(os.Stdin) || !readsProgramFromStdin(argv) {
+	if !cmdline.IsTerminal(os.Stdin) || !readsProgramFromStdin(argv) {
 		return nil
 	}
 	return &exitError{code: cmdline.ExitUsage, err: fmt.Errorf("exec: %s would read its program from stdin, which is a terminal; "+
@@ -41,7 +41,7 @@ func readsProgramFromStdin(argv []string) bool {
 // execStdin is the stdin of a run: what is piped or redirected in, never a
 // terminal (see checkTerminalStdin), through the daemon or in-process alike.
 func execStdin() io.Reader {
-	if isTerminal(os.Stdin) {
+	if cmdline.IsTerminal(os.Stdin) {
 		return nil
 	}
 	return os.Stdin

@@ -34,3 +34,15 @@ func TestRootfsBuildNeedsProfile(t *testing.T) {
 		t.Errorf("the store was touched: %v %v", ents, err)
 	}
 }
+
+// TestRootfsImportNeedsNoProfile: import takes a tarball or a directory,
+// not a profile; its error is about the path it was given (062f852 had
+// pasted build's --profile check into it, which made every import fail).
+func TestRootfsImportNeedsNoProfile(t *testing.T) {
+	store := t.TempDir()
+	missing := store + "/no-such.tar"
+	_, stderr, code := runApp(t, "", "rootfs", "import", "--store", store, "x", missing)
+	if code == 0 || strings.Contains(stderr, "--profile") || !strings.Contains(stderr, "no-such.tar") {
+		t.Errorf("import of a missing tarball: exit %d, stderr %q; want an error naming the path, none about --profile", code, stderr)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/creack/pty"
+	"golang.org/x/term"
 )
 
 func TestReadCell(t *testing.T) {
@@ -96,6 +97,14 @@ func TestReplZeroColumnPty(t *testing.T) {
 	if err := pty.Setsize(tty, &pty.Winsize{Rows: 0, Cols: 0}); err != nil {
 		t.Fatal(err)
 	}
+	// Raw before the line is typed, as the reader makes it: a line
+	// written to a cooked tty is echoed by the kernel at once, before any
+	// prompt, whatever the reader does.
+	st, err := term.MakeRaw(int(tty.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Restore(int(tty.Fd()), st)
 	echoed := make(chan string, 1)
 	go func() {
 		var buf []byte

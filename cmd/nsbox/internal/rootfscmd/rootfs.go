@@ -1,4 +1,7 @@
-package main
+// Package rootfscmd is `nsbox rootfs`: build, import, list and remove the
+// root filesystems in a store (the rootfs package), with a live progress
+// line for builds.
+package rootfscmd
 
 import (
 	"context"
@@ -18,7 +21,8 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func rootfsCommand() *cli.Command {
+// Command is `nsbox rootfs` and its subcommands.
+func Command() *cli.Command {
 	store := &cli.StringFlag{
 		Name:    "store",
 		Usage:   "rootfs store `DIR`",
@@ -136,11 +140,6 @@ func profileChoices(prefix string) string {
 func rootfsImport(c *cli.Context) error {
 	if c.NArg() != 2 {
 		return fmt.Errorf("usage: nsbox rootfs import NAME PATH [--force]")
-	}
-	// No default: a build downloads hundreds of MiB and takes minutes, so
-	// it starts only when asked for by name (a terminal or a script alike).
-	if !c.IsSet("profile") {
-		return cmdline.UsageError(c, "--profile is required, to say what to download and build: %s", profileChoices("--profile "))
 	}
 	ctx, cancel := signalContext(c)
 	defer cancel()

@@ -1,4 +1,4 @@
-package main
+package rootfscmd
 
 import (
 	"fmt"
@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 	"github.com/nsbox/nsbox/rootfs"
-	"golang.org/x/sys/unix"
 )
 
 // progressPrinter shows one live line per build phase: redrawn in place on a
@@ -23,7 +23,7 @@ type progressPrinter struct {
 
 func newProgressPrinter(f *os.File) *progressPrinter {
 	now := time.Now()
-	return &progressPrinter{w: f, tty: isTerminal(f), start: now, started: now}
+	return &progressPrinter{w: f, tty: cmdline.IsTerminal(f), start: now, started: now}
 }
 
 func (p *progressPrinter) print(ev rootfs.Progress) {
@@ -58,9 +58,4 @@ func (p *progressPrinter) end() {
 		fmt.Fprintf(p.w, "  (%s)\n", time.Since(p.started).Round(100*time.Millisecond))
 		p.open = false
 	}
-}
-
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
