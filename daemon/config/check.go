@@ -71,7 +71,7 @@ func (cfg *Config) check() []Error {
 	}
 	cfg.checkSessions(bad)
 	cfg.checkPool(bad)
-	cfg.checkNetwork(bad)
+	cfg.Network.Check(cfg.Profiles, bad)
 	cfg.checkLanguages(bad)
 	cfg.checkE2B(bad)
 	cfg.checkDatasets(bad)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon/config/internal/tomlval"
+	"github.com/nsbox/nsbox/daemon/config/netconf"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -45,8 +47,8 @@ type Config struct {
 	Pool PoolConfig
 	// Zygote is [zygote] (zygote.go).
 	Zygote ZygoteConfig
-	// Network is [network] (network.go).
-	Network NetworkConfig
+	// Network is [network] (daemon/config/netconf).
+	Network netconf.Config
 	// Languages are [languages.NAME] (languages.go).
 	Languages []Language
 	// E2B is [e2b] (e2b.go).
@@ -77,7 +79,7 @@ func Default() Config {
 		Sessions:      defaultSessions(),
 		Pool:          defaultPoolConfig(),
 		Zygote:        defaultZygoteConfig(),
-		Network:       defaultNetworkConfig(),
+		Network:       netconf.Default(),
 		Security:      defaultSecurityConfig(),
 		Volumes:       defaultVolumesConfig(),
 		lines:         map[string]int{},
@@ -180,7 +182,7 @@ func (cfg *Config) override(o Override) error {
 		ok = store(dst, o.Value)
 	case *[]string:
 		if s, isString := o.Value.(string); isString {
-			*dst, ok = splitList(s), true
+			*dst, ok = tomlval.SplitList(s), true
 		} else {
 			ok = store(dst, o.Value)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/daemon/config/internal/tomlval"
 )
 
 // Dataset is one [[datasets]] entry: a host directory the operator lets
@@ -29,7 +30,7 @@ func (cfg *Config) setDatasetKey(i int, key string, v *unstable.Node) error {
 	d := &cfg.Datasets[i]
 	switch key {
 	case "name":
-		s, err := tomlString(v)
+		s, err := tomlval.String(v)
 		if err != nil {
 			return err
 		}
@@ -38,7 +39,7 @@ func (cfg *Config) setDatasetKey(i int, key string, v *unstable.Node) error {
 		}
 		d.Name = s
 	case "path":
-		s, err := tomlString(v)
+		s, err := tomlval.String(v)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,8 @@ import (
 	"net"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/nsbox/nsbox/daemon/config/internal/tomlval"
 )
 
 // E2BConfig is [e2b]: the E2B-compatible endpoint (docs/E2B.md), off
@@ -24,14 +26,14 @@ type E2BConfig struct {
 func (cfg *Config) setE2BKey(key string, v *unstable.Node) error {
 	switch key {
 	case "listen", "keys_file":
-		s, err := tomlString(v)
+		s, err := tomlval.String(v)
 		if err != nil {
 			return err
 		}
 		*map[string]*string{"listen": &cfg.E2B.Listen, "keys_file": &cfg.E2B.KeysFile}[key] = s
 	case "non_loopback":
 		if v.Kind != unstable.Bool {
-			return fmt.Errorf("want true or false, got a TOML %s", kindName(v.Kind))
+			return fmt.Errorf("want true or false, got a TOML %s", tomlval.KindName(v.Kind))
 		}
 		cfg.E2B.NonLoopback = string(v.Data) == "true"
 	default:

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
+	"github.com/nsbox/nsbox/daemon/config/internal/tomlval"
 	"github.com/nsbox/nsbox/daemon/lang"
 	"github.com/nsbox/nsbox/rootfs"
 )
@@ -34,13 +35,13 @@ func (cfg *Config) setLanguageKey(name, key string, v *unstable.Node) error {
 	l := cfg.language(name)
 	switch key {
 	case "argv":
-		argv, err := tomlStrings(v, `["Rscript", "{file}"]`)
+		argv, err := tomlval.Strings(v, `["Rscript", "{file}"]`)
 		if err != nil {
 			return err
 		}
 		l.Argv = argv
 	case "rootfs":
-		names, err := tomlStrings(v, `["default"]`)
+		names, err := tomlval.Strings(v, `["default"]`)
 		if err != nil {
 			return err
 		}
@@ -51,7 +52,7 @@ func (cfg *Config) setLanguageKey(name, key string, v *unstable.Node) error {
 		}
 		l.Rootfs = names
 	case "extension":
-		ext, err := tomlString(v)
+		ext, err := tomlval.String(v)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/pool"
+	"github.com/nsbox/nsbox/daemon/config/internal/tomlval"
 	"github.com/nsbox/nsbox/daemon/lang"
 	"github.com/nsbox/nsbox/rootfs"
 )
@@ -65,16 +66,6 @@ const nodePoolName = "node"
 // at least two.
 func defaultPoolSize() int { return max(2, runtime.NumCPU()) }
 
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 // extraPool returns the [pools.NAME] entry, adding it if needed. The
 // pointer is valid until the next call.
 func (pc *PoolConfig) extraPool(name string) *PoolProfileConfig {
@@ -93,13 +84,13 @@ func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 	case len(key) == 2 && key[0] == "pool":
 		switch key[1] {
 		case "size":
-			n, err := tomlIntIn(v, 0, 1024, "(no pool)")
+			n, err := tomlval.IntIn(v, 0, 1024, "(no pool)")
 			if err != nil {
 				return err
 			}
 			cfg.Pool.Size = int(n)
 		case "refills":
-			n, err := tomlIntIn(v, 1, 64, "")
+			n, err := tomlval.IntIn(v, 1, 64, "")
 			if err != nil {
 				return err
 			}
@@ -111,13 +102,13 @@ func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 			}
 			cfg.Pool.Preimport = l
 		case "spare_inits":
-			n, err := tomlIntIn(v, 0, 64, "")
+			n, err := tomlval.IntIn(v, 0, 64, "")
 			if err != nil {
 				return err
 			}
 			cfg.Pool.SpareInits = int(n)
 		case "node_size":
-			n, err := tomlIntIn(v, 0, 1024, "(no Node pool)")
+			n, err := tomlval.IntIn(v, 0, 1024, "(no Node pool)")
 			if err != nil {
 				return err
 			}
@@ -136,7 +127,7 @@ func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 		pp := cfg.Pool.extraPool(key[1])
 		switch key[2] {
 		case "rootfs":
-			s, err := tomlString(v)
+			s, err := tomlval.String(v)
 			if err != nil {
 				return err
 			}
@@ -145,7 +136,7 @@ func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 			}
 			pp.Rootfs = s
 		case "size":
-			n, err := tomlIntIn(v, 0, 1024, "")
+			n, err := tomlval.IntIn(v, 0, 1024, "")
 			if err != nil {
 				return err
 			}
@@ -157,7 +148,7 @@ func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 			}
 			pp.Preimport = l
 		case "language":
-			s, err := tomlString(v)
+			s, err := tomlval.String(v)
 			if err != nil {
 				return err
 			}
@@ -182,7 +173,7 @@ func (cfg *Config) setPoolKey(key []string, v *unstable.Node) error {
 // tomlModules reads a module list: an array of strings or one
 // comma-separated string.
 func tomlModules(v *unstable.Node) ([]string, error) {
-	out, err := tomlStrings(v, `["numpy", "pandas"]`)
+	out, err := tomlval.Strings(v, `["numpy", "pandas"]`)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 
 	"github.com/nsbox/nsbox/container/sandboxinit"
+	"github.com/nsbox/nsbox/daemon/config/internal/tomlval"
 )
 
 // SecurityConfig is [security]: the layers under the namespaces.
@@ -24,7 +25,7 @@ func defaultSecurityConfig() SecurityConfig {
 func (cfg *Config) setSecurityKey(key string, v *unstable.Node) error {
 	switch key {
 	case "landlock":
-		s, err := tomlString(v)
+		s, err := tomlval.String(v)
 		if err != nil {
 			return err
 		}

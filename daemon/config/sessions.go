@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi/limits"
+	"github.com/nsbox/nsbox/daemon/config/internal/tomlval"
 	"github.com/nsbox/nsbox/daemon/policy"
 
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -37,13 +38,13 @@ func (cfg *Config) setSessionsKey(key string, v *unstable.Node) error {
 	s := &cfg.Sessions
 	switch key {
 	case "max":
-		n, err := tomlIntIn(v, 1, maxSessions, "")
+		n, err := tomlval.IntIn(v, 1, maxSessions, "")
 		if err != nil {
 			return err
 		}
 		s.Max = int(n)
 	case "idle_timeout", "max_lifetime", "park_retention":
-		d, err := tomlDuration(v)
+		d, err := tomlval.Duration(v)
 		if err != nil {
 			return err
 		}
@@ -56,13 +57,13 @@ func (cfg *Config) setSessionsKey(key string, v *unstable.Node) error {
 			s.ParkRetention = d
 		}
 	case "idle_action":
-		a, err := tomlString(v)
+		a, err := tomlval.String(v)
 		if err != nil {
 			return err
 		}
 		s.IdleAction = a
 	case "park_max_bytes":
-		n, err := tomlIntIn(v, 1, 1<<50, "")
+		n, err := tomlval.IntIn(v, 1, 1<<50, "")
 		if err != nil {
 			return err
 		}
@@ -70,7 +71,7 @@ func (cfg *Config) setSessionsKey(key string, v *unstable.Node) error {
 	case "command_output":
 		// A size as the limits table's output row reads it (tomlSize is
 		// setLimit's reader of Bytes rows), from the row's minimum.
-		n, err := tomlSize(v)
+		n, err := tomlval.Size(v)
 		if err != nil {
 			return err
 		}
@@ -80,7 +81,7 @@ func (cfg *Config) setSessionsKey(key string, v *unstable.Node) error {
 		}
 		s.CommandOutputBytes = n
 	case "admin_group":
-		name, err := tomlString(v)
+		name, err := tomlval.String(v)
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/limits"
+	"github.com/nsbox/nsbox/daemon/config/internal/tomlval"
+	"github.com/nsbox/nsbox/daemon/config/netconf"
 	"github.com/nsbox/nsbox/daemon/lang"
 )
 
@@ -89,7 +90,7 @@ func checkTable(t []string) string {
 	case len(t) == 2 && t[0] == "network" && (t[1] == "hosts" || t[1] == "secrets"):
 		return ""
 	case len(t) == 3 && t[0] == "network" && t[1] == "secrets":
-		if err := validSecretName(t[2]); err != nil {
+		if err := netconf.ValidSecretName(t[2]); err != nil {
 			return err.Error()
 		}
 		return ""
@@ -187,14 +188,14 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 	case len(key) == 2 && key[0] == "volumes":
 		return cfg.setVolumesKey(key[1], v)
 	case len(key) >= 2 && key[0] == "network":
-		return cfg.setNetworkKey(key, v)
+		return cfg.Network.SetKey(key, v)
 	case len(key) == 3 && key[0] == "languages":
 		return cfg.setLanguageKey(key[1], key[2], v)
 	case len(key) == 2 && key[0] == "languages":
 		return fmt.Errorf("must be a table ([languages.%s])", key[1])
 	case len(key) == 1:
 		if dst, ok := cfg.stringKeys()[key[0]]; ok {
-			s, err := tomlString(v)
+			s, err := tomlval.String(v)
 			if err != nil {
 				return err
 			}
@@ -203,20 +204,20 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 		}
 		switch key[0] {
 		case "max_concurrent":
-			n, err := tomlIntIn(v, 1, 1<<16, "")
+			n, err := tomlval.IntIn(v, 1, 1<<16, "")
 			if err != nil {
 				return err
 			}
 			cfg.MaxConcurrent = int(n)
 		case "queue":
-			n, err := tomlIntIn(v, 0, 1<<20, "(no queue)")
+			n, err := tomlval.IntIn(v, 0, 1<<20, "(no queue)")
 			if err != nil {
 				return err
 			}
 			q := int(n)
 			cfg.Queue = &q
 		case "shutdown_grace":
-			d, err := tomlDuration(v)
+			d, err := tomlval.Duration(v)
 			if err != nil {
 				return err
 			}
@@ -239,7 +240,7 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 		}
 		pr := cfg.profile(key[1])
 		if key[2] == "network" {
-			l, err := tomlStrings(v, `["pypi.org", "files.pythonhosted.org"]`)
+			l, err := tomlval.Strings(v, `["pypi.org", "files.pythonhosted.org"]`)
 			if err != nil {
 				return err
 			}
@@ -247,7 +248,7 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 			return nil
 		}
 		if key[2] == "description" {
-			s, err := tomlString(v)
+			s, err := tomlval.String(v)
 			if err != nil {
 				return err
 			}
@@ -282,25 +283,25 @@ func setLimit(l *agentapi.Limits, key string, v *unstable.Node) error {
 	var x float64
 	switch r.Unit {
 	case limits.Millis:
-		d, err := tomlDuration(v)
+		d, err := tomlval.Duration(v)
 		if err != nil {
 			return err
 		}
 		x = float64(d) / float64(time.Millisecond)
 	case limits.Bytes:
-		n, err := tomlSize(v)
+		n, err := tomlval.Size(v)
 		if err != nil {
 			return err
 		}
 		x = float64(n)
 	case limits.Count:
-		n, err := tomlInt(v)
+		n, err := tomlval.Int(v)
 		if err != nil {
 			return err
 		}
 		x = float64(n)
 	case limits.Cores:
-		f, err := tomlFloat(v)
+		f, err := tomlval.Float(v)
 		if err != nil {
 			return err
 		}
@@ -317,98 +318,4 @@ func setLimit(l *agentapi.Limits, key string, v *unstable.Node) error {
 	}
 	r.SetWire(l, x)
 	return nil
-}
-
-func tomlString(v *unstable.Node) (string, error) {
-	if v.Kind != unstable.String {
-		return "", fmt.Errorf("want a string in quotes, got a TOML %s", kindName(v.Kind))
-	}
-	return string(v.Data), nil
-}
-
-func tomlInt(v *unstable.Node) (int64, error) {
-	if v.Kind != unstable.Integer {
-		return 0, fmt.Errorf("want an integer, got a TOML %s", kindName(v.Kind))
-	}
-	n, err := strconv.ParseInt(strings.ReplaceAll(string(v.Data), "_", ""), 0, 64)
-	if err != nil {
-		return 0, fmt.Errorf("integer %s: %w", v.Data, err)
-	}
-	return n, nil
-}
-
-// tomlIntIn reads an integer from lo to hi; what, when not "", says what
-// lo means ("(no pool)").
-func tomlIntIn(v *unstable.Node, lo, hi int64, what string) (int64, error) {
-	n, err := tomlInt(v)
-	if err == nil && (n < lo || n > hi) {
-		low := strconv.FormatInt(lo, 10)
-		if what != "" {
-			low += " " + what
-		}
-		err = fmt.Errorf("%d: must be between %s and %d", n, low, hi)
-	}
-	return n, err
-}
-
-func tomlFloat(v *unstable.Node) (float64, error) {
-	switch v.Kind {
-	case unstable.Integer:
-		n, err := tomlInt(v)
-		return float64(n), err
-	case unstable.Float:
-		f, err := strconv.ParseFloat(strings.ReplaceAll(string(v.Data), "_", ""), 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return 0, fmt.Errorf("%s is not a finite number", v.Data)
-		}
-		return f, nil
-	}
-	return 0, fmt.Errorf("want a number, got a TOML %s", kindName(v.Kind))
-}
-
-// tomlSize reads a byte count: an integer, or a string like "512M" or "1GiB".
-func tomlSize(v *unstable.Node) (int64, error) {
-	switch v.Kind {
-	case unstable.Integer:
-		n, err := tomlInt(v)
-		if err == nil && n < 0 {
-			err = fmt.Errorf("%d is negative", n)
-		}
-		return n, err
-	case unstable.String:
-		return limits.ParseSize(string(v.Data))
-	}
-	return 0, fmt.Errorf("want a size like \"512M\" or a number of bytes, got a TOML %s", kindName(v.Kind))
-}
-
-func tomlDuration(v *unstable.Node) (time.Duration, error) {
-	if v.Kind != unstable.String {
-		return 0, fmt.Errorf("want a duration string like \"30s\" or \"5m\", got a TOML %s", kindName(v.Kind))
-	}
-	d, err := time.ParseDuration(string(v.Data))
-	if err != nil {
-		return 0, fmt.Errorf("want a duration like \"30s\" or \"5m\": %w", err)
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%v: must be positive", d)
-	}
-	return d, nil
-}
-
-func kindName(k unstable.Kind) string {
-	switch k {
-	case unstable.String:
-		return "string"
-	case unstable.Integer:
-		return "integer"
-	case unstable.Float:
-		return "float"
-	case unstable.Bool:
-		return "boolean"
-	case unstable.Array:
-		return "array"
-	case unstable.InlineTable:
-		return "table"
-	}
-	return "date/time"
 }

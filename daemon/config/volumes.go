@@ -5,6 +5,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
+	"github.com/nsbox/nsbox/daemon/config/internal/tomlval"
 	"github.com/nsbox/nsbox/daemon/volume"
 )
 
@@ -25,7 +26,7 @@ func defaultVolumesConfig() VolumesConfig {
 func (cfg *Config) setVolumesKey(key string, v *unstable.Node) error {
 	switch key {
 	case "owner_id":
-		n, err := tomlInt(v)
+		n, err := tomlval.Int(v)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/zygote"
+	"github.com/nsbox/nsbox/daemon/config/internal/tomlval"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -39,7 +40,7 @@ func (cfg *Config) setZygoteKey(key string, v *unstable.Node) error {
 	switch key {
 	case "enabled", "huge_pages", "bare":
 		if v.Kind != unstable.Bool {
-			return fmt.Errorf("want true or false, got a TOML %s", kindName(v.Kind))
+			return fmt.Errorf("want true or false, got a TOML %s", tomlval.KindName(v.Kind))
 		}
 		*map[string]*bool{"enabled": &z.Enabled, "huge_pages": &z.HugePages, "bare": &z.Bare}[key] = string(v.Data) == "true"
 	case "rootfs":
@@ -64,13 +65,13 @@ func (cfg *Config) setZygoteKey(key string, v *unstable.Node) error {
 			z.LeanModules = append([]string{}, l...) // [] (none) is not nil (the default)
 		}
 	case "children":
-		n, err := tomlIntIn(v, 1, container.MaxZygoteChildren, "")
+		n, err := tomlval.IntIn(v, 1, container.MaxZygoteChildren, "")
 		if err != nil {
 			return err
 		}
 		z.Children = int(n)
 	case "memory":
-		n, err := tomlSize(v)
+		n, err := tomlval.Size(v)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package config
+package netconf_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon/config"
 	"github.com/nsbox/nsbox/daemon/egress"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/daemon/policy"
@@ -17,7 +18,7 @@ import (
 func TestNetworkConfig(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "gh")
 	os.WriteFile(secret, []byte("ghp_value\n"), 0o600)
-	c, err := Load(writeConf(t, `
+	c, err := config.Load(writeConf(t, `
 [network]
 allow = ["pypi.org", "*.pythonhosted.org", "api.github.com:443"]
 open = ["127.0.0.1:8080", "10.0.0.0/8"]
@@ -90,7 +91,7 @@ network = ["pypi.org", "files.pythonhosted.org"]
 
 	// A daemon without [network] refuses any network and says how to
 	// configure it.
-	none, _ := policy.New(Default().Policy())
+	none, _ := policy.New(config.Default().Policy())
 	_, err = none.Validate(&agentapi.RunRequest{Argv: []string{"true"}, Network: &agentapi.Network{Allow: []string{"pypi.org"}}})
 	if err == nil || !strings.Contains(err.Error(), "[network]") {
 		t.Errorf("no network configured: %v", err)
@@ -116,7 +117,7 @@ func TestNetworkConfigErrors(t *testing.T) {
 			`network.secrets.TOKEN.hosts: a.org is not within [network] allow (a.org:443), so no run could use the secret; [network] allow has it on port 443 only: write hosts = ["a.org:443"]`},
 		{"[network]\nallow = [\"a.org\"]\n[network.secrets.TOKEN]\nfile = \"" + tight + "\"\nhosts = [\"b.org\"]\n", `add "b.org" to [network] allow`},
 	} {
-		_, err := Load(writeConf(t, c.conf), nil)
+		_, err := config.Load(writeConf(t, c.conf), nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: got %v, want an error mentioning %q", c.conf, err, c.want)
 		}
@@ -124,3 +125,13 @@ func TestNetworkConfigErrors(t *testing.T) {
 }
 
 func errorsAs(err error, fe **errdefs.FieldError) bool { return errors.As(err, fe) }
+
+// writeConf writes content as a config file and returns its path.
+func writeConf(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "nsbox.conf")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,4 +1,8 @@
-package config
+// Package netconf is the daemon configuration's [network] section:
+// [network], [network.hosts] and [network.secrets.NAME], read key by key
+// from the TOML file and checked as a whole (docs/NETWORK.md). The
+// package daemon/config holds it as Config.Network.
+package netconf
 
 import (
 	"fmt"
@@ -8,14 +12,16 @@ import (
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
+	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon/config/internal/tomlval"
 	"github.com/nsbox/nsbox/daemon/egress"
 	"github.com/nsbox/nsbox/daemon/policy"
 )
 
-// NetworkConfig is [network], [network.hosts] and [network.secrets.NAME]:
+// Config is [network], [network.hosts] and [network.secrets.NAME]:
 // what runs may ask the egress proxy for (docs/NETWORK.md). Without an
 // allow list no run has network.
-type NetworkConfig struct {
+type Config struct {
 	// Allow are the destinations a run may be allowed; Secrets the named
 	// secrets it may ask for; the caps are each run's (policy.Network).
 	policy.Network
@@ -35,22 +41,25 @@ type NetworkConfig struct {
 	secretFiles map[string]bool // secrets whose file key was given
 }
 
-func defaultNetworkConfig() NetworkConfig {
-	return NetworkConfig{Network: policy.Network{MaxConnections: 1000, MaxBytes: 4 << 30}, CacheBytes: 2 << 30,
+// Default is [network] with no file: no network, and the caps and the
+// package cache's size and hosts that apply once allow names hosts.
+func Default() Config {
+	return Config{Network: policy.Network{MaxConnections: 1000, MaxBytes: 4 << 30}, CacheBytes: 2 << 30,
 		CacheHosts: []egress.Rule{{Host: "pypi.org"}, {Host: "files.pythonhosted.org"}}}
 }
 
-// String is the restart-only part, for RestartKeys.
-func (n NetworkConfig) String() string {
+// String is the restart-only part, for config's RestartKeys.
+func (n Config) String() string {
 	return fmt.Sprintf("open=%v hosts=%v cache=%d cache_hosts=%v", n.Open, n.Hosts, n.CacheBytes, n.CacheHosts)
 }
 
-// setNetworkKey stores a key of [network] and its subtables.
-func (cfg *Config) setNetworkKey(key []string, v *unstable.Node) error {
-	n := &cfg.Network
+// SetKey stores a key of [network] and its subtables; key is the whole
+// path, "network" first ({"network", "allow"}). The error says what is
+// wrong with v.
+func (n *Config) SetKey(key []string, v *unstable.Node) error {
 	switch {
 	case len(key) == 2 && key[1] == "allow":
-		l, err := tomlStrings(v, `["pypi.org", "*.pythonhosted.org"]`)
+		l, err := tomlval.Strings(v, `["pypi.org", "*.pythonhosted.org"]`)
 		if err != nil {
 			return err
 		}
@@ -63,7 +72,7 @@ func (cfg *Config) setNetworkKey(key []string, v *unstable.Node) error {
 			n.Allow = append(n.Allow, r)
 		}
 	case len(key) == 2 && key[1] == "cache_hosts":
-		l, err := tomlStrings(v, `["pypi.org", "files.pythonhosted.org"]`)
+		l, err := tomlval.Strings(v, `["pypi.org", "files.pythonhosted.org"]`)
 		if err != nil {
 			return err
 		}
@@ -76,7 +85,7 @@ func (cfg *Config) setNetworkKey(key []string, v *unstable.Node) error {
 			n.CacheHosts = append(n.CacheHosts, r)
 		}
 	case len(key) == 2 && key[1] == "open":
-		l, err := tomlStrings(v, `["127.0.0.1:8080", "10.0.0.0/8"]`)
+		l, err := tomlval.Strings(v, `["127.0.0.1:8080", "10.0.0.0/8"]`)
 		if err != nil {
 			return err
 		}
@@ -89,13 +98,13 @@ func (cfg *Config) setNetworkKey(key []string, v *unstable.Node) error {
 			n.Open = append(n.Open, o)
 		}
 	case len(key) == 2 && key[1] == "max_connections":
-		c, err := tomlIntIn(v, 0, 1<<20, "(no cap)")
+		c, err := tomlval.IntIn(v, 0, 1<<20, "(no cap)")
 		if err != nil {
 			return err
 		}
 		n.MaxConnections = int(c)
 	case len(key) == 2 && (key[1] == "max_bytes" || key[1] == "cache"):
-		b, err := tomlSize(v)
+		b, err := tomlval.Size(v)
 		if err != nil {
 			return err
 		}
@@ -107,7 +116,7 @@ func (cfg *Config) setNetworkKey(key []string, v *unstable.Node) error {
 	case len(key) == 2 && (key[1] == "hosts" || key[1] == "secrets"):
 		return fmt.Errorf("must be a table ([network.%s])", key[1])
 	case len(key) == 3 && key[1] == "hosts":
-		s, err := tomlString(v)
+		s, err := tomlval.String(v)
 		if err != nil {
 			return err
 		}
@@ -120,7 +129,7 @@ func (cfg *Config) setNetworkKey(key []string, v *unstable.Node) error {
 		}
 		n.Hosts[strings.ToLower(strings.TrimSuffix(key[2], "."))] = a
 	case len(key) == 4 && key[1] == "secrets":
-		return cfg.setSecretKey(key[2], key[3], v)
+		return n.setSecretKey(key[2], key[3], v)
 	default:
 		return fmt.Errorf("unknown key; [network] has allow, open, max_connections, max_bytes, cache and cache_hosts, with the tables [network.hosts] and [network.secrets.NAME] (file, hosts)")
 	}
@@ -129,11 +138,10 @@ func (cfg *Config) setNetworkKey(key []string, v *unstable.Node) error {
 
 // setSecretKey stores a key of [network.secrets.NAME]: file (a root-only
 // file holding the value) or hosts (where the value may be sent).
-func (cfg *Config) setSecretKey(name, key string, v *unstable.Node) error {
-	if err := validSecretName(name); err != nil {
+func (n *Config) setSecretKey(name, key string, v *unstable.Node) error {
+	if err := ValidSecretName(name); err != nil {
 		return err
 	}
-	n := &cfg.Network
 	if n.Secrets == nil {
 		n.Secrets = map[string]egress.Secret{}
 	}
@@ -141,7 +149,7 @@ func (cfg *Config) setSecretKey(name, key string, v *unstable.Node) error {
 	s.Name = name
 	switch key {
 	case "file":
-		path, err := tomlString(v)
+		path, err := tomlval.String(v)
 		if err != nil {
 			return err
 		}
@@ -155,7 +163,7 @@ func (cfg *Config) setSecretKey(name, key string, v *unstable.Node) error {
 		}
 		s.Value = val
 	case "hosts":
-		l, err := tomlStrings(v, `["api.github.com"]`)
+		l, err := tomlval.Strings(v, `["api.github.com"]`)
 		if err != nil {
 			return err
 		}
@@ -174,8 +182,8 @@ func (cfg *Config) setSecretKey(name, key string, v *unstable.Node) error {
 	return nil
 }
 
-// validSecretName: a secret's name is also the sandbox's variable name.
-func validSecretName(name string) error {
+// ValidSecretName: a secret's name is also the sandbox's variable name.
+func ValidSecretName(name string) error {
 	if name == "" || len(name) > 64 || strings.Trim(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" || name[0] >= '0' && name[0] <= '9' {
 		return fmt.Errorf("secret name %q: use 1 to 64 of A-Z, 0-9 and _ (it is the sandbox's variable name), not starting with a digit", name)
 	}
@@ -220,27 +228,29 @@ func parseOpening(s string) (egress.Opening, error) {
 	return egress.Opening{}, fmt.Errorf("%q: give an address, an address:port or a prefix (\"127.0.0.1:8080\", \"10.0.0.0/8\")", s)
 }
 
-// checkNetwork finds what is wrong with [network] as a whole.
-func (cfg *Config) checkNetwork(bad func(key, format string, args ...any)) {
-	for name, s := range cfg.Network.Secrets {
+// Check finds what is wrong with [network] as a whole, and with the
+// network lists of profiles (the daemon's, [profiles.NAME] applied),
+// reporting each problem through bad with the key it is about.
+func (n Config) Check(profiles []agentapi.Profile, bad func(key, format string, args ...any)) {
+	for name, s := range n.Secrets {
 		key := "network.secrets." + name
 		switch {
-		case s.Value == "" && !cfg.Network.secretFiles[name]:
+		case s.Value == "" && !n.secretFiles[name]:
 			bad(key, "has no file: give file = \"/etc/nsbox/secrets/%s\" (mode 600)", strings.ToLower(name))
 		case len(s.Hosts) == 0:
 			bad(key, "has no hosts: give hosts = [\"api.example.com\"], the hosts its value may be sent to")
 		}
 		for _, h := range s.Hosts {
-			if !h.Within(cfg.Network.Allow) {
-				bad(key+".hosts", "%s is not within [network] allow (%s), so no run could use the secret; %s", h, ruleListOrNone(cfg.Network.Allow), secretHostFix(h, cfg.Network.Allow))
+			if !h.Within(n.Allow) {
+				bad(key+".hosts", "%s is not within [network] allow (%s), so no run could use the secret; %s", h, ruleListOrNone(n.Allow), secretHostFix(h, n.Allow))
 			}
 		}
 	}
-	for _, pr := range cfg.Profiles {
+	for _, pr := range profiles {
 		if pr.Network == nil {
 			continue
 		}
-		if !cfg.Network.Enabled() {
+		if !n.Enabled() {
 			bad("profiles."+pr.Name+".network", "the profile has network but [network] allows none; add the hosts to [network] allow")
 			continue
 		}
@@ -248,7 +258,7 @@ func (cfg *Config) checkNetwork(bad func(key, format string, args ...any)) {
 			r, err := egress.ParseRule(h)
 			if err != nil {
 				bad("profiles."+pr.Name+".network", "%v", err)
-			} else if !r.Within(cfg.Network.Allow) {
+			} else if !r.Within(n.Allow) {
 				bad("profiles."+pr.Name+".network", "%q is not in [network] allow", h)
 			}
 		}
@@ -276,24 +286,4 @@ func ruleListOrNone(rs []egress.Rule) string {
 		out[i] = r.String()
 	}
 	return strings.Join(out, ", ")
-}
-
-// tomlStrings reads a list of strings (or one comma-separated string).
-func tomlStrings(v *unstable.Node, example string) ([]string, error) {
-	switch v.Kind {
-	case unstable.String:
-		return splitList(string(v.Data)), nil
-	case unstable.Array:
-		var out []string
-		it := v.Children()
-		for it.Next() {
-			s, err := tomlString(it.Node())
-			if err != nil {
-				return nil, fmt.Errorf("list: %w", err)
-			}
-			out = append(out, s)
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("want a list of strings like %s, got a TOML %s", example, kindName(v.Kind))
 }
