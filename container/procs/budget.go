@@ -32,10 +32,9 @@ func (a *Agent) LimitOutput(n int64) {
 
 // budget is a process's output so far against its cap.
 type budget struct {
-	cap      int64    // 0: none
-	n        [2]int64 // stdout, stderr
-	over     string   // the stream that passed cap ("": none)
-	overSeen int64    // bytes it tried to write in all
+	cap  int64    // 0: none
+	n    [2]int64 // stdout, stderr
+	over string   // the stream that passed cap ("": none)
 }
 
 // take returns what of b (stream i: 0 stdout, 1 stderr) fits the cap,
