@@ -148,8 +148,15 @@ func (r *runner) run(t *testing.T, b block) {
 		t.Fatalf("copy the checkout: %v\n%s", err, out)
 	}
 	for _, need := range b.Needs {
-		if err := os.Symlink(filepath.Join(r.root, need), filepath.Join(work, need)); err != nil {
-			t.Fatal(err)
+		// Linked file by file (cp -l), not by a symlink to the checkout: a
+		// checkout under /tmp (a CI clone) is hidden by the block's own
+		// /tmp, and the symlink would point at nothing there.
+		src, dst := filepath.Join(r.root, need), filepath.Join(work, need)
+		if out, err := exec.Command("cp", "-al", src, dst).CombinedOutput(); err != nil {
+			_ = os.RemoveAll(dst) // another filesystem: a copy, from scratch
+			if out2, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s%s", need, err, out, out2)
+			}
 		}
 	}
 	for _, dir := range []string{"home", "state", "run", "etc-up", "etc-work", "run-up", "run-work"} {
