@@ -51,12 +51,11 @@ func TestLifetimeOutputEndsSession(t *testing.T) {
 // session lives on (no lifetime cap reached by the writers). A command of
 // the process agent, which writes to pipes of its own, is spared.
 func TestOutputCapKillsBackgroundWriters(t *testing.T) {
-	// The writers are paced (4 KiB per 5 ms each, under 2 MB/s together)
-	// and the lifetime cap is 64 MiB: a cut slowed by a loaded machine
-	// still comes long before the writers could reach it (in a tight loop
-	// two writers passed 8 MiB before the cut under two busy loops, and
-	// the lifetime cap, rightly, ended the session).
-	m, _ := newManager(t, Config{OutputBytes: 64 << 20})
+	// The lifetime cap is 1 GiB, far past what the writers can write
+	// before the cut even on a loaded machine (with 8 MiB, two tight
+	// writers passed it before the cut under two busy loops, and the cap,
+	// rightly, ended the session).
+	m, _ := newManager(t, Config{OutputBytes: 1 << 30})
 	s := create(t, m, Options{Processes: true, Limits: container.Limits{Timeout: time.Minute, OutputBytes: 64 << 10}})
 	a, err := s.Procs()
 	if err != nil {
@@ -68,7 +67,7 @@ func TestOutputCapKillsBackgroundWriters(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	const flood = `import sys, time\nwhile True: sys.stdout.write('y' * 4096); sys.stdout.flush(); time.sleep(0.005)`
+	const flood = `import sys\nwhile True: sys.stdout.write('y' * 4096); sys.stdout.flush()`
 	res := run(t, s, "import os, subprocess, sys, time\n"+
 		"subprocess.Popen([sys.executable, '-c', '''import os, sys\nif os.fork() == 0:\n    "+flood+"\n'''])\n"+
 		"subprocess.Popen([sys.executable, '-c', \""+flood+"\"])\n"+
@@ -112,11 +111,11 @@ func TestOutputCapKillsBackgroundWriters(t *testing.T) {
 // end): the result says so, and the next execs get only their own output
 // from a live session.
 func TestOutputCapStopsThreadWriters(t *testing.T) {
-	m, _ := newManager(t, Config{OutputBytes: 64 << 20}) // as above: far past what the writer can do before the cut
+	m, _ := newManager(t, Config{OutputBytes: 1 << 30}) // as above: far past what the writer can do before the cut
 	s := create(t, m, Options{Limits: container.Limits{Timeout: time.Minute, OutputBytes: 64 << 10}})
 	run(t, s, "import threading, time\nkeep = threading.Thread(target=time.sleep, args=(600,), daemon=True)\nkeep.start()")
 	res := run(t, s, "import sys, threading, time\n"+
-		"def w():\n    while True: sys.stdout.write('y' * 4096); sys.stdout.flush(); time.sleep(0.005)\n"+
+		"def w():\n    while True: sys.stdout.write('y' * 4096); sys.stdout.flush()\n"+
 		"def s():\n    while True: time.sleep(600); print('tick')\n"+
 		"threading.Thread(target=s, daemon=True).start()\n"+
 		"threading.Thread(target=w, daemon=True).start()\ntime.sleep(60)")
