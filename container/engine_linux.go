@@ -136,7 +136,7 @@ func New(cfg Config) (_ *Engine, err error) {
 	}
 	if cfg.Spares > 0 {
 		def := DefaultLimits()
-		lim := initproc.WithInitTasks(cgroup.Limits{MemoryBytes: def.MemoryBytes, Pids: def.Pids, CPUs: def.CPUs})
+		lim := cgroup.Limits{MemoryBytes: def.MemoryBytes, Pids: def.Pids, CPUs: def.CPUs}
 		e.spares = initproc.NewSpares(cfg.Spares, func() (*initproc.Proc, error) { return e.newInit("sp-"+NewID(), lim, nil) }, log)
 	}
 	cu.Release()

@@ -17,8 +17,8 @@ import (
 	"github.com/nsbox/nsbox/container/sandboxinit"
 )
 
-// initProcess is a sandbox whose command an init the engine cloned
-// started, staying its pid 1, or became (package initproc).
+// initProcess is a sandbox whose main process an init the engine cloned
+// became (package initproc).
 type initProcess struct {
 	*initproc.Proc
 	exited chan struct{}
@@ -30,9 +30,6 @@ type initProcess struct {
 func (e *Engine) initProcesses(zb *locks.Block) func(*description) (process, error) {
 	return func(d *description) (process, error) {
 		lim := d.cgroupLimits()
-		if zb == nil {
-			lim = initproc.WithInitTasks(lim)
-		}
 		if e.spares != nil && zb == nil {
 			if p := e.spares.Take(); p != nil {
 				if p.Limits == lim {
@@ -69,7 +66,7 @@ func (e *errCommandNotFound) Error() string { return e.msg }
 
 func (p *initProcess) owner() int             { return p.Owner }
 func (p *initProcess) cgroup() *cgroup.Cgroup { return p.Cg }
-func (p *initProcess) pid() int               { return p.CommandPid() }
+func (p *initProcess) pid() int               { return p.Process.Pid }
 func (p *initProcess) done() <-chan struct{}  { return p.exited }
 func (p *initProcess) destroy()               { p.Destroy() }
 
@@ -106,13 +103,6 @@ func (p *initProcess) launch(d *description, mounts []*os.File) error {
 		p.Wait()
 		return execError(msg)
 	}
-	if msg == "" && p.Started() {
-		if err := p.Settle(d.limits.Pids); err != nil {
-			p.Cg.Kill()
-			p.Wait()
-			return err
-		}
-	}
 	go func() {
 		// Wait on the process without reaping it, so done fires even
 		// before anyone waits.
@@ -144,7 +134,13 @@ func (p *initProcess) hasExited() bool {
 	return errors.Is(err, unix.ECHILD) || err == nil && info.Signo == int32(unix.SIGCHLD)
 }
 
-func (p *initProcess) wait() (syscall.WaitStatus, bool) { return p.Proc.CommandWait() }
+func (p *initProcess) wait() (syscall.WaitStatus, bool) {
+	if ps := p.Wait(); ps != nil {
+		ws, ok := ps.Sys().(syscall.WaitStatus)
+		return ws, ok
+	}
+	return 0, false
+}
 
 // ExecError is an execve failure the sandbox's init reported: argv[0] and
 // the errno.

@@ -53,7 +53,7 @@ type Sandbox struct {
 // ID is the sandbox's run id.
 func (s *Sandbox) ID() string { return s.spec.ID }
 
-// Pid is the host pid of the sandbox's main process: its command.
+// Pid is the host pid of the sandbox's main process.
 func (s *Sandbox) Pid() int { return s.proc.pid() }
 
 // Control is the engine's end of the control socket (fd 3 of the command)
@@ -85,9 +85,9 @@ func (s *Sandbox) Output() (stdout, stderr []byte, stdoutTotal, stderrTotal int6
 	return
 }
 
-// Signal sends sig to the sandbox's command (through its init, which
-// forwards it; a zygote child is pid 1 and only takes what it handles).
-// Use Kill to end the sandbox.
+// Signal sends sig to the sandbox's main process (pid 1 inside: it only
+// receives signals it has a handler for, e.g. Python's SIGINT ->
+// KeyboardInterrupt). Use Kill to end the sandbox.
 func (s *Sandbox) Signal(sig syscall.Signal) error { return s.proc.signal(sig) }
 
 // Done is closed when the sandbox's main process has exited (before Wait

@@ -13,11 +13,9 @@ import (
 var version = "dev"
 
 // Exit statuses of nsbox itself (a command run by `nsbox exec` exits with
-// its own, or 128+N when signal N ended it): 1 for errors, cmdline.ExitUsage
-// (2) for a command line nsbox cannot read or a request refused for it,
-// exitBusy (75, EX_TEMPFAIL) when the daemon stayed full, 124 for a
-// timeout, 130 (128+N) when Ctrl-C (signal N) interrupted the run and 137
-// for a run killed by a limit. README.md has the table.
+// its own): 1 for errors, cmdline.ExitUsage (2) for a command line nsbox cannot
+// read, exitBusy (75, EX_TEMPFAIL) when the daemon stayed full, 124 for a
+// timeout, 130 when interrupted and 137 for a run killed by a limit.
 const (
 	exitBusy        = 75
 	exitTimeout     = 124

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
@@ -158,9 +157,8 @@ func printResult(res *agentapi.RunResult) error {
 	return enc.Encode(res)
 }
 
-// verdict turns a result into the process exit: the command's own code,
-// 128+N when signal N killed it, or a one-line explanation and 124/137
-// when a limit ended the run. Session
+// verdict turns a result into the process exit: the command's own code, or
+// a one-line explanation and 124/137 when a limit ended the run. Session
 // execs go through it too: an exception exits 1 (its traceback is printed
 // already), an interrupted cell 130. A zero limit in l is one the daemon
 // chose, and goes unnamed.
@@ -194,9 +192,6 @@ func verdict(status string, code int, signal, errMsg string, l container.Limits)
 		msg, code = "killed", exitKilled
 		if signal != "" {
 			msg = "killed by " + signal
-			if n := unix.SignalNum(signal); n > 0 {
-				code = 128 + int(n) // as a shell gives it: 143 for SIGTERM
-			}
 		}
 	default:
 		msg, code = fmt.Sprintf("run ended with status %s: %s", status, errMsg), 1

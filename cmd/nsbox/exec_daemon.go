@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -36,7 +38,7 @@ func noDaemon() string {
 // (when piped) is sent with the request, and the exit follows the result.
 func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 	if x.seccomp != nil {
-		return cmdline.UsageError(c, "--seccomp-profile applies to in-process runs only; add %s", noDaemon())
+		return fmt.Errorf("exec: --seccomp-profile applies to in-process runs only; add %s", noDaemon())
 	}
 	req := x.req
 	if stdin := execStdin(); stdin != nil {
@@ -53,7 +55,7 @@ func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 		req.Stdin = string(in)
 	}
 
-	ctx, caught, stop := cmdline.Interruptible(c.Context)
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	asJSON := c.Bool("json")
 	var onEvent func(agentapi.Event)
@@ -77,9 +79,6 @@ func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 		}
 	}
 	res, err := runWaiting(ctx, c.Bool("no-wait"), func() (*agentapi.RunResult, error) { return cl.RunStream(ctx, req, onEvent) })
-	if sig := caught(); sig != nil {
-		return cmdline.Interrupted(sig)
-	}
 	if err != nil {
 		return fmt.Errorf("exec: %w", cmdline.FlagError(c, err))
 	}

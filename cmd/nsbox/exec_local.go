@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -53,22 +55,16 @@ func execInProcess(c *cli.Context, x *execRun) error {
 		opts.OnStdout = func(b []byte) { os.Stdout.Write(b) }
 		opts.OnStderr = func(b []byte) { os.Stderr.Write(b) }
 	}
-	ctx, caught, stop := cmdline.Interruptible(c.Context)
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := core.Run(ctx, x.req, opts)
 	if err != nil {
-		if sig := caught(); sig != nil {
-			return cmdline.Interrupted(sig)
-		}
 		return fmt.Errorf("exec: %w", cmdline.FlagError(c, err))
 	}
 	if asJSON {
 		if err := printResult(res); err != nil {
 			return err
 		}
-	}
-	if sig := caught(); sig != nil {
-		return cmdline.Interrupted(sig) // the run was killed for it
 	}
 	return verdict(res.Status, res.ExitCode, res.Signal, res.Error, x.limits.WithDefaults())
 }

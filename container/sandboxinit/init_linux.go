@@ -1,7 +1,7 @@
 // Package sandboxinit is the init of every nsbox sandbox: the first process
 // in its fresh namespaces. It receives its config from the engine, builds
 // the mount tree, drops to the sandbox user, installs the seccomp filter and
-// starts the command, staying its pid 1 (reap_linux.go). It imports nothing heavy (no cgo, no logging or
+// execs the command. It imports nothing heavy (no cgo, no logging or
 // metrics libraries), so cmd/nsbox-init, a small binary made of this package
 // alone, starts in about a millisecond; the nsbox binary can also act as
 // init (MaybeRun), which is the fallback when no nsbox-init is installed.
@@ -35,7 +35,7 @@ const (
 const (
 	fdConfig  = 3 // socket: JSON Config + the workspace mount (SCM_RIGHTS), then EOF
 	fdSync    = 4 // one byte once the child sits in its cgroup
-	fdErr     = 5 // CLOEXEC: a setup error, or Started and the command's status (reap_linux.go)
+	fdErr     = 5 // CLOEXEC: init writes a setup error here; EOF = exec happened
 	fdControl = 6 // control socket; becomes fd 3 of the command when asked for
 	// FDSelf is the sealed init binary, exec'd as /proc/self/fd/FDSelf.
 	FDSelf = 7
@@ -88,21 +88,20 @@ func Is() bool {
 	return len(os.Args) > 0 && os.Args[0] == Arg0 && os.Getenv("_NSBOX_INIT") == "1"
 }
 
-// Run is the init. It never returns: it starts the command and exits with
-// its status (reap_linux.go; a zygote's init execs the zygote), or reports
-// a setup error to the engine and exits 127.
+// Run is the init. It never returns: it execs the command, or reports a
+// setup error to the engine and exits 127.
 func Run() {
 	// Namespaces, credentials and the seccomp filter belong to one thread;
 	// the exec happens from it.
 	runtime.LockOSThread()
-	errPipe := os.NewFile(fdErr, "init-err")
-	err := runInit(errPipe)
+	err := runInit()
 	// Only failures get here: a successful exec never returns.
+	errPipe := os.NewFile(fdErr, "init-err")
 	fmt.Fprint(errPipe, message(err))
 	os.Exit(127)
 }
 
-func runInit(errPipe *os.File) error {
+func runInit() error {
 	cfg, fds, err := readConfig()
 	if err != nil {
 		return err
@@ -169,10 +168,7 @@ func runInit(errPipe *os.File) error {
 			return fmt.Errorf("install seccomp filter: %w", err)
 		}
 	}
-	if cfg.Zygote {
-		return execFailed(cfg.Argv[0], unix.Exec(path, cfg.Argv, cfg.Env))
-	}
-	return spawn(path, &cfg, errPipe)
+	return execFailed(cfg.Argv[0], unix.Exec(path, cfg.Argv, cfg.Env))
 }
 
 // readConfig receives the config and the mounts' fds (the workspace's

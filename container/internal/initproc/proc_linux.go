@@ -63,11 +63,7 @@ type Proc struct {
 	placed bool
 	cfg    *os.File // engine end of the config socket (fd 3 of init)
 	syncW  *os.File // one byte: "you are in your cgroup, go on"
-	errR   *os.File // init's setup error; EOF or sandboxinit.Started = exec'd
-	// started: init said Started and stays pid 1; tail is what followed.
-	started bool
-	tail    []byte
-	cmd     int // the command's host pid (Settle)
+	errR   *os.File // init's setup error; EOF without data = exec'd
 
 	waitOnce    sync.Once
 	state       *os.ProcessState
@@ -239,38 +235,11 @@ func (p *Proc) Go() error {
 	return err
 }
 
-// SetupError waits for init to exec the command (EOF on its error pipe,
-// or its Started byte) and returns the message it left instead, if any.
+// SetupError waits for init to exec the command (EOF on its error pipe)
+// and returns the message it left instead, if any.
 func (p *Proc) SetupError() string {
-	var msg []byte
-	buf := make([]byte, 512)
-	for {
-		n, err := p.errR.Read(buf)
-		msg = append(msg, buf[:n]...)
-		if len(msg) > 0 && msg[0] == sandboxinit.Started {
-			p.started, p.tail = true, msg[1:]
-			return ""
-		}
-		if err != nil {
-			return string(bytes.TrimSpace(msg))
-		}
-	}
-}
-
-// Started says whether init started the command as its child and stays
-// its pid 1 (after SetupError).
-func (p *Proc) Started() bool { return p.started }
-
-// CommandStatus is the status of the command init started and reported,
-// once init has exited (Wait); false when init reported none (it exec'd a
-// zygote, or was killed first).
-func (p *Proc) CommandStatus() (syscall.WaitStatus, bool) {
-	if !p.started {
-		return 0, false
-	}
-	rest, _ := io.ReadAll(p.errR)
-	p.tail = append(p.tail, rest...)
-	return sandboxinit.CommandStatus(p.tail)
+	msg, _ := io.ReadAll(p.errR)
+	return string(bytes.TrimSpace(msg))
 }
 
 // Failed kills a failed init and explains its failure by its own error
