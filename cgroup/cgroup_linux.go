@@ -211,9 +211,12 @@ func (c *Cgroup) killFrozen(deadline time.Time) error {
 				_ = unix.Kill(pid, unix.SIGKILL)
 			}
 		}
-		if frozen {
-			c.freeze(false, deadline)
-		}
+		// Thawed whether or not the freeze completed: a freeze that had
+		// not reached FROZEN by the deadline (a loaded machine) still
+		// completes later, and a cgroup left so holds its processes, their
+		// SIGKILL pending, for ever (a daemon hung waiting for a pool
+		// runner to exit, seen under two busy loops).
+		c.freeze(false, deadline)
 		if c.waitEmpty(earlier(deadline, time.Now().Add(100*time.Millisecond))) {
 			return nil
 		}
