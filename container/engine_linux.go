@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -65,8 +64,6 @@ type Engine struct {
 	spares  *initproc.Spares
 	spawner *initproc.Spawner // v1: clones inits in their cgroups
 	idmaps  mnt.Cache         // user namespaces of idmapped mounts (container/internal/mnt)
-	// overlayOnce logs, once, that read-only mounts cannot be overlays.
-	overlayOnce sync.Once
 }
 
 // New prepares an engine: it checks it runs as root, compiles the default

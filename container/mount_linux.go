@@ -109,18 +109,11 @@ func (e *Engine) openMounts(ms []Mount, owner int) (_ []*os.File, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if m.ReadOnly {
-			// Its root in the sandbox's mountinfo is "/", not the
-			// source's host path (a dataset's directory); a kernel
-			// without overlay layers by fd gets the clone itself.
-			if ov, err := mnt.ReadOnlyOverlay(f, m.Target, m.NoExec); err == nil {
-				f = ov
-			} else {
-				e.overlayOnce.Do(func() {
-					e.log.Warn("read-only mounts are not overlays on this kernel: a sandbox's mountinfo shows their host paths", "err", err)
-				})
-			}
-		}
+		// A read-only mount (a dataset) stays a clone of the host's
+		// directory, not an overlay over it: an overlay's view of a lower
+		// directory the host changes is undefined (a file created there
+		// later stayed unseen), and a dataset is a live view. Its host path
+		// shows in the sandbox's mountinfo.
 		out = append(out, f)
 	}
 	cu.Release()
