@@ -270,6 +270,18 @@ def _restore_env(saved):
             os.environ[k] = v
 
 
+def _mark_and_send(req, rep):
+    """End a cell's output: its marker on stdout and stderr (the host
+    drops what came before it as the cell's), then the reply."""
+    m = req['marker'].encode()
+    for fd in (1, 2):
+        try:
+            os.write(fd, m)
+        except OSError:
+            rep['unmarked'] = True
+    _send(rep)
+
+
 def _flush():
     for f in (sys.stdout, sys.stderr):
         try:
@@ -706,13 +718,7 @@ def main():
                     rep['stopped'], rep['left'] = _stop_threads()
                 except Exception:  # the host's second fence judges
                     pass
-            m = req['marker'].encode()
-            for fd in (1, 2):
-                try:
-                    os.write(fd, m)
-                except OSError:
-                    rep['unmarked'] = True
-            _send(rep)
+            _mark_and_send(req, rep)
             continue
         cid = req.get('context')
         setup = req.get('setup')
@@ -773,13 +779,7 @@ def main():
             _child_exit(rep)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _flush()
-        m = req['marker'].encode()
-        for fd in (1, 2):
-            try:
-                os.write(fd, m)
-            except OSError:
-                rep['unmarked'] = True
-        _send(rep)
+        _mark_and_send(req, rep)
 
 
 main()
