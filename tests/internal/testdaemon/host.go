@@ -86,14 +86,8 @@ func RemoveCgroups(t testing.TB, name, runDir string) {
 		for {
 			ents, _ := os.ReadDir(parent)
 			for _, e := range ents {
-				if !e.IsDir() {
-					continue
-				}
-				dir := filepath.Join(parent, e.Name())
-				if syscall.Rmdir(dir) == nil {
+				if e.IsDir() && syscall.Rmdir(filepath.Join(parent, e.Name())) == nil {
 					RemoveFreeLock(LiveLock(runDir, e.Name()))
-				} else if thawAndKill(dir) {
-					t.Logf("%s: the SIGKILLed daemon left it frozen with processes in it (killed mid-teardown); thawed and killed", dir)
 				}
 			}
 			err := syscall.Rmdir(parent)
@@ -107,24 +101,6 @@ func RemoveCgroups(t testing.TB, name, runDir string) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-}
-
-// thawAndKill thaws a sandbox cgroup of the test's daemon that a v1
-// freezer left FROZEN (the daemon, SIGKILLed between its freeze and thaw
-// of a sandbox it was killing, never thawed it: a frozen process takes no
-// SIGKILL) and SIGKILLs what is in it; it says whether it found any.
-func thawAndKill(dir string) bool {
-	pids, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if len(strings.TrimSpace(string(pids))) == 0 {
-		return false
-	}
-	_ = os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0)
-	for _, f := range strings.Fields(string(pids)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	return true
 }
 
 // LiveLock is the liveness lock file of the sandbox with cgroup name id, of
