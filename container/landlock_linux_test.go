@@ -1,8 +1,11 @@
 package container
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -111,21 +114,48 @@ func hostDir(t *testing.T) string {
 	return dir
 }
 
+// attachEnv names the request of a test binary re-executed by attachInto:
+// "PID SRC DST".
+const attachEnv = "NSBOX_TEST_ATTACH"
+
 // attachInto attaches a clone of the host directory src at dst in the
-// mount namespace of pid, from a thread of this process that leaves the
-// process's shared fs state, enters that namespace and ends after.
+// mount namespace of pid. A child process (this test binary again, see
+// maybeAttach) does it: entering a mount namespace needs a thread with its
+// own fs state, which must end after, and a thread of this process that
+// ends takes with it every sandbox it happened to clone (their parent-death
+// signal follows the cloning thread, not the process).
 func attachInto(pid int, src, dst string) error {
-	tree, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
-	if err != nil {
-		return err
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %s %s", attachEnv, pid, src, dst))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
 	}
-	defer unix.Close(tree)
-	ns, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
+	return nil
+}
+
+// maybeAttach does attachInto's work when this process is its child, and
+// exits.
+func maybeAttach() {
+	req, ok := os.LookupEnv(attachEnv)
+	if !ok {
+		return
 	}
-	defer unix.Close(ns)
-	return onSpareThread(func() error {
+	var pid int
+	var src, dst string
+	if _, err := fmt.Sscan(req, &pid, &src, &dst); err != nil {
+		fmt.Fprintf(os.Stderr, "%s=%q: %v\n", attachEnv, req, err)
+		os.Exit(2)
+	}
+	runtime.LockOSThread() // never unlocked: the process exits from here
+	err := func() error {
+		tree, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if err != nil {
+			return err
+		}
+		ns, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
 		if err := unix.Unshare(unix.CLONE_FS); err != nil {
 			return err
 		}
@@ -133,24 +163,12 @@ func attachInto(pid int, src, dst string) error {
 			return err
 		}
 		return unix.MoveMount(tree, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH)
-	})
-}
-
-// onSpareThread runs f locked to a thread that is not the main one (whose
-// namespaces /proc/self shows) and that ends with it, never reused.
-func onSpareThread(f func() error) error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if unix.Gettid() == unix.Getpid() {
-			// Hold the main thread so that the next goroutine runs elsewhere.
-			done <- onSpareThread(f)
-			runtime.UnlockOSThread()
-			return
-		}
-		done <- f() // never unlocked: the thread exits with the goroutine
 	}()
-	return <-done
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 // BenchmarkLandlockSpawn alternates python3 -c 'print(1)' on two engines

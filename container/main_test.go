@@ -12,6 +12,7 @@ import (
 func TestMain(m *testing.M) {
 	// Sandboxes re-execute this test binary as their init.
 	MaybeInit()
+	maybeAttach()
 	mountsBefore := countMounts()
 	code := m.Run()
 	// After the whole suite nothing of nsbox may remain on the host.
