@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/e2b/envd"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
@@ -99,7 +100,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		sreq.LifetimeAction = "park"
 	}
 	id := randomHex(16)
-	sess, err := s.core.CreateSessionWith(r.Context(), sreq, daemon.SessionOptions{ID: id, Processes: true, NoIdleEnd: true})
+	sess, err := s.core.CreateSessionWith(r.Context(), sreq, daemon.SessionOptions{ID: id, Processes: true, NoIdleEnd: true, Home: envd.Home})
 	if err != nil {
 		s.log.Info("e2b: create refused", "template", req.TemplateID, "err", err)
 		writeErr(w, err)

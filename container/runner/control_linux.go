@@ -51,6 +51,22 @@ func (r *Runner) DropContext(ctx context.Context, id string) error {
 	return err
 }
 
+// SetHome makes dir the runner's working directory and $HOME, and those of
+// what it starts later: the process agent (start it after), and the
+// children of cells. A dir that is not a directory in the sandbox is no
+// error and changes nothing (a rootfs without /home: the workspace
+// stays); the directory in effect is returned.
+func (r *Runner) SetHome(ctx context.Context, dir string) (string, error) {
+	rep, err := r.control(ctx, homeRequest{Home: dir}, nil)
+	if err != nil {
+		return "", fmt.Errorf("set home %s: %w", dir, err)
+	}
+	if rep.Error != "" {
+		return "", fmt.Errorf("%w: set home %s: %s", ErrProtocol, dir, rep.Error)
+	}
+	return rep.Home, nil
+}
+
 // control sends a request that is not a cell (with files attached, when
 // any) and returns the runner's answer. It is serialised with cells; ctx
 // bounds the wait for a running cell, not the answer, which the runner

@@ -39,11 +39,14 @@ type kind struct {
 	// synchronous cell (breakOnSigint) starts a thread around every cell,
 	// ~0.2 ms of a pooled run, so a one-shot Node run is killed instead.
 	cheapInterrupt bool
-	transforms     []Transform
+	// dedents: a cell's leading indentation is removed first (Dedent), as
+	// a notebook's kernel does (IPython).
+	dedents    bool
+	transforms []Transform
 }
 
 var kinds = map[Language]kind{
-	Python:     {name: "Python runner", needs: "python3", forks: true, snapshots: true, allowList: true, agent: true, contexts: true, cheapInterrupt: true},
+	Python:     {name: "Python runner", needs: "python3", forks: true, snapshots: true, allowList: true, agent: true, contexts: true, cheapInterrupt: true, dedents: true},
 	JavaScript: {name: "Node.js runner", needs: "node", transforms: []Transform{StripTypes}},
 }
 
@@ -75,6 +78,9 @@ func (l Language) Contexts() bool { return l.kind().contexts }
 // CheapInterrupt reports a runner kind whose cells are interrupted at
 // their timeout rather than killed with the sandbox (ExecRequest.KillOnTimeout).
 func (l Language) CheapInterrupt() bool { return l.kind().cheapInterrupt }
+
+// Dedents reports a runner kind whose cells are dedented first (Dedent).
+func (l Language) Dedents() bool { return l.kind().dedents }
 
 // Takes reports whether the runner kind applies t to a cell.
 func (l Language) Takes(t Transform) bool {

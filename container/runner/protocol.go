@@ -60,6 +60,13 @@ type dropRequest struct {
 	Drop string `json:"drop_context"`
 }
 
+// homeRequest makes the runner's working directory and $HOME dir, for
+// it and what it starts from then on (the process agent, a cell's
+// children); a directory that does not exist changes nothing.
+type homeRequest struct {
+	Home string `json:"home"`
+}
+
 // stateRequest asks a Python runner to snapshot its user state into the
 // memfd that follows the frame (one byte carrying it, as for an agent),
 // or to restore it from one.
@@ -95,6 +102,8 @@ type reply struct {
 	NotCarried []NotCarried `json:"not_carried,omitempty"`
 	// OverCap: a snapshot stopped at its max_bytes.
 	OverCap bool `json:"over_cap,omitempty"`
+	// Home answers a homeRequest: the working directory now.
+	Home string `json:"home,omitempty"`
 	// Error says why a request that is not a cell failed.
 	Error string `json:"error,omitempty"`
 }

@@ -464,6 +464,17 @@ function handle(req) {
   if (req.agent) {
     return { error: 'processes are not supported in a Node session yet' };
   }
+  if ('home' in req) {
+    // The working directory and $HOME (an E2B sandbox's /home/user); a
+    // path that is not a directory changes nothing.
+    try {
+      if (fs.statSync(req.home).isDirectory()) {
+        process.chdir(req.home);
+        process.env.HOME = req.home;
+      }
+    } catch (_) { /* no such directory: the workspace stays */ }
+    return { home: process.cwd() };
+  }
   if (req.snapshot || req.restore) {
     return { error: 'fork and park are for Python sessions' };
   }

@@ -360,6 +360,19 @@ def _drop(cid):
     return {'dropped': True}
 
 
+def _home(d):
+    """Makes d the working directory and $HOME (an E2B sandbox's
+    /home/user): for cells, and for what starts from here later (the
+    process agent, a cell's children). A d that is not a directory
+    changes nothing."""
+    if os.path.isdir(d):
+        os.chdir(d)
+        os.environ['HOME'] = d
+        # ~/.local's site-packages, computed from $HOME (_user_site).
+        site.USER_BASE = site.USER_SITE = None
+    return {'home': os.getcwd()}
+
+
 _agent_proc = None  # the process agent, once started (kept: its Popen reaps it)
 _agent_ready = -1   # a pipe the agent closes once it is non-dumpable
 
@@ -690,6 +703,9 @@ def main():
             continue
         if req.get('agent'):
             _send(_agent(req))
+            continue
+        if 'home' in req:
+            _send(_home(req['home']))
             continue
         if req.get('snapshot') or req.get('restore'):
             # Pickling runs user code (__reduce__, __getstate__): the

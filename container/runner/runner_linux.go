@@ -356,7 +356,11 @@ func (r *Runner) cell(ctx context.Context, req ExecRequest, setup bool, preimpor
 	errSeen, errOver := r.stderr.begin([]byte(marker), req.OutputBytes, req.OnStderr)
 
 	res := &Result{}
-	frame := request{Code: req.Code, Marker: marker, Setup: setup, Preimport: preimport,
+	code := req.Code
+	if r.lang.Dedents() {
+		code = Dedent(code)
+	}
+	frame := request{Code: code, Marker: marker, Setup: setup, Preimport: preimport,
 		Stream: req.OnStdout != nil || req.OnStderr != nil, Context: req.Context, Env: req.Env, NoInterrupt: req.KillOnTimeout}
 	frame.Lang = string(req.Transform)
 	if req.AllowedImports != nil {

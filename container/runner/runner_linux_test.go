@@ -195,3 +195,18 @@ func TestZygoteHeldIsTheRunnersSource(t *testing.T) {
 		t.Errorf("the prelude does not define %s first: %.60q", name, ZygotePrelude())
 	}
 }
+
+// TestIndentedCell: a cell written indented (inside a JS template literal)
+// runs as IPython runs it, dedented, and its traceback's line numbers are
+// the cell's own.
+func TestIndentedCell(t *testing.T) {
+	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
+	res := exec(t, r, "\n        x = 1\n        if x:\n            x += 1\n        x\n        ")
+	if res.Status != StatusOK || res.Value != "2" {
+		t.Fatalf("indented cell: %s %q %+v", res.Status, res.Value, res.Exception)
+	}
+	res = exec(t, r, "\n\n    y = 0\n    1 / y\n")
+	if res.Exception == nil || res.Exception.Name != "ZeroDivisionError" || !strings.Contains(res.Exception.Traceback, "line 4") {
+		t.Fatalf("indented cell's error: %+v", res.Exception)
+	}
+}

@@ -157,6 +157,13 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
 	r.LimitOutput(limits.OutputBytes)
+	if opts.Home != "" {
+		// Before the agent, which inherits it.
+		if _, err := r.SetHome(ctx, opts.Home); err != nil {
+			r.Kill(container.StatusError)
+			return nil, fmt.Errorf("session %s: %w", id, err)
+		}
+	}
 	var agent *procs.Agent
 	if opts.Processes {
 		if agent, err = r.StartAgent(ctx); err != nil {

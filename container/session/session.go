@@ -91,6 +91,10 @@ type Options struct {
 	// (Session.Procs): commands run beside the interpreter, in the same
 	// sandbox, and end with it.
 	Processes bool
+	// Home is the interpreter's working directory and $HOME, and so its
+	// process agent's and its commands' (runner.SetHome); "" keeps the
+	// sandbox's, /workspace. E2B sandboxes' is /home/user.
+	Home string
 	// CommandOutputBytes caps each command's output per stream
 	// (procs.Agent.LimitOutput; 0: procs.DefaultOutputBytes).
 	CommandOutputBytes int64

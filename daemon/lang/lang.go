@@ -67,7 +67,8 @@ var builtin = []*Descriptor{
 		Title: "Python",
 		Description: "Python 3 code, like a notebook cell: the repr of the last expression is returned, an exception comes back with its traceback, " +
 			"and every matplotlib figure (open at the end or passed to plt.show()) as a PNG image.",
-		oneShot: func(code, _ string) Program { return Program{Argv: []string{"python3", "-c", code}} },
+		// Dedented as its runner does: a cell behaves alike on every path.
+		oneShot: func(code, _ string) Program { return Program{Argv: []string{"python3", "-c", runner.Dedent(code)}} },
 	},
 	{
 		Name: agentapi.LanguageBash, codeInArgv: true,

@@ -246,3 +246,13 @@ func TestInfo(t *testing.T) {
 		t.Errorf("default marked %d times, want once, on %s", defaults, Default().Name)
 	}
 }
+
+// TestOneShotPythonDedents: python3 -c gets the cell dedented, as its
+// runner does, so an indented cell behaves alike on both paths.
+func TestOneShotPythonDedents(t *testing.T) {
+	d, _ := Builtin("python")
+	p, _ := d.OneShot("\n    x = 1\n    print(x)\n", "")
+	if got := strings.Join(p.Argv, " "); got != "python3 -c \nx = 1\nprint(x)\n" {
+		t.Errorf("argv %q", got)
+	}
+}

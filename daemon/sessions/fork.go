@@ -137,7 +137,7 @@ func (k *Keeper) branch(ctx context.Context, o *origin, uid int64, n int, fo *Fo
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			so := Options{Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, owner: &uid}
+			so := Options{Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, Home: o.Home, owner: &uid}
 			if fo.IDs != nil {
 				so.ID = fo.IDs[i]
 			}

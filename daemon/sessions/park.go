@@ -163,7 +163,7 @@ func (k *Keeper) revive(ctx context.Context, p *parked) (*agentapi.CarriedSessio
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
 	defer st.Close()
-	out, err := k.carry(ctx, &o, Options{ID: id, Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, Meta: p.rec.Meta, owner: &owner}, st, func(ws *container.Workspace) error {
+	out, err := k.carry(ctx, &o, Options{ID: id, Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, Home: o.Home, Meta: p.rec.Meta, owner: &owner}, st, func(ws *container.Workspace) error {
 		a, err := os.Open(p.path(parkArchive))
 		if err != nil {
 			return err

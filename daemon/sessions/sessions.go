@@ -33,6 +33,10 @@ type Options struct {
 	// Processes starts the sandbox's process agent with the session
 	// (Processes: commands beside the interpreter).
 	Processes bool
+	// Home is the working directory and $HOME of the session's
+	// interpreter and commands (session.Options.Home); "" is the
+	// workspace, /workspace. E2B's sandboxes are at /home/user.
+	Home string
 	// NoIdleEnd: the session ends at its lifetime only, never for being
 	// idle (an E2B sandbox lives until its timeout).
 	NoIdleEnd bool
@@ -56,6 +60,7 @@ type origin struct {
 	Request   agentapi.SessionRequest `json:"request"`
 	Processes bool                    `json:"processes,omitempty"`
 	NoIdleEnd bool                    `json:"no_idle_end,omitempty"`
+	Home      string                  `json:"home,omitempty"`
 
 	// meta is the live session's Meta (parkRecord.Meta once parked).
 	meta *meta
@@ -109,13 +114,13 @@ func (k *Keeper) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	if so.owner != nil {
 		uid = *so.owner
 	}
-	o := &origin{Request: *req, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd, meta: &meta{b: m}}
+	o := &origin{Request: *req, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd, Home: so.Home, meta: &meta{b: m}}
 	o.Request.Files = nil
 	sess, err := k.mgr.Create(ctx, session.Options{
 		ID: spec.ID, Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
 		IdleTimeout: j.IdleTimeout, Env: spec.Env, Files: spec.Files, Owner: uid, Origin: o,
 		Lifetime: j.Lifetime, AllowedImports: req.AllowedImports,
-		IdleAction: j.IdleAction, LifetimeAction: req.LifetimeAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd,
+		IdleAction: j.IdleAction, LifetimeAction: req.LifetimeAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd, Home: so.Home,
 		Language: j.Lang.Name, Runner: j.Lang.Runner, Transform: j.Lang.Transform,
 		Mounts: mounts, CommandOutputBytes: pol.Sessions.CommandOutputBytes,
 	})

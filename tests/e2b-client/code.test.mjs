@@ -28,7 +28,7 @@ test("state across calls and the main result", { timeout: 60_000 }, async (t) =>
   assert.equal(e.results[0].isMainResult, true);
   assert.equal(typeof e.executionCount, "number");
   assert.ok(e.executionCount > first.executionCount, `execution count ${first.executionCount} then ${e.executionCount}`);
-  assert.equal((await run(sbx, "'a' * 3")).text, "'aaa'", "the main result's text is its repr");
+  assert.equal((await run(sbx, "'a' * 3")).text, "aaa", "a str's text is the str, as E2B's (its repr less the quotes)");
 });
 
 test("stdout and stderr as logs and callbacks", { timeout: 60_000 }, async (t) => {
@@ -74,7 +74,7 @@ test("an exception is an execution error with its traceback", { timeout: 60_000 
   assert.deepEqual(e.results, []);
   assert.equal(errors.length, 1);
   // The context survives an exception.
-  assert.equal((await run(sbx, "f.__name__")).text, "'f'");
+  assert.equal((await run(sbx, "f.__name__")).text, "f");
 });
 
 test("a cell timeout is TimeoutError and the context lives on", { timeout: 120_000 }, async (t) => {
@@ -143,4 +143,48 @@ test("envs hold for one execution only", { timeout: 60_000 }, async (t) => {
 test("another language is refused with a clear error", { timeout: 60_000 }, async (t) => {
   const sbx = await create(t, Sandbox);
   await assert.rejects(sbx.runCode("console.log(1)", { language: "js" }), /400/);
+});
+
+test("an indented cell is dedented, as E2B's kernel does", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const e = await run(sbx, `
+    total = 0
+    for i in range(4):
+        total += i
+    total
+  `);
+  assert.equal(e.text, "6");
+  const err = await sbx.runCode(`
+      a = 1
+      a / 0
+  `);
+  assert.equal(err.error?.name, "ZeroDivisionError");
+  assert.match(err.error.traceback, /line 3/, "the traceback's line is the cell's own");
+});
+
+test("a result's text: a str without its quotes, other values their repr", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  for (const [code, want] of [
+    ["'bar'", "bar"],
+    ["\"it's\"", "it's"],
+    ["['bar']", "['bar']"],
+    ["('x', 1)", "('x', 1)"],
+    ["1", "1"],
+    ["'1'", "1"],
+  ]) {
+    assert.equal((await run(sbx, code)).text, want, code);
+  }
+});
+
+test("code and commands run in /home/user, which is $HOME", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const e = await run(sbx, "import os, pathlib, subprocess\nprint(os.getcwd(), os.environ['HOME'], pathlib.Path.home(), subprocess.run('pwd', capture_output=True, text=True).stdout.strip())");
+  assert.equal(e.logs.stdout.join(""), "/home/user /home/user /home/user /home/user\n");
+  const ctx = await sbx.createCodeContext();
+  const c = await run(sbx, "import os\nprint(os.getcwd(), os.path.expanduser('~'))", { context: ctx });
+  assert.equal(c.logs.stdout.join(""), "/home/user /home/user\n", "a context's too");
+  const cmd = await sbx.commands.run('echo "$PWD $HOME" && cd && pwd');
+  assert.equal(cmd.stdout, "/home/user /home/user\n/home/user\n");
+  await sbx.files.write("here.txt", "relative to the home");
+  assert.equal((await run(sbx, "open('here.txt').read()")).text, "relative to the home");
 });

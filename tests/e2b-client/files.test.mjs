@@ -116,7 +116,7 @@ test("files.write and runCode share one filesystem", { timeout: 60_000 }, async 
   await sbx.files.write("/home/user/for-code.txt", "from files.write");
   const e = await sbx.runCode('open("/home/user/for-code.txt").read()');
   assert.equal(e.error, undefined, e.error && e.error.traceback);
-  assert.equal(e.text, "'from files.write'");
+  assert.equal(e.text, "from files.write");
   const w = await sbx.runCode('open("/home/user/from-code.txt", "w").write("from runCode")');
   assert.equal(w.error, undefined, w.error && w.error.traceback);
   assert.equal(await sbx.files.read("/home/user/from-code.txt"), "from runCode");

@@ -31,7 +31,8 @@ test("fork copies files and Python state into new sandboxes; the parent is uncha
   for (const f of forks) {
     assert.equal(await value(f, "x + 1"), "42");
     assert.equal(await value(f, "shared is alias"), "True");
-    assert.equal(await value(f, "y", { context: ctx }), "'in a context'");
+    assert.equal(await value(f, "y", { context: ctx }), "in a context");
+    assert.equal(await value(f, "import os\nos.getcwd(), os.environ['HOME']"), "('/home/user', '/home/user')", "a fork's home is its parent's");
     assert.equal(await f.files.read("/home/user/kept.txt"), "from the parent");
     const info = await f.getInfo();
     assert.equal(info.metadata.purpose, "fork");

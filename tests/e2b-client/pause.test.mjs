@@ -51,7 +51,9 @@ test("pause keeps files and Python state; connect resumes the sandbox", { timeou
 
   assert.equal(await same.files.read("/home/user/kept.txt"), "kept across the pause");
   assert.equal(await value(same, "x + 1"), "42");
-  assert.equal(await value(same, "y", { context: ctx }), "'in a context'");
+  assert.equal(await value(same, "import os\nos.getcwd(), os.environ['HOME']"), "('/home/user', '/home/user')", "the home survives a pause");
+  assert.equal((await same.commands.run('echo "$PWD $HOME"')).stdout, "/home/user /home/user\n");
+  assert.equal(await value(same, "y", { context: ctx }), "in a context");
   assert.equal((await same.commands.run("cat /home/user/kept.txt && echo")).stdout, "kept across the pause\n");
 
   // The first handle's tokens are the sandbox's still.
@@ -89,7 +91,7 @@ test("a paused sandbox outlives its timeout, as on E2B; connect resumes it", { t
   await new Promise((r) => setTimeout(r, 4_000)); // past the 3 s timeout
   assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, "paused", "a paused sandbox past its timeout");
   const back = await CodeSandbox.connect(sbx.sandboxId, { timeoutMs: 30_000 });
-  assert.equal(await value(back, "z"), "'still here'");
+  assert.equal(await value(back, "z"), "still here");
 });
 
 test("lifecycle onTimeout pause: the timeout pauses the sandbox, connect resumes it", { timeout: 60_000 }, async (t) => {
@@ -106,6 +108,6 @@ test("lifecycle onTimeout pause: the timeout pauses the sandbox, connect resumes
   assert.equal(state, "paused", "a sandbox with onTimeout pause, past its timeout");
   assert.equal(await sbx.isRunning(), false);
   const back = await CodeSandbox.connect(sbx.sandboxId, { timeoutMs: 30_000 });
-  assert.equal(await value(back, "w"), "'paused by its timeout'");
+  assert.equal(await value(back, "w"), "paused by its timeout");
   assert.equal(await value(back, "v", { context: ctx }), "7");
 });
