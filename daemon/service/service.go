@@ -136,6 +136,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		Rootfs:        store,
 		Logger:        log,
 		MaxConcurrent: cfg.MaxConcurrent,
+		ResultBytes:   cfg.Budgets.ResultBytes,
 		Policy:        cfg.Policy(),
 		Version:       opts.Version,
 		CgroupMode:    string(eng.CgroupMode()),
@@ -193,11 +194,11 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		return err
 	}
 	// One body budget for the daemon, shared by /v1 and the E2B endpoint.
-	bodies := httpkit.NewBodies(httpkit.Limits{})
+	bodies := httpkit.NewBodies(httpkit.Limits{MaxBodyBytesInFlight: cfg.Budgets.BodyBytes})
 	// Every run slot and queue place, plus room for health, info, metrics
 	// and fast 429 answers.
 	srv, err := server.New(server.Config{Core: core, Logger: log, ShutdownGrace: cfg.ShutdownGrace, Bodies: bodies,
-		Limits: httpkit.Limits{MaxConns: max(1024, info.MaxConcurrent+info.QueueSize+64)}})
+		Limits: httpkit.Limits{MaxConns: max(1024, info.MaxConcurrent+info.QueueSize+64), NewConnsPerPeerPerSecond: cfg.Budgets.PeerConnsPerSecond}})
 	if err != nil {
 		return err
 	}
