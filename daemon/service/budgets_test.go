@@ -19,3 +19,21 @@ func TestBudgetDefaults(t *testing.T) {
 		t.Errorf("[budgets] bodies defaults to %d, the HTTP kit's body budget to %d", config.DefaultBodyBudget, body)
 	}
 }
+
+// TestSoftMemoryLimit: the runtime's soft limit is 384 MiB at the default
+// budgets and below, and grows with larger ones as the sizing says.
+func TestSoftMemoryLimit(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		results, bodies, want int64
+	}{
+		{256 * mib, 128 * mib, 384 * mib},
+		{16 * mib, 64 * mib, 384 * mib},
+		{512 * mib, 128 * mib, 768 * mib},
+		{256 * mib, 256 * mib, 704 * mib},
+	} {
+		if got := softMemoryLimit(config.BudgetsConfig{ResultBytes: tc.results, BodyBytes: tc.bodies}); got != tc.want {
+			t.Errorf("results %d MiB, bodies %d MiB: soft limit %d MiB, want %d", tc.results/mib, tc.bodies/mib, got/mib, tc.want/mib)
+		}
+	}
+}
