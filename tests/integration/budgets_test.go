@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +58,54 @@ func TestBudgetsConfig(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("a second 40 MiB body beside a held one: %d %.300s; want 429 under [budgets] bodies = \"64M\"", resp.StatusCode, msg)
+		}
+	}
+}
+
+// TestE2BKeyRequestsConfig: [e2b] key_requests reaches the endpoint. With
+// key_requests = 1, a create whose body is still coming is the key's one
+// request in flight, and the key's next request gets 429 naming the
+// budget; the default (512) would serve it.
+func TestE2BKeyRequestsConfig(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	key := "e2b_" + strings.Repeat("5a", 20)
+	keys := filepath.Join(t.TempDir(), "e2b-keys")
+	if err := os.WriteFile(keys, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[e2b]\nlisten = %q\nkeys_file = %q\nkey_requests = 1\n", addr, keys)))
+	held, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, err := fmt.Fprintf(held, "POST /sandboxes HTTP/1.1\r\nHost: %s\r\nX-API-KEY: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", addr, key); err != nil {
+		t.Fatal(err)
+	}
+	// The held create counts once its handler runs; until then the list
+	// is served. The deadline only ends an endpoint that never refuses it.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/sandboxes", nil)
+		req.Header.Set("X-API-KEY", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			if !strings.Contains(string(msg), "1 requests in flight") {
+				t.Errorf("429 %s: want it to name the key's budget of 1", msg)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the key's second request beside a held one: %d %.300s; want 429 under [e2b] key_requests = 1", resp.StatusCode, msg)
 		}
 	}
 }
