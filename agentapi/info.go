@@ -25,6 +25,12 @@ type Info struct {
 	// down after their answer, having freed their run slot (at most
 	// max_concurrent).
 	TearingDown int `json:"tearing_down"`
+	// ResultBudgetBytes and BodyBudgetBytes are [budgets] results and
+	// bodies: the run results, and the request bodies (with the E2B
+	// endpoint's), held at once; BodyBudgetBytes is 0 from a core
+	// without an HTTP server.
+	ResultBudgetBytes int64 `json:"result_budget_bytes"`
+	BodyBudgetBytes   int64 `json:"body_budget_bytes,omitempty"`
 
 	// Profiles are the security profiles a run may select, their limits
 	// resolved over the daemon's defaults.

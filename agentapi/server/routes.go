@@ -110,5 +110,6 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	info.BodyBudgetBytes = s.bodies.Limits().MaxBodyBytesInFlight
 	writeJSON(w, http.StatusOK, info)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"mime"
 	"net/http"
-	"runtime/debug"
 	"strings"
 
 	"github.com/nsbox/nsbox/agentapi"
@@ -58,14 +57,14 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, run func(context
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	opts := daemon.RunOptions{OnStart: func(id string) { w.Header().Set(agentapi.HeaderRunID, id) }}
-	// After a big result is answered, and the run (which returns it) is
-	// done with it, its heap is handed back to the kernel at once: the
-	// runtime's scavenger takes minutes, and a daemon that had answered
-	// four 2 × 64 MiB results kept ~400 MiB resident while idle.
+	// After a big result is answered, and the handler (which holds it)
+	// has returned, its heap is handed back to the kernel: the runtime's
+	// scavenger takes minutes, and a daemon that had answered four
+	// 2 × 64 MiB results kept ~400 MiB resident while idle.
 	var big bool
 	defer func() {
 		if big {
-			debug.FreeOSMemory()
+			s.bodies.FreeAfter(r)
 		}
 	}()
 	if !wantsNDJSON(r) {

@@ -59,6 +59,8 @@ type Config struct {
 	Security SecurityConfig
 	// Volumes is [volumes] (volumes.go).
 	Volumes VolumesConfig
+	// Budgets is [budgets] (budgets.go).
+	Budgets BudgetsConfig
 
 	lines map[string]int // key ("max_limits.memory") -> its line in File; 0 when an override set it
 }
@@ -82,6 +84,7 @@ func Default() Config {
 		Network:       netconf.Default(),
 		Security:      defaultSecurityConfig(),
 		Volumes:       defaultVolumesConfig(),
+		Budgets:       defaultBudgetsConfig(),
 		lines:         map[string]int{},
 	}
 }

@@ -20,6 +20,9 @@ type E2BConfig struct {
 	// NonLoopback lets Listen name an address other than loopback: the
 	// operator's deliberate choice, since E2B's protocol is plain HTTP.
 	NonLoopback bool
+	// KeyRequests (key_requests) bounds one API key's requests in
+	// flight, past it 429; 0: half the endpoint's connection budget (512).
+	KeyRequests int
 }
 
 // setE2BKey stores a key of [e2b].
@@ -36,8 +39,14 @@ func (cfg *Config) setE2BKey(key string, v *unstable.Node) error {
 			return fmt.Errorf("want true or false, got a TOML %s", tomlval.KindName(v.Kind))
 		}
 		cfg.E2B.NonLoopback = string(v.Data) == "true"
+	case "key_requests":
+		n, err := tomlval.IntIn(v, 1, maxPerSecond, "")
+		if err != nil {
+			return fmt.Errorf("%v (leave it out for half the connection budget, 512)", err)
+		}
+		cfg.E2B.KeyRequests = int(n)
 	default:
-		return fmt.Errorf("unknown key; [e2b] has listen, keys_file and non_loopback")
+		return fmt.Errorf("unknown key; [e2b] has listen, keys_file, non_loopback and key_requests")
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func TestE2BConfigErrors(t *testing.T) {
 		{"[e2b]\nlisten = \"10.0.0.1:49999\"\nkeys_file = \"/k\"\n", "non_loopback = true"},
 		{"[e2b]\nlisten = \"127.0.0.1:49999\"\n", "e2b.keys_file: [e2b] listen needs keys_file"},
 		{"[e2b]\nlisten = \"49999\"\nkeys_file = \"/k\"\n", "want HOST:PORT"},
-		{"[e2b]\nport = 1\n", "nsbox.conf:2: e2b.port: unknown key; [e2b] has listen, keys_file and non_loopback"},
+		{"[e2b]\nport = 1\n", "nsbox.conf:2: e2b.port: unknown key; [e2b] has listen, keys_file, non_loopback and key_requests"},
 		{"[e2b]\nnon_loopback = \"yes\"\n", "want true or false"},
 		{"e2b = 1\n", "must be a table ([e2b])"},
 	} {

@@ -35,6 +35,7 @@ func (cfg Config) RestartKeys(next Config) []string {
 		{"datasets", datasetsString(a.Datasets), datasetsString(b.Datasets)},
 		{"security.landlock", a.Security.Landlock, b.Security.Landlock},
 		{"volumes.owner_id", a.Volumes.OwnerID, b.Volumes.OwnerID},
+		{"budgets", a.Budgets.String(), b.Budgets.String()}, {"e2b.key_requests", a.E2B.KeyRequests, b.E2B.KeyRequests},
 	} {
 		if k.x != k.y {
 			keys = append(keys, k.key)

@@ -78,7 +78,7 @@ func checkTable(t []string) string {
 		return ""
 	case len(t) == 2 && t[0] == "profiles":
 		return profileNameError(t[1])
-	case len(t) == 1 && (t[0] == "sessions" || t[0] == "pool" || t[0] == "pools" || t[0] == "zygote" || t[0] == "network" || t[0] == "e2b" || t[0] == "security" || t[0] == "volumes"):
+	case len(t) == 1 && (t[0] == "sessions" || t[0] == "pool" || t[0] == "pools" || t[0] == "zygote" || t[0] == "network" || t[0] == "e2b" || t[0] == "security" || t[0] == "volumes" || t[0] == "budgets"):
 		return ""
 	case len(t) == 1 && t[0] == "languages":
 		return ""
@@ -100,7 +100,7 @@ func checkTable(t []string) string {
 		}
 		return profileNameError(t[1])
 	}
-	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [sessions], [pool], [pools.NAME], [zygote], [network], [network.hosts], [network.secrets.NAME], [languages.NAME], [e2b], [security] and [volumes]", strings.Join(t, "."))
+	return fmt.Sprintf("unknown table [%s]; the tables are [default_limits], [max_limits], [profiles.NAME], [sessions], [pool], [pools.NAME], [zygote], [network], [network.hosts], [network.secrets.NAME], [languages.NAME], [e2b], [security], [volumes] and [budgets]", strings.Join(t, "."))
 }
 
 type configWalker struct {
@@ -187,6 +187,8 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 		return cfg.setSecurityKey(key[1], v)
 	case len(key) == 2 && key[0] == "volumes":
 		return cfg.setVolumesKey(key[1], v)
+	case len(key) == 2 && key[0] == "budgets":
+		return cfg.setBudgetsKey(key[1], v)
 	case len(key) >= 2 && key[0] == "network":
 		return cfg.Network.SetKey(key, v)
 	case len(key) == 3 && key[0] == "languages":
@@ -222,7 +224,7 @@ func (cfg *Config) setKey(key []string, v *unstable.Node) error {
 				return err
 			}
 			cfg.ShutdownGrace = d
-		case "default_limits", "max_limits", "profiles", "sessions", "pool", "pools", "zygote", "network", "languages", "e2b", "security", "volumes":
+		case "default_limits", "max_limits", "profiles", "sessions", "pool", "pools", "zygote", "network", "languages", "e2b", "security", "volumes", "budgets":
 			return fmt.Errorf("must be a table ([%s])", key[0])
 		case "datasets":
 			return fmt.Errorf("must be an array of tables ([[datasets]], one per dataset)")

@@ -24,6 +24,7 @@ func serveE2B(ctx context.Context, cfg config.Config, core *daemon.Daemon, bodie
 		return nil, err
 	}
 	srv, err := e2b.New(e2b.Config{Core: core, Keys: keys, Logger: log, ShutdownGrace: cfg.ShutdownGrace, Bodies: bodies,
+		Limits: httpkit.Limits{NewConnsPerPeerPerSecond: cfg.Budgets.PeerConnsPerSecond}, MaxKeyRequests: cfg.E2B.KeyRequests,
 		LegacyDir: filepath.Join(cfg.StateDir, "e2b")})
 	if err != nil {
 		return nil, err

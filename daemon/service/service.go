@@ -52,9 +52,20 @@ type Options struct {
 	Reload func() (config.Config, error)
 }
 
-// softMemoryLimit is the Go runtime's soft memory limit for the daemon:
-// the body budget (2 x 64 MiB) with room for their decoded copies.
-const softMemoryLimit = 384 << 20
+// defaultSoftMemoryLimit is the Go runtime's soft memory limit for a
+// daemon with the default budgets: the body budget (2 x 64 MiB) with room
+// for their decoded copies.
+const defaultSoftMemoryLimit = 384 << 20
+
+// softMemoryLimit is the soft memory limit for budgets b: the default,
+// plus what docs/OPERATIONS.md's sizing says larger budgets may add (1.5
+// times the result budget's excess, 2.5 times the body budget's), so that
+// a daemon whose operator raised them is not held to the default's heap
+// by a collector running without pause. Smaller budgets keep the default.
+func softMemoryLimit(b config.BudgetsConfig) int64 {
+	extra := 3*max(0, b.ResultBytes-config.DefaultResultBudget)/2 + 5*max(0, b.BodyBytes-config.DefaultBodyBudget)/2
+	return defaultSoftMemoryLimit + extra
+}
 
 // Run serves the nsbox API as cfg says until ctx ends or the process gets
 // SIGTERM or SIGINT, then drains the runs in flight (cfg.ShutdownGrace)
@@ -82,7 +93,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	// soft limit makes the collector work harder before the heap passes
 	// it, instead of letting it double; GOMEMLIMIT overrides it.
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
-		debug.SetMemoryLimit(softMemoryLimit)
+		debug.SetMemoryLimit(softMemoryLimit(cfg.Budgets))
 	}
 
 	if err := checkDefaultRootfs(rootfs.Store{Root: cfg.RootfsStore}, cfg.DefaultRootfs); err != nil {
@@ -136,6 +147,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		Rootfs:        store,
 		Logger:        log,
 		MaxConcurrent: cfg.MaxConcurrent,
+		ResultBytes:   cfg.Budgets.ResultBytes,
 		Policy:        cfg.Policy(),
 		Version:       opts.Version,
 		CgroupMode:    string(eng.CgroupMode()),
@@ -193,11 +205,11 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		return err
 	}
 	// One body budget for the daemon, shared by /v1 and the E2B endpoint.
-	bodies := httpkit.NewBodies(httpkit.Limits{})
+	bodies := httpkit.NewBodies(httpkit.Limits{MaxBodyBytesInFlight: cfg.Budgets.BodyBytes})
 	// Every run slot and queue place, plus room for health, info, metrics
 	// and fast 429 answers.
 	srv, err := server.New(server.Config{Core: core, Logger: log, ShutdownGrace: cfg.ShutdownGrace, Bodies: bodies,
-		Limits: httpkit.Limits{MaxConns: max(1024, info.MaxConcurrent+info.QueueSize+64)}})
+		Limits: httpkit.Limits{MaxConns: max(1024, info.MaxConcurrent+info.QueueSize+64), NewConnsPerPeerPerSecond: cfg.Budgets.PeerConnsPerSecond}})
 	if err != nil {
 		return err
 	}

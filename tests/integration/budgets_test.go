@@ -1,0 +1,111 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBudgetsConfig: [budgets] reaches the daemon. /v1/info reports the
+// result and body budgets the file set, and the body budget is the one
+// enforced: with bodies = "64M", a 40 MiB body held open (its length
+// declared, so reserved before a byte is read) leaves no room for a
+// second 40 MiB body, which gets 429; the default budget (128 MiB) would
+// take both.
+func TestBudgetsConfig(t *testing.T) {
+	const mib = 1 << 20
+	d := startDaemon(t, "--config", writeConf(t, "[budgets]\nresults = \"32M\"\nbodies = \"64M\"\npeer_conns_per_second = 64\n"))
+	info, err := d.client.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ResultBudgetBytes != 32*mib || info.BodyBudgetBytes != 64*mib {
+		t.Fatalf("/v1/info: result_budget_bytes %d, body_budget_bytes %d; want %d and %d from [budgets]", info.ResultBudgetBytes, info.BodyBudgetBytes, 32*mib, 64*mib)
+	}
+
+	const size = 40 * mib
+	held, err := net.Dial("unix", d.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, err := fmt.Fprintf(held, "POST /v1/runs HTTP/1.1\r\nHost: nsbox\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", size); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"argv":["true"],"env":{"PAD":"` + strings.Repeat("y", size-40) + `"}}`
+	// The held body is reserved once its handler runs; until then the
+	// second one may still fit (and is answered as any run). The deadline
+	// only ends a daemon that never refuses it.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		resp, err := d.http.Post("http://nsbox/v1/runs", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			if !strings.Contains(string(msg), "64 MiB budget") {
+				t.Errorf("429 %s: want it to name the 64 MiB budget", msg)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a second 40 MiB body beside a held one: %d %.300s; want 429 under [budgets] bodies = \"64M\"", resp.StatusCode, msg)
+		}
+	}
+}
+
+// TestE2BKeyRequestsConfig: [e2b] key_requests reaches the endpoint. With
+// key_requests = 1, a create whose body is still coming is the key's one
+// request in flight, and the key's next request gets 429 naming the
+// budget; the default (512) would serve it.
+func TestE2BKeyRequestsConfig(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	key := "e2b_" + strings.Repeat("5a", 20)
+	keys := filepath.Join(t.TempDir(), "e2b-keys")
+	if err := os.WriteFile(keys, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[e2b]\nlisten = %q\nkeys_file = %q\nkey_requests = 1\n", addr, keys)))
+	held, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, err := fmt.Fprintf(held, "POST /sandboxes HTTP/1.1\r\nHost: %s\r\nX-API-KEY: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", addr, key); err != nil {
+		t.Fatal(err)
+	}
+	// The held create counts once its handler runs; until then the list
+	// is served. The deadline only ends an endpoint that never refuses it.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/sandboxes", nil)
+		req.Header.Set("X-API-KEY", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			if !strings.Contains(string(msg), "1 requests in flight") {
+				t.Errorf("429 %s: want it to name the key's budget of 1", msg)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the key's second request beside a held one: %d %.300s; want 429 under [e2b] key_requests = 1", resp.StatusCode, msg)
+		}
+	}
+}
