@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/workspace"
@@ -25,7 +26,10 @@ print('ready', flush=True)
 sys.stdin.readline()
 `, n)
 			stdinR, stdinW := ioPipe(t)
-			sb, err := startSpec(t, context.Background(), e, Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"python3", "-c", code}, Stdin: stdinR})
+			sb, err := startSpec(t, context.Background(), e, Spec{RootfsDir: testenv.Rootfs(t), Argv: []string{"python3", "-c", code}, Stdin: stdinR,
+				// The run ends when the test says; making 10,001 files took
+				// over the default 60 s in the cgroup v2 VM under load.
+				Limits: Limits{Timeout: 10 * time.Minute}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -185,7 +185,11 @@ func TestMaxSessionsAndClose(t *testing.T) {
 func TestListingsSayWhenCut(t *testing.T) {
 	m, _ := newManager(t, Config{})
 	s := create(t, m, Options{})
-	res := run(t, s, fmt.Sprintf("for i in range(%d): open('f%%05d' %% i, 'w').close()", workspace.MaxListed+1))
+	// 10,001 files: the largest timeout, so that only a hang ends the cell.
+	res, err := s.Exec(context.Background(), runner.ExecRequest{Code: fmt.Sprintf("for i in range(%d): open('f%%05d' %% i, 'w').close()", workspace.MaxListed+1), Timeout: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res.Status != runner.StatusOK || !res.FilesTruncated || len(res.Files) != workspace.MaxListed {
 		t.Errorf("exec: %s, %d files, truncated %v", res.Status, len(res.Files), res.FilesTruncated)
 	}

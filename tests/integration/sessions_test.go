@@ -326,14 +326,17 @@ func TestListingsSayWhenCut(t *testing.T) {
 	d := startDaemon(t)
 	ctx := context.Background()
 	touch := "for i in range(10001): open('f%05d' % i, 'w').close()"
-	run, err := d.client.Run(ctx, &agentapi.RunRequest{Language: "python", Code: touch})
+	// 10,001 files take seconds under emulation and load: the runs get
+	// the largest timeout, so that only a hang ends them.
+	long := &agentapi.Limits{TimeoutMs: 600_000}
+	run, err := d.client.Run(ctx, &agentapi.RunRequest{Language: "python", Code: touch, Limits: long})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if run.Status != agentapi.StatusOK || !run.FilesTruncated || len(run.Files) != 10000 {
 		t.Errorf("run: %s, files_truncated %v with %d files", run.Status, run.FilesTruncated, len(run.Files))
 	}
-	id := newSession(t, d, &agentapi.SessionRequest{})
+	id := newSession(t, d, &agentapi.SessionRequest{Limits: long})
 	if res := execOK(t, d, id, touch); !res.FilesTruncated {
 		t.Errorf("exec: files_truncated not set with %d files", len(res.Files))
 	}
