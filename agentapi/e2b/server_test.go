@@ -84,6 +84,9 @@ func (f *fakeCore) DeleteSession(_ context.Context, id string) error {
 func (f *fakeCore) SetSessionLifetime(ctx context.Context, id string, d time.Duration) (*agentapi.Session, error) {
 	f.mu.Lock()
 	f.lifetime[id] = d
+	if sess := f.sessions[id]; sess != nil {
+		sess.ExpiresAt = time.Now().Add(d)
+	}
 	f.mu.Unlock()
 	return f.Session(ctx, id)
 }
