@@ -2,6 +2,7 @@ package e2b
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -107,6 +108,12 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		OnStdout: func(b []byte) { emit(line{Type: "stdout", Text: string(b), Timestamp: now()}) },
 		OnStderr: func(b []byte) { emit(line{Type: "stderr", Text: string(b), Timestamp: now()}) },
 	})
+	if err != nil || res.Status != agentapi.StatusOK {
+		// Ended under the cell (killed, its timeout): cut, as when E2B's VM goes (envd's abortStream); an error item would resolve runCode.
+		if sess, serr := s.core.Session(r.Context(), sb.id); errors.Is(serr, errdefs.ErrNotFound) || serr == nil && (sess.State == agentapi.SessionDead || sess.State == agentapi.SessionParked) {
+			panic(http.ErrAbortHandler)
+		}
+	}
 	if err != nil {
 		emit(line{Type: "error", Name: "SandboxError", Value: err.Error()})
 		emit(line{Type: "end_of_execution"})

@@ -84,7 +84,10 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 
 // resume revives the sandbox's session when it is paused and sets its
 // timeout: the one given, else E2B's default. A running sandbox's timeout
-// changes only when one is given. resumed says whether it was paused.
+// only ever grows, and only when one is given: E2B's connect keeps an end
+// later than the one asked for (its API's KeepAliveFor, allowShorter
+// false), where /timeout sets it either way. resumed says whether it was
+// paused.
 func (s *Server) resume(ctx context.Context, id string, req *resumeRequest) (sb *sandbox, sess *agentapi.Session, resumed bool, err error) {
 	timeout, err := timeoutOr(req.Timeout)
 	if err != nil {
@@ -92,8 +95,8 @@ func (s *Server) resume(ctx context.Context, id string, req *resumeRequest) (sb 
 	}
 	sb, sess, err = s.live(ctx, id)
 	if err != nil || sess.State != agentapi.SessionParked {
-		if err == nil && req.Timeout != nil {
-			sess, err = s.core.SetSessionLifetime(ctx, id, time.Duration(*req.Timeout)*time.Second)
+		if err == nil && req.Timeout != nil && time.Now().Add(timeout).After(sess.ExpiresAt) {
+			sess, err = s.core.SetSessionLifetime(ctx, id, timeout)
 		}
 		return sb, sess, false, err
 	}

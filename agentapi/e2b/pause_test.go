@@ -103,6 +103,28 @@ func TestPauseResume(t *testing.T) {
 		t.Fatalf("lifetime after the legacy resume %v, want 33s", got)
 	}
 
+	// A connect to a running sandbox only extends its timeout (E2B's
+	// KeepAliveFor, allowShorter false): a shorter one keeps its end.
+	if w := do(t, s, "POST", "/v2/sandboxes/"+id+"/connect", `{"timeout":5}`, api(keyA)); w.Code != http.StatusOK {
+		t.Fatalf("connect with a shorter timeout: %d %s", w.Code, w.Body)
+	}
+	if got := core.lifetime[id]; got != 33*time.Second {
+		t.Fatalf("lifetime after a connect with a shorter timeout %v, want 33s kept", got)
+	}
+	if w := do(t, s, "POST", "/v2/sandboxes/"+id+"/connect", `{"timeout":600}`, api(keyA)); w.Code != http.StatusOK {
+		t.Fatalf("connect with a longer timeout: %d %s", w.Code, w.Body)
+	}
+	if got := core.lifetime[id]; got != 600*time.Second {
+		t.Fatalf("lifetime after a connect with a longer timeout %v, want 600s", got)
+	}
+	// /timeout sets it either way.
+	if w := do(t, s, "POST", "/sandboxes/"+id+"/timeout", `{"timeout":5}`, api(keyA)); w.Code != http.StatusNoContent {
+		t.Fatalf("timeout: %d %s", w.Code, w.Body)
+	}
+	if got := core.lifetime[id]; got != 5*time.Second {
+		t.Fatalf("lifetime after /timeout %v, want 5s", got)
+	}
+
 	// A resume without a timeout gets E2B's default one.
 	do(t, s, "POST", "/sandboxes/"+id+"/pause", "", api(keyA))
 	if w := do(t, s, "POST", "/v2/sandboxes/"+id+"/connect", `{}`, api(keyA)); w.Code != http.StatusCreated {

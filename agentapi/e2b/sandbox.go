@@ -57,14 +57,16 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// validSignature checks a signed /files URL as the SDKs make it
-// (downloadUrl, uploadUrl): signature = "v1_" + base64(sha256(
-// "PATH:OPERATION:USER:TOKEN[:EXPIRATION]")) without padding.
-func (sb *sandbox) validSignature(r *http.Request, now time.Time) bool {
+// signature checks a signed /files URL as the SDKs make it (downloadUrl,
+// uploadUrl): signature = "v1_" + base64(sha256(
+// "PATH:OPERATION:USER:TOKEN[:EXPIRATION]")) without padding. signed: this
+// sandbox's token made it; expired: its signature_expiration (seconds
+// since the epoch) passed, which envd tells apart.
+func (sb *sandbox) signature(r *http.Request, now time.Time) (signed, expired bool) {
 	q := r.URL.Query()
 	sig := q.Get("signature")
 	if sig == "" {
-		return false
+		return false, false
 	}
 	op := "read"
 	if r.Method == http.MethodPost {
@@ -73,14 +75,15 @@ func (sb *sandbox) validSignature(r *http.Request, now time.Time) bool {
 	raw := q.Get("path") + ":" + op + ":" + q.Get("username") + ":" + sb.token
 	if exp := q.Get("signature_expiration"); exp != "" {
 		n, err := strconv.ParseInt(exp, 10, 64)
-		if err != nil || now.Unix() > n {
-			return false
+		if err != nil {
+			return false, false
 		}
 		raw += ":" + exp
+		expired = n < now.Unix()
 	}
 	sum := sha256.Sum256([]byte(raw))
 	want := "v1_" + strings.TrimRight(base64.StdEncoding.EncodeToString(sum[:]), "=")
-	return equalToken(sig, want)
+	return equalToken(sig, want), expired
 }
 
 // lookup returns the live sandbox with id, or nil.

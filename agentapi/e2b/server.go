@@ -218,6 +218,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sb = s.endedOne(id)
 	}
 	if sb == nil || !s.authorized(r, sb) {
+		if sb != nil && r.URL.Path == "/files" {
+			if signed, expired := sb.signature(r, time.Now()); signed && expired { // no oracle: only the token makes one
+				writeAPIError(w, http.StatusUnauthorized, "signature is already expired")
+				return
+			}
+		}
 		s.log.Warn("e2b: sandbox request refused: no valid credentials for it", "sandbox", id, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
 		writeAPIError(w, http.StatusUnauthorized, errNoCredentials(id))
 		return
@@ -265,10 +271,12 @@ func (s *Server) authorized(r *http.Request, sb *sandbox) bool {
 	if k := r.Header.Get("X-API-KEY"); k != "" && s.cfg.Keys.Match(k) == sb.key {
 		return true
 	}
-	return r.URL.Path == "/files" && sb.validSignature(r, time.Now())
+	signed, expired := sb.signature(r, time.Now())
+	return r.URL.Path == "/files" && signed && !expired
 }
 
-// signedBy finds the sandbox whose token signed a /files URL.
+// signedBy finds the sandbox whose token signed a /files URL, expired
+// or not.
 func (s *Server) signedBy(r *http.Request) *sandbox {
 	s.mu.Lock()
 	all := make([]*sandbox, 0, len(s.sandboxes))
@@ -278,7 +286,9 @@ func (s *Server) signedBy(r *http.Request) *sandbox {
 	s.mu.Unlock()
 	now := time.Now()
 	for _, sb := range all {
-		if sb.validSignature(r, now) {
+		// An expired signature still names its sandbox, which says
+		// it expired.
+		if signed, _ := sb.signature(r, now); signed {
 			return sb
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -83,6 +84,9 @@ func (f *fakeCore) DeleteSession(_ context.Context, id string) error {
 func (f *fakeCore) SetSessionLifetime(ctx context.Context, id string, d time.Duration) (*agentapi.Session, error) {
 	f.mu.Lock()
 	f.lifetime[id] = d
+	if sess := f.sessions[id]; sess != nil {
+		sess.ExpiresAt = time.Now().Add(d)
+	}
 	f.mu.Unlock()
 	return f.Session(ctx, id)
 }
@@ -383,8 +387,8 @@ func TestSignedURL(t *testing.T) {
 		{"none", "GET", "path=/a", false},
 	} {
 		r := httptest.NewRequest(tc.method, "/files?"+tc.query, nil)
-		if got := sb.validSignature(r, now); got != tc.want {
-			t.Errorf("%s: valid = %v, want %v", tc.name, got, tc.want)
+		if signed, expired := sb.signature(r, now); (signed && !expired) != tc.want {
+			t.Errorf("%s: signed %v, expired %v; want valid %v", tc.name, signed, expired, tc.want)
 		}
 	}
 }
@@ -428,5 +432,45 @@ func TestLoadKeys(t *testing.T) {
 	}
 	if _, err := LoadKeys(p); err == nil || !strings.Contains(err.Error(), "owned by root") {
 		t.Errorf("a key file owned by uid 1000: %v", err)
+	}
+}
+
+// TestExpiredSignedURL: a /files URL the sandbox's token signed whose
+// expiration passed is envd's 401 "signature is already expired", on
+// E2B_SANDBOX_URL (no routing headers: the signature names the sandbox)
+// as with the routing headers; a signature the token did not make is
+// still refused as having no credentials.
+func TestExpiredSignedURL(t *testing.T) {
+	s, _ := newTestServer(t)
+	a := create(t, s, keyA, `{}`)
+	sign := func(raw string) string {
+		sum := sha256.Sum256([]byte(raw))
+		return url.QueryEscape("v1_" + strings.TrimRight(base64.StdEncoding.EncodeToString(sum[:]), "="))
+	}
+	past := strconv.FormatInt(time.Now().Add(-time.Minute).Unix(), 10)
+	expired := "/files?path=hello.txt&signature_expiration=" + past + "&signature=" + sign("hello.txt:read::"+a.EnvdAccessToken+":"+past)
+	forged := "/files?path=hello.txt&signature_expiration=" + past + "&signature=" + sign("hello.txt:read::nottoken:"+past)
+	routed := map[string]string{"E2b-Sandbox-Id": a.SandboxID, "E2b-Sandbox-Port": "49983"}
+	for _, tc := range []struct {
+		name, target string
+		hdr          map[string]string
+		want         string
+	}{
+		{"expired, on the sandbox URL", expired, nil, "signature is already expired"},
+		{"expired, routed", expired, routed, "signature is already expired"},
+		{"forged, on the sandbox URL", forged, nil, "missing or unknown X-API-KEY"},
+		{"forged, routed", forged, routed, "missing or wrong X-Access-Token"},
+	} {
+		w := do(t, s, "GET", tc.target, "", tc.hdr)
+		var body apiError
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatalf("%s: %d %q: %v", tc.name, w.Code, w.Body, err)
+		}
+		if w.Code != http.StatusUnauthorized || body.Code != http.StatusUnauthorized || !strings.Contains(body.Message, tc.want) {
+			t.Errorf("%s: %d %+v, want 401 %q", tc.name, w.Code, body, tc.want)
+		}
+		if strings.HasPrefix(tc.want, "signature") && body.Message != tc.want {
+			t.Errorf("%s: message %q, want exactly %q (the SDK compares the body)", tc.name, body.Message, tc.want)
+		}
 	}
 }

@@ -219,7 +219,7 @@ def handle(req):
         if pr.stdin < 0 or pr.close_id is not None:
             return send({'id': req['id'], 'error': 'stdin is closed or was not asked for', 'kind': 'stdin'})
         if op == 'input':
-            pr.inq.append([req['id'], base64.b64decode(req['data'])])
+            pr.inq.append([req['id'], base64.b64decode(req.get('data', ''))])  # absent: empty
             pr.want_write()
         elif pr.inq:
             pr.close_id = req['id']

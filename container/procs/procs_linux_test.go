@@ -84,6 +84,11 @@ func TestStdin(t *testing.T) {
 	defer cancel()
 	cfg := procs.Config{Cmd: "cat", Stdin: true, Tag: "cat"}
 	p := start(t, a, cfg)
+	// An empty write is a no-op that succeeds (envd's; the SDKs send
+	// one for sendStdin(pid, '')): its frame carries no data field.
+	if err := a.SendInput(ctx, procs.Selector{Tag: "cat"}, nil); err != nil {
+		t.Fatalf("SendInput of nothing: %v", err)
+	}
 	if err := a.SendInput(ctx, procs.Selector{Tag: "cat"}, []byte("hello\n")); err != nil {
 		t.Fatalf("SendInput: %v", err)
 	}

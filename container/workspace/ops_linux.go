@@ -48,8 +48,11 @@ func checkPath(p string) error {
 	return nil
 }
 
+// entryOf describes p from its lstat: a directory's size too, as the
+// kernel gives it (envd's EntryInfo reports it; on the tmpfs, 20 bytes
+// an entry).
 func entryOf(p string, st *unix.Stat_t) Entry {
-	e := Entry{
+	return Entry{
 		Path:    p,
 		Size:    st.Size,
 		Mode:    st.Mode & 0o7777,
@@ -58,10 +61,6 @@ func entryOf(p string, st *unix.Stat_t) Entry {
 		Symlink: st.Mode&unix.S_IFMT == unix.S_IFLNK,
 		ino:     st.Ino,
 	}
-	if e.Dir {
-		e.Size = 0
-	}
-	return e
 }
 
 // statAt describes the element name of the directory dfd, never following

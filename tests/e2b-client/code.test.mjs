@@ -89,6 +89,20 @@ test("a cell timeout is TimeoutError and the context lives on", { timeout: 120_0
   assert.equal(e.text, "42");
 });
 
+test("a cell running when its sandbox is killed rejects with TimeoutError", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  let started;
+  const running = new Promise((resolve) => (started = resolve));
+  const cell = sbx.runCode("import time\nprint('started', flush=True)\ntime.sleep(300)", { timeoutMs: 300_000, onStdout: started });
+  await running;
+  await sbx.kill();
+  await assert.rejects(cell, (err) => {
+    assert.ok(err instanceof TimeoutError, `want TimeoutError, got ${err}`);
+    assert.match(err.message, /sandbox was killed while the request was in progress/);
+    return true;
+  });
+});
+
 test("contexts do not share variables; restart and remove", { timeout: 120_000 }, async (t) => {
   const sbx = await create(t, Sandbox);
   const ctx = await sbx.createCodeContext();

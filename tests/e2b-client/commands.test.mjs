@@ -42,6 +42,7 @@ test("stdin: sendStdin then closeStdin to a background cat", { timeout: 60_000 }
   const sbx = await create(t, Sandbox);
   const h = await sbx.commands.run("cat", { background: true, stdin: true });
   assert.ok(h.pid > 0);
+  await sbx.commands.sendStdin(h.pid, ""); // nothing: a no-op that succeeds, as envd's
   await h.sendStdin("hello\n");
   await sbx.commands.sendStdin(h.pid, new TextEncoder().encode("world\n"));
   await h.closeStdin();
@@ -90,6 +91,17 @@ test("a command timeout is TimeoutError and the sandbox lives on", { timeout: 60
   await assert.rejects(sbx.commands.run("sleep 60", { timeoutMs: 1_000 }), TimeoutError);
   assert.ok(Date.now() - start < 15_000, `the timeout took ${Date.now() - start} ms`);
   assert.equal((await sbx.commands.run("echo ok")).stdout, "ok\n");
+});
+
+test("a command running when its sandbox is killed is TimeoutError: killed or reached its end of life", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const h = await sbx.commands.run("sleep 60", { background: true });
+  await sbx.kill();
+  await assert.rejects(h.wait(), (err) => {
+    assert.ok(err instanceof TimeoutError, `want TimeoutError, got ${err}`);
+    assert.match(err.message, /killed or reached its end of life/);
+    return true;
+  });
 });
 
 test("an output flood stops at [sessions] command_output with output_limit", { timeout: 120_000 }, async (t) => {

@@ -89,6 +89,34 @@ test("makeDir, list, exists, getInfo, rename, remove", { timeout: 60_000 }, asyn
   await assert.rejects(sbx.files.list("/home/user/d"), NotFoundError);
 });
 
+test("entry info as envd's: mode bits, a directory's size, a symlink's target", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  await sbx.files.makeDir("/home/user/d");
+  await sbx.files.write("/home/user/d/a.txt", "test");
+  await sbx.commands.run("chmod 755 /home/user/d && chmod 644 /home/user/d/a.txt && ln -s a.txt /home/user/d/link && ln -s nowhere /home/user/d/broken");
+
+  const dir = await sbx.files.getInfo("/home/user/d");
+  assert.equal(dir.type, "dir");
+  assert.equal(dir.mode, 0o755, "the permission bits alone, no Go type bits");
+  assert.equal(dir.permissions, "drwxr-xr-x");
+  assert.ok(dir.size > 0, `a directory's size is lstat's: ${dir.size}`);
+  assert.equal(dir.symlinkTarget, undefined);
+
+  const link = await sbx.files.getInfo("/home/user/d/link");
+  assert.equal(link.symlinkTarget, "/home/user/d/a.txt", "resolved to an absolute path, as envd's");
+  assert.equal(link.type, "file", "the type of where it leads");
+  assert.equal(link.mode, 0o644);
+  assert.equal(link.permissions, "Lrwxrwxrwx");
+  const broken = await sbx.files.getInfo("/home/user/d/broken");
+  assert.equal(broken.symlinkTarget, "/home/user/d/broken", "one that does not resolve: its own path, as envd's");
+  assert.equal(broken.mode, 0);
+
+  const listed = Object.fromEntries((await sbx.files.list("/home/user/d")).map((e) => [e.name, e]));
+  assert.equal(listed["a.txt"].mode, 0o644);
+  assert.equal(listed["a.txt"].symlinkTarget, undefined);
+  assert.equal(listed.link.symlinkTarget, "/home/user/d/a.txt");
+});
+
 test("a 10 MiB upload reads back equal", { timeout: 120_000 }, async (t) => {
   const sbx = await create(t, Sandbox);
   const data = new Uint8Array(randomBytes(10 << 20));
@@ -161,4 +189,10 @@ test("signed download and upload URLs work with no other credential", { timeout:
   form2.append("file", new Blob(["no"]), "/home/user/shared.txt");
   assert.notEqual((await fetch(down, { method: "POST", body: form2 })).status, 200);
   assert.equal(await sbx.files.read("/home/user/shared.txt"), "signed content");
+
+  // One past its expiration is envd's 401, which the SDK's users see.
+  const expired = await sbx.downloadUrl("/home/user/shared.txt", { useSignatureExpiration: -10_000 });
+  const gone = await fetch(expired);
+  assert.equal(gone.status, 401);
+  assert.deepEqual(await gone.json(), { code: 401, message: "signature is already expired" });
 });

@@ -108,6 +108,17 @@ test("setTimeout moves the sandbox's end", { timeout: 60_000 }, async (t) => {
   await eventually(() => assert.rejects(Sandbox.getInfo(sbx.sandboxId), NotFoundError), 20_000);
 });
 
+test("connect to a running sandbox extends its timeout, never shortens it", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox, { timeoutMs: 600_000 });
+  const before = (await sbx.getInfo()).endAt.getTime();
+  await Sandbox.connect(sbx.sandboxId, { timeoutMs: 10_000 });
+  const after = (await sbx.getInfo()).endAt.getTime();
+  assert.ok(after >= before, `a shorter timeout moved the end ${before - after} ms earlier`);
+  await Sandbox.connect(sbx.sandboxId, { timeoutMs: 1_200_000 });
+  const longer = (await sbx.getInfo()).endAt.getTime();
+  assert.ok(longer > after, "a longer timeout extends it");
+});
+
 test("a sandbox ends at its timeout", { timeout: 60_000 }, async (t) => {
   const sbx = await create(t, Sandbox, { timeoutMs: 3_000 });
   const bg = await sbx.commands.run("sleep 1000", { background: true });

@@ -3,6 +3,7 @@ package envd
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"syscall"
 	"time"
@@ -82,6 +83,9 @@ func pumpEvents(ctx context.Context, sub *procs.Process, every time.Duration, se
 			}
 		case ev, ok := <-events:
 			if !ok {
+				if errors.Is(sub.Err(), procs.ErrClosed) {
+					abortStream()
+				}
 				return connectError(sub.Err())
 			}
 			pe := wireEvent(ev)
@@ -96,6 +100,19 @@ func pumpEvents(ctx context.Context, sub *procs.Process, every time.Duration, se
 			}
 		}
 	}
+}
+
+// abortStream cuts the response's connection mid-stream: the agent
+// closed because the sandbox ended (killed, its timeout, a pause, the
+// daemon's stop), and a stream in flight then ends as E2B's does when its
+// sandbox's VM goes: cut, with no end of stream. The SDKs read that cut
+// (fetch's "terminated") as the connection dropped, probe the sandbox's
+// health (502 once it is gone) and raise TimeoutError "The sandbox was
+// killed or reached its end of life"; an error sent in the stream
+// instead would read as the error it names. http.ErrAbortHandler is
+// net/http's way, and it logs nothing.
+func abortStream() {
+	panic(http.ErrAbortHandler)
 }
 
 // startError is the Connect error of a Start or Connect that failed

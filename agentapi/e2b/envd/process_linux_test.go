@@ -3,6 +3,7 @@ package envd
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -161,5 +162,45 @@ func TestCommandOutputCap(t *testing.T) {
 	}
 	if n != limit || end.GetStatus() != procs.StatusOutputLimit || end.GetError() == "" || end.GetExited() {
 		t.Fatalf("%d bytes, end %v; want %d bytes and status %s", n, end, limit, procs.StatusOutputLimit)
+	}
+}
+
+// TestStreamCutWhenSandboxEnds: a command's stream in flight when its
+// sandbox ends (the agent closes) is cut, as E2B's is when the sandbox's
+// VM goes: no end of stream, no Connect error of the server's (which the
+// SDKs would raise as that error; a cut they check against the sandbox's
+// health and raise as "killed or reached its end of life").
+func TestStreamCutWhenSandboxEnds(t *testing.T) {
+	a := hostAgent(t)
+	h := newHandler(t, &agentCore{a: a})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, Sandbox{ID: "sb"})))
+	}))
+	t.Cleanup(srv.Close)
+	c := processconnect.NewProcessClient(srv.Client(), srv.URL)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start, err := c.Start(ctx, connect.NewRequest(&process.StartRequest{Process: &process.ProcessConfig{Cmd: "sleep", Args: []string{"60"}, Cwd: ptr(t.TempDir())}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !start.Receive() || start.Msg().GetEvent().GetStart() == nil {
+		t.Fatalf("no start event: %v", start.Err())
+	}
+	pid := int(start.Msg().GetEvent().GetStart().GetPid())
+	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL) })
+	a.Close() // the sandbox ends
+	for start.Receive() {
+		if start.Msg().GetEvent().GetEnd() != nil {
+			t.Fatalf("an end event from a sandbox that ended: %v", start.Msg())
+		}
+	}
+	err = start.Err()
+	if err == nil {
+		t.Fatal("the stream ended cleanly")
+	}
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("the stream ended with %v (code %v), want it cut (unexpected EOF), not an error of the server's", err, connect.CodeOf(err))
 	}
 }
