@@ -200,7 +200,7 @@ class Client(_wire.ClientBase):
             env: Optional[Mapping[str, str]] = None, rootfs: Optional[str] = None, profile: Optional[str] = None,
             return_files: Optional[Sequence[str]] = None, allowed_imports: Optional[Iterable[str]] = None,
             network: Any = None, on_stdout: Output = None, on_stderr: Output = None,
-            volumes: Any = None, datasets: Optional[Sequence[str]] = None) -> Result:
+            volumes: Any = None, datasets: Optional[Sequence[str]] = None, init: bool = False) -> Result:
         """Runs code (language "python" or "bash") or argv in a fresh sandbox
         and returns its Result.
 
@@ -215,10 +215,13 @@ class Client(_wire.ClientBase):
         it is produced (the run streams). volumes: named volumes to mount
         ("data" at /mnt/data, "data:/mnt/in:ro", or {"name", "path",
         "read_only"}); datasets: the operator's read-only datasets by name
-        (at /mnt/NAME).
+        (at /mnt/NAME). init: pid 1 is a minimal init, as with docker run
+        --init, and the command its child: a signal it sends itself ends it
+        (exit_code 128+N), orphans are reaped; without it the command is
+        pid 1 and ignores signals it has no handler for (docs/API.md).
         """
         req = _wire.run_body(code, argv, language, files, limits, stdin, env, rootfs, profile, return_files,
-                             allowed_imports, network, volumes, datasets)
+                             allowed_imports, network, volumes, datasets, init)
         # Always streamed: the answer starts when the run has a run slot, so
         # the time it queued and its own time get separate deadlines.
         return self._stream(API + "/runs", req, on_stdout, on_stderr, self._run_deadline(req), queued=True)
