@@ -3,6 +3,8 @@ package container
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -105,4 +107,53 @@ print("pid1", os.readlink("/proc/1/exe"))
 	if !strings.Contains(out, "memfd:") {
 		t.Errorf("pid 1 does not run from a memfd: %q", out)
 	}
+}
+
+// BenchmarkColdPrintInit alternates python3 -c 'print(1)' cold without
+// and with Spec.Init on one engine (and bwrap, the baseline), so that
+// machine drift hits all alike, and reports each one's p25, p50 and p75
+// and the ratios of the medians. NSBOX_BENCH_INIT names the sandbox init
+// to use (a build of cmd/nsbox-init, as installed); the reaper is this
+// binary, so build it static (go test -c -ldflags '-linkmode external
+// -extldflags -static') to measure what nsbox's own would cost.
+func BenchmarkColdPrintInit(b *testing.B) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		b.Skip("bwrap not installed (apt-get install bubblewrap): no baseline")
+	}
+	testInitBinary = os.Getenv("NSBOX_BENCH_INIT")
+	defer func() { testInitBinary = "" }()
+	e := newTestEngine(b)
+	root := testenv.Rootfs(b)
+	argv := []string{"python3", "-c", "print(1)"}
+	run := func(init bool) time.Duration {
+		t0 := time.Now()
+		res, err := e.Run(context.Background(), Spec{RootfsDir: root, Argv: argv, Init: init})
+		if err != nil || res.Status != StatusOK {
+			b.Fatalf("nsbox (init %v): %v %+v", init, err, res)
+		}
+		return time.Since(t0)
+	}
+	run(true) // the reaper's copy is sealed at the first run that asks
+	var off, on, bw sample
+	for b.Loop() {
+		off = append(off, run(false))
+		on = append(on, run(true))
+		t0 := time.Now()
+		if out, err := bwrapCmd(root, argv...).CombinedOutput(); err != nil {
+			b.Fatalf("bwrap: %v: %s", err, out)
+		}
+		bw = append(bw, time.Since(t0))
+	}
+	for _, s := range []struct {
+		name string
+		d    sample
+	}{{"off", off}, {"init", on}, {"bwrap", bw}} {
+		b.ReportMetric(ms(s.d.pct(0.25)), s.name+"-p25-ms")
+		b.ReportMetric(ms(s.d.pct(0.5)), s.name+"-p50-ms")
+		b.ReportMetric(ms(s.d.pct(0.75)), s.name+"-p75-ms")
+	}
+	b.ReportMetric(float64(on.pct(0.5))/float64(off.pct(0.5)), "init/off")
+	b.ReportMetric(float64(off.pct(0.5))/float64(bw.pct(0.5)), "off/bwrap")
+	b.ReportMetric(float64(on.pct(0.5))/float64(bw.pct(0.5)), "init/bwrap")
+	b.ReportMetric(0, "ns/op")
 }
