@@ -53,6 +53,10 @@ __attribute__((constructor)) static void nsbox_reaper(int argc, char **argv, cha
 		report(errfd, errno, cmd[0]);
 		_exit(127);
 	}
+	// pid 1 keeps no fd: the command's stdio, control socket (3) and
+	// error pipe are its alone, so that their other ends see it close them.
+	for (int fd = 0; fd <= 3; fd++)
+		close(fd);
 	close(errfd);
 
 	for (;;) {
