@@ -345,7 +345,9 @@ def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idl
                  env: Optional[Mapping[str, str]], files: Optional[Files], lifetime_ms: Optional[int],
                  allowed_imports: Optional[Iterable[str]], idle_action: Optional[str],
                  network: Any = None, language: Optional[str] = None, volumes: Any = None,
-                 datasets: Any = None, lifetime_action: Optional[str] = None) -> Dict[str, Any]:
+                 datasets: Any = None, lifetime_action: Optional[str] = None, init: bool = False) -> Dict[str, Any]:
+    if not isinstance(init, bool):
+        raise TypeError("init: give True or False, not %r" % (init,))
     if idle_action not in (None, "end", "pause", "park"):
         raise _invalid("idle_action %r: use \"end\", \"pause\" or \"park\"" % (idle_action,))
     if lifetime_action not in (None, "end", "park"):
@@ -355,7 +357,8 @@ def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idl
     return _put({}, rootfs=rootfs, language=language, limits=check_limits(limits), idle_timeout_ms=idle_timeout_ms,
                 env=dict(env) if env is not None else None, files=files_list(files), lifetime_ms=lifetime_ms,
                 allowed_imports=check_imports(allowed_imports), idle_action=idle_action,
-                lifetime_action=lifetime_action, network=check_network(network), volumes=check_volumes(volumes), datasets=check_datasets(datasets))
+                lifetime_action=lifetime_action, network=check_network(network), volumes=check_volumes(volumes), datasets=check_datasets(datasets),
+                init=init or None)
 
 
 def fork_body(count: int) -> Dict[str, Any]:

@@ -307,10 +307,10 @@ class AsyncClient(_wire.ClientBase):
                       idle_action: Optional[str] = None, network: Any = None,
                       language: Optional[str] = None, volumes: Any = None,
                       datasets: Optional[Sequence[str]] = None,
-                      lifetime_action: Optional[str] = None) -> AsyncSession:
+                      lifetime_action: Optional[str] = None, init: bool = False) -> AsyncSession:
         """As nsbox.Client.session; use the result with `async with`."""
         req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
-                                 idle_action, network, language, volumes, datasets, lifetime_action)
+                                 idle_action, network, language, volumes, datasets, lifetime_action, init)
         info = await self._json("POST", API + "/sessions", req)
         return AsyncSession(self, info["id"], info)
 

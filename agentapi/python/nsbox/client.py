@@ -255,7 +255,8 @@ class Client(_wire.ClientBase):
                 files: Optional[Files] = None, lifetime_ms: Optional[int] = None,
                 allowed_imports: Optional[Iterable[str]] = None, idle_action: Optional[str] = None,
                 network: Any = None, language: Optional[str] = None, volumes: Any = None,
-                datasets: Optional[Sequence[str]] = None, lifetime_action: Optional[str] = None) -> Session:
+                datasets: Optional[Sequence[str]] = None, lifetime_action: Optional[str] = None,
+                init: bool = False) -> Session:
         """Starts a session (a persistent Python interpreter and /workspace)
         and returns it once ready. Use it as a context manager to close it.
         lifetime_ms ends it that long after its creation (default: the
@@ -264,9 +265,10 @@ class Client(_wire.ClientBase):
         it ("end"), "park" parks it; lifetime_action "park" parks it at the
         end of its lifetime instead of ending it; language "javascript" or "typescript"
         makes it a Node.js session (on a rootfs with Node.js); volumes and
-        datasets are mounted for its whole life, as in run()."""
+        datasets are mounted for its whole life, as in run(); init makes its
+        interpreter pid 1's child, as in run()."""
         req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
-                                 idle_action, network, language, volumes, datasets, lifetime_action)
+                                 idle_action, network, language, volumes, datasets, lifetime_action, init)
         info = self._json("POST", API + "/sessions", req)
         return Session(self, info["id"], info)
 

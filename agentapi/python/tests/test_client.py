@@ -73,6 +73,8 @@ class ClientTest(unittest.TestCase):
         self.assertEqual((r.status, r.exit_code, r.stdout), ("exit_nonzero", 143, ""), r.raw)
         with self.assertRaises(TypeError):
             self.nsbox.run(argv=["true"], init="yes")
+        with self.nsbox.session(init=True) as s:
+            self.assertEqual(s.exec("import os; os.getpid() == 1").value, "False")
 
     def test_run_timeout_is_a_result(self):
         r = self.nsbox.run(argv=["sleep", "10"], limits={"timeout_ms": 300})
