@@ -115,8 +115,12 @@ print("pid1", os.readlink("/proc/1/exe"))
 // machine drift hits all alike, and reports each one's p25, p50 and p75
 // and the ratios of the medians. NSBOX_BENCH_INIT names the sandbox init
 // to use (a build of cmd/nsbox-init, as installed); the reaper is this
-// binary, so build it static (go test -c -ldflags '-linkmode external
-// -extldflags -static') to measure what nsbox's own would cost.
+// binary, so build it static to measure what nsbox's own would cost:
+//
+//	CGO_ENABLED=0 go build -o /tmp/nsbox-init ./cmd/nsbox-init
+//	go test -c -o /tmp/container.test -ldflags '-linkmode external -extldflags "-static"' ./container/
+//	cd container && NSBOX_BENCH_INIT=/tmp/nsbox-init /tmp/container.test \
+//		-test.run '^$' -test.bench ColdPrintInit -test.benchtime 200x -test.count 2
 func BenchmarkColdPrintInit(b *testing.B) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		b.Skip("bwrap not installed (apt-get install bubblewrap): no baseline")
