@@ -350,8 +350,9 @@ func TestListingsSayWhenCut(t *testing.T) {
 }
 
 // TestSessionInit: a session with "init" runs its runner as pid 1's
-// child, which reaps the orphans of the code's children; its forks keep
-// it. Without it the runner is pid 1.
+// child, which reaps the orphans of the code's children and forwards the
+// SIGINT that interrupts a cell; its forks keep it. Without it the runner
+// is pid 1.
 func TestSessionInit(t *testing.T) {
 	d := startDaemon(t)
 	ctx := context.Background()
@@ -386,6 +387,13 @@ print('reaped')
 	if res := execOK(t, d, s.ID, orphan); res.Stdout != "reaped\n" {
 		t.Errorf("orphan: stdout %q", res.Stdout)
 	}
+	// A cell's timeout interrupts it with a SIGINT to the sandbox's pid 1,
+	// which forwards it: the session lives on.
+	res, err := d.client.Exec(ctx, s.ID, &agentapi.ExecRequest{Code: "while True: pass", TimeoutMs: 300})
+	if err != nil || res.Status != agentapi.StatusTimeout || res.SessionDead {
+		t.Fatalf("timeout exec: %+v %v", res, err)
+	}
+	execOK(t, d, s.ID, "1")
 	f, err := d.client.ForkSession(ctx, s.ID, 1)
 	if err != nil {
 		t.Fatal(err)
