@@ -54,6 +54,7 @@ func TestInitCommandIsNotPID1(t *testing.T) {
 		{"exit code", true, []string{"sh", "-c", "exit 3"}, 3, ""},
 		{"orphan reaped", true, []string{"python3", "-c", orphanPy}, 0, "reaped"},
 		{"pid 1 forwards", true, []string{"sh", "-c", "test $$ != 1 && kill -TERM 1; sleep 60"}, 143, ""},
+		{"pid 1's name", true, []string{"cat", "/proc/1/comm"}, 0, "nsbox-reaper"},
 		{"pid 1 holds no fd of the command's", true, []string{"sh", "-c", "ls /proc/1/fd | wc -l"}, 0, "0"},
 		{"env and pid", true, []string{"sh", "-c", "test $$ != 1 && echo $HOME"}, 0, "/workspace"},
 		{"pid 1 ignores kill -TERM $$", false, []string{"bash", "-c", "kill -TERM $$; echo survived"}, 0, "survived"},

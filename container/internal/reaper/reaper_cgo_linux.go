@@ -10,6 +10,7 @@ package reaper
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +28,8 @@ static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, S
 __attribute__((constructor)) static void nsbox_reaper(int argc, char **argv, char **envp) {
 	if (argc < 4 || strcmp(argv[0], "nsbox-reaper") != 0)
 		return;
+	// Exec'd from /proc/self/fd/N, its name would be "N".
+	prctl(PR_SET_NAME, "nsbox-reaper", 0, 0, 0);
 	int errfd = atoi(argv[1]);
 	const char *path = argv[2];
 	char **cmd = argv + 3;
