@@ -53,6 +53,12 @@ type RunRequest struct {
 	// Datasets name the operator's read-only host datasets to mount at
 	// /mnt/NAME (GET /v1/info lists them).
 	Datasets []string `json:"datasets,omitempty"`
+	// Init makes the sandbox's pid 1 a minimal init, as `docker run
+	// --init` does: it forwards signals to the command, reaps orphans and
+	// exits with the command's status, 128+N when signal N ended it.
+	// Absent or false, the command is pid 1 (docs/API.md, "PID 1").
+	// Code runs on the engine as its language's one-shot program.
+	Init bool `json:"init,omitempty"`
 }
 
 // File is an input file. At most one of ContentBase64 and Text is set;

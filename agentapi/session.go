@@ -40,6 +40,9 @@ type SessionRequest struct {
 	// RunRequest's are for a run.
 	Volumes  []VolumeMount `json:"volumes,omitempty"`
 	Datasets []string      `json:"datasets,omitempty"`
+	// Init makes the session's pid 1 a minimal init and its runner pid
+	// 1's child, as RunRequest.Init does for a run.
+	Init bool `json:"init,omitempty"`
 }
 
 // Session states.

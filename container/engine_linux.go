@@ -17,6 +17,7 @@ import (
 	"github.com/nsbox/nsbox/container/internal/initproc"
 	"github.com/nsbox/nsbox/container/internal/locks"
 	"github.com/nsbox/nsbox/container/internal/mnt"
+	"github.com/nsbox/nsbox/container/internal/reaper"
 	"github.com/nsbox/nsbox/container/sandboxinit"
 	"github.com/nsbox/nsbox/seccomp"
 )
@@ -64,6 +65,7 @@ type Engine struct {
 	spares  *initproc.Spares
 	spawner *initproc.Spawner // v1: clones inits in their cgroups
 	idmaps  mnt.Cache         // user namespaces of idmapped mounts (container/internal/mnt)
+	reaper  reaper.Seal       // pid 1 of the runs with Spec.Init
 }
 
 // New prepares an engine: it checks it runs as root, compiles the default
@@ -163,6 +165,7 @@ func (e *Engine) Close() error {
 	}
 	closeCgroups(e.cgroups, e.log)
 	e.idmaps.Close()
+	e.reaper.Close()
 	return e.self.Close()
 }
 

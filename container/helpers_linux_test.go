@@ -40,6 +40,8 @@ func sandboxKinds(t *testing.T, e *Engine) []sandboxKind {
 	t.Helper()
 	return []sandboxKind{
 		{"engine", e.Start},
+		// pid 1's binary comes between the workspace and the mounts.
+		{"engine with init", func(ctx context.Context, s Spec) (*Sandbox, error) { s.Init = true; return e.Start(ctx, s) }},
 		{"zygote", func(ctx context.Context, s Spec) (*Sandbox, error) {
 			s.Argv = append([]string{"python3", "-I"}, s.Argv[1:]...)
 			return zygoteFor(t, e, testenv.Rootfs(t)).Start(ctx, s)

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/container/internal/reaper"
 	"github.com/nsbox/nsbox/container/internal/zyproto"
 	"github.com/nsbox/nsbox/container/sandboxinit"
 	"github.com/nsbox/nsbox/container/workspace"
@@ -64,6 +65,7 @@ type description struct {
 	landlock   string // Config.Landlock
 	// mounts are the NAMEs of Spec.Mounts, attached at /mnt/NAME.
 	mounts []string
+	init   bool // Spec.Init: pid 1 is the reaper, one task more
 	// beforeStart is Spec.BeforeStart: launch calls it once the process
 	// is in its namespaces (a zygote child: verified) and before the
 	// command runs.
@@ -86,13 +88,13 @@ func (e *Engine) describe(spec *Spec, lim Limits, env []string) *description {
 	return &description{
 		id: spec.ID, rootfs: spec.RootfsDir, argv: spec.Argv, env: env, limits: lim, background: spec.Background,
 		seccomp: prog, masked: e.masked, readOnly: e.ro, control: spec.Control, beforeStart: spec.BeforeStart, landlock: e.cfg.Landlock,
-		mounts: mountNames(spec.Mounts),
+		mounts: mountNames(spec.Mounts), init: spec.Init,
 	}
 }
 
 // cgroupLimits are the limits of the sandbox's cgroup.
 func (d *description) cgroupLimits() cgroup.Limits {
-	return cgroup.Limits{MemoryBytes: d.limits.MemoryBytes, Pids: d.limits.Pids, CPUs: d.limits.CPUs, Background: d.background}
+	return cgroup.Limits{MemoryBytes: d.limits.MemoryBytes, Pids: d.limits.Pids + reaper.Tasks(d.init), CPUs: d.limits.CPUs, Background: d.background}
 }
 
 // threads is how many threads numeric libraries get: the CPU limit,
@@ -126,6 +128,7 @@ func (d *description) initConfig(zygote, cgroupNS bool) sandboxinit.Config {
 		Zygote:     zygote,
 		Landlock:   d.landlock,
 		Mounts:     d.mounts,
+		Init:       d.init,
 	}
 	if zygote {
 		c.Masked, c.ReadOnly, c.Seccomp, c.FSizeBytes = nil, nil, nil, unix.RLIM_INFINITY

@@ -190,6 +190,11 @@ func (e *Engine) start(ctx context.Context, spec Spec, log *slog.Logger, newProc
 		}
 	}
 
+	// pid 1's binary (Spec.Init) follows the workspace: the engine's.
+	fds, err := e.reaper.Append([]*os.File{ws.Mount()}, spec.Init, e.cfg.RunDir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
+	}
 	// The mounts are the sandbox's once attached: the engine's fds go
 	// when launch returns, whatever happened.
 	mounts, err := e.openMounts(spec.Mounts, p.owner())
@@ -197,7 +202,7 @@ func (e *Engine) start(ctx context.Context, spec Spec, log *slog.Logger, newProc
 		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 	}
 	var notFound *errCommandNotFound
-	err = p.launch(d, append([]*os.File{ws.Mount()}, mounts...))
+	err = p.launch(d, append(fds, mounts...))
 	for _, m := range mounts {
 		m.Close()
 	}

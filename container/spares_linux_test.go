@@ -36,6 +36,21 @@ func TestIsolationWithStandaloneInit(t *testing.T) {
 	}
 }
 
+// The same suite with Spec.Init (pid 1 is the reaper, the command its
+// child): its limits hold as without, the pids limit exactly (the fork
+// bomb gets no more children), with the init re-executed from this binary
+// and with the standalone one.
+func TestIsolationWithInit(t *testing.T) {
+	testInit = true
+	defer func() { testInit = false }()
+	t.Run("self", func(t *testing.T) {
+		for _, tc := range isolationSuite() {
+			t.Run(tc.name, tc.fn)
+		}
+	})
+	t.Run("standalone", TestIsolationWithStandaloneInit)
+}
+
 // The same suite with every Python run forked by a zygote (a
 // pre-started interpreter): each child must end up exactly as isolated and
 // limited as a cold run. Commands other than python3 -c (shell, missing

@@ -56,6 +56,9 @@ type Spec struct {
 	// sandbox, made ahead of any run, sets itself up on the CPU the runs
 	// leave. Not a limit: on an idle host it takes a whole CPU.
 	Background bool
+	// Init makes pid 1 a minimal init (package reaper, docker --init's tini)
+	// and the command its child, whose death by signal N exits 128+N.
+	Init bool
 	// Imports are the top-level modules a Python run's code imports, when
 	// known (zygote.Imports); nil when not. It only routes the run among
 	// a rootfs's zygotes (zygote.Set); isolation never depends on it.

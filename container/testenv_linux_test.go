@@ -28,6 +28,10 @@ var testInitBinary string
 // cleanup that the test's runs were forked by it.
 var testZygote bool
 
+// testInit, when true, makes startSpec ask for Spec.Init: pid 1 is the
+// reaper and the command its child (TestIsolationWithInit).
+var testInit bool
+
 // testListener, when true, makes startSpec give every sandbox what a
 // network policy gives it: the daemon's egress listener on 127.0.0.1:3128
 // inside its network namespace (it accepts and closes), so the isolation
@@ -146,6 +150,7 @@ func startSpec(t testing.TB, ctx context.Context, e *Engine, spec Spec) (*Sandbo
 			return nil
 		}
 	}
+	spec.Init = spec.Init || testInit
 	if testZygote && len(spec.Argv) >= 3 && spec.Argv[0] == "python3" && spec.Argv[1] == "-c" {
 		spec.Argv = append([]string{"python3", "-I"}, spec.Argv[1:]...)
 		return zygoteFor(t, e, spec.RootfsDir).Start(ctx, spec)

@@ -296,8 +296,8 @@ func (z *Zygote) Suitable(spec *Spec) error {
 		return fmt.Errorf("%w: rootfs %s, the zygote's is %s", ErrZygoteUnsuitable, spec.RootfsDir, z.cfg.RootfsDir)
 	}
 	a := spec.Argv
-	if len(a) < 4 || (a[0] != "python3" && a[0] != "/usr/bin/python3") || a[1] != "-I" || a[2] != "-c" {
-		return fmt.Errorf("%w: the command must be python3 -I -c CODE [ARGS...]", ErrZygoteUnsuitable)
+	if spec.Init || len(a) < 4 || (a[0] != "python3" && a[0] != "/usr/bin/python3") || a[1] != "-I" || a[2] != "-c" {
+		return fmt.Errorf("%w: the command must be python3 -I -c CODE [ARGS...], with no init", ErrZygoteUnsuitable)
 	}
 	return nil
 }

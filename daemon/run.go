@@ -58,16 +58,16 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 		return nil, err
 	}
 	// Code of a language with a runner kind goes to a runner; an argv run,
-	// or code whose language has none, to the engine.
-	viaRunner := d.cfg.Starter != nil && j.Lang != nil && j.Lang.Runner != "" && opts.Seccomp == nil
+	// code whose language has none, or a run with an init, to the engine.
+	viaRunner := d.cfg.Starter != nil && j.Lang != nil && j.Lang.Runner != "" && opts.Seccomp == nil && !j.Init
 	if j.Lang != nil && !viaRunner && !j.Lang.HasOneShot() {
 		d.metrics.Run("invalid")
-		return nil, errdefs.Field("language", "%s needs its runner (%s), and this run goes to the engine directly (a custom seccomp filter, or no runner); run it without the custom filter",
+		return nil, errdefs.Field("language", "%s needs its runner (%s), and this run goes to the engine directly (a custom seccomp filter, init, or no runner); run it without those",
 			j.Language, j.Lang.Runner)
 	}
 	if j.AllowedImports != nil && !viaRunner {
 		d.metrics.Run("invalid")
-		return nil, errdefs.Field("allowed_imports", "needs the Python runner, and this run goes to the engine directly (a custom seccomp filter, or no runner); drop allowed_imports or the custom filter")
+		return nil, errdefs.Field("allowed_imports", "needs the Python runner, and this run goes to the engine directly (a custom seccomp filter, init, or no runner); drop allowed_imports, the custom filter or init")
 	}
 	id := opts.ID
 	if id == "" {

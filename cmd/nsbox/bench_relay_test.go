@@ -8,13 +8,18 @@ import (
 	"os/signal"
 	"syscall"
 	"testing"
+
+	"github.com/nsbox/nsbox/container"
 )
 
 // relayChildEnv makes the test binary a stand-in for nsbox-bench: it says
 // "ready" and exits 7 at SIGTERM, as nsbox-bench exits once cleaned up.
 const relayChildEnv = "NSBOX_TEST_RELAY_CHILD"
 
+// TestMain also lets the test binary be the sandboxes' init and reaper,
+// as nsbox is (exec --no-daemon in TestExecExitCodesInProcess).
 func TestMain(m *testing.M) {
+	container.MaybeInit()
 	if os.Getenv(relayChildEnv) != "" {
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)

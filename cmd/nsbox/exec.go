@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
@@ -30,8 +31,10 @@ stdout and stderr stream live; a piped or redirected stdin is passed through
 exit code is the command's. A limit verdict is named on stderr and exits 124
 (timeout) or 137 (out of memory, output limit, killed). When the daemon is
 full, exec waits and retries as it says (up to 2 minutes; --no-wait: not at
-all) and exits 75 if it stays full. Flags go before CMD: what follows CMD
-is CMD's.
+all) and exits 75 if it stays full; Ctrl-C ends the run and exits 130. CMD
+is the sandbox's pid 1, which ignores the signals it has no handler for
+(kill -TERM $$ does nothing); --init makes it pid 1's child, as docker
+run --init does. Flags go before CMD: what follows CMD is CMD's.
 
    echo 'print(1)' | nsbox exec -- python3 -
    nsbox exec --memory 256M --timeout 5s --file data.csv -- python3 -c 'print(open("data.csv").read())'`,
@@ -40,6 +43,7 @@ is CMD's.
 			&cli.StringFlag{Name: "store", Value: rootfs.DefaultStoreRoot, Usage: "rootfs store `DIR`", EnvVars: []string{"NSBOX_ROOTFS_STORE"}},
 		}, append(append(append(cmdline.LimitFlags(false, true), cmdline.NetworkFlags()...), cmdline.MountFlags()...),
 			&cli.StringFlag{Name: "seccomp-profile", Usage: "Docker-format seccomp profile `FILE` instead of nsbox's default"},
+			&cli.BoolFlag{Name: "init", Usage: "run a minimal init as pid 1 (as docker run --init): it forwards signals to CMD, reaps orphans and exits with CMD's status, 128+N for signal N"},
 			&cli.BoolFlag{Name: "json", Usage: "print the whole result as one JSON object instead of streaming"},
 			&cli.StringFlag{Name: "socket", Value: agentapi.DefaultSocket, Usage: "daemon `SOCKET`; the run goes through the daemon when it answers", EnvVars: []string{"NSBOX_SOCKET"}},
 			&cli.BoolFlag{Name: "no-daemon", Usage: "run in-process even when a daemon answers (needs root)"},
@@ -62,7 +66,7 @@ type execRun struct {
 }
 
 func execRequest(c *cli.Context) (*execRun, error) {
-	x := &execRun{req: &agentapi.RunRequest{Argv: c.Args().Slice()}}
+	x := &execRun{req: &agentapi.RunRequest{Argv: c.Args().Slice(), Init: c.Bool("init")}}
 	if len(x.req.Argv) == 0 {
 		return nil, cmdline.UsageError(c, "no command given; usage: nsbox exec [flags] -- CMD [ARGS...]")
 	}
@@ -94,15 +98,15 @@ func execRequest(c *cli.Context) (*execRun, error) {
 	if p := c.String("seccomp-profile"); p != "" {
 		f, err := os.Open(p)
 		if err != nil {
-			return nil, fmt.Errorf("--seccomp-profile: %w", err)
+			return nil, cmdline.UsageError(c, "--seccomp-profile: %v", err)
 		}
 		prof, err := seccomp.Load(f)
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("--seccomp-profile %s: %w", p, err)
+			return nil, cmdline.UsageError(c, "--seccomp-profile %s: %v", p, err)
 		}
 		if x.seccomp, err = prof.Compile(); err != nil {
-			return nil, fmt.Errorf("--seccomp-profile %s: %w", p, err)
+			return nil, cmdline.UsageError(c, "--seccomp-profile %s: %v", p, err)
 		}
 	}
 	return x, nil
@@ -157,8 +161,9 @@ func printResult(res *agentapi.RunResult) error {
 	return enc.Encode(res)
 }
 
-// verdict turns a result into the process exit: the command's own code, or
-// a one-line explanation and 124/137 when a limit ended the run. Session
+// verdict turns a result into the process exit: the command's own code,
+// 128+N when signal N killed it, or a one-line explanation and 124/137
+// when a limit ended the run. Session
 // execs go through it too: an exception exits 1 (its traceback is printed
 // already), an interrupted cell 130. A zero limit in l is one the daemon
 // chose, and goes unnamed.
@@ -192,6 +197,9 @@ func verdict(status string, code int, signal, errMsg string, l container.Limits)
 		msg, code = "killed", exitKilled
 		if signal != "" {
 			msg = "killed by " + signal
+			if n := unix.SignalNum(signal); n > 0 {
+				code = 128 + int(n) // as a shell gives it: 143 for SIGTERM
+			}
 		}
 	default:
 		msg, code = fmt.Sprintf("run ended with status %s: %s", status, errMsg), 1

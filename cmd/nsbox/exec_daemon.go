@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -38,7 +36,7 @@ func noDaemon() string {
 // (when piped) is sent with the request, and the exit follows the result.
 func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 	if x.seccomp != nil {
-		return fmt.Errorf("exec: --seccomp-profile applies to in-process runs only; add %s", noDaemon())
+		return cmdline.UsageError(c, "--seccomp-profile applies to in-process runs only; add %s", noDaemon())
 	}
 	req := x.req
 	if stdin := execStdin(); stdin != nil {
@@ -47,15 +45,15 @@ func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 			return fmt.Errorf("exec: read stdin: %w", err)
 		}
 		if len(in) > maxDaemonStdin {
-			return fmt.Errorf("exec: stdin is larger than %s; through the daemon it is sent with the request (use --file, or %s)", humanBytes(maxDaemonStdin), noDaemon())
+			return cmdline.UsageError(c, "stdin is larger than %s; through the daemon it is sent with the request (use --file, or %s)", humanBytes(maxDaemonStdin), noDaemon())
 		}
 		if !utf8.Valid(in) {
-			return fmt.Errorf("exec: binary stdin goes only to in-process runs; use --file or %s", noDaemon())
+			return cmdline.UsageError(c, "binary stdin goes only to in-process runs; use --file or %s", noDaemon())
 		}
 		req.Stdin = string(in)
 	}
 
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	ctx, caught, stop := cmdline.Interruptible(c.Context)
 	defer stop()
 	asJSON := c.Bool("json")
 	var onEvent func(agentapi.Event)
@@ -79,6 +77,9 @@ func execViaDaemon(c *cli.Context, cl *client.Client, x *execRun) error {
 		}
 	}
 	res, err := runWaiting(ctx, c.Bool("no-wait"), func() (*agentapi.RunResult, error) { return cl.RunStream(ctx, req, onEvent) })
+	if sig := caught(); sig != nil {
+		return cmdline.Interrupted(sig) // the daemon ended the run when the stream closed
+	}
 	if err != nil {
 		return fmt.Errorf("exec: %w", cmdline.FlagError(c, err))
 	}

@@ -101,8 +101,8 @@ func TestExecLimitErrorNamesFlag(t *testing.T) {
 				writeAPIError(w, http.StatusBadRequest, agentapi.CodeInvalidArgument, tc.field+": "+tc.msg)
 			})
 			_, stderr, code := runApp(t, "", "exec", "--socket", sock, tc.flag, tc.value, "--", "true")
-			if code != 1 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, tc.field) {
-				t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, stderr, tc.want)
+			if code != cmdline.ExitUsage || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, tc.field) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, cmdline.ExitUsage, tc.want)
 			}
 		})
 	}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -55,9 +53,12 @@ func execInProcess(c *cli.Context, x *execRun) error {
 		opts.OnStdout = func(b []byte) { os.Stdout.Write(b) }
 		opts.OnStderr = func(b []byte) { os.Stderr.Write(b) }
 	}
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	ctx, caught, stop := cmdline.Interruptible(c.Context)
 	defer stop()
 	res, err := core.Run(ctx, x.req, opts)
+	if sig := caught(); sig != nil {
+		return cmdline.Interrupted(sig) // the run was killed for it
+	}
 	if err != nil {
 		return fmt.Errorf("exec: %w", cmdline.FlagError(c, err))
 	}

@@ -72,7 +72,7 @@ func mcpLimits(c *cli.Context) (agentapi.Limits, error) {
 func mcpServe(c *cli.Context) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return cmdline.UsageError(c, "--log-level: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	lim, err := mcpLimits(c)

@@ -2,12 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nsbox/nsbox/agentapi/mcp"
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 	"github.com/nsbox/nsbox/daemon/lang"
 )
 
@@ -24,7 +24,7 @@ func toolsCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			defs, err := mcp.Definitions(c.String("format"), lang.BuiltinInfo())
 			if err != nil {
-				return fmt.Errorf("--format: %w", err)
+				return cmdline.UsageError(c, "--format: %v", err)
 			}
 			enc := json.NewEncoder(c.App.Writer)
 			enc.SetIndent("", "  ")

@@ -69,6 +69,9 @@ type Config struct {
 	// With any, the workspace's fd is followed by the /mnt tmpfs's (with
 	// a directory per NAME) and then theirs, in order.
 	Mounts []string `json:"mounts,omitempty"`
+	// Init makes pid 1 a reaper and the command its child (reaper_linux.go);
+	// its binary's fd follows the workspace's.
+	Init bool `json:"init,omitempty"`
 }
 
 // maxFDs is how many mount fds one config message may carry.
@@ -103,6 +106,10 @@ func Run() {
 
 func runInit() error {
 	cfg, fds, err := readConfig()
+	if err != nil {
+		return err
+	}
+	fds, reaper, err := takeReaper(&cfg, fds)
 	if err != nil {
 		return err
 	}
@@ -168,6 +175,9 @@ func runInit() error {
 			return fmt.Errorf("install seccomp filter: %w", err)
 		}
 	}
+	if cfg.Init {
+		return execReaper(reaper, path, &cfg)
+	}
 	return execFailed(cfg.Argv[0], unix.Exec(path, cfg.Argv, cfg.Env))
 }
 
@@ -215,7 +225,7 @@ func readConfig() (Config, []int, error) {
 	if err := dec.Decode(&cfg); err != nil {
 		return cfg, nil, fmt.Errorf("read config (is nsbox-init as new as nsbox?): %w", err)
 	}
-	if want := mountFDs(len(cfg.Mounts)); len(fds) != want {
+	if want := mountFDs(len(cfg.Mounts)) + reaperFDs(cfg.Init); len(fds) != want {
 		return cfg, nil, fmt.Errorf("read config: %d mounts received, want %d", len(fds), want)
 	}
 	return cfg, fds, nil

@@ -197,7 +197,7 @@ func (m *Manager) Create(ctx context.Context, opts Options) (_ *Session, err err
 // start takes a pooled runner for the session when one fits (and writes
 // its input files), else starts one.
 func (m *Manager) start(ctx context.Context, id string, opts Options, limits container.Limits) (*runner.Runner, bool, error) {
-	if m.cfg.Take != nil && opts.BeforeStart == nil && len(opts.Mounts) == 0 {
+	if m.cfg.Take != nil && opts.BeforeStart == nil && len(opts.Mounts) == 0 && !opts.Init {
 		if r := m.cfg.Take(opts); r != nil {
 			ws := r.Sandbox().Workspace()
 			for _, f := range opts.Files {
@@ -218,6 +218,7 @@ func (m *Manager) start(ctx context.Context, id string, opts Options, limits con
 		Limits:      limits,
 		BeforeStart: opts.BeforeStart,
 		Mounts:      opts.Mounts,
+		Init:        opts.Init,
 	}, opts.Runner)
 	return r, false, err
 }

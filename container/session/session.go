@@ -36,6 +36,9 @@ const (
 type Options struct {
 	// ID names the session; empty: a fresh container.NewID().
 	ID string
+	// Init is container.Spec.Init: the runner is pid 1's child. Such a
+	// session never takes a pooled runner.
+	Init bool
 	// Rootfs names the rootfs (for Info); RootfsDir is its tree.
 	Rootfs    string
 	RootfsDir string

@@ -41,5 +41,6 @@ func (j *Job) CellSpec(id, dir string) container.Spec {
 		Files:       j.Files,
 		Limits:      j.Limits,
 		ReturnFiles: j.ReturnFiles,
+		Init:        j.Init,
 	}
 }

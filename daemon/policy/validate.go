@@ -70,12 +70,14 @@ type Job struct {
 	AllowedImports []string
 	// Network is the run's egress policy; nil means loopback only.
 	Network *egress.Policy
+	// Init is agentapi.RunRequest.Init: the run goes to the engine.
+	Init bool
 }
 
 // Validate checks req against the request rules and the daemon's maxima and
 // returns the job it describes. Errors are *errdefs.FieldError.
 func (pol *Rules) Validate(req *agentapi.RunRequest) (*Job, error) {
-	j := &Job{Stdin: req.Stdin, Rootfs: req.Rootfs}
+	j := &Job{Stdin: req.Stdin, Rootfs: req.Rootfs, Init: req.Init}
 	if j.Rootfs == "" {
 		j.Rootfs = pol.DefaultRootfs
 	} else if !validRootfsName(j.Rootfs) {

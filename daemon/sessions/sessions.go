@@ -117,7 +117,7 @@ func (k *Keeper) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	o := &origin{Request: *req, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd, Home: so.Home, meta: &meta{b: m}}
 	o.Request.Files = nil
 	sess, err := k.mgr.Create(ctx, session.Options{
-		ID: spec.ID, Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
+		ID: spec.ID, Init: req.Init, Rootfs: j.Rootfs, RootfsDir: dir, Release: release, Limits: j.Limits,
 		IdleTimeout: j.IdleTimeout, Env: spec.Env, Files: spec.Files, Owner: uid, Origin: o,
 		Lifetime: j.Lifetime, AllowedImports: req.AllowedImports,
 		IdleAction: j.IdleAction, LifetimeAction: req.LifetimeAction, BeforeStart: spec.BeforeStart, Processes: so.Processes, NoIdleEnd: so.NoIdleEnd, Home: so.Home,

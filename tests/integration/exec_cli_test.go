@@ -27,9 +27,24 @@ func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
+// forkBomb forks until the pids limit stops it and says how far it got.
+const forkBomb = `
+import os, time
+n = 0
+try:
+    while n < 1000:
+        if os.fork() == 0:
+            time.sleep(30); os._exit(0)
+        n += 1
+except OSError as e:
+    print("stopped", n, type(e).__name__)
+`
+
 // `nsbox exec` goes through the daemon when its socket answers and keeps
-// the shell contract: stdin in, output out, the command's exit code, and a
-// named verdict with 124/137 when a limit ends the run.
+// the shell contract: stdin in, output out, the command's exit code, a
+// named verdict with 124/137 when a limit ends the run, 2 for a flag over
+// the daemon's maximum; with --init, 128+N for a command signal N ended,
+// and the pids limit counts the command's processes only.
 func TestExecThroughDaemon(t *testing.T) {
 	d := startDaemon(t)
 	sock := []string{"exec", "--socket", d.sock, "-v"}
@@ -45,7 +60,11 @@ func TestExecThroughDaemon(t *testing.T) {
 		{"timeout", "", []string{"--timeout", "500ms", "--", "sh", "-c", "echo started; sleep 30"}, "started\n", "nsbox: timeout after 500ms", 124},
 		{"oom", "", []string{"--memory", "48M", "--", "python3", "-c", "b = bytearray(200 << 20)"}, "", "nsbox: out of memory (limit 48 MiB)", 137},
 		{"output limit", "", []string{"--output", "1K", "--", "python3", "-c", "print('x' * 100000)"}, "", "nsbox: output limit of 1 KiB", 137},
-		{"above the maximum", "", []string{"--timeout", "1h", "--", "true"}, "", "nsbox: exec: --timeout 1h: above the daemon's maximum 10m", 1},
+		{"above the maximum", "", []string{"--timeout", "1h", "--", "true"}, "", "nsbox: exec: --timeout 1h: above the daemon's maximum 10m", 2},
+		{"pid 1 ignores kill -TERM $$", "", []string{"--", "bash", "-c", "kill -TERM $$; echo survived"}, "survived\n", "", 0},
+		{"--init kill -TERM $$", "", []string{"--init", "--", "bash", "-c", "kill -TERM $$; echo survived"}, "", "", 143},
+		{"--init python3 os.kill", "", []string{"--init", "--", "python3", "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM); print('survived')"}, "", "", 143},
+		{"--init fork bomb", "", []string{"--init", "--pids", "16", "--", "python3", "-c", forkBomb}, "stopped 15 ", "", 0},
 		{"env and file", "", []string{"--env", "WHO=agent", "--file", "/etc/hostname:in/host.txt", "--", "sh", "-c", "echo $WHO; test -s in/host.txt && echo file"}, "agent\nfile\n", "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -64,7 +64,7 @@ func allowedImportsPandas(t *testing.T, d *daemon, rootfs string) {
 }
 
 // TestAllowedImportsRefusals: allowed_imports is checked before a sandbox
-// starts: Python only, module names only.
+// starts: Python only, module names only, not with an init.
 func TestAllowedImportsRefusals(t *testing.T) {
 	d := startDaemon(t)
 	ctx := context.Background()
@@ -76,6 +76,9 @@ func TestAllowedImportsRefusals(t *testing.T) {
 	wantFieldError(t, err, "allowed_imports[1]")
 	_, err = d.client.CreateSession(ctx, &agentapi.SessionRequest{AllowedImports: []string{"json", ".."}})
 	wantFieldError(t, err, "allowed_imports[1]")
+	// A run with an init goes to the engine, where no runner enforces it.
+	_, err = d.client.Run(ctx, &agentapi.RunRequest{Language: agentapi.LanguagePython, Code: "1", AllowedImports: []string{"json"}, Init: true})
+	wantFieldError(t, err, "allowed_imports")
 }
 
 // TestSessionAllowedImportsAndLifetime: a session's allowlist binds every

@@ -115,7 +115,7 @@ func TestNonRootAdvice(t *testing.T) {
 	})
 	t.Run("exec, --seccomp-profile through a daemon", func(t *testing.T) {
 		out, code := asNobody(t, bin, "exec", "--socket", open, "--seccomp-profile", profile, "--", "true")
-		check(t, out, code, 1, []string{"--seccomp-profile applies to in-process runs only; add --no-daemon as root"}, nil)
+		check(t, out, code, 2, []string{"--seccomp-profile applies to in-process runs only; add --no-daemon as root"}, nil)
 	})
 	t.Run("doctor, a socket it may not use", func(t *testing.T) {
 		out, code := asNobody(t, bin, "doctor", "--socket", closed, "--store", dir)

@@ -351,3 +351,57 @@ func TestListingsSayWhenCut(t *testing.T) {
 		t.Errorf("file list: %v; files_truncated %v, %d files, header %q", err, list.FilesTruncated, len(list.Files), resp.Header.Get(agentapi.HeaderTruncated))
 	}
 }
+
+// TestSessionInit: a session with "init" runs its runner as pid 1's
+// child, which reaps the orphans of the code's children and forwards the
+// SIGINT that interrupts a cell; its forks keep it. Without it the runner
+// is pid 1.
+func TestSessionInit(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	const pid1 = "import os; os.getpid() == 1"
+	plain, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := execOK(t, d, plain.ID, pid1); res.Value != "True" {
+		t.Errorf("without init the runner is not pid 1: %q", res.Value)
+	}
+	s, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{Init: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := execOK(t, d, s.ID, pid1); res.Value != "False" {
+		t.Errorf("with init the runner is pid 1: %q", res.Value)
+	}
+	orphan := `
+import os, time
+r, w = os.pipe()
+if os.fork() == 0:
+    g = os.fork()
+    if g == 0:
+        os._exit(0)
+    os.write(w, b'%d' % g); os._exit(0)
+g = int(os.read(r, 32))
+while os.path.exists('/proc/%d' % g):
+    time.sleep(0.01)
+print('reaped')
+`
+	if res := execOK(t, d, s.ID, orphan); res.Stdout != "reaped\n" {
+		t.Errorf("orphan: stdout %q", res.Stdout)
+	}
+	// A cell's timeout interrupts it with a SIGINT to the sandbox's pid 1,
+	// which forwards it: the session lives on.
+	res, err := d.client.Exec(ctx, s.ID, &agentapi.ExecRequest{Code: "while True: pass", TimeoutMs: 300})
+	if err != nil || res.Status != agentapi.StatusTimeout || res.SessionDead {
+		t.Fatalf("timeout exec: %+v %v", res, err)
+	}
+	execOK(t, d, s.ID, "1")
+	f, err := d.client.ForkSession(ctx, s.ID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := execOK(t, d, f.Sessions[0].ID, pid1); res.Value != "False" {
+		t.Errorf("the fork of a session with init has none: %q", res.Value)
+	}
+}

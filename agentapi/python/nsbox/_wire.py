@@ -255,8 +255,10 @@ def run_body(code: Optional[str], argv: Optional[Sequence[str]], language: str, 
              limits: Optional[Mapping[str, Any]], stdin: Optional[str], env: Optional[Mapping[str, str]],
              rootfs: Optional[str], profile: Optional[str], return_files: Optional[Sequence[str]],
              allowed_imports: Optional[Iterable[str]], network: Any = None, volumes: Any = None,
-             datasets: Any = None) -> Dict[str, Any]:
+             datasets: Any = None, init: bool = False) -> Dict[str, Any]:
     """The body of POST /v1/runs, checked for what the client can see."""
+    if not isinstance(init, bool):
+        raise TypeError("init: give True or False, not %r" % (init,))
     if (code is None) == (argv is None):
         raise ValueError("give exactly one of code or argv")
     if argv is not None:
@@ -271,12 +273,12 @@ def run_body(code: Optional[str], argv: Optional[Sequence[str]], language: str, 
                 env=dict(env) if env is not None else None, rootfs=rootfs, profile=profile,
                 return_files=list(return_files) if return_files is not None else None,
                 allowed_imports=check_imports(allowed_imports), network=check_network(network),
-                volumes=check_volumes(volumes), datasets=check_datasets(datasets))
+                volumes=check_volumes(volumes), datasets=check_datasets(datasets), init=init or None)
 
 
 #: The run() arguments a batch's run may carry.
 RUN_ARGS = ("code", "argv", "language", "files", "limits", "stdin", "env", "rootfs", "profile", "return_files",
-            "allowed_imports", "network", "volumes", "datasets")
+            "allowed_imports", "network", "volumes", "datasets", "init")
 
 
 def batch_body(runs: Iterable[Mapping[str, Any]], concurrency: Optional[int]) -> Dict[str, Any]:
@@ -293,7 +295,7 @@ def batch_body(runs: Iterable[Mapping[str, Any]], concurrency: Optional[int]) ->
             out.append(run_body(r.get("code"), r.get("argv"), r.get("language", "python"), r.get("files"),
                                 r.get("limits"), r.get("stdin"), r.get("env"), r.get("rootfs"), r.get("profile"),
                                 r.get("return_files"), r.get("allowed_imports"), r.get("network"),
-                                r.get("volumes"), r.get("datasets")))
+                                r.get("volumes"), r.get("datasets"), r.get("init", False)))
         except (TypeError, ValueError) as e:
             raise type(e)("runs[%d]: %s" % (i, e)) from e
     body: Dict[str, Any] = {"runs": out}
@@ -343,7 +345,9 @@ def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idl
                  env: Optional[Mapping[str, str]], files: Optional[Files], lifetime_ms: Optional[int],
                  allowed_imports: Optional[Iterable[str]], idle_action: Optional[str],
                  network: Any = None, language: Optional[str] = None, volumes: Any = None,
-                 datasets: Any = None, lifetime_action: Optional[str] = None) -> Dict[str, Any]:
+                 datasets: Any = None, lifetime_action: Optional[str] = None, init: bool = False) -> Dict[str, Any]:
+    if not isinstance(init, bool):
+        raise TypeError("init: give True or False, not %r" % (init,))
     if idle_action not in (None, "end", "pause", "park"):
         raise _invalid("idle_action %r: use \"end\", \"pause\" or \"park\"" % (idle_action,))
     if lifetime_action not in (None, "end", "park"):
@@ -353,7 +357,8 @@ def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idl
     return _put({}, rootfs=rootfs, language=language, limits=check_limits(limits), idle_timeout_ms=idle_timeout_ms,
                 env=dict(env) if env is not None else None, files=files_list(files), lifetime_ms=lifetime_ms,
                 allowed_imports=check_imports(allowed_imports), idle_action=idle_action,
-                lifetime_action=lifetime_action, network=check_network(network), volumes=check_volumes(volumes), datasets=check_datasets(datasets))
+                lifetime_action=lifetime_action, network=check_network(network), volumes=check_volumes(volumes), datasets=check_datasets(datasets),
+                init=init or None)
 
 
 def fork_body(count: int) -> Dict[str, Any]:

@@ -268,10 +268,11 @@ class AsyncClient(_wire.ClientBase):
                   stdin: Optional[str] = None, env: Optional[Mapping[str, str]] = None, rootfs: Optional[str] = None,
                   profile: Optional[str] = None, return_files: Optional[Sequence[str]] = None,
                   allowed_imports: Optional[Iterable[str]] = None, network: Any = None, on_stdout: Output = None,
-                  on_stderr: Output = None, volumes: Any = None, datasets: Optional[Sequence[str]] = None) -> Result:
+                  on_stderr: Output = None, volumes: Any = None, datasets: Optional[Sequence[str]] = None,
+                  init: bool = False) -> Result:
         """As nsbox.Client.run."""
         req = _wire.run_body(code, argv, language, files, limits, stdin, env, rootfs, profile, return_files,
-                             allowed_imports, network, volumes, datasets)
+                             allowed_imports, network, volumes, datasets, init)
         # Always streamed, as nsbox.Client.run.
         return await self._stream(API + "/runs", req, on_stdout, on_stderr, await self._run_deadline(req), queued=True)
 
@@ -306,10 +307,10 @@ class AsyncClient(_wire.ClientBase):
                       idle_action: Optional[str] = None, network: Any = None,
                       language: Optional[str] = None, volumes: Any = None,
                       datasets: Optional[Sequence[str]] = None,
-                      lifetime_action: Optional[str] = None) -> AsyncSession:
+                      lifetime_action: Optional[str] = None, init: bool = False) -> AsyncSession:
         """As nsbox.Client.session; use the result with `async with`."""
         req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
-                                 idle_action, network, language, volumes, datasets, lifetime_action)
+                                 idle_action, network, language, volumes, datasets, lifetime_action, init)
         info = await self._json("POST", API + "/sessions", req)
         return AsyncSession(self, info["id"], info)
 

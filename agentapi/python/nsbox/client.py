@@ -200,7 +200,7 @@ class Client(_wire.ClientBase):
             env: Optional[Mapping[str, str]] = None, rootfs: Optional[str] = None, profile: Optional[str] = None,
             return_files: Optional[Sequence[str]] = None, allowed_imports: Optional[Iterable[str]] = None,
             network: Any = None, on_stdout: Output = None, on_stderr: Output = None,
-            volumes: Any = None, datasets: Optional[Sequence[str]] = None) -> Result:
+            volumes: Any = None, datasets: Optional[Sequence[str]] = None, init: bool = False) -> Result:
         """Runs code (language "python" or "bash") or argv in a fresh sandbox
         and returns its Result.
 
@@ -215,10 +215,13 @@ class Client(_wire.ClientBase):
         it is produced (the run streams). volumes: named volumes to mount
         ("data" at /mnt/data, "data:/mnt/in:ro", or {"name", "path",
         "read_only"}); datasets: the operator's read-only datasets by name
-        (at /mnt/NAME).
+        (at /mnt/NAME). init: pid 1 is a minimal init, as with docker run
+        --init, and the command its child: a signal it sends itself ends it
+        (exit_code 128+N), orphans are reaped; without it the command is
+        pid 1 and ignores signals it has no handler for (docs/API.md).
         """
         req = _wire.run_body(code, argv, language, files, limits, stdin, env, rootfs, profile, return_files,
-                             allowed_imports, network, volumes, datasets)
+                             allowed_imports, network, volumes, datasets, init)
         # Always streamed: the answer starts when the run has a run slot, so
         # the time it queued and its own time get separate deadlines.
         return self._stream(API + "/runs", req, on_stdout, on_stderr, self._run_deadline(req), queued=True)
@@ -252,7 +255,8 @@ class Client(_wire.ClientBase):
                 files: Optional[Files] = None, lifetime_ms: Optional[int] = None,
                 allowed_imports: Optional[Iterable[str]] = None, idle_action: Optional[str] = None,
                 network: Any = None, language: Optional[str] = None, volumes: Any = None,
-                datasets: Optional[Sequence[str]] = None, lifetime_action: Optional[str] = None) -> Session:
+                datasets: Optional[Sequence[str]] = None, lifetime_action: Optional[str] = None,
+                init: bool = False) -> Session:
         """Starts a session (a persistent Python interpreter and /workspace)
         and returns it once ready. Use it as a context manager to close it.
         lifetime_ms ends it that long after its creation (default: the
@@ -261,9 +265,10 @@ class Client(_wire.ClientBase):
         it ("end"), "park" parks it; lifetime_action "park" parks it at the
         end of its lifetime instead of ending it; language "javascript" or "typescript"
         makes it a Node.js session (on a rootfs with Node.js); volumes and
-        datasets are mounted for its whole life, as in run()."""
+        datasets are mounted for its whole life, as in run(); init makes its
+        interpreter pid 1's child, as in run()."""
         req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
-                                 idle_action, network, language, volumes, datasets, lifetime_action)
+                                 idle_action, network, language, volumes, datasets, lifetime_action, init)
         info = self._json("POST", API + "/sessions", req)
         return Session(self, info["id"], info)
 

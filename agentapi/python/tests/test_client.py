@@ -63,6 +63,19 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(KeyError):
             r.file("data.csv")
 
+    def test_run_init(self):
+        # The command is pid 1 and ignores the SIGTERM it sends itself;
+        # with init=True it is pid 1's child and dies of it, as on a host.
+        code = "import os, signal; os.kill(os.getpid(), signal.SIGTERM); print('survived')"
+        r = self.nsbox.run(argv=["python3", "-c", code])
+        self.assertEqual((r.exit_code, r.stdout), (0, "survived\n"), r.raw)
+        r = self.nsbox.run(code=code, init=True)
+        self.assertEqual((r.status, r.exit_code, r.stdout), ("exit_nonzero", 143, ""), r.raw)
+        with self.assertRaises(TypeError):
+            self.nsbox.run(argv=["true"], init="yes")
+        with self.nsbox.session(init=True) as s:
+            self.assertEqual(s.exec("import os; os.getpid() == 1").value, "False")
+
     def test_run_timeout_is_a_result(self):
         r = self.nsbox.run(argv=["sleep", "10"], limits={"timeout_ms": 300})
         self.assertEqual(r.status, "timeout")

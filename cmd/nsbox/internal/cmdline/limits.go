@@ -208,7 +208,8 @@ var reBound = regexp.MustCompile(`^-?[0-9.e+]+ is (above the daemon's maximum|be
 // FlagError rewrites a request error about a limit field into one about
 // the flag that set it: "--timeout 1h: above the daemon's maximum 10m"
 // rather than "limits.timeout_ms: 3600000 is above the daemon's maximum
-// 600000". Other errors come back as they are.
+// 600000". A refused request is a usage error (exit status 2) on every
+// path, as a bad flag is; other errors come back as they are.
 func FlagError(c *cli.Context, err error) error {
 	field, msg := "", ""
 	var ae *agentapi.Error
@@ -230,10 +231,17 @@ func FlagError(c *cli.Context, err error) error {
 			v, _ := strconv.ParseFloat(m[2], 64)
 			msg = m[1] + " " + r.Format(v)
 		}
-		return fmt.Errorf("--%s %s: %s", r.Key, FlagText(c, r.Key), msg)
+		return cli.Exit(fmt.Sprintf("--%s %s: %s", r.Key, FlagText(c, r.Key), msg), ExitUsage)
 	}
-	return err
+	return usageExit{err} // the request the command line made is refused
 }
+
+// usageExit is a refused request's error, kept for errors.As, with the
+// usage error's exit status.
+type usageExit struct{ error }
+
+func (e usageExit) Unwrap() error { return e.error }
+func (usageExit) ExitCode() int   { return ExitUsage }
 
 // CheckMaxima refuses limits above a default daemon's maxima, so that a run
 // in-process takes what a run through a default daemon would.
