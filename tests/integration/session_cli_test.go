@@ -172,3 +172,28 @@ func TestSessionCLI(t *testing.T) {
 		t.Errorf("session rm: exit %d: %s", code, errOut)
 	}
 }
+
+// TestSessionCLIInit: session create --init gives the session a minimal
+// init as pid 1; without it the interpreter is pid 1.
+func TestSessionCLIInit(t *testing.T) {
+	d := startDaemon(t)
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{nil, "True\n"},
+		{[]string{"--init"}, "False\n"},
+	} {
+		args := append(append([]string{"session", "create"}, tc.flags...), "--socket", d.sock)
+		out, errOut, code := runCLI(t, "", args...)
+		id := strings.TrimSpace(out)
+		if code != 0 || id == "" {
+			t.Fatalf("session create %v: exit %d, stdout %q, stderr %q", tc.flags, code, out, errOut)
+		}
+		out, errOut, code = runCLI(t, "", "session", "exec", id, "import os; print(os.getpid() == 1)", "--socket", d.sock)
+		if code != 0 || out != tc.want {
+			t.Errorf("session create %v: pid 1 is the interpreter: exit %d, stdout %q, stderr %q; want %q", tc.flags, code, out, errOut, tc.want)
+		}
+		runCLI(t, "", "session", "rm", id, "--socket", d.sock)
+	}
+}
