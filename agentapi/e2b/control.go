@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -364,13 +365,41 @@ type metric struct {
 	DiskTotal     int64     `json:"diskTotal"`
 }
 
+// metricsBucket is E2B's metrics collection interval: its samples sit
+// on 5 s buckets, and start and end are whole seconds.
+const metricsBucket = 5
+
 // handleMetrics answers one sample taken now (nsbox keeps no history):
 // CPU use since the previous sample (or since the start), the memory high
-// mark, the workspace's use.
+// mark, the workspace's use. A range (start, end: Unix seconds) gets it
+// when the range reaches the present (end within a bucket of now), else
+// nothing, as E2B answers a range with no sample.
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	sb, _, err := s.live(r.Context(), r.PathValue("id"))
 	if err != nil {
 		writeErr(w, err)
+		return
+	}
+	now := time.Now()
+	start, end := int64(math.MinInt64), int64(math.MaxInt64)
+	for _, f := range []struct {
+		name string
+		p    *int64
+	}{{"start", &start}, {"end", &end}} {
+		if v := r.URL.Query().Get(f.name); v != "" {
+			if *f.p, err = strconv.ParseInt(v, 10, 64); err != nil || *f.p < 0 {
+				writeErr(w, errdefs.Field(f.name, "%q: want Unix seconds", v))
+				return
+			}
+		}
+	}
+	if start > end {
+		writeErr(w, errdefs.Field("start", "%d is after end %d", start, end))
+		return
+	}
+	// The SDKs round start and end to the nearest second.
+	if start > now.Unix()+1 || end < now.Unix()-metricsBucket {
+		writeJSON(w, http.StatusOK, []metric{})
 		return
 	}
 	st, err := s.core.SessionStats(r.Context(), sb.id)
@@ -378,7 +407,6 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	now := time.Now()
 	sb.mu.Lock()
 	since, from := sb.lastCPU, sb.lastAt
 	if from.IsZero() {

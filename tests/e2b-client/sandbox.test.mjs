@@ -167,6 +167,17 @@ test("getMetrics answers a list of samples", { timeout: 60_000 }, async (t) => {
   }
 });
 
+test("getMetrics({start, end}) answers the present for a range that reaches it, nothing for a past one", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const start = new Date(Date.now() - 60_000);
+  const end = new Date();
+  const now = await sbx.getMetrics({ start, end });
+  assert.equal(now.length, 1);
+  assert.ok(now[0].timestamp >= start && now[0].timestamp.getTime() <= end.getTime() + 10_000, `${now[0].timestamp} in the range`);
+  const past = await sbx.getMetrics({ start: new Date(Date.now() - 3_600_000), end: new Date(Date.now() - 1_800_000) });
+  assert.deepEqual(past, []);
+});
+
 test("a flood of creates past [sessions] max gets RateLimitError and leaves the rest working", { timeout: 120_000 }, async (t) => {
   // The daemon holds at most 16 sessions; 24 creates at once. A refusal is
   // answered at once (429); the request timeout is only a bound for a hang,
