@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
-	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd"
+	"github.com/nsbox/nsbox/agentapi/e2b/listing"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
@@ -250,81 +252,36 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.describe(sb, sess, true))
 }
 
+// handleList is GET /v2/sandboxes (and /sandboxes): the caller's
+// sandboxes, filtered and paged as E2B's API does (package listing).
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var states []string
-	for _, v := range q["state"] {
-		states = append(states, strings.Split(v, ",")...)
-	}
-	want, err := metadataQuery(q.Get("metadata"))
+	q, err := listing.Parse(r.URL.Query())
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	var after time.Time
-	if v := q.Get("startedAfter"); v != "" {
-		if after, err = time.Parse(time.RFC3339Nano, v); err != nil {
-			writeErr(w, errdefs.Field("startedAfter", "%q: want an RFC 3339 time", v))
-			return
-		}
-	}
-	out := []sandboxJSON{}
+	out, running := []sandboxJSON{}, 0
 	for _, sb := range s.ofKey(keyOf(r.Context())) {
 		_, sess, err := s.live(r.Context(), sb.id)
 		if err != nil {
 			continue
 		}
 		d := s.describe(sb, sess, false)
-		if len(states) > 0 && !slices.Contains(states, d.State) {
-			continue
+		if q.Match(listing.Entry{ID: sb.id, State: d.State, Started: *d.StartedAt, Template: sb.template, Metadata: sb.metadata}) {
+			out = append(out, d)
+			if d.State == "running" {
+				running++
+			}
 		}
-		if t := q.Get("template"); t != "" && t != sb.template {
-			continue
-		}
-		if !matches(sb.metadata, want) || d.StartedAt.Before(after) {
-			continue
-		}
-		out = append(out, d)
 	}
-	// One page, oldest first (or newest first with order=desc): nsbox
-	// keeps at most [sessions] max sandboxes, so nextToken is never set.
-	slices.SortFunc(out, func(a, b sandboxJSON) int { return a.StartedAt.Compare(*b.StartedAt) })
-	if q.Get("order") == "desc" {
-		slices.Reverse(out)
+	if len(q.States) == 0 || slices.Contains(q.States, "running") {
+		w.Header().Set("X-Total-Running", strconv.Itoa(running))
+	}
+	out, next := listing.Page(q, out, func(d sandboxJSON) (time.Time, string) { return *d.StartedAt, d.SandboxID })
+	if next != "" {
+		w.Header().Set("X-Next-Token", next)
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// metadataQuery parses the list filter: "k=v&k2=v2" with each key and
-// value URL-encoded once more (the SDKs encode each, then the pairs, and
-// the query parameter is encoded again on the wire).
-func metadataQuery(s string) (map[string]string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	v, err := url.ParseQuery(s)
-	if err != nil {
-		return nil, errdefs.Field("metadata", "%v", err)
-	}
-	out := map[string]string{}
-	for k := range v {
-		key, err1 := url.QueryUnescape(k)
-		val, err2 := url.QueryUnescape(v.Get(k))
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, errdefs.Field("metadata", "%v", err)
-		}
-		out[key] = val
-	}
-	return out, nil
-}
-
-func matches(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
@@ -408,13 +365,41 @@ type metric struct {
 	DiskTotal     int64     `json:"diskTotal"`
 }
 
+// metricsBucket is E2B's metrics collection interval: its samples sit
+// on 5 s buckets, and start and end are whole seconds.
+const metricsBucket = 5
+
 // handleMetrics answers one sample taken now (nsbox keeps no history):
 // CPU use since the previous sample (or since the start), the memory high
-// mark, the workspace's use.
+// mark, the workspace's use. A range (start, end: Unix seconds) gets it
+// when the range reaches the present (end within a bucket of now), else
+// nothing, as E2B answers a range with no sample.
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	sb, _, err := s.live(r.Context(), r.PathValue("id"))
 	if err != nil {
 		writeErr(w, err)
+		return
+	}
+	now := time.Now()
+	start, end := int64(math.MinInt64), int64(math.MaxInt64)
+	for _, f := range []struct {
+		name string
+		p    *int64
+	}{{"start", &start}, {"end", &end}} {
+		if v := r.URL.Query().Get(f.name); v != "" {
+			if *f.p, err = strconv.ParseInt(v, 10, 64); err != nil || *f.p < 0 {
+				writeErr(w, errdefs.Field(f.name, "%q: want Unix seconds", v))
+				return
+			}
+		}
+	}
+	if start > end {
+		writeErr(w, errdefs.Field("start", "%d is after end %d", start, end))
+		return
+	}
+	// The SDKs round start and end to the nearest second.
+	if start > now.Unix()+1 || end < now.Unix()-metricsBucket {
+		writeJSON(w, http.StatusOK, []metric{})
 		return
 	}
 	st, err := s.core.SessionStats(r.Context(), sb.id)
@@ -422,7 +407,6 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	now := time.Now()
 	sb.mu.Lock()
 	since, from := sb.lastCPU, sb.lastAt
 	if from.IsZero() {

@@ -12,7 +12,8 @@
 // nodes deleted. The datasci profile also ships matplotlib's font cache in
 // /usr/share/nsbox/matplotlib; a hook in the tree's sitecustomize.py copies it
 // into matplotlib's cache dir (in the sandbox's empty HOME) on the first
-// import of matplotlib.
+// import of matplotlib. Its check also runs git (an init, a commit, a clone)
+// and curl in the new tree.
 //
 // mmdebstrap runs on a pty (for its progress bars, parsed into
 // rootfs.Progress events) in a private mount namespace.

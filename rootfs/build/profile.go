@@ -112,6 +112,24 @@ assert abs(ols.params[1] - 2.0) < 0.1, ols.params
 f = lambda v: v + 1
 assert cloudpickle.loads(cloudpickle.dumps(f))(1) == 2
 assert sympy.simplify(sympy.sin(sympy.Symbol("t")) ** 2 + sympy.cos(sympy.Symbol("t")) ** 2) == 1
+import os, stat, subprocess, tempfile
+def sh(*args):
+    r = subprocess.run(args, capture_output=True, text=True)
+    assert r.returncode == 0, (args, r.returncode, r.stderr)
+# git opens /dev/null first thing and reads /dev/urandom; the build removed
+# the tree's device nodes (a sandbox mounts a /dev of its own), so the
+# check makes the two.
+for name, minor in (("null", 3), ("urandom", 9)):
+    os.mknod("/dev/" + name, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+try:
+    with tempfile.TemporaryDirectory() as d:
+        sh("git", "init", "-q", "-b", "main", d + "/r")
+        sh("git", "-C", d + "/r", "-c", "user.name=n", "-c", "user.email=e@x", "commit", "-q", "--allow-empty", "-m", "m")
+        sh("git", "clone", "-q", d + "/r", d + "/c")
+    sh("curl", "--version")
+finally:
+    os.remove("/dev/null")
+    os.remove("/dev/urandom")
 `
 
 func profiles() map[string]profile {
@@ -137,6 +155,10 @@ func profiles() map[string]profile {
 				// JavaScript and TypeScript (issue 18): Node.js, acorn
 				// (the runner's top-level await), esbuild (strips types)
 				"nodejs", "node-acorn", "esbuild",
+				// git and curl, which E2B's sandboxes have and its SDK's
+				// sandbox.git drives (git's perl scripts go with perl:
+				// commonPurge; the commands the SDK runs are built in)
+				"git", "curl",
 			},
 			imports: datasciCheck,
 			purge:   append(commonPurge(), datasciPurge()...),

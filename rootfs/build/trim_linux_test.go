@@ -45,6 +45,9 @@ func TestProfilesKeepRuntime(t *testing.T) {
 		// builtins (acorn, cjs-module-lexer, undici) from /usr/share/nodejs
 		"libnode108", "libuv1", "libc-ares2", "libnghttp2-14", "libbrotli1", "libssl3",
 		"node-acorn", "node-cjs-module-lexer", "node-undici", "node-busboy", "node-xtend",
+		// git's and curl's (git-remote-http is libcurl3-gnutls's)
+		"libpcre2-8-0", "libcurl4", "libcurl3-gnutls", "libssh2-1", "libpsl5",
+		"librtmp1", "libldap-2.5-0", "libsasl2-2",
 	}
 	for name, p := range profiles() {
 		for _, pkg := range p.purge {

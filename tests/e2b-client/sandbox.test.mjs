@@ -65,6 +65,32 @@ test("list filters by metadata and state", { timeout: 60_000 }, async (t) => {
   for (const s of [a, b, other]) assert.ok(all.some((x) => x.sandboxId === s.sandboxId), `unfiltered list lacks ${s.sandboxId}`);
 });
 
+test("list pages with limit, newest first unless order is asc", { timeout: 60_000 }, async (t) => {
+  const tag = `pages-${Date.now()}`;
+  const made = [];
+  for (let i = 0; i < 3; i++) made.push((await create(t, Sandbox, { metadata: { tag } })).sandboxId);
+  const query = { metadata: { run: RUN, tag } };
+
+  for (const [order, want] of [[undefined, [...made].reverse()], ["asc", made]]) {
+    const p = Sandbox.list({ limit: 1, query, order });
+    const pages = [];
+    while (p.hasNext) {
+      const items = await p.nextItems();
+      pages.push(items.map((s) => s.sandboxId));
+      assert.equal(p.hasNext, pages.length < 3, `order ${order}: hasNext after page ${pages.length}`);
+      assert.equal(p.nextToken === undefined, pages.length === 3, `order ${order}: nextToken after page ${pages.length}`);
+      assert.ok(pages.length <= 3, "more pages than sandboxes");
+    }
+    assert.deepEqual(pages, want.map((id) => [id]), `order ${order}: one sandbox a page, in start order`);
+  }
+
+  // A token is the next page's, as E2B's: a paginator made from it goes on.
+  const first = Sandbox.list({ limit: 2, query });
+  assert.deepEqual((await first.nextItems()).map((s) => s.sandboxId), [made[2], made[1]]);
+  const rest = await Sandbox.list({ limit: 2, query, nextToken: first.nextToken }).nextItems();
+  assert.deepEqual(rest.map((s) => s.sandboxId), [made[0]]);
+});
+
 test("kill ends the sandbox", { timeout: 60_000 }, async (t) => {
   const sbx = await create(t, Sandbox);
   await sbx.commands.run("true");
@@ -150,6 +176,17 @@ test("getMetrics answers a list of samples", { timeout: 60_000 }, async (t) => {
     assert.ok(m.timestamp instanceof Date && !Number.isNaN(m.timestamp.getTime()));
     for (const k of ["cpuUsedPct", "cpuCount", "memUsed", "memTotal"]) assert.equal(typeof m[k], "number", k);
   }
+});
+
+test("getMetrics({start, end}) answers the present for a range that reaches it, nothing for a past one", { timeout: 60_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const start = new Date(Date.now() - 60_000);
+  const end = new Date();
+  const now = await sbx.getMetrics({ start, end });
+  assert.equal(now.length, 1);
+  assert.ok(now[0].timestamp >= start && now[0].timestamp.getTime() <= end.getTime() + 10_000, `${now[0].timestamp} in the range`);
+  const past = await sbx.getMetrics({ start: new Date(Date.now() - 3_600_000), end: new Date(Date.now() - 1_800_000) });
+  assert.deepEqual(past, []);
 });
 
 test("a flood of creates past [sessions] max gets RateLimitError and leaves the rest working", { timeout: 120_000 }, async (t) => {

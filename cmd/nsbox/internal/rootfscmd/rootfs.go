@@ -35,7 +35,7 @@ func Command() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:      "build",
-				Usage:     "build a rootfs from Debian packages (mmdebstrap): Python; datasci adds its libraries, Node.js and esbuild",
+				Usage:     "build a rootfs from Debian packages (mmdebstrap): Python; datasci adds its libraries, Node.js, esbuild, git and curl",
 				ArgsUsage: " ",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "profile", Usage: "package set `PROFILE`, required: " + profileChoices("")},
@@ -120,7 +120,7 @@ func rootfsBuild(c *cli.Context) error {
 // profileAbout says what building each profile costs, measured on a 2-core
 // VM with a nearby mirror (README.md has the sizes).
 var profileAbout = map[string]string{
-	"datasci": "Python with numpy, pandas, scipy, matplotlib, scikit-learn and more, Node.js and esbuild; 620 MiB, 3 to 7 minutes",
+	"datasci": "Python with numpy, pandas, scipy, matplotlib, scikit-learn and more, Node.js, esbuild, git and curl; 650 MiB, 3 to 7 minutes",
 	"minimal": "python3 only; 108 MiB, about 40 s",
 }
 
