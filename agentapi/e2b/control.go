@@ -16,6 +16,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi/e2b/listing"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/sessions"
 )
 
 // DefaultTimeout is a sandbox's life when create names none (E2B's).
@@ -83,6 +84,10 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	if err := unsupportedCreate(&req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := recordFits(&req); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -154,6 +159,21 @@ func unsupportedCreate(req *createRequest) error {
 		return errdefs.Field("volumeMounts", "volumes are not supported by nsbox's E2B endpoint")
 	case req.MCP != nil:
 		return errdefs.Field("mcp", "the MCP gateway is not supported by nsbox's E2B endpoint")
+	}
+	return nil
+}
+
+// recordFits refuses, before a sandbox is made for them, metadata and
+// envs that its record (a session's meta) could not hold.
+func recordFits(req *createRequest) error {
+	n := 0
+	for _, m := range []map[string]string{req.Metadata, req.EnvVars} {
+		for k, v := range m {
+			n += len(k) + len(v)
+		}
+	}
+	if n > sessions.MaxMetaBytes {
+		return errdefs.Field("metadata", "metadata and envVars hold %d bytes; a sandbox keeps at most %d of them: pass large values as files", n, sessions.MaxMetaBytes)
 	}
 	return nil
 }

@@ -292,6 +292,29 @@ func TestCreate(t *testing.T) {
 	}
 }
 
+// TestCreateRecordTooLarge: metadata and envs a sandbox's record could not
+// keep are refused before a session is made for them (a 60 MiB metadata
+// once cost a spawn, then a refusal).
+func TestCreateRecordTooLarge(t *testing.T) {
+	s, core := newTestServer(t)
+	big := strings.Repeat("x", 200<<10)
+	for _, body := range []string{
+		`{"metadata":{"a":"` + big + `","b":"` + big + `"}}`,
+		`{"metadata":{"a":"` + big + `"},"envVars":{"B":"` + big + `"}}`,
+	} {
+		w := do(t, s, "POST", "/v2/sandboxes", body, map[string]string{"X-API-KEY": keyA})
+		var e apiError
+		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || w.Code != http.StatusBadRequest || !strings.Contains(e.Message, "metadata") {
+			t.Fatalf("%d %.200s, want 400 naming metadata", w.Code, w.Body)
+		}
+	}
+	core.mu.Lock()
+	defer core.mu.Unlock()
+	if len(core.sessions) != 0 {
+		t.Fatalf("%d sessions made for refused sandboxes", len(core.sessions))
+	}
+}
+
 // TestLoneSurrogate: E2B's lenient decoder refuses a lone surrogate escape
 // as /v1's does, naming the field (encoding/json alone would store U+FFFD).
 func TestLoneSurrogate(t *testing.T) {
