@@ -37,7 +37,7 @@ func TestMigrateLegacyRecords(t *testing.T) {
 	// records moved into the sessions).
 	legacy := func(id, token string) {
 		t.Helper()
-		b := `{"id":"` + id + `","key_sha256":"` + keys.fingerprint(0) + `","envd_access_token":"` + token +
+		b := `{"id":"` + id + `","key_sha256":"` + keys.Fingerprint(0) + `","envd_access_token":"` + token +
 			`","traffic_access_token":"t-` + token + `","template":"base","metadata":{"k":"v"},"envs":{"E":"1"},` +
 			`"started_at":"2026-11-27T11:00:00Z","cpus":1,"memory_mb":512,"disk_mb":256,` +
 			`"contexts":{"c1":{"id":"c1","language":"python","cwd":"/home/user"}},"auto_pause":true}`
@@ -60,7 +60,7 @@ func TestMigrateLegacyRecords(t *testing.T) {
 	legacy(live, "tok3")
 	parked(own)
 	legacy(own, "old")
-	ownRec := &record{ID: own, Key: keys.fingerprint(0), Token: "new", Contexts: map[string]codeContext{}}
+	ownRec := &record{ID: own, Key: keys.Fingerprint(0), Token: "new", Contexts: map[string]codeContext{}}
 	core.meta[own], _ = ownRec.meta()
 	parked(broken)
 	if err := os.WriteFile(filepath.Join(dir, broken+".json"), []byte("{not json"), 0o600); err != nil {

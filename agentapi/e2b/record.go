@@ -50,7 +50,7 @@ type metaDoc struct {
 func recordOf(sb *sandbox, keys *Keys) *record {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
-	return &record{ID: sb.id, Key: keys.fingerprint(sb.key), Token: sb.token, Traffic: sb.traffic, Template: sb.template,
+	return &record{ID: sb.id, Key: keys.Fingerprint(sb.key), Token: sb.token, Traffic: sb.traffic, Template: sb.template,
 		Alias: sb.alias, Metadata: sb.metadata, Envs: sb.envs, Started: sb.started, CPUs: sb.cpus, MemoryMB: sb.memoryMB,
 		DiskMB: sb.diskMB, Contexts: maps.Clone(sb.contexts), AutoPause: sb.autoPause}
 }
@@ -127,7 +127,7 @@ func (s *Server) load(ctx context.Context) []*sandbox {
 		if rec == nil {
 			continue
 		}
-		key := s.cfg.Keys.byFingerprint(rec.Key)
+		key := s.cfg.Keys.ByFingerprint(rec.Key)
 		if key < 0 {
 			s.log.Warn("e2b: a paused sandbox's API key is no longer in the keys file; it is unreachable until the key is back", "sandbox", sess.ID)
 			continue

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"github.com/nsbox/nsbox/agentapi/e2b/apikeys"
 	"net/http"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ func (sb *sandbox) signature(r *http.Request, now time.Time) (signed, expired bo
 	}
 	sum := sha256.Sum256([]byte(raw))
 	want := "v1_" + strings.TrimRight(base64.StdEncoding.EncodeToString(sum[:]), "=")
-	return equalToken(sig, want), expired
+	return apikeys.EqualToken(sig, want), expired
 }
 
 // lookup returns the live sandbox with id, or nil.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nsbox/nsbox/agentapi/e2b/apikeys"
 	"log/slog"
 	"net"
 	"net/http"
@@ -30,6 +31,12 @@ const (
 // 0.6.2 so that SDKs refuse file metadata, which it does not keep, with
 // their own clear error.
 const EnvdVersion = "0.6.1"
+
+// Keys are the endpoint's API keys (package apikeys); NewKeys and LoadKeys
+// make them.
+type Keys = apikeys.Keys
+
+var NewKeys, LoadKeys = apikeys.New, apikeys.Load
 
 // Config configures a Server. Core and Keys are required.
 type Config struct {
@@ -262,10 +269,10 @@ func errNoCredentials(id string) string {
 // authorized: the sandbox's access token (envd) or traffic token (the
 // interpreter), the API key that created it, or a signed file URL.
 func (s *Server) authorized(r *http.Request, sb *sandbox) bool {
-	if t := r.Header.Get("X-Access-Token"); t != "" && equalToken(t, sb.token) {
+	if t := r.Header.Get("X-Access-Token"); t != "" && apikeys.EqualToken(t, sb.token) {
 		return true
 	}
-	if t := r.Header.Get("E2B-Traffic-Access-Token"); t != "" && equalToken(t, sb.traffic) {
+	if t := r.Header.Get("E2B-Traffic-Access-Token"); t != "" && apikeys.EqualToken(t, sb.traffic) {
 		return true
 	}
 	if k := r.Header.Get("X-API-KEY"); k != "" && s.cfg.Keys.Match(k) == sb.key {

@@ -1,4 +1,7 @@
-package e2b
+// Package apikeys holds the E2B endpoint's API keys: the keys file, a
+// request's key matched in constant time, and the fingerprint a sandbox's
+// record keeps instead of the key.
+package apikeys
 
 import (
 	"bufio"
@@ -22,9 +25,9 @@ type Keys struct {
 	keys [][]byte
 }
 
-// NewKeys checks keys and returns them; each must be e2b_ and at least 16
+// New checks keys and returns them; each must be e2b_ and at least 16
 // lowercase hex digits.
-func NewKeys(keys []string) (*Keys, error) {
+func New(keys []string) (*Keys, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("no API keys: the keys file needs one e2b_HEX key per line")
 	}
@@ -38,11 +41,11 @@ func NewKeys(keys []string) (*Keys, error) {
 	return k, nil
 }
 
-// LoadKeys reads a keys file: one key per line, blank lines and lines
+// Load reads a keys file: one key per line, blank lines and lines
 // starting with # ignored. The file must be a regular file owned by root
 // that neither group nor others can read or write: the keys are bearer
 // credentials for every sandbox they create.
-func LoadKeys(path string) (*Keys, error) {
+func Load(path string) (*Keys, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("e2b keys file: %w", err)
@@ -73,7 +76,7 @@ func LoadKeys(path string) (*Keys, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("e2b keys file %s: %w", path, err)
 	}
-	k, err := NewKeys(keys)
+	k, err := New(keys)
 	if err != nil {
 		return nil, fmt.Errorf("e2b keys file %s: %w", path, err)
 	}
@@ -93,25 +96,25 @@ func (k *Keys) Match(key string) int {
 	return found
 }
 
-// fingerprint is key i's SHA-256 in hex: what a paused sandbox's record
+// Fingerprint is key i's SHA-256 in hex: what a paused sandbox's record
 // keeps of its owner.
-func (k *Keys) fingerprint(i int) string {
+func (k *Keys) Fingerprint(i int) string {
 	sum := sha256.Sum256(k.keys[i])
 	return hex.EncodeToString(sum[:])
 }
 
-// byFingerprint is the index of the key with that fingerprint, or -1.
-func (k *Keys) byFingerprint(fp string) int {
+// ByFingerprint is the index of the key with that fingerprint, or -1.
+func (k *Keys) ByFingerprint(fp string) int {
 	for i := range k.keys {
-		if equalToken(fp, k.fingerprint(i)) {
+		if EqualToken(fp, k.Fingerprint(i)) {
 			return i
 		}
 	}
 	return -1
 }
 
-// equalToken compares two secrets in constant time; an empty one never
+// EqualToken compares two secrets in constant time; an empty one never
 // matches.
-func equalToken(a, b string) bool {
+func EqualToken(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
