@@ -95,12 +95,15 @@ test("a cell running when its sandbox is killed rejects with TimeoutError", { ti
   const running = new Promise((resolve) => (started = resolve));
   const cell = sbx.runCode("import time\nprint('started', flush=True)\ntime.sleep(300)", { timeoutMs: 300_000, onStdout: started });
   await running;
-  await sbx.kill();
-  await assert.rejects(cell, (err) => {
+  // The verdict is attached before the kill: the cell may reject before
+  // kill() returns, and a rejection with no handler yet fails the test.
+  const verdict = assert.rejects(cell, (err) => {
     assert.ok(err instanceof TimeoutError, `want TimeoutError, got ${err}`);
     assert.match(err.message, /sandbox was killed while the request was in progress/);
     return true;
   });
+  await sbx.kill();
+  await verdict;
 });
 
 test("contexts do not share variables; restart and remove", { timeout: 120_000 }, async (t) => {
