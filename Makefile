@@ -101,7 +101,7 @@ demo: ## set up everything (packages, build, nsbox on PATH in /usr/local/bin, th
 	@$(MAKE) --no-print-directory build
 	@echo '--- demo 3/5: install them in $(BINDIR) (make install-bin; make uninstall removes them)'
 	@$(MAKE) --no-print-directory install-bin
-	@echo '--- demo 4/5: the data-science rootfs as "default" in $(STORE) (3 to 7 minutes the first time, 620 MiB on disk; skipped when present)'
+	@echo '--- demo 4/5: the data-science rootfs as "default" in $(STORE) (3 to 7 minutes the first time, 650 MiB on disk; skipped when present)'
 	@$(MAKE) --no-print-directory rootfs-default NSBOX_BUILT=1
 	@echo '--- demo 5/5: nsbox exec -- python3 (pandas in a fresh sandbox)'
 	printf '%s\n' 'import pandas as pd, numpy as np' \
