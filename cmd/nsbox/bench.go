@@ -53,7 +53,7 @@ func benchExit(bin string, err error) error {
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		sig := ws.Signal()
-		return &exitError{code: 128 + int(sig), err: fmt.Errorf("bench: %s was killed by %s (%v) before it could print its report", bin, unix.SignalName(sig), sig)}
+		return &exitError{code: 128 + int(sig), err: fmt.Errorf("bench: %s was killed by %s (%v) before it finished: its report is missing or cut short", bin, unix.SignalName(sig), sig)}
 	}
 	return &exitError{code: ee.ExitCode(), err: errors.New("")} // nsbox-bench printed its own error
 }
