@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/rootfs"
 )
 
@@ -27,6 +28,8 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// The engine part's sandboxes have this test binary as their init.
+	container.MaybeInit()
 	switch {
 	case len(os.Args) > 1 && os.Args[1] == "daemon":
 		fakeDaemon(os.Args[2:])

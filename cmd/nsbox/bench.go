@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 // benchBinary is the benchmark harness, a binary of its own
@@ -35,19 +36,26 @@ func benchCommand() *cli.Command {
 			}
 			cmd := exec.CommandContext(c.Context, bin, append([]string{"--nsbox", self}, c.Args().Slice()...)...)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-			err = runRelaying(cmd)
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				// nsbox-bench printed its own error.
-				code := ee.ExitCode()
-				if code < 0 { // killed by a signal
-					code = 1
-				}
-				return &exitError{code: code, err: errors.New("")}
-			}
-			return err
+			return benchExit(bin, runRelaying(cmd))
 		},
 	}
+}
+
+// benchExit is nsbox bench's answer to how nsbox-bench (bin) ended (err,
+// from its Wait): its exit status, its own error already printed; or,
+// when a signal killed it (the OOM killer, a SIGKILL, a SIGPIPE from a
+// reader gone), 128+N and a line that says so: nsbox-bench had no chance
+// to print anything, and silence would read as a bench that ran.
+func benchExit(bin string, err error) error {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return err
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		sig := ws.Signal()
+		return &exitError{code: 128 + int(sig), err: fmt.Errorf("bench: %s was killed by %s (%v) before it finished: its report is missing or cut short", bin, unix.SignalName(sig), sig)}
+	}
+	return &exitError{code: ee.ExitCode(), err: errors.New("")} // nsbox-bench printed its own error
 }
 
 // findBench is nsbox-bench beside self, the nsbox executable.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -51,5 +52,23 @@ func TestBenchRelaysSIGTERM(t *testing.T) {
 	var ee *exec.ExitError
 	if err := <-res; !errors.As(err, &ee) || ee.ExitCode() != 7 {
 		t.Fatalf("runRelaying: %v, want the child's exit status 7", err)
+	}
+}
+
+// An nsbox-bench a signal killed could print nothing: nsbox bench says
+// so, with 128+N, instead of exiting 1 in silence. An exit status of its
+// own is passed on as it is (nsbox-bench printed why).
+func TestBenchExitNamesTheSignal(t *testing.T) {
+	killed := exec.Command("sh", "-c", "kill -KILL $$").Run()
+	err := benchExit("/x/nsbox-bench", killed)
+	if code := exitCode(err); code != 137 || !strings.Contains(err.Error(), "/x/nsbox-bench was killed by SIGKILL") {
+		t.Errorf("killed by SIGKILL: %q, exit %d; want a line naming the signal and 137", err, code)
+	}
+	err = benchExit("/x/nsbox-bench", exec.Command("sh", "-c", "exit 3").Run())
+	if code := exitCode(err); code != 3 || err.Error() != "" {
+		t.Errorf("exit 3: %q, exit %d; want 3 and no second message", err, code)
+	}
+	if err := benchExit("/x/nsbox-bench", nil); err != nil {
+		t.Errorf("exit 0: %v", err)
 	}
 }

@@ -13,7 +13,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -135,17 +134,12 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 		{"state", "state", func() error { return benchState(ctx, o, rep) }},
 		{"e2b", "e2b", func() error { return benchE2B(ctx, o, rep) }},
 	})
-	if o.JSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else {
-		printReport(out, rep, systems)
-	}
+	werr := writeReport(out, rep, systems, o.JSON)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("bench: interrupted: %w", err)
+	}
+	if werr != nil {
+		return werr
 	}
 	if len(rep.Failed) > 0 {
 		return fmt.Errorf("bench: %d section(s) failed (the others' figures are above):\n  %s", len(rep.Failed), strings.Join(rep.Failed, "\n  "))

@@ -1,11 +1,62 @@
 package bench
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 )
+
+// writeReport writes rep to out, as JSON or as tables. A bench never ends
+// in silence with success: a report it could not write (stdout closed, a
+// full disk, a reader gone) and a report with nothing in it (no figure, no
+// skip, no failure) are errors, which Run returns and main prints on
+// stderr with exit status 1.
+func writeReport(out io.Writer, rep *report, systems []system, asJSON bool) error {
+	if rep.empty() {
+		return errors.New("bench: nothing was measured, skipped or failed: no report to print")
+	}
+	w := &errWriter{w: out}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep) // its error is w.err
+	} else {
+		printReport(w, rep, systems)
+	}
+	if w.err != nil {
+		return fmt.Errorf("bench: writing the report: %w", w.err)
+	}
+	return nil
+}
+
+// empty says whether rep has nothing printReport would print.
+func (rep *report) empty() bool {
+	return len(rep.Latency) == 0 && len(rep.DaemonLatency) == 0 && len(rep.ZygoteLatency) == 0 &&
+		len(rep.Egress) == 0 && len(rep.Node) == 0 && len(rep.State) == 0 && len(rep.E2B) == 0 &&
+		len(rep.Skipped) == 0 && len(rep.Failed) == 0
+}
+
+// errWriter keeps the first error of its writes (fmt.Fprintf's and
+// tabwriter's are dropped on the way) and writes nothing after it.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	e.err = err
+	return n, err
+}
 
 // printReport writes rep as tables: the engine part (with the notes of
 // its systems), the daemon part, the zygote part, then what was skipped

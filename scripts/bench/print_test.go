@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -88,5 +91,43 @@ func golden(t *testing.T, path, got string) {
 	}
 	if got != string(want) {
 		t.Fatalf("output differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+// failAfter is a writer that takes n bytes, then fails as a full disk does.
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		k := f.n
+		f.n = 0
+		return k, syscall.ENOSPC
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+// TestWriteReportNeverSilent: a bench whose report cannot be written, in
+// part or at all, or that has nothing to report, returns an error (main
+// prints it and exits 1) instead of ending with success and no report.
+func TestWriteReportNeverSilent(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		var buf strings.Builder
+		if err := writeReport(&buf, sampleReport(), nil, asJSON); err != nil || buf.Len() == 0 {
+			t.Fatalf("json=%v: %v, %d bytes; want the report and no error", asJSON, err, buf.Len())
+		}
+		for _, n := range []int{0, 100, buf.Len() - 1} {
+			err := writeReport(&failAfter{n: n}, sampleReport(), nil, asJSON)
+			if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "writing the report") {
+				t.Errorf("json=%v, a writer failing after %d of %d bytes: %v; want the write error", asJSON, n, buf.Len(), err)
+			}
+		}
+		err := writeReport(&buf, &report{Machine: "m", Command: "c"}, nil, asJSON)
+		if err == nil || !strings.Contains(err.Error(), "nothing was measured") {
+			t.Errorf("json=%v, an empty report: %v; want an error", asJSON, err)
+		}
+	}
+	if err := writeReport(io.Discard, &report{Skipped: []string{"e2b: no node"}}, nil, false); err != nil {
+		t.Errorf("a report of skips alone: %v; want it printed", err)
 	}
 }
