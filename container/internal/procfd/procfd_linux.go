@@ -89,6 +89,18 @@ func NSPid(pid int) int {
 	return 0
 }
 
+// Holders lists the processes that have a file among ids open.
+func Holders(ids map[ID]bool) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && Holds(pid, ids) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
 // Parent returns pid's parent (0 when pid is gone or its stat unreadable).
 func Parent(pid int) int {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
