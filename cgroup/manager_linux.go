@@ -285,6 +285,14 @@ func (m *Manager) Leftovers() ([]string, error) {
 	return ids, nil
 }
 
+// Pids lists the processes in the sandbox cgroup id (typically a leftover).
+func (m *Manager) Pids(id string) ([]int, error) {
+	if err := validName(id); err != nil {
+		return nil, fmt.Errorf("cgroup %q: %w", id, err)
+	}
+	return m.handle(id).Pids()
+}
+
 // Remove kills everything in the sandbox cgroup id (typically a leftover)
 // and deletes it.
 func (m *Manager) Remove(id string) error {

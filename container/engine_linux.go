@@ -171,10 +171,10 @@ func (e *Engine) Close() error {
 
 // Recover removes whatever sandboxes of a dead predecessor (with the same
 // CgroupName and RunDir) left behind, and reports how many it removed. A
-// sandbox whose liveness lock is still held belongs to a live engine and is
-// left alone, and so is one with no liveness lock in this RunDir: another
-// engine's, with a run dir of its own, in a cgroup parent that happens to
-// have the same name.
+// sandbox whose liveness lock is held outside it (locks.Reclaim) belongs
+// to a live engine and is left alone, and so is one with no lock in this
+// RunDir: another engine's, with a run dir of its own, in a cgroup parent
+// that happens to have the same name.
 func (e *Engine) Recover() (int, error) {
 	ids, err := e.cgroups.Leftovers()
 	if err != nil {
@@ -183,7 +183,7 @@ func (e *Engine) Recover() (int, error) {
 	n := 0
 	var errs []error
 	for _, id := range ids {
-		lock, err := locks.Existing(locks.LivePath(e.liveDir, id))
+		lock, err := locks.Reclaim(locks.LivePath(e.liveDir, id), func() ([]int, error) { return e.cgroups.Pids(id) })
 		if errors.Is(err, unix.EWOULDBLOCK) || errors.Is(err, os.ErrNotExist) {
 			continue // alive, or not this run dir's
 		}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -101,5 +103,73 @@ func TestRecoverKeepsToItsRunDir(t *testing.T) {
 	}
 	if n := recover(a.cfg.RunDir); n != 1 {
 		t.Errorf("the next engine on the run dir recovered %d sandboxes, want 1", n)
+	}
+}
+
+// A sandbox whose liveness lock is held by none but a process of its own
+// (frozen: as one frozen between its clone and its exec keeps its dead
+// engine's fds) belonged to a dead engine: the next engine's Recover kills
+// and removes it. While a process outside holds the lock too (a live
+// engine does), the sandbox is left alone.
+func TestRecoverTakesALockHeldFromWithin(t *testing.T) {
+	a := newTestEngine(t)
+	id := "dead-" + NewID()
+	cg, err := a.cgroups.Create(id, cgroup.Limits{MemoryBytes: 64 << 20, Pids: 8, CPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := locks.File(locks.LivePath(a.liveDir, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := exec.Command("sleep", "3600")
+	holder.ExtraFiles = []*os.File{f} // the same open file: the lock's
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- holder.Wait() }()
+	t.Cleanup(func() {
+		_ = cg.Thaw()
+		_ = holder.Process.Kill()
+		<-exited
+		_ = a.cgroups.Remove(id)
+	})
+	if err := cg.Add(holder.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := cg.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	recover := func() int {
+		t.Helper()
+		e, err := New(Config{RunDir: a.cfg.RunDir, CgroupName: a.cfg.CgroupName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.self.Close() // not Close: that would remove the cgroup parent a still has
+		n, err := e.Recover()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := recover(); n != 0 {
+		t.Fatalf("a lock held outside the sandbox too (a live engine's): %d sandboxes recovered, want 0", n)
+	}
+	f.Close() // its engine is dead: only the frozen process inside holds the lock
+	if n := recover(); n != 1 {
+		t.Fatalf("a lock held from within alone: %d sandboxes recovered, want 1", n)
+	}
+	err = <-exited
+	exited <- err // for the cleanup
+	if err == nil {
+		t.Fatal("the frozen holder exited 0, not killed")
+	}
+	if ids, _ := a.cgroups.Leftovers(); slices.Contains(ids, id) {
+		t.Fatalf("the sandbox's cgroup is still there: %q", ids)
+	}
+	if _, err := os.Stat(locks.LivePath(a.liveDir, id)); !os.IsNotExist(err) {
+		t.Fatalf("its lock file: %v", err)
 	}
 }

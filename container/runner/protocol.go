@@ -79,6 +79,7 @@ type stateRequest struct {
 // reply is the runner's answer to one cell (or its first "ready" frame).
 type reply struct {
 	Ready     bool       `json:"ready,omitempty"`
+	Pid       int        `json:"pid,omitempty"` // ready: the interpreter's pid in the sandbox
 	Count     int        `json:"count"`
 	Value     *string    `json:"value,omitempty"`
 	Exception *Exception `json:"exception,omitempty"`

@@ -610,5 +610,5 @@ async function pump() {
 function onData(d) { buf = buf.length ? Buffer.concat([buf, d]) : d; pump(); }
 ctl.on('end', () => realExit(0));
 ctl.on('error', () => realExit(0));
-send({ ready: true });
+send({ ready: true, pid: process.pid });
 })

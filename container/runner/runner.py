@@ -687,7 +687,7 @@ def _agent_wait():
 def main():
     global _in_cell
     count = 0
-    _send({'ready': True})
+    _send({'ready': True, 'pid': os.getpid()})  # its pid in the sandbox: 1, or 2 under an init
     while True:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
@@ -734,6 +734,10 @@ def main():
                     rep['stopped'], rep['left'] = _stop_threads()
                 except Exception:  # the host's second fence judges
                     pass
+            # What a thread wrote without flushing (it ended between its
+            # write and its flush) goes out before the marker, where the
+            # host drops it: else the next cell's flush sent it as its own.
+            _flush()
             _mark_and_send(req, rep)
             continue
         cid = req.get('context')

@@ -111,6 +111,7 @@ type Runner struct {
 
 	sem    chan struct{} // one Exec at a time
 	forked bool          // a zygote's child
+	nspid  int           // the interpreter's pid in the sandbox (its ready frame's)
 	lang   Language
 
 	mu     sync.Mutex
@@ -180,6 +181,7 @@ func start(ctx context.Context, eng Starter, spec container.Spec, lang Language)
 	select {
 	case rep, ok := <-r.replies:
 		if ok && rep.Ready {
+			r.nspid = rep.Pid
 			return r, nil
 		}
 		err = fmt.Errorf("%w: no ready frame (%v)", ErrProtocol, r.readErr)

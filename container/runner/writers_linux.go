@@ -120,13 +120,20 @@ func (r *Runner) fence(stopThreads bool) (late int64, rep *reply, ok bool) {
 	}
 }
 
-// killWriters kills the processes the interpreter started (its
-// descendants) that hold its stdout or stderr: not the process agent and
-// its commands, whose output goes to pipes of their own. The sandbox is
-// frozen meanwhile where it can be, so that a writer cannot fork past the kill. It
-// returns how many it killed.
+// killWriters kills the sandbox's processes that hold the interpreter's
+// stdout or stderr, except the interpreter and its ancestors (an init):
+// not the process agent and its commands either, whose output goes to
+// pipes of their own. They are found by the pipe they hold among every
+// process of the sandbox's pid namespace (and the interpreter's
+// descendants), not by ancestry alone: an orphan is re-parented to the pid namespace's
+// init, which need not be the interpreter (a paced writer's double-forked
+// grandchild slipped past the cut so while an init was pid 1, 7a02036).
+// The sandbox is frozen meanwhile where it can be, so that a writer
+// cannot fork past the kill; where it cannot (v1 without the controller,
+// a freeze that timed out) the pass is repeated, once the killed are
+// gone, until one finds no writer left. It returns how many it killed.
 func (r *Runner) killWriters() (int, error) {
-	main := r.sb.Pid()
+	main := r.interpreter()
 	pipes := map[procfd.ID]bool{}
 	for _, fd := range []string{"1", "2"} {
 		if id, ok := procfd.Of(fmt.Sprintf("/proc/%d/fd/%s", main, fd)); ok {
@@ -136,22 +143,98 @@ func (r *Runner) killWriters() (int, error) {
 	if len(pipes) == 0 {
 		return 0, errors.New("the interpreter's output is gone")
 	}
-	// Without a freezer (v1 without the controller) the kill goes on
-	// unfrozen: a writer that forks meanwhile is the fence's to find.
-	if r.sb.Pause() == nil {
-		defer func() { _ = r.sb.Resume() }()
+	spare := map[int]bool{}
+	for p := main; p > 0 && !spare[p]; p = procfd.Parent(p) {
+		spare[p] = true
 	}
-	n := 0
-	for _, pid := range procfd.Descendants(main) {
-		if !procfd.Holds(pid, pipes) {
+	killed := map[int]bool{}
+	for {
+		frozen := r.sb.Pause() == nil
+		fresh, err := r.killPass(pipes, spare, killed)
+		if frozen {
+			_ = r.sb.Resume()
+		}
+		if err != nil || frozen || len(fresh) == 0 {
+			return len(killed), err
+		}
+		// Unfrozen, a writer killed in a fork leaves its child, which
+		// shows once the fork is done: when the writer is gone.
+		deadline := time.Now().Add(fenceWait)
+		for _, pid := range fresh {
+			for !procfd.Gone(pid) {
+				if time.Now().After(deadline) {
+					return len(killed), fmt.Errorf("writer %d did not die", pid)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+}
+
+// interpreter is the interpreter's host pid: the sandbox's main process,
+// or under an init (a reaper as pid 1, which holds no copy of the output)
+// the sandbox's process with the pid in it that the interpreter gave in
+// its ready frame.
+func (r *Runner) interpreter() int {
+	main := r.sb.Pid()
+	if r.nspid <= 1 {
+		return main
+	}
+	pids, _ := procfd.Namespace(main)
+	for _, p := range pids {
+		if procfd.NSPid(p) == r.nspid {
+			return p
+		}
+	}
+	return main
+}
+
+// killPass SIGKILLs the sandbox's processes that hold one of pipes and are
+// neither spared nor killed already, and adds them to killed; it returns
+// them.
+func (r *Runner) killPass(pipes map[procfd.ID]bool, spare, killed map[int]bool) ([]int, error) {
+	pids, err := procfd.Namespace(r.sb.Pid())
+	if err != nil {
+		return nil, fmt.Errorf("list the sandbox's processes: %w", err)
+	}
+	// And the interpreter's descendants, should one be in a namespace below.
+	pids = append(pids, procfd.Descendants(r.sb.Pid())...)
+	var fresh []int
+	for _, pid := range pids {
+		if spare[pid] || killed[pid] {
 			continue
 		}
 		// A frozen process takes SIGKILL; ESRCH is one that died meanwhile.
-		if err := unix.Kill(pid, unix.SIGKILL); err == nil {
-			n++
-		} else if !errors.Is(err, unix.ESRCH) {
-			return n, fmt.Errorf("kill writer %d: %w", pid, err)
+		if err := killHolder(pid, pipes); err == nil {
+			killed[pid] = true
+			fresh = append(fresh, pid)
+		} else if !errors.Is(err, unix.ESRCH) && !errors.Is(err, errNotWriter) {
+			return fresh, fmt.Errorf("kill writer %d: %w", pid, err)
 		}
 	}
-	return n, nil
+	return fresh, nil
+}
+
+var errNotWriter = errors.New("holds none of the pipes")
+
+// killHolder SIGKILLs pid if it holds one of pipes, through a pidfd taken
+// before the look, so that a pid that exited and was reused meanwhile (by
+// a process outside the sandbox, when it is not frozen) is never signalled
+// (before 5.3, without pidfds, by its pid: doctor warns of that race).
+func killHolder(pid int, pipes map[procfd.ID]bool) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	byPid := errors.Is(err, unix.ENOSYS)
+	if err != nil && !byPid {
+		return err
+	}
+	if !byPid {
+		defer unix.Close(fd)
+	}
+	if !procfd.Holds(pid, pipes) {
+		return errNotWriter
+	}
+	if byPid {
+		return unix.Kill(pid, unix.SIGKILL)
+	}
+	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
 }

@@ -3,9 +3,11 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,4 +117,49 @@ func metricsText(t *testing.T, d *daemon) string {
 		t.Fatal(err)
 	}
 	return string(body)
+}
+
+// TestPausedSessionOfKilledDaemon: a paused session's sandbox is frozen,
+// its processes with it. When its daemon is SIGKILLed, the next daemon on
+// the same run dir takes the sandbox back at its start, as it does every
+// sandbox of a dead daemon: its liveness lock was the dead daemon's alone,
+// so Recover kills what is in it (thawed for the kill) and removes it. The
+// session itself is gone, as a live one is at any restart (a session to
+// keep across a crash is parked).
+func TestPausedSessionOfKilledDaemon(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	marker := randomName("nsbox-paused-")
+	var ids []string
+	for range 2 {
+		id := newSession(t, d, &agentapi.SessionRequest{})
+		execOK(t, d, id, fmt.Sprintf("import subprocess\np = subprocess.Popen(['sh', '-c', 'sleep 3600', %q])", marker))
+		if s, err := d.client.PauseSession(ctx, id); err != nil || s.State != agentapi.SessionPaused {
+			t.Fatalf("pause: %+v %v", s, err)
+		}
+		ids = append(ids, id)
+	}
+	if c := d.leftoverCgroups(t); len(c) == 0 {
+		t.Fatal("the paused sessions have no sandbox cgroups")
+	}
+	if p := processesWith(marker); len(p) != 2 {
+		t.Fatalf("the paused sessions' processes: %v, want 2", p)
+	}
+	_ = d.signal(t, syscall.SIGKILL)
+	d.start(t) // Recover runs before the socket answers
+	if c := d.leftoverCgroups(t); len(c) > 0 {
+		t.Errorf("the paused sessions' sandboxes outlive the next daemon's start: %q\n%s", c, d.log.String())
+	}
+	waitGone(t, marker)
+	for _, id := range ids {
+		if !strings.Contains(d.log.String(), `msg="removed leftover sandbox" component=engine id=`+id) {
+			t.Errorf("no log of session %s's sandbox taken back", id)
+		}
+		_, err := d.client.Session(ctx, id)
+		wantStatus(t, err, http.StatusNotFound, "no such session")
+	}
+	if err := d.signal(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("daemon exit: %v", err)
+	}
+	d.assertClean(t, ids...)
 }

@@ -11,10 +11,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nsbox/nsbox/container/internal/procfd"
 )
 
 // Dir holds the uid-slot and zygote-block locks of every engine on the
@@ -193,6 +196,34 @@ func AcquireLive(dir, id string) (*Live, error) {
 		return nil, fmt.Errorf("liveness lock: %w", err)
 	}
 	return &Live{f: f}, nil
+}
+
+// Reclaim is Existing for a dead engine's liveness lock: a lock held, but
+// open in no process outside the sandbox (inside lists its processes: its
+// cgroup's), is its too, and is returned opened but not locked. A process
+// keeps copies of its engine's fds between its clone and its exec, and
+// one frozen there holds them for as long as it is (44eb33d: a kill's
+// freeze left in place); a live engine holds its locks in its own process.
+func Reclaim(path string, inside func() ([]int, error)) (*os.File, error) {
+	f, err := Existing(path)
+	if !errors.Is(err, unix.EWOULDBLOCK) {
+		return f, err
+	}
+	id, ok := procfd.Of(path)
+	pids, perr := inside()
+	if !ok || perr != nil {
+		return nil, err
+	}
+	holders := procfd.Holders(map[procfd.ID]bool{id: true})
+	for _, p := range holders {
+		if !slices.Contains(pids, p) {
+			return nil, err
+		}
+	}
+	if len(holders) == 0 {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
 }
 
 // Release removes the lock file and drops the lock. Safe on nil.
