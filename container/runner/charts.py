@@ -215,5 +215,7 @@ def _categories_on_x(c):
 
 
 def _wedges(ax, mpl):
-    return [{'label': w.get_label(), 'angle': abs(_round(w.theta2 - w.theta1)), 'radius': _number(w.r)}
+    # pie() computes its fractions in float32: 90% of the circle is
+    # 323.9999914 degrees. Angles are kept to a ten-thousandth of one.
+    return [{'label': w.get_label(), 'angle': abs(round(_round(w.theta2 - w.theta1), 4)), 'radius': _number(w.r)}
             for w in ax.patches if isinstance(w, mpl.Wedge)]

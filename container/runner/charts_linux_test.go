@@ -126,9 +126,9 @@ plt.xlabel('Day [d]'); plt.ylabel('Level (m)'); plt.title('Tide')`)
 		}
 	})
 	t.Run("pie", func(t *testing.T) {
-		c := chartOf(t, r, "plt.figure(); plt.pie([3, 1], labels=['big', 'small'], autopct='%1.0f%%', startangle=90); plt.title('Share')")
+		c := chartOf(t, r, "plt.figure(); plt.pie([9, 1], labels=['big', 'small'], autopct='%1.0f%%', startangle=90); plt.title('Share')")
 		want(t, c, map[string]any{"type": "pie", "title": "Share"})
-		if got := pluck(t, c, "angle"); !reflect.DeepEqual(got, []any{270.0, 90.0}) {
+		if got := pluck(t, c, "angle"); !reflect.DeepEqual(got, []any{324.0, 36.0}) {
 			t.Errorf("angles %v", got)
 		}
 		if got := pluck(t, c, "label"); !reflect.DeepEqual(got, []any{"big", "small"}) {
