@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -225,5 +226,18 @@ func TestShownImages(t *testing.T) {
 	}
 	if res := exec(t, r, "display(42)"); string(res.Stdout) != "42\n" {
 		t.Errorf("display(42) printed %q", res.Stdout)
+	}
+}
+
+// A pool runner that imported PIL before its first cell (its setup's
+// preimport) shows images as one that imports it in a cell does.
+func TestShownImagesPreimported(t *testing.T) {
+	r := startRunner(t, newEngine(t), testenv.DataSciRootfs(t))
+	if skipped, err := r.Preimport(context.Background(), []string{"PIL.Image"}, 0); err != nil || len(skipped) != 0 {
+		t.Fatalf("preimport: skipped %v, %v", skipped, err)
+	}
+	res := exec(t, r, "from PIL import Image\nImage.new('L', (2, 2)).show()")
+	if res.Status != StatusOK || len(res.Figures) != 1 {
+		t.Fatalf("status %q, %d figures; exception %+v", res.Status, len(res.Figures), res.Exception)
 	}
 }

@@ -386,7 +386,6 @@ def _setup(names):
     exec(compile(tree, '<setup>', 'exec'), ns)
     eval(compile(last, '<setup>', 'eval'), ns)
     _figures()
-    _hook_pil()
     # Collect now and move what start-up and the imports made out of the
     # collector's sight (gc.freeze), so that the first cells do not pay
     # for a full collection of it.
