@@ -114,7 +114,7 @@ demo: ## set up everything (packages, build, nsbox on PATH in /usr/local/bin, th
 lint: deps ## go vet, staticcheck, pyflakes on the Python (package, runner, zygote, examples), then the budgets: file and package sizes, orphaned doc comments, what the product links (scripts/lint)
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-	/usr/bin/python3 -m pyflakes agentapi/python scripts/examples container/runner/runner.py container/internal/zyproto/zygote.py
+	/usr/bin/python3 -m pyflakes agentapi/python scripts/examples container/runner/runner.py container/runner/charts.py container/internal/zyproto/zygote.py
 	$(GO) run ./scripts/lint
 
 BENCH_PEERS := crun runsc podman

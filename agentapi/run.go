@@ -1,5 +1,7 @@
 package agentapi
 
+import "encoding/json"
+
 // Languages accepted in RunRequest.Language.
 const (
 	LanguagePython = "python"
@@ -134,12 +136,15 @@ type RunResult struct {
 	// execs). Value is the repr of the last expression, when the code ends
 	// with one that is not None. Exception is set with status "exception"
 	// (and "timeout": the KeyboardInterrupt). Figures are the matplotlib
-	// figures open at the end or shown. ExecutionCount numbers a session's
-	// execs from 1.
-	Value          string     `json:"value,omitempty"`
-	Exception      *Exception `json:"exception,omitempty"`
-	Figures        []Figure   `json:"figures,omitempty"`
-	ExecutionCount int        `json:"execution_count,omitempty"`
+	// figures open at the end or shown, and the images shown with
+	// display() (PIL's show and save too) or ending the code. ValueData is
+	// the last expression's data when it is a pandas DataFrame:
+	// {column: [values]}. ExecutionCount numbers a session's execs from 1.
+	Value          string          `json:"value,omitempty"`
+	ValueData      json.RawMessage `json:"value_data,omitempty"`
+	Exception      *Exception      `json:"exception,omitempty"`
+	Figures        []Figure        `json:"figures,omitempty"`
+	ExecutionCount int             `json:"execution_count,omitempty"`
 	// SessionDead is set on a session exec that ended the session (OOM,
 	// crash, a cell that ignored its interrupt); Error says why.
 	SessionDead bool `json:"session_dead,omitempty"`
@@ -163,10 +168,13 @@ type Exception struct {
 	Traceback string `json:"traceback"`
 }
 
-// Figure is an image output, a matplotlib figure as PNG.
+// Figure is an image output as PNG: a matplotlib figure, or an image
+// shown. Chart is a matplotlib figure's data (its type, title, axes and
+// elements: docs/API.md, "Charts"), when it holds any.
 type Figure struct {
-	Mime       string `json:"mime"`
-	DataBase64 string `json:"data_base64"`
+	Mime       string          `json:"mime"`
+	DataBase64 string          `json:"data_base64"`
+	Chart      json.RawMessage `json:"chart,omitempty"`
 }
 
 // FileResult describes a workspace file the run created or changed.

@@ -39,6 +39,10 @@ type line struct {
 	// result
 	PNG          string `json:"png,omitempty"`
 	IsMainResult *bool  `json:"is_main_result,omitempty"`
+	// chart and data: nsbox's figure chart and DataFrame data, whose
+	// shapes are E2B's Chart and data (docs/API.md), passed through.
+	Chart json.RawMessage `json:"chart,omitempty"`
+	Data  json.RawMessage `json:"data,omitempty"`
 	// error
 	Name      string `json:"name,omitempty"`
 	Value     string `json:"value,omitempty"`
@@ -121,12 +125,12 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, f := range res.Figures {
 		if f.Mime == "image/png" {
-			emit(line{Type: "result", PNG: f.DataBase64, Text: "<Figure>", IsMainResult: new(bool)})
+			emit(line{Type: "result", PNG: f.DataBase64, Chart: f.Chart, Text: "<Figure>", IsMainResult: new(bool)})
 		}
 	}
 	if res.Value != "" {
 		main := true
-		emit(line{Type: "result", Text: plainText(res.Value), IsMainResult: &main})
+		emit(line{Type: "result", Text: plainText(res.Value), Data: res.ValueData, IsMainResult: &main})
 	}
 	switch {
 	case res.Exception != nil:

@@ -84,8 +84,11 @@ type reply struct {
 	Value     *string    `json:"value,omitempty"`
 	Exception *Exception `json:"exception,omitempty"`
 	Figures   []Figure   `json:"figures,omitempty"`
-	Unmarked  bool       `json:"unmarked,omitempty"` // a marker could not be written
-	Skipped   []string   `json:"skipped,omitempty"`  // modules a setup could not import
+	// ValueData is the last expression's data, when it is a pandas
+	// DataFrame: {column: [values]}.
+	ValueData json.RawMessage `json:"value_data,omitempty"`
+	Unmarked  bool            `json:"unmarked,omitempty"` // a marker could not be written
+	Skipped   []string        `json:"skipped,omitempty"`  // modules a setup could not import
 	// ElapsedUs is the cell's run time as the runner measured it, inside
 	// the sandbox.
 	ElapsedUs int64 `json:"elapsed_us,omitempty"`
@@ -116,10 +119,14 @@ type Exception struct {
 	Traceback string `json:"traceback"` // formatted, frames of the runner removed
 }
 
-// Figure is one matplotlib figure.
+// Figure is one image a cell showed: a matplotlib figure, or an image
+// passed to display() (PIL's show and save too), or the last
+// expression's when it has one.
 type Figure struct {
 	MIME string `json:"mime"`
 	Data []byte `json:"data_base64"` // JSON: base64
+	// Chart is a matplotlib figure's data (charts.py), when it has any.
+	Chart json.RawMessage `json:"chart,omitempty"`
 }
 
 // writeFrame writes v as one frame: a 4-byte big-endian length, then JSON.

@@ -26,6 +26,10 @@ func TestReadReply(t *testing.T) {
 			func(r *reply) bool {
 				return len(r.Figures) == 1 && r.Figures[0].MIME == "image/png" && len(r.Figures[0].Data) == 4
 			}},
+		{"chart and data", rawFrame(`{"count":1,"value_data":{"a":[1,null]},"figures":[{"mime":"image/png","data_base64":"","chart":{"type":"pie","elements":[]}}]}`), nil,
+			func(r *reply) bool {
+				return string(r.ValueData) == `{"a":[1,null]}` && string(r.Figures[0].Chart) == `{"type":"pie","elements":[]}`
+			}},
 		{"exception", rawFrame(`{"count":1,"exception":{"name":"E","value":"v","traceback":"t"}}`), nil,
 			func(r *reply) bool { return r.Exception.Name == "E" }},
 		{"empty stream", nil, io.EOF, nil},

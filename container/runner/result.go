@@ -30,6 +30,9 @@ type Result struct {
 	Value     string
 	Exception *Exception
 	Figures   []Figure
+	// ValueData is the last expression's data as JSON, when it is a
+	// pandas DataFrame (at most 100,000 cells): {column: [values]}.
+	ValueData []byte
 
 	Stdout, Stderr                   []byte // capped at ExecRequest.OutputBytes each
 	StdoutBytes, StderrBytes         int64  // produced, including what was cut

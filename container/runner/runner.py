@@ -26,6 +26,9 @@ del _nondumpable
 import os, sys, json, signal, ast, linecache, traceback, time, site, importlib
 
 _CTL = 3
+# charts.py's source: runner_linux.go puts it here (as a string constant it
+# costs nothing to compile; _figure compiles it when a figure exists).
+_CHART_SOURCE = ''
 _REPR_CAP = 65536
 _ns = sys.modules['__main__'].__dict__
 _own = globals()  # the runner's: bootstrap runs it in a module of its own
@@ -88,23 +91,159 @@ def _figures(close=True):
     plt = sys.modules.get('matplotlib.pyplot')
     if plt is None:
         return []
-    import io, base64
     out = []
     for num in plt.get_fignums():
-        fig = plt.figure(num)
-        buf = io.BytesIO()
-        try:
-            fig.savefig(buf, format='png')
-            out.append({'mime': 'image/png', 'data_base64': base64.b64encode(buf.getvalue()).decode()})
-        except Exception as e:
-            print('nsbox: figure %d could not be saved: %r' % (num, e), file=sys.stderr)
+        f = _figure(plt.figure(num))
+        if f is not None:
+            out.append(f)
     if close:
         plt.close('all')
     return out
 
 
+def _figure(fig):
+    """A matplotlib figure as a figure result: its PNG and, when it holds
+    data, its chart (charts.py, compiled the first time)."""
+    import io, base64
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format='png')
+    except Exception as e:
+        print('nsbox: figure %s could not be saved: %r' % (getattr(fig, 'number', '?'), e), file=sys.stderr)
+        return None
+    f = {'mime': 'image/png', 'data_base64': base64.b64encode(buf.getvalue()).decode()}
+    global _charts
+    try:
+        if _charts is None:
+            ns = {'__name__': '_nsbox_charts', '__spec__': None}
+            exec(compile(_CHART_SOURCE, '<nsbox-charts>', 'exec'), ns)
+            _charts = ns['figure_chart']
+        c = _charts(fig)
+        if c is not None:
+            json.dumps(c, allow_nan=False)  # what _send will write
+            f['chart'] = c
+    except Exception:
+        pass  # a figure it cannot read has its PNG only
+    return f
+
+
+_charts = None
+# Images a cell shows (plt.show, display, PIL's show and save) beyond
+# this many are dropped, with a word on stderr: a loop that saves
+# thousands of images must not make a reply of them all.
+_SHOWN_CAP = 100
+
+
+def _keep(f):
+    if len(_shown) < _SHOWN_CAP:
+        _shown.append(f)
+    elif len(_shown) == _SHOWN_CAP:
+        _shown.append(None)  # said once
+        print('nsbox: more than %d images shown in one cell: the rest are not returned' % _SHOWN_CAP, file=sys.stderr)
+
+
 def _show(*args, **kwargs):
-    _shown.extend(_figures())
+    for f in _figures():
+        _keep(f)
+
+
+def _image(o):
+    """o as a figure result, None when it has no image form: a matplotlib
+    figure, or an object with IPython's _repr_png_ (a PIL image)."""
+    mf = sys.modules.get('matplotlib.figure')
+    if mf is not None and isinstance(o, mf.Figure):
+        return _figure(o)
+    rp = getattr(type(o), '_repr_png_', None)
+    if rp is None:
+        return None
+    png = rp(o)
+    if isinstance(png, tuple):  # (data, metadata)
+        png = png[0]
+    import base64
+    if isinstance(png, str):  # IPython takes base64 too
+        png = base64.b64decode(png)
+    if not isinstance(png, (bytes, bytearray)):
+        return None
+    return {'mime': 'image/png', 'data_base64': base64.b64encode(png).decode()}
+
+
+def display(*objs, **kwargs):
+    """IPython's display(), for what has an image form: a matplotlib
+    figure or a PIL image joins the cell's figures; anything else is
+    printed, as its repr."""
+    for o in objs:
+        f = _image(o)
+        if f is None:
+            print(repr(o))
+        else:
+            _keep(f)
+
+
+# In every context, as in a notebook (a cell may define its own).
+__import__('builtins').display = display
+
+
+def _pil(mod):
+    """PIL.Image as in E2B's notebooks: show() displays the image (no
+    viewer runs in a sandbox), and so does save() to a path when the
+    cell's own code calls it (not matplotlib's savefig, which saves
+    through PIL)."""
+    img = mod.Image
+    if getattr(img.save, '_nsbox', False):
+        return
+    real = img.save
+
+    def save(self, fp, format=None, **params):
+        real(self, fp, format, **params)
+        if isinstance(fp, (str, os.PathLike)) and _Imports.from_cell(sys._getframe(1)):
+            _display_quietly(self)
+
+    save._nsbox = True
+    save.__doc__ = real.__doc__
+    img.save = save
+    mod._show = lambda image, **options: _display_quietly(image)
+
+
+def _display_quietly(o):
+    try:
+        display(o)
+    except Exception as e:
+        print('nsbox: the image could not be shown: %r' % e, file=sys.stderr)
+
+
+class _PILFinder:
+    """Hooks PIL.Image (_pil) as it is first imported."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != 'PIL.Image':
+            return None
+        import importlib.machinery
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        loader = getattr(spec, 'loader', None)
+        if loader is None or not hasattr(loader, 'exec_module'):
+            return spec
+        real = loader.exec_module
+
+        def exec_module(module):
+            real(module)
+            del loader.exec_module
+            try:
+                _pil(module)
+            except Exception:
+                pass
+        loader.exec_module = exec_module  # this spec's loader only
+        return spec
+
+
+def _hook_pil():
+    m = sys.modules.get('PIL.Image')
+    if m is not None:
+        _pil(m)
+
+
+sys.meta_path.insert(0, _PILFinder)
+_hook_pil()
 
 
 class _BackendFinder:
@@ -175,8 +314,60 @@ def _run(count, code, ns=_ns, ctx=''):
             r = repr(v)
             if len(r) > _REPR_CAP:
                 r = r[:_REPR_CAP] + '...'
-            return r
+            return r, _rich(v)
+    return None, None
+
+
+# A DataFrame's data is returned up to this many cells (its repr always).
+_DATA_CELLS = 100000
+
+
+def _rich(v):
+    """The last expression's forms beyond its repr: an object with an
+    image form (a PIL image) joins the figures; a pandas DataFrame's
+    columns are returned, as {column: [values]}. Only type attributes
+    are read: a plain value costs two lookups."""
+    t = type(v)
+    if t.__name__ == 'DataFrame' and t.__module__.startswith('pandas.'):
+        try:
+            if v.size > _DATA_CELLS:
+                return None
+            d = {str(k): [_jsonable(x) for x in col] for k, col in v.to_dict(orient='list').items()}
+            json.dumps(d, allow_nan=False)
+            return d
+        except Exception:
+            return None
+    if getattr(t, '_repr_png_', None) is not None:
+        try:
+            f = _image(v)
+        except Exception:
+            f = None
+        if f is not None:
+            _keep(f)
     return None
+
+
+def _jsonable(x):
+    """A DataFrame cell as JSON: NaN and infinities null, timestamps in
+    ISO form, NumPy scalars as Python's, anything else as str()."""
+    if x is None or isinstance(x, (bool, int, str)):
+        return x
+    if isinstance(x, float):
+        return x if x - x == 0 else None
+    if hasattr(x, 'isoformat'):
+        try:
+            return x.isoformat()
+        except Exception:  # NaT
+            return None
+    item = getattr(x, 'item', None)
+    if item is not None:
+        try:
+            y = item()
+        except Exception:
+            y = x
+        if y is not x and not hasattr(y, 'item'):
+            return _jsonable(y)
+    return str(x)
 
 
 def _setup(names):
@@ -772,7 +963,7 @@ def main():
                     try:
                         if env:
                             os.environ.update(env)
-                        v = _run(n, req['code'], ns, cid)
+                        v, data = _run(n, req['code'], ns, cid)
                     finally:
                         if saved:
                             _restore_env(saved)
@@ -782,12 +973,14 @@ def main():
                         rep['elapsed_us'] = int((time.monotonic() - t0) * 1e6)
                     if v is not None:
                         rep['value'] = v
+                    if data is not None:
+                        rep['value_data'] = data
             except SystemExit as e:
                 if e.code not in (None, 0):
                     rep['exception'] = _exception(e)
             except BaseException as e:
                 rep['exception'] = _exception(e)
-            figs = _shown + _figures()
+            figs = [f for f in _shown if f is not None] + _figures()
             _shown.clear()
             if figs:
                 rep['figures'] = figs

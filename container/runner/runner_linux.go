@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -19,7 +20,22 @@ import (
 )
 
 //go:embed runner.py
-var runnerSource string
+var runnerPy string
+
+//go:embed charts.py
+var chartsPy string
+
+// runnerSource is runner.py with charts.py's source in its _CHART_SOURCE:
+// one script, so that a zygote holds and a child takes one string.
+var runnerSource = withCharts(runnerPy, chartsPy)
+
+func withCharts(runner, charts string) string {
+	const slot = "\n_CHART_SOURCE = ''\n"
+	if !strings.Contains(runner, slot) {
+		panic("runner.py has no _CHART_SOURCE slot")
+	}
+	return strings.Replace(runner, slot, "\n_CHART_SOURCE = "+strconv.Quote(charts)+"\n", 1)
+}
 
 //go:embed runner.js
 var nodeRunnerSource string
@@ -419,6 +435,7 @@ func (r *Runner) cell(ctx context.Context, req ExecRequest, setup bool, preimpor
 			}
 			r.finish(res, start)
 			res.Count, res.Exception, res.Figures = rep.Count, rep.Exception, rep.Figures
+			res.ValueData = rep.ValueData
 			skipped = rep.Skipped
 			if rep.Value != nil {
 				res.Value = *rep.Value

@@ -210,3 +210,17 @@ func TestIndentedCell(t *testing.T) {
 		t.Fatalf("indented cell's error: %+v", res.Exception)
 	}
 }
+
+// BenchmarkExecValue measures a cell that ends with a value, with pandas
+// and matplotlib loaded: the path that looks for a value's rich forms
+// and for figures.
+func BenchmarkExecValue(b *testing.B) {
+	r := startRunner(b, newEngine(b), testenv.DataSciRootfs(b))
+	exec(b, r, "import pandas, matplotlib.pyplot, PIL.Image\nx = 0")
+	b.ResetTimer()
+	for b.Loop() {
+		if res := exec(b, r, "x += 1\nx"); res.Status != StatusOK || res.Value == "" {
+			b.Fatalf("%+v", res)
+		}
+	}
+}

@@ -78,12 +78,13 @@ func Mime(p string, content []byte) string {
 // Cell copies a cell's rich outputs and its output into out.
 func Cell(out *agentapi.RunResult, res *runner.Result) {
 	out.Value = res.Value
+	out.ValueData = res.ValueData
 	out.ExecutionCount = res.Count
 	if e := res.Exception; e != nil {
 		out.Exception = &agentapi.Exception{Name: e.Name, Value: e.Value, Traceback: e.Traceback}
 	}
 	for _, f := range res.Figures {
-		out.Figures = append(out.Figures, agentapi.Figure{Mime: f.MIME, DataBase64: base64.StdEncoding.EncodeToString(f.Data)})
+		out.Figures = append(out.Figures, agentapi.Figure{Mime: f.MIME, DataBase64: base64.StdEncoding.EncodeToString(f.Data), Chart: f.Chart})
 	}
 	out.Stdout, out.StdoutBase64 = TextAndBase64(res.Stdout)
 	out.Stderr, out.StderrBase64 = TextAndBase64(res.Stderr)

@@ -61,6 +61,41 @@ test("a matplotlib figure is a png result", { timeout: 120_000 }, async (t) => {
   assert.ok(results.some((r) => r.png), "onResult sees the figure");
 });
 
+test("a figure's chart, a DataFrame's data, a PIL image shown", { timeout: 120_000 }, async (t) => {
+  const sbx = await create(t, Sandbox, {}, DATASCI);
+  const bars = await run(sbx, "import matplotlib.pyplot as plt\nplt.bar(['a', 'b'], [5, 7], label='n')\nplt.title('Counts')\nplt.ylabel('Count (pcs)')\nplt.show()");
+  const chart = bars.results[0].chart;
+  assert.ok(chart, `no chart: ${JSON.stringify(bars.results.map((r) => r.formats()))}`);
+  assert.equal(chart.type, "bar");
+  assert.equal(chart.title, "Counts");
+  assert.equal(chart.y_unit, "pcs");
+  assert.equal(chart.x_label, null);
+  assert.deepEqual(chart.elements, [{ label: "a", value: 5, group: "n" }, { label: "b", value: 7, group: "n" }]);
+  assert.deepEqual(bars.results[0].extra, {}, "nothing beyond E2B's fields");
+
+  const lines = await run(sbx, "fig, axs = plt.subplots(1, 2)\nfig.suptitle('Two')\naxs[0].plot([1, 2], [3, 4], label='up')\naxs[1].pie([1, 3], labels=['x', 'y'])");
+  const sup = lines.results[0].chart;
+  assert.equal(sup.type, "superchart");
+  assert.equal(sup.title, "Two");
+  assert.deepEqual(sup.elements.map((c) => c.type), ["line", "pie"]);
+  assert.deepEqual(sup.elements[0].elements, [{ label: "up", points: [[1, 3], [2, 4]] }]);
+  assert.deepEqual(sup.elements[1].elements.map((w) => [w.label, w.angle]), [["x", 90], ["y", 270]]);
+
+  const df = await run(sbx, "import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': ['x', None]})");
+  assert.equal(df.results.length, 1);
+  assert.equal(df.results[0].isMainResult, true);
+  assert.deepEqual(df.results[0].data, { a: [1, 2], b: ["x", null] });
+  assert.match(df.results[0].text, /a +b/, "the text is still the repr");
+
+  const img = await run(sbx, "from PIL import Image\nim = Image.new('RGB', (4, 4))\nim.show()\nim.save('x.png')\nprint('done')");
+  assert.equal(img.results.length, 2, "show() and save() each display the image");
+  for (const r of img.results) {
+    assert.ok(Buffer.from(r.png, "base64").subarray(0, 8).equals(PNG_MAGIC), "a PNG");
+    assert.equal(r.chart, undefined);
+  }
+  assert.equal(img.logs.stdout.join(""), "done\n");
+});
+
 test("an exception is an execution error with its traceback", { timeout: 60_000 }, async (t) => {
   const sbx = await create(t, Sandbox);
   const errors = [];

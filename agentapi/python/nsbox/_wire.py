@@ -553,8 +553,9 @@ class Result:
 
     Every field of the JSON is an attribute (missing ones are None):
     status, exit_code, stdout, stderr, value, exception ({name, value,
-    traceback}), files, wall_ms, execution_count, ... .figures holds the
-    figures as PNG bytes; .raw the JSON object.
+    traceback}), value_data (a DataFrame's {column: [values]}), files,
+    wall_ms, execution_count, ... .figures holds the figures as PNG bytes,
+    .charts their charts; .raw the JSON object.
     """
 
     def __init__(self, raw: Dict[str, Any]):
@@ -592,6 +593,12 @@ class Result:
     def figures(self) -> List[bytes]:
         """The matplotlib figures, each as PNG bytes."""
         return [base64.b64decode(f["data_base64"]) for f in self.raw.get("figures") or []]
+
+    @property
+    def charts(self) -> List[Optional[Dict[str, Any]]]:
+        """Each figure's chart (docs/API.md, "Charts"): its type, title,
+        axes and elements; None for an image that has none."""
+        return [f.get("chart") for f in self.raw.get("figures") or []]
 
     def file(self, path: str) -> bytes:
         """The content of a returned file (RunRequest return_files)."""

@@ -410,6 +410,10 @@ class ClientTest(unittest.TestCase):
                        "plt.figure(figsize=(3, 2), dpi=100)\nplt.bar([1, 2], [3, 4])")
             self.assertTrue(r.ok, r.raw)
             self.assertEqual([png_size(p) for p in r.figures], [(200, 100), (300, 200)])
+            self.assertEqual([c["type"] for c in r.charts], ["line", "bar"])
+            self.assertEqual([e["value"] for e in r.charts[1]["elements"]], [3, 4])
+            r = s.exec("import pandas as pd\npd.DataFrame({'a': [1, 2]})")
+            self.assertEqual(r.value_data, {"a": [1, 2]})
 
 
 if __name__ == "__main__":
