@@ -13,12 +13,14 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem/filesystemconnect"
+	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
-// filesystemService is envd's filesystem.Filesystem over the session's
-// workspace: every path goes through the core's beneath-the-workspace,
-// no-symlink-following file operations.
+// filesystemService is envd's filesystem.Filesystem: a path in the
+// session's workspace goes through the core's beneath-the-workspace,
+// no-symlink-following file operations, any other through the sandbox's
+// process agent, inside the sandbox as its user (anywhere.go).
 type filesystemService struct {
 	filesystemconnect.UnimplementedFilesystemHandler
 	s *server
@@ -92,8 +94,7 @@ const maxHops = 40
 // operations one link at a time. A link that does not resolve (missing,
 // a loop, through a symlinked directory, which those operations refuse)
 // reads as envd's: its own path, no entry. One that leads out of the
-// workspace, which the host cannot follow safely, keeps the path it
-// names and no entry (envd would stat the rootfs there).
+// workspace is followed from there by the agent, inside the sandbox.
 func (fs *filesystemService) resolve(ctx context.Context, f agentapi.WorkspaceFile) *symlinkEnd {
 	broken := &symlinkEnd{path: sandboxPath(f.Path)}
 	cur := f
@@ -108,7 +109,7 @@ func (fs *filesystemService) resolve(ctx context.Context, f agentapi.WorkspaceFi
 		target = path.Clean(target)
 		rel, err := workspacePath("target", target)
 		if err != nil {
-			return &symlinkEnd{path: target}
+			return fs.resolveOutside(ctx, target)
 		}
 		next, err := fs.s.core.StatFile(ctx, fs.s.id(ctx), rel)
 		if err != nil {
@@ -120,6 +121,27 @@ func (fs *filesystemService) resolve(ctx context.Context, f agentapi.WorkspaceFi
 		cur = *next
 	}
 	return broken
+}
+
+// resolveOutside is where a workspace symlink that leads out of the
+// workspace ends, as the agent resolves it inside the sandbox; its path
+// alone, no entry, when it does not resolve.
+func (fs *filesystemService) resolveOutside(ctx context.Context, p string) *symlinkEnd {
+	end := &symlinkEnd{path: p}
+	a, err := fs.s.agent(ctx)
+	if err != nil {
+		return end
+	}
+	e, err := a.Stat(ctx, p)
+	switch {
+	case err != nil:
+		return end
+	case e.IsSymlink() && e.Target == "":
+		return end
+	case e.IsSymlink():
+		return &symlinkEnd{path: e.Target, entry: &agentapi.WorkspaceFile{Mode: e.TargetMode, Dir: e.TargetMode&unix.S_IFMT == unix.S_IFDIR}}
+	}
+	return &symlinkEnd{path: p, entry: &agentapi.WorkspaceFile{Mode: e.Mode, Dir: e.IsDir()}}
 }
 
 // info describes one workspace entry, a symlink with where it leads.
@@ -138,12 +160,33 @@ func (fs *filesystemService) stat(ctx context.Context, rel string) (*filesystem.
 	return fs.info(ctx, *f), nil
 }
 
+// anyStat describes a path outside the workspace, through the agent.
+func (fs *filesystemService) anyStat(ctx context.Context, abs string) (*filesystem.EntryInfo, error) {
+	a, err := fs.s.agent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e, err := a.Stat(ctx, abs)
+	if err != nil {
+		return nil, fileError(err)
+	}
+	return agentEntryInfo(*e), nil
+}
+
+// statTarget describes t, wherever it is.
+func (fs *filesystemService) statTarget(ctx context.Context, t target) (*filesystem.EntryInfo, error) {
+	if t.ws {
+		return fs.stat(ctx, t.rel)
+	}
+	return fs.anyStat(ctx, t.abs)
+}
+
 func (fs *filesystemService) Stat(ctx context.Context, req *connect.Request[filesystem.StatRequest]) (*connect.Response[filesystem.StatResponse], error) {
-	rel, err := workspacePath("path", req.Msg.GetPath())
+	t, err := sandboxTarget("path", req.Msg.GetPath())
 	if err != nil {
 		return nil, connectError(err)
 	}
-	e, err := fs.stat(ctx, rel)
+	e, err := fs.statTarget(ctx, t)
 	if err != nil {
 		return nil, connectError(err)
 	}
@@ -151,18 +194,30 @@ func (fs *filesystemService) Stat(ctx context.Context, req *connect.Request[file
 }
 
 func (fs *filesystemService) MakeDir(ctx context.Context, req *connect.Request[filesystem.MakeDirRequest]) (*connect.Response[filesystem.MakeDirResponse], error) {
-	rel, err := workspacePath("path", req.Msg.GetPath())
+	t, err := sandboxTarget("path", req.Msg.GetPath())
+	if err == nil {
+		err = checkWrite(t, rootUser(req.Header(), ""))
+	}
 	if err != nil {
 		return nil, connectError(err)
 	}
-	created, err := fs.s.core.MakeDir(ctx, fs.s.id(ctx), rel)
+	var created bool
+	if t.ws {
+		created, err = fs.s.core.MakeDir(ctx, fs.s.id(ctx), t.rel)
+	} else {
+		var a *procs.Agent
+		if a, err = fs.s.agent(ctx); err == nil {
+			created, err = a.MakeDir(ctx, t.abs)
+			err = fileError(err)
+		}
+	}
 	if err != nil {
 		return nil, connectError(err)
 	}
 	if !created {
-		return nil, connect.NewError(connect.CodeAlreadyExists, errors.New("directory "+sandboxPath(rel)+" already exists"))
+		return nil, connect.NewError(connect.CodeAlreadyExists, errors.New("directory "+t.abs+" already exists"))
 	}
-	e, err := fs.stat(ctx, rel)
+	e, err := fs.statTarget(ctx, t)
 	if err != nil {
 		return nil, connectError(err)
 	}
@@ -170,21 +225,33 @@ func (fs *filesystemService) MakeDir(ctx context.Context, req *connect.Request[f
 }
 
 func (fs *filesystemService) Move(ctx context.Context, req *connect.Request[filesystem.MoveRequest]) (*connect.Response[filesystem.MoveResponse], error) {
-	from, err := workspacePath("source", req.Msg.GetSource())
+	from, err := sandboxTarget("source", req.Msg.GetSource())
 	if err != nil {
 		return nil, connectError(err)
 	}
-	to, err := workspacePath("destination", req.Msg.GetDestination())
+	to, err := sandboxTarget("destination", req.Msg.GetDestination())
 	if err != nil {
 		return nil, connectError(err)
 	}
-	if from == "" || to == "" {
+	root := rootUser(req.Header(), "")
+	if err := errors.Join(checkWrite(from, root), checkWrite(to, root)); err != nil {
+		return nil, connectError(err)
+	}
+	if (from.ws && from.rel == "") || (to.ws && to.rel == "") {
 		return nil, connectError(errdefs.Field("source", "the home directory itself cannot be moved or replaced"))
 	}
-	if err := fs.s.core.MoveFile(ctx, fs.s.id(ctx), from, to); err != nil {
+	if from.ws && to.ws {
+		err = fs.s.core.MoveFile(ctx, fs.s.id(ctx), from.rel, to.rel)
+	} else { // the agent sees the workspace too; across mounts is EXDEV
+		var a *procs.Agent
+		if a, err = fs.s.agent(ctx); err == nil {
+			err = fileError(a.Rename(ctx, from.abs, to.abs))
+		}
+	}
+	if err != nil {
 		return nil, connectError(err)
 	}
-	e, err := fs.stat(ctx, to)
+	e, err := fs.statTarget(ctx, to)
 	if err != nil {
 		return nil, connectError(err)
 	}
@@ -192,7 +259,7 @@ func (fs *filesystemService) Move(ctx context.Context, req *connect.Request[file
 }
 
 func (fs *filesystemService) ListDir(ctx context.Context, req *connect.Request[filesystem.ListDirRequest]) (*connect.Response[filesystem.ListDirResponse], error) {
-	rel, err := workspacePath("path", req.Msg.GetPath())
+	t, err := sandboxTarget("path", req.Msg.GetPath())
 	if err != nil {
 		return nil, connectError(err)
 	}
@@ -200,11 +267,27 @@ func (fs *filesystemService) ListDir(ctx context.Context, req *connect.Request[f
 	if depth <= 0 {
 		depth = 1
 	}
-	files, err := fs.s.core.ListDir(ctx, fs.s.id(ctx), rel, depth)
+	out := &filesystem.ListDirResponse{}
+	if !t.ws {
+		a, err := fs.s.agent(ctx)
+		if err != nil {
+			return nil, connectError(err)
+		}
+		entries, err := a.ListDir(ctx, t.abs, depth)
+		if err != nil {
+			return nil, connectError(fileError(err))
+		}
+		out.Entries = make([]*filesystem.EntryInfo, 0, len(entries))
+		for _, e := range entries {
+			out.Entries = append(out.Entries, agentEntryInfo(e))
+		}
+		return connect.NewResponse(out), nil
+	}
+	files, err := fs.s.core.ListDir(ctx, fs.s.id(ctx), t.rel, depth)
 	if err != nil {
 		return nil, connectError(err)
 	}
-	out := &filesystem.ListDirResponse{Entries: make([]*filesystem.EntryInfo, 0, len(files))}
+	out.Entries = make([]*filesystem.EntryInfo, 0, len(files))
 	for _, f := range files {
 		out.Entries = append(out.Entries, fs.info(ctx, f))
 	}
@@ -212,14 +295,25 @@ func (fs *filesystemService) ListDir(ctx context.Context, req *connect.Request[f
 }
 
 func (fs *filesystemService) Remove(ctx context.Context, req *connect.Request[filesystem.RemoveRequest]) (*connect.Response[filesystem.RemoveResponse], error) {
-	rel, err := workspacePath("path", req.Msg.GetPath())
+	t, err := sandboxTarget("path", req.Msg.GetPath())
+	if err == nil {
+		err = checkWrite(t, rootUser(req.Header(), ""))
+	}
 	if err != nil {
 		return nil, connectError(err)
 	}
-	if rel == "" {
-		return nil, connectError(errdefs.Field("path", "the home directory itself cannot be removed"))
+	switch {
+	case t.ws && t.rel == "":
+		err = errdefs.Field("path", "the home directory itself cannot be removed")
+	case t.ws:
+		err = fs.s.core.RemoveAll(ctx, fs.s.id(ctx), t.rel)
+	default:
+		var a *procs.Agent
+		if a, err = fs.s.agent(ctx); err == nil {
+			err = fileError(a.RemoveAll(ctx, t.abs))
+		}
 	}
-	if err := fs.s.core.RemoveAll(ctx, fs.s.id(ctx), rel); err != nil {
+	if err != nil {
 		return nil, connectError(err)
 	}
 	return connect.NewResponse(&filesystem.RemoveResponse{}), nil
