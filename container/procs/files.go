@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,9 +22,16 @@ import (
 type FileError struct {
 	Op, Path string
 	Errno    syscall.Errno
+	Msg      string // the agent's words ("not a regular file"), else the errno's
 }
 
-func (e *FileError) Error() string { return e.Op + " " + e.Path + ": " + e.Errno.Error() }
+func (e *FileError) Error() string {
+	msg := e.Msg
+	if msg == "" {
+		msg = e.Errno.Error()
+	}
+	return e.Op + " " + e.Path + ": " + msg
+}
 func (e *FileError) Unwrap() error { return e.Errno }
 
 // FileEntry is one entry as the sandbox sees it (lstat's).
@@ -63,7 +71,7 @@ func (a *Agent) fileCall(ctx context.Context, req request) (*message, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s %s: %s", req.Op[1:], req.Path, rep.Error)
 		}
-		return nil, &FileError{Op: req.Op[1:], Path: req.Path, Errno: errno}
+		return nil, &FileError{Op: req.Op[1:], Path: req.Path, Errno: errno, Msg: strings.ToLower(rep.Error)}
 	}
 	return rep, nil
 }
