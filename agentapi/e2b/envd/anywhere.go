@@ -28,6 +28,22 @@ func (s *server) agent(ctx context.Context) (*procs.Agent, error) {
 	return a, fileError(err)
 }
 
+// inSandbox runs op on the request's sandbox's agent; its error gets its
+// class (fileError).
+func (s *server) inSandbox(ctx context.Context, op func(*procs.Agent) error) error {
+	a, err := s.agent(ctx)
+	if err != nil {
+		return err
+	}
+	return fileError(op(a))
+}
+
+// retryInSandbox reports whether a workspace operation's error may have
+// another answer in the sandbox: the workspace's operations follow no
+// symlink (a symlink on the path is an invalid argument), the sandbox's
+// user does, as envd does. The agent's answer is then the answer.
+func retryInSandbox(err error) bool { return errors.Is(err, errdefs.ErrInvalidArgument) }
+
 // fileError gives an agent file operation's error its class, as envd
 // answers them: a missing path is not found, an existing one exists, a
 // full tmpfs is no space, a wrong kind of file is an invalid argument; a

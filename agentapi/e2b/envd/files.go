@@ -52,15 +52,16 @@ func (s *server) handleDownload(w http.ResponseWriter, r *http.Request) {
 				size = st.Size()
 			}
 		}
-	} else {
-		var a *procs.Agent
-		if a, err = s.agent(r.Context()); err == nil {
-			var af *procs.File
-			af, err = a.Open(r.Context(), t.abs)
-			if err = fileError(err); err == nil {
+	}
+	inSandbox := !t.ws || retryInSandbox(err)
+	if inSandbox {
+		err = s.inSandbox(r.Context(), func(a *procs.Agent) error {
+			af, err := a.Open(r.Context(), t.abs)
+			if err == nil {
 				f, size = af, af.Size()
 			}
-		}
+			return err
+		})
 	}
 	if f != nil {
 		defer f.Close()
@@ -71,7 +72,7 @@ func (s *server) handleDownload(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(t.abs)}))
-	if size == 0 && !t.ws {
+	if size == 0 && inSandbox {
 		// A file of /proc or /sys says 0 and has content: sent to its
 		// end, chunked, as envd sends it.
 		w.WriteHeader(http.StatusOK)
@@ -138,7 +139,10 @@ func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		case t.ws && t.rel == "":
 			return errdefs.Field("path", "%q is the home directory itself; name a file under it", p)
 		case t.ws:
-			_, err = s.core.WriteFrom(r.Context(), id, t.rel, body)
+			cr := &countReader{r: body}
+			if _, err = s.core.WriteFrom(r.Context(), id, t.rel, cr); retryInSandbox(err) && cr.n == 0 {
+				err = s.writeAnywhere(r.Context(), t.abs, body)
+			}
 		default:
 			err = s.writeAnywhere(r.Context(), t.abs, body)
 		}
@@ -202,6 +206,19 @@ func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// countReader counts what was read of an upload's body: a workspace
+// write that failed before reading any is tried again in the sandbox.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // inflateCap reads an upload's inflated bytes up to the upload cap and

@@ -94,7 +94,8 @@ const maxHops = 40
 // operations one link at a time. A link that does not resolve (missing,
 // a loop, through a symlinked directory, which those operations refuse)
 // reads as envd's: its own path, no entry. One that leads out of the
-// workspace is followed from there by the agent, inside the sandbox.
+// workspace, or through a symlinked directory, is followed from there by
+// the agent, inside the sandbox.
 func (fs *filesystemService) resolve(ctx context.Context, f agentapi.WorkspaceFile) *symlinkEnd {
 	broken := &symlinkEnd{path: sandboxPath(f.Path)}
 	cur := f
@@ -109,10 +110,16 @@ func (fs *filesystemService) resolve(ctx context.Context, f agentapi.WorkspaceFi
 		target = path.Clean(target)
 		rel, err := workspacePath("target", target)
 		if err != nil {
-			return fs.resolveOutside(ctx, target)
+			if end := fs.resolveOutside(ctx, target); end != nil {
+				return end
+			}
+			return broken
 		}
 		next, err := fs.s.core.StatFile(ctx, fs.s.id(ctx), rel)
 		if err != nil {
+			if end := fs.resolveOutside(ctx, target); end != nil && end.entry != nil {
+				return end // through a symlinked directory, as the sandbox sees it
+			}
 			return broken
 		}
 		if !next.Symlink {
@@ -124,20 +131,23 @@ func (fs *filesystemService) resolve(ctx context.Context, f agentapi.WorkspaceFi
 }
 
 // resolveOutside is where a workspace symlink that leads out of the
-// workspace ends, as the agent resolves it inside the sandbox; its path
-// alone, no entry, when it does not resolve.
+// workspace ends, as the agent resolves it inside the sandbox: nil when
+// it does not resolve there; the path alone, no entry, when the agent
+// cannot be asked.
 func (fs *filesystemService) resolveOutside(ctx context.Context, p string) *symlinkEnd {
-	end := &symlinkEnd{path: p}
 	a, err := fs.s.agent(ctx)
 	if err != nil {
-		return end
+		return &symlinkEnd{path: p}
 	}
 	e, err := a.Stat(ctx, p)
+	var fe *procs.FileError
 	switch {
+	case errors.As(err, &fe):
+		return nil
 	case err != nil:
-		return end
+		return &symlinkEnd{path: p}
 	case e.IsSymlink() && e.Target == "":
-		return end
+		return nil
 	case e.IsSymlink():
 		return &symlinkEnd{path: e.Target, entry: &agentapi.WorkspaceFile{Mode: e.TargetMode, Dir: e.TargetMode&unix.S_IFMT == unix.S_IFDIR}}
 	}
@@ -160,15 +170,15 @@ func (fs *filesystemService) stat(ctx context.Context, rel string) (*filesystem.
 	return fs.info(ctx, *f), nil
 }
 
-// anyStat describes a path outside the workspace, through the agent.
+// anyStat describes a path through the agent.
 func (fs *filesystemService) anyStat(ctx context.Context, abs string) (*filesystem.EntryInfo, error) {
-	a, err := fs.s.agent(ctx)
+	var e *procs.FileEntry
+	err := fs.s.inSandbox(ctx, func(a *procs.Agent) (err error) {
+		e, err = a.Stat(ctx, abs)
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	e, err := a.Stat(ctx, abs)
-	if err != nil {
-		return nil, fileError(err)
 	}
 	return agentEntryInfo(*e), nil
 }
@@ -176,7 +186,10 @@ func (fs *filesystemService) anyStat(ctx context.Context, abs string) (*filesyst
 // statTarget describes t, wherever it is.
 func (fs *filesystemService) statTarget(ctx context.Context, t target) (*filesystem.EntryInfo, error) {
 	if t.ws {
-		return fs.stat(ctx, t.rel)
+		e, err := fs.stat(ctx, t.rel)
+		if !retryInSandbox(err) {
+			return e, err
+		}
 	}
 	return fs.anyStat(ctx, t.abs)
 }
@@ -204,12 +217,12 @@ func (fs *filesystemService) MakeDir(ctx context.Context, req *connect.Request[f
 	var created bool
 	if t.ws {
 		created, err = fs.s.core.MakeDir(ctx, fs.s.id(ctx), t.rel)
-	} else {
-		var a *procs.Agent
-		if a, err = fs.s.agent(ctx); err == nil {
+	}
+	if !t.ws || retryInSandbox(err) {
+		err = fs.s.inSandbox(ctx, func(a *procs.Agent) (err error) {
 			created, err = a.MakeDir(ctx, t.abs)
-			err = fileError(err)
-		}
+			return err
+		})
 	}
 	if err != nil {
 		return nil, connectError(err)
@@ -240,13 +253,12 @@ func (fs *filesystemService) Move(ctx context.Context, req *connect.Request[file
 	if (from.ws && from.rel == "") || (to.ws && to.rel == "") {
 		return nil, connectError(errdefs.Field("source", "the home directory itself cannot be moved or replaced"))
 	}
-	if from.ws && to.ws {
+	both := from.ws && to.ws
+	if both {
 		err = fs.s.core.MoveFile(ctx, fs.s.id(ctx), from.rel, to.rel)
-	} else { // the agent sees the workspace too; across mounts is EXDEV
-		var a *procs.Agent
-		if a, err = fs.s.agent(ctx); err == nil {
-			err = fileError(a.Rename(ctx, from.abs, to.abs))
-		}
+	}
+	if !both || retryInSandbox(err) { // the agent sees the workspace too; across mounts is EXDEV
+		err = fs.s.inSandbox(ctx, func(a *procs.Agent) error { return a.Rename(ctx, from.abs, to.abs) })
 	}
 	if err != nil {
 		return nil, connectError(err)
@@ -268,28 +280,30 @@ func (fs *filesystemService) ListDir(ctx context.Context, req *connect.Request[f
 		depth = 1
 	}
 	out := &filesystem.ListDirResponse{}
-	if !t.ws {
-		a, err := fs.s.agent(ctx)
-		if err != nil {
+	if t.ws {
+		files, err := fs.s.core.ListDir(ctx, fs.s.id(ctx), t.rel, depth)
+		if err == nil {
+			out.Entries = make([]*filesystem.EntryInfo, 0, len(files))
+			for _, f := range files {
+				out.Entries = append(out.Entries, fs.info(ctx, f))
+			}
+			return connect.NewResponse(out), nil
+		}
+		if !retryInSandbox(err) {
 			return nil, connectError(err)
 		}
-		entries, err := a.ListDir(ctx, t.abs, depth)
-		if err != nil {
-			return nil, connectError(fileError(err))
-		}
-		out.Entries = make([]*filesystem.EntryInfo, 0, len(entries))
-		for _, e := range entries {
-			out.Entries = append(out.Entries, agentEntryInfo(e))
-		}
-		return connect.NewResponse(out), nil
 	}
-	files, err := fs.s.core.ListDir(ctx, fs.s.id(ctx), t.rel, depth)
+	var entries []procs.FileEntry
+	err = fs.s.inSandbox(ctx, func(a *procs.Agent) (err error) {
+		entries, err = a.ListDir(ctx, t.abs, depth)
+		return err
+	})
 	if err != nil {
 		return nil, connectError(err)
 	}
-	out.Entries = make([]*filesystem.EntryInfo, 0, len(files))
-	for _, f := range files {
-		out.Entries = append(out.Entries, fs.info(ctx, f))
+	out.Entries = make([]*filesystem.EntryInfo, 0, len(entries))
+	for _, e := range entries {
+		out.Entries = append(out.Entries, agentEntryInfo(e))
 	}
 	return connect.NewResponse(out), nil
 }
@@ -302,16 +316,14 @@ func (fs *filesystemService) Remove(ctx context.Context, req *connect.Request[fi
 	if err != nil {
 		return nil, connectError(err)
 	}
-	switch {
-	case t.ws && t.rel == "":
-		err = errdefs.Field("path", "the home directory itself cannot be removed")
-	case t.ws:
+	if t.ws && t.rel == "" {
+		return nil, connectError(errdefs.Field("path", "the home directory itself cannot be removed"))
+	}
+	if t.ws {
 		err = fs.s.core.RemoveAll(ctx, fs.s.id(ctx), t.rel)
-	default:
-		var a *procs.Agent
-		if a, err = fs.s.agent(ctx); err == nil {
-			err = fileError(a.RemoveAll(ctx, t.abs))
-		}
+	}
+	if !t.ws || retryInSandbox(err) {
+		err = fs.s.inSandbox(ctx, func(a *procs.Agent) error { return a.RemoveAll(ctx, t.abs) })
 	}
 	if err != nil {
 		return nil, connectError(err)
