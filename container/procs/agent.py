@@ -251,6 +251,7 @@ def handle(req):
 MAX_FILES = 64       # open handles
 FILE_CHUNK = 256 << 10
 MAX_ENTRIES = 10000
+MAX_LISTING = 6 << 20  # a listing's frame, under the host's 8 MiB
 files = {}           # fh -> fd
 next_fh = 0
 
@@ -294,7 +295,7 @@ def f_list(req):
     root, depth = req['path'], max(1, req.get('depth') or 1)
     if not stat.S_ISDIR(os.stat(root).st_mode):
         raise OSError(errno.ENOTDIR, 'not a directory')
-    out, todo = [], [(root, 1)]
+    out, todo, size = [], [(root, 1)], 0
     while todo:
         d, level = todo.pop()
         with os.scandir(d) as it:
@@ -305,6 +306,9 @@ def f_list(req):
                     e = entry(de.path)
                 except OSError:
                     continue  # gone meanwhile
+                size += len(json.dumps(e, separators=(',', ':'))) + 1
+                if size > MAX_LISTING:
+                    raise OSError(errno.E2BIG, 'the listing is larger than %d MiB' % (MAX_LISTING >> 20))
                 out.append(e)
                 if level < depth and stat.S_ISDIR(e['mode']):
                     todo.append((de.path, level + 1))

@@ -113,6 +113,19 @@ func TestFilesInTheSandbox(t *testing.T) {
 	if err := writeFile(ctx, a, "/tmp/fifo", []byte("x")); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("write the FIFO: %v, want EINVAL", err)
 	}
+	// A listing that would not fit in one frame (3,000 entries of 4 KiB
+	// paths) is refused as too big; the agent goes on.
+	long := "/tmp/l/" + strings.Repeat(strings.Repeat("d", 250)+"/", 15)
+	mk := "mkdir -p " + long + " && cd " + long + " && i=0; while [ $i -lt 3000 ]; do : > f$i-" + strings.Repeat("x", 80) + "; i=$((i+1)); done"
+	if o := collect(t, start(t, a, sh(mk))); o.end == nil || o.end.ExitCode != 0 {
+		t.Fatalf("making a deep tree: %+v %s", o.end, o.stderr.String())
+	}
+	if _, err := a.ListDir(ctx, "/tmp/l", 20); !errors.Is(err, unix.E2BIG) {
+		t.Errorf("a listing past the frame: %v, want E2BIG", err)
+	}
+	if err := a.RemoveAll(ctx, "/tmp/l"); err != nil {
+		t.Errorf("the agent after a refused listing: %v", err)
+	}
 	if b, err := readAll(ctx, a, "/proc/self/status"); err != nil || !bytes.Contains(b, []byte("Uid:")) {
 		t.Errorf("read /proc/self/status (size 0, content): %q, %v", b, err)
 	}
