@@ -91,11 +91,10 @@ const maxHops = 40
 
 // resolve follows the symlink f as envd does (filepath.EvalSymlinks,
 // then a stat of the end), through the workspace's no-follow file
-// operations one link at a time. A link that does not resolve (missing,
-// a loop, through a symlinked directory, which those operations refuse)
-// reads as envd's: its own path, no entry. One that leads out of the
-// workspace, or through a symlinked directory, is followed from there by
-// the agent, inside the sandbox.
+// operations one link at a time. One that leads out of the workspace, or
+// through a symlinked directory (which those operations refuse), is
+// followed from there by the agent, inside the sandbox. A link that does
+// not resolve (missing, a loop) reads as envd's: its own path, no entry.
 func (fs *filesystemService) resolve(ctx context.Context, f agentapi.WorkspaceFile) *symlinkEnd {
 	broken := &symlinkEnd{path: sandboxPath(f.Path)}
 	cur := f
@@ -130,8 +129,10 @@ func (fs *filesystemService) resolve(ctx context.Context, f agentapi.WorkspaceFi
 	return broken
 }
 
-// resolveOutside is where a workspace symlink that leads out of the
-// workspace ends, as the agent resolves it inside the sandbox: nil when
+// resolveOutside is where a workspace symlink's target p ends when the
+// workspace's operations cannot follow it (out of the workspace, or
+// through a symlinked directory), as the agent resolves it inside the
+// sandbox: nil when
 // it does not resolve there; the path alone, no entry, when the agent
 // cannot be asked.
 func (fs *filesystemService) resolveOutside(ctx context.Context, p string) *symlinkEnd {
