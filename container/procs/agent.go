@@ -21,8 +21,9 @@ import (
 // full: a flood waits for a slow reader, up to this long.
 const SlowTimeout = 10 * time.Second
 
-// maxFrame bounds one frame from the agent (32 KiB of output as base64).
-const maxFrame = 1 << 20
+// maxFrame bounds one frame from the agent (32 KiB of output as base64, a
+// file chunk of 256 KiB, a listing of up to 10,000 entries).
+const maxFrame = 8 << 20
 
 // Agent is the host's end of a sandbox's process agent. It is safe for
 // concurrent use.

@@ -6,8 +6,13 @@
 # host -> agent: {"id", "op": "start", "cmd", "args", "env", "cwd", "stdin"}
 #                {"id", "op": "input", "pid", "data"} | {"id", "op": "close_stdin", "pid"}
 #                {"id", "op": "signal", "pid", "signal"}
+#                file operations, as the sandbox's user, in its mount namespace:
+#                {"id", "op": "fstat" | "flist" (+ "depth") | "fmkdir" | "fremove", "path"}
+#                {"id", "op": "frename", "path", "to"} | {"id", "op": "fopen", "path", "write"}
+#                {"id", "op": "fread", "fh"} | {"id", "op": "fwrite", "fh", "data"} | {"id", "op": "fclose", "fh"}
 # agent -> host: {"id", "pid"} (started) | {"id"} (done) | {"id", "error", "kind"}
 #                {"pid", "out" | "err": data} | {"pid", "end": true, "code" | "signal"}
+#                {"id", "entry"} | {"id", "entries"} | {"id", "created"} | {"id", "fh", "size"} | {"id", "data"}
 try:  # first: non-dumpable, so that same-uid code in the sandbox (a cell,
     # a command) can neither open /proc/<agent>/mem nor ptrace it to forge
     # frames; the agent starts before any user code runs in its sandbox
@@ -16,7 +21,7 @@ try:  # first: non-dumpable, so that same-uid code in the sandbox (a cell,
     _libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
 except Exception:  # a rootfs without ctypes: docs/SECURITY.md
     _libc = None
-import os, json, signal, selectors, subprocess, base64, errno
+import os, json, signal, selectors, subprocess, base64, errno, stat
 
 CHUNK = 32 << 10     # one read of a process's pipe
 HIGH = 1 << 20       # output queued for the host above which pipes are not read
@@ -204,6 +209,12 @@ def handle(req):
     op = req.get('op')
     if op == 'start':
         return start(req)
+    if op in FILE_OPS:
+        try:
+            return send(dict(FILE_OPS[op](req), id=req['id']))
+        except OSError as e:
+            return send({'id': req['id'], 'error': e.strerror or str(e),
+                         'kind': errno.errorcode.get(e.errno, 'EIO')})
     pr = procs.get(req.get('pid'))
     if pr is None:
         return send({'id': req['id'], 'error': 'no process %s' % req.get('pid'), 'kind': 'not_found'})
@@ -228,6 +239,182 @@ def handle(req):
             send({'id': req['id']})
         return
     send({'id': req['id'], 'error': 'unknown op %r' % op})
+
+
+# File operations. They run here, in the sandbox, as its user: the kernel
+# checks every path against the sandbox's own mounts and credentials (the
+# read-only rootfs, /tmp's size cap, the user's permissions), and nothing
+# the host has is reachable from here, so a symlink, '..' or /proc/*/root
+# resolves inside the sandbox as it would for a command. Only regular
+# files are read or written (opened non-blocking: a FIFO or a device
+# never blocks the agent's loop).
+MAX_FILES = 64       # open handles
+FILE_CHUNK = 256 << 10
+MAX_ENTRIES = 10000
+MAX_LISTING = 6 << 20  # a listing's frame, under the host's 8 MiB
+files = {}           # fh -> fd
+next_fh = 0
+
+
+def _name(db, n):
+    try:
+        return db(n)[0]
+    except (KeyError, ImportError, OSError):
+        return str(n)
+
+
+def _owner(uid):
+    import pwd
+    return _name(pwd.getpwuid, uid)
+
+
+def _group(gid):
+    import grp
+    return _name(grp.getgrgid, gid)
+
+
+def entry(path):
+    st = os.lstat(path)
+    e = {'path': path, 'name': os.path.basename(path) or '/', 'size': st.st_size, 'mode': st.st_mode,
+         'mtime': st.st_mtime_ns, 'owner': _owner(st.st_uid), 'group': _group(st.st_gid)}
+    if stat.S_ISLNK(st.st_mode):
+        e['link'] = os.readlink(path)
+        try:  # where it leads, as envd's EvalSymlinks and stat
+            to = os.stat(path)
+            e['target'], e['target_mode'] = os.path.realpath(path), to.st_mode
+        except OSError:
+            pass
+    return e
+
+
+def f_stat(req):
+    return {'entry': entry(req['path'])}
+
+
+def f_list(req):
+    root, depth = req['path'], max(1, req.get('depth') or 1)
+    if not stat.S_ISDIR(os.stat(root).st_mode):
+        raise OSError(errno.ENOTDIR, 'not a directory')
+    out, todo, size = [], [(root, 1)], 0
+    while todo:
+        d, level = todo.pop()
+        with os.scandir(d) as it:
+            for de in it:
+                if len(out) >= MAX_ENTRIES:
+                    raise OSError(errno.E2BIG, 'more than %d entries' % MAX_ENTRIES)
+                try:
+                    e = entry(de.path)
+                except OSError:
+                    continue  # gone meanwhile
+                size += len(json.dumps(e, separators=(',', ':'))) + 1
+                if size > MAX_LISTING:
+                    raise OSError(errno.E2BIG, 'the listing is larger than %d MiB' % (MAX_LISTING >> 20))
+                out.append(e)
+                if level < depth and stat.S_ISDIR(e['mode']):
+                    todo.append((de.path, level + 1))
+    return {'entries': out}
+
+
+def f_mkdir(req):
+    p = req['path']
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        os.makedirs(p)
+        return {'created': True}
+    if not stat.S_ISDIR(st.st_mode):
+        raise OSError(errno.ENOTDIR, 'exists and is not a directory')
+    return {'created': False}
+
+
+def f_rename(req):
+    os.lstat(req['path'])
+    os.makedirs(os.path.dirname(req['to']), exist_ok=True)
+    os.rename(req['path'], req['to'])
+    return {}
+
+
+def f_remove(req):
+    import shutil
+    p = req['path']
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return {}
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(p)
+    else:
+        os.unlink(p)
+    return {}
+
+
+def _regular(fd):
+    m = os.fstat(fd).st_mode
+    if stat.S_ISDIR(m):
+        raise OSError(errno.EISDIR, 'is a directory')
+    if not stat.S_ISREG(m):
+        raise OSError(errno.EINVAL, 'not a regular file')
+    return m
+
+
+def f_open(req):
+    global next_fh
+    if len(files) >= MAX_FILES:
+        raise OSError(errno.EMFILE, 'too many open files')
+    p, flags = req['path'], os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    if req.get('write'):
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        try:  # refuse a special file before opening it, and again after
+            m = os.stat(p).st_mode
+            if stat.S_ISDIR(m):
+                raise OSError(errno.EISDIR, 'is a directory')
+            if not stat.S_ISREG(m):
+                raise OSError(errno.EINVAL, 'not a regular file')
+        except FileNotFoundError:
+            pass
+        fd = os.open(p, flags | os.O_WRONLY | os.O_CREAT, 0o666)
+    else:
+        fd = os.open(p, flags | os.O_RDONLY)
+    try:
+        _regular(fd)
+        if req.get('write'):
+            os.ftruncate(fd, 0)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    next_fh += 1
+    files[next_fh] = fd
+    return {'fh': next_fh, 'size': os.fstat(fd).st_size}
+
+
+def _fd(req):
+    fd = files.get(req.get('fh'))
+    if fd is None:
+        raise OSError(errno.EBADF, 'no such file handle')
+    return fd
+
+
+def f_read(req):
+    return {'data': b64(os.read(_fd(req), FILE_CHUNK))}
+
+
+def f_write(req):
+    fd, b = _fd(req), memoryview(base64.b64decode(req.get('data', '')))
+    while b:
+        b = b[os.write(fd, b):]
+    return {}
+
+
+def f_close(req):
+    fd = _fd(req)
+    del files[req['fh']]
+    os.close(fd)
+    return {}
+
+
+FILE_OPS = {'fstat': f_stat, 'flist': f_list, 'fmkdir': f_mkdir, 'frename': f_rename,
+            'fremove': f_remove, 'fopen': f_open, 'fread': f_read, 'fwrite': f_write, 'fclose': f_close}
 
 
 def from_host(fd, _):

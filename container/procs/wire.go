@@ -12,6 +12,12 @@ type request struct {
 	Pid    uint32            `json:"pid,omitempty"`
 	Data   []byte            `json:"data,omitempty"` // JSON: base64
 	Signal int               `json:"signal,omitempty"`
+	// The file operations' (files.go).
+	Path  string `json:"path,omitempty"`
+	To    string `json:"to,omitempty"`
+	Depth int    `json:"depth,omitempty"`
+	Write bool   `json:"write,omitempty"`
+	Fh    uint64 `json:"fh,omitempty"`
 }
 
 // message is one frame from the agent: a reply (ID set) or an event of a
@@ -27,4 +33,11 @@ type message struct {
 	Code  int32   `json:"code"`
 	// Signal is the signal that ended the process (End), 0 for an exit.
 	Signal int `json:"signal"`
+	// The file operations' replies (files.go).
+	Entry   *FileEntry  `json:"entry"`
+	Entries []FileEntry `json:"entries"`
+	Created bool        `json:"created"`
+	Fh      uint64      `json:"fh"`
+	Size    int64       `json:"size"`
+	Data    []byte      `json:"data"`
 }

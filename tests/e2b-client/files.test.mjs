@@ -150,16 +150,45 @@ test("files.write and runCode share one filesystem", { timeout: 60_000 }, async 
   assert.equal(await sbx.files.read("/home/user/from-code.txt"), "from runCode");
 });
 
-test("no file operation leaves the workspace", { timeout: 60_000 }, async (t) => {
+test("file operations reach the sandbox's tree as its user", { timeout: 60_000 }, async (t) => {
   const sbx = await create(t, Sandbox);
+  // /tmp (the sandbox's tmpfs): written, read, listed, renamed, removed.
+  const w = await sbx.files.write("/tmp/e2b/a/one.txt", "in tmp");
+  assert.equal(w.path, "/tmp/e2b/a/one.txt");
+  assert.equal((await sbx.commands.run("cat /tmp/e2b/a/one.txt")).stdout, "in tmp");
+  assert.equal(await sbx.files.read("/tmp/e2b/a/one.txt"), "in tmp");
+  assert.equal(await sbx.files.exists("/tmp/e2b/a/one.txt"), true);
+  assert.equal((await sbx.files.getInfo("/tmp/e2b/a")).type, "dir");
+  assert.deepEqual((await sbx.files.list("/tmp/e2b", { depth: 2 })).map((e) => e.path).sort(), ["/tmp/e2b/a", "/tmp/e2b/a/one.txt"]);
+  assert.equal(await sbx.files.makeDir("/dev/shm/e2b"), true);
+  await sbx.files.rename("/tmp/e2b/a/one.txt", "/tmp/e2b/two.txt");
+  assert.equal(await sbx.files.read("/tmp/e2b/two.txt"), "in tmp");
+  await sbx.files.remove("/tmp/e2b");
+  assert.equal(await sbx.files.exists("/tmp/e2b"), false);
+
+  // The read-only rootfs reads, as the sandbox's user, and refuses a
+  // write as envd answers a permission error (500, the kernel's words).
+  const passwd = (await sbx.commands.run("cat /etc/passwd")).stdout;
+  assert.equal(await sbx.files.read("/etc/passwd"), passwd);
+  await assert.rejects(sbx.files.write("/etc/nsbox-e2b", "x"), /read-only file system/);
+  await assert.rejects(sbx.files.read("/home/user/../../etc/shadow"), "root's file, unreadable by the user");
+
+  // Symlinks lead where they lead in the sandbox, as envd follows them.
   await sbx.commands.run("ln -s /etc /home/user/etc-link && ln -s /etc/passwd /home/user/passwd-link");
-  await assert.rejects(sbx.files.read("/home/user/etc-link/passwd"), "a read through a symlinked directory");
-  await assert.rejects(sbx.files.read("/home/user/passwd-link"), "a read of a symlink");
-  await assert.rejects(sbx.files.write("/home/user/etc-link/nsbox-e2b", "x"), "a write through a symlinked directory");
-  await assert.rejects(sbx.files.read("/home/user/../../etc/shadow"), "a read with ..");
-  await assert.rejects(sbx.files.list("/home/user/etc-link"), "a list through a symlink");
-  await assert.rejects(sbx.files.rename("/home/user/etc-link/hostname", "/home/user/stolen"), "a rename out of a symlinked directory");
+  assert.equal(await sbx.files.read("/home/user/etc-link/passwd"), passwd);
+  assert.equal(await sbx.files.read("/home/user/passwd-link"), passwd);
+  assert.ok((await sbx.files.list("/home/user/etc-link")).some((e) => e.path === "/home/user/etc-link/passwd"));
+  await assert.rejects(sbx.files.write("/home/user/etc-link/nsbox-e2b", "x"), /read-only file system/);
+  await assert.rejects(sbx.files.rename("/home/user/etc-link/hostname", "/home/user/stolen"));
   assert.equal((await sbx.commands.run("test -e /etc/nsbox-e2b; echo $?")).stdout, "1\n");
+
+  // A FIFO or a device is refused, never waited on.
+  await sbx.commands.run("mkfifo /tmp/fifo");
+  await assert.rejects(sbx.files.read("/tmp/fifo"), /not a regular file/);
+  await assert.rejects(sbx.files.read("/dev/zero"), /not a regular file/);
+
+  // Root's writes outside the workspace are refused, saying why.
+  await assert.rejects(sbx.files.write("/tmp/as-root.txt", "x", { user: "root" }), /not root/);
 });
 
 test("signed download and upload URLs work with no other credential", { timeout: 60_000 }, async (t) => {

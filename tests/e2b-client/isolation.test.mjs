@@ -44,6 +44,27 @@ test("the host's files are out of reach", { timeout: 60_000, skip: !CANARY && "N
   await assert.rejects(sbx.commands.run(`cat ${CANARY}`), (e) => e instanceof CommandExitError && !e.stdout.includes("host secret"));
   await assert.rejects(sbx.files.read(CANARY), (e) => !String(e).includes("host secret"));
   await assert.rejects(sbx.files.read("/home/user/../../.." + CANARY));
+  // The files API reaches every path of the sandbox, resolved inside it:
+  // a symlink to the host's file, /proc/*/root and a symlink swapped
+  // meanwhile all lead to the sandbox's tree, where the canary is not.
+  await sbx.commands.run(`ln -s ${CANARY} /tmp/canary-link && ln -s ${CANARY} /home/user/canary-link`);
+  for (const p of ["/tmp/canary-link", "/home/user/canary-link", "/proc/1/root" + CANARY, "/proc/self/root" + CANARY]) {
+    await assert.rejects(sbx.files.read(p), (e) => !String(e).includes("host secret"), p);
+    if (p.startsWith("/proc")) { // not there, or /proc/1 not the user's to enter
+      assert.equal(await sbx.files.exists(p).catch((e) => String(e).includes("host secret")), false, p);
+    } else { // a link that leads nowhere: envd's own path, no type
+      const info = await sbx.files.getInfo(p);
+      assert.equal(info.symlinkTarget, p);
+      assert.notEqual(info.type, "file");
+    }
+  }
+  await assert.rejects(sbx.files.write("/tmp/canary-link", "from the sandbox"));
+  const swap = await sbx.commands.run(`echo sandbox > /tmp/real; while :; do ln -sfn ${CANARY} /tmp/swap; ln -sfn /tmp/real /tmp/swap; done`, { background: true });
+  for (let i = 0; i < 100; i++) {
+    const got = await sbx.files.read("/tmp/swap").catch((e) => String(e));
+    assert.ok(!got.includes("host secret"), "a swapped symlink read the host's file");
+  }
+  await swap.kill();
 });
 
 test("a fork bomb in a command hits the pids limit; kill ends its whole tree", { timeout: 90_000 }, async (t) => {

@@ -2,16 +2,19 @@ package envd
 
 import (
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"path"
 	"strconv"
 
 	"github.com/nsbox/nsbox/agentapi/httpkit"
+	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
@@ -33,29 +36,77 @@ func (s *server) handleEnvs(w http.ResponseWriter, r *http.Request) {
 // handleDownload is GET /files?path=P: the file's bytes.
 func (s *server) handleDownload(w http.ResponseWriter, r *http.Request) {
 	id := s.id(r.Context())
-	rel, err := workspacePath("path", r.URL.Query().Get("path"))
+	t, err := sandboxTarget("path", r.URL.Query().Get("path"))
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	f, err := s.core.OpenFile(r.Context(), id, rel)
-	if err != nil {
-		writeError(w, err)
-		return
+	var f io.ReadCloser
+	var size int64
+	if t.ws {
+		var of *os.File
+		if of, err = s.core.OpenFile(r.Context(), id, t.rel); err == nil {
+			f = of
+			var st os.FileInfo
+			if st, err = of.Stat(); err == nil {
+				size = st.Size()
+			}
+		}
 	}
-	defer f.Close()
-	st, err := f.Stat()
+	inSandbox := !t.ws || retryInSandbox(err)
+	if inSandbox {
+		err = s.inSandbox(r.Context(), func(a *procs.Agent) error {
+			af, err := a.Open(r.Context(), t.abs)
+			if err == nil {
+				f, size = af, af.Size()
+			}
+			return err
+		})
+	}
+	if f != nil {
+		defer f.Close()
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(sandboxPath(rel))}))
-	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(t.abs)}))
+	if size == 0 && inSandbox {
+		// A file of /proc or /sys says 0 and has content: sent to its
+		// end, chunked, as envd sends it.
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.Copy(w, f)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 	w.WriteHeader(http.StatusOK)
 	// The size is the one just read: a file the sandbox grows meanwhile
 	// is cut there, one it shrinks ends the body early.
-	_, _ = io.CopyN(w, f, st.Size())
+	_, _ = io.CopyN(w, f, size)
+}
+
+// writeAnywhere streams body into the file at abs through the agent (made
+// or truncated, parents made); a write that fails removes the file, as
+// the workspace's does.
+func (s *server) writeAnywhere(ctx context.Context, abs string, body io.Reader) error {
+	a, err := s.agent(ctx)
+	if err != nil {
+		return err
+	}
+	f, err := a.Create(ctx, abs)
+	if err != nil {
+		return fileError(err)
+	}
+	_, err = io.Copy(f, body)
+	if cerr := f.Close(); err == nil {
+		err = fileError(cerr)
+	}
+	if err != nil {
+		_ = a.RemoveAll(context.WithoutCancel(ctx), abs)
+		return fileError(err)
+	}
+	return nil
 }
 
 // handleUpload is POST /files: a multipart form of "file" parts (each
@@ -76,18 +127,33 @@ func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	qpath := r.URL.Query().Get("path")
 	var out []entryJSON
+	root := rootUser(r.Header, r.URL.Query().Get("username"))
 	write := func(p string, body io.Reader) error {
-		rel, err := workspacePath("path", p)
+		t, err := sandboxTarget("path", p)
+		if err == nil {
+			err = checkWrite(t, root)
+		}
+		switch {
+		case err != nil:
+			return err
+		case t.ws && t.rel == "":
+			return errdefs.Field("path", "%q is the home directory itself; name a file under it", p)
+		case t.ws:
+			cr := &countReader{r: body}
+			if _, err = s.core.WriteFrom(r.Context(), id, t.rel, cr); retryInSandbox(err) && cr.n == 0 {
+				err = s.writeAnywhere(r.Context(), t.abs, body)
+			}
+		default:
+			err = s.writeAnywhere(r.Context(), t.abs, body)
+		}
 		if err != nil {
 			return err
 		}
-		if rel == "" {
-			return errdefs.Field("path", "%q is the home directory itself; name a file under it", p)
+		abs := t.abs
+		if t.ws {
+			abs = sandboxPath(t.rel)
 		}
-		if _, err := s.core.WriteFrom(r.Context(), id, rel, body); err != nil {
-			return err
-		}
-		out = append(out, entryJSON{Name: path.Base(rel), Type: "file", Path: sandboxPath(rel)})
+		out = append(out, entryJSON{Name: path.Base(abs), Type: "file", Path: abs})
 		return nil
 	}
 	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -140,6 +206,19 @@ func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// countReader counts what was read of an upload's body: a workspace
+// write that failed before reading any is tried again in the sandbox.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // inflateCap reads an upload's inflated bytes up to the upload cap and

@@ -13,12 +13,14 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem/filesystemconnect"
+	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
-// filesystemService is envd's filesystem.Filesystem over the session's
-// workspace: every path goes through the core's beneath-the-workspace,
-// no-symlink-following file operations.
+// filesystemService is envd's filesystem.Filesystem: a path in the
+// session's workspace goes through the core's beneath-the-workspace,
+// no-symlink-following file operations, any other through the sandbox's
+// process agent, inside the sandbox as its user (anywhere.go).
 type filesystemService struct {
 	filesystemconnect.UnimplementedFilesystemHandler
 	s *server
@@ -89,11 +91,10 @@ const maxHops = 40
 
 // resolve follows the symlink f as envd does (filepath.EvalSymlinks,
 // then a stat of the end), through the workspace's no-follow file
-// operations one link at a time. A link that does not resolve (missing,
-// a loop, through a symlinked directory, which those operations refuse)
-// reads as envd's: its own path, no entry. One that leads out of the
-// workspace, which the host cannot follow safely, keeps the path it
-// names and no entry (envd would stat the rootfs there).
+// operations one link at a time. One that leads out of the workspace, or
+// through a symlinked directory (which those operations refuse), is
+// followed from there by the agent, inside the sandbox. A link that does
+// not resolve (missing, a loop) reads as envd's: its own path, no entry.
 func (fs *filesystemService) resolve(ctx context.Context, f agentapi.WorkspaceFile) *symlinkEnd {
 	broken := &symlinkEnd{path: sandboxPath(f.Path)}
 	cur := f
@@ -108,10 +109,16 @@ func (fs *filesystemService) resolve(ctx context.Context, f agentapi.WorkspaceFi
 		target = path.Clean(target)
 		rel, err := workspacePath("target", target)
 		if err != nil {
-			return &symlinkEnd{path: target}
+			if end := fs.resolveOutside(ctx, target); end != nil {
+				return end
+			}
+			return broken
 		}
 		next, err := fs.s.core.StatFile(ctx, fs.s.id(ctx), rel)
 		if err != nil {
+			if end := fs.resolveOutside(ctx, target); end != nil && end.entry != nil {
+				return end // through a symlinked directory, as the sandbox sees it
+			}
 			return broken
 		}
 		if !next.Symlink {
@@ -120,6 +127,32 @@ func (fs *filesystemService) resolve(ctx context.Context, f agentapi.WorkspaceFi
 		cur = *next
 	}
 	return broken
+}
+
+// resolveOutside is where a workspace symlink's target p ends when the
+// workspace's operations cannot follow it (out of the workspace, or
+// through a symlinked directory), as the agent resolves it inside the
+// sandbox: nil when
+// it does not resolve there; the path alone, no entry, when the agent
+// cannot be asked.
+func (fs *filesystemService) resolveOutside(ctx context.Context, p string) *symlinkEnd {
+	a, err := fs.s.agent(ctx)
+	if err != nil {
+		return &symlinkEnd{path: p}
+	}
+	e, err := a.Stat(ctx, p)
+	var fe *procs.FileError
+	switch {
+	case errors.As(err, &fe):
+		return nil
+	case err != nil:
+		return &symlinkEnd{path: p}
+	case e.IsSymlink() && e.Target == "":
+		return nil
+	case e.IsSymlink():
+		return &symlinkEnd{path: e.Target, entry: &agentapi.WorkspaceFile{Mode: e.TargetMode, Dir: e.TargetMode&unix.S_IFMT == unix.S_IFDIR}}
+	}
+	return &symlinkEnd{path: p, entry: &agentapi.WorkspaceFile{Mode: e.Mode, Dir: e.IsDir()}}
 }
 
 // info describes one workspace entry, a symlink with where it leads.
@@ -138,12 +171,36 @@ func (fs *filesystemService) stat(ctx context.Context, rel string) (*filesystem.
 	return fs.info(ctx, *f), nil
 }
 
+// anyStat describes a path through the agent.
+func (fs *filesystemService) anyStat(ctx context.Context, abs string) (*filesystem.EntryInfo, error) {
+	var e *procs.FileEntry
+	err := fs.s.inSandbox(ctx, func(a *procs.Agent) (err error) {
+		e, err = a.Stat(ctx, abs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return agentEntryInfo(*e), nil
+}
+
+// statTarget describes t, wherever it is.
+func (fs *filesystemService) statTarget(ctx context.Context, t target) (*filesystem.EntryInfo, error) {
+	if t.ws {
+		e, err := fs.stat(ctx, t.rel)
+		if !retryInSandbox(err) {
+			return e, err
+		}
+	}
+	return fs.anyStat(ctx, t.abs)
+}
+
 func (fs *filesystemService) Stat(ctx context.Context, req *connect.Request[filesystem.StatRequest]) (*connect.Response[filesystem.StatResponse], error) {
-	rel, err := workspacePath("path", req.Msg.GetPath())
+	t, err := sandboxTarget("path", req.Msg.GetPath())
 	if err != nil {
 		return nil, connectError(err)
 	}
-	e, err := fs.stat(ctx, rel)
+	e, err := fs.statTarget(ctx, t)
 	if err != nil {
 		return nil, connectError(err)
 	}
@@ -151,18 +208,30 @@ func (fs *filesystemService) Stat(ctx context.Context, req *connect.Request[file
 }
 
 func (fs *filesystemService) MakeDir(ctx context.Context, req *connect.Request[filesystem.MakeDirRequest]) (*connect.Response[filesystem.MakeDirResponse], error) {
-	rel, err := workspacePath("path", req.Msg.GetPath())
+	t, err := sandboxTarget("path", req.Msg.GetPath())
+	if err == nil {
+		err = checkWrite(t, rootUser(req.Header(), ""))
+	}
 	if err != nil {
 		return nil, connectError(err)
 	}
-	created, err := fs.s.core.MakeDir(ctx, fs.s.id(ctx), rel)
+	var created bool
+	if t.ws {
+		created, err = fs.s.core.MakeDir(ctx, fs.s.id(ctx), t.rel)
+	}
+	if !t.ws || retryInSandbox(err) {
+		err = fs.s.inSandbox(ctx, func(a *procs.Agent) (err error) {
+			created, err = a.MakeDir(ctx, t.abs)
+			return err
+		})
+	}
 	if err != nil {
 		return nil, connectError(err)
 	}
 	if !created {
-		return nil, connect.NewError(connect.CodeAlreadyExists, errors.New("directory "+sandboxPath(rel)+" already exists"))
+		return nil, connect.NewError(connect.CodeAlreadyExists, errors.New("directory "+t.abs+" already exists"))
 	}
-	e, err := fs.stat(ctx, rel)
+	e, err := fs.statTarget(ctx, t)
 	if err != nil {
 		return nil, connectError(err)
 	}
@@ -170,21 +239,32 @@ func (fs *filesystemService) MakeDir(ctx context.Context, req *connect.Request[f
 }
 
 func (fs *filesystemService) Move(ctx context.Context, req *connect.Request[filesystem.MoveRequest]) (*connect.Response[filesystem.MoveResponse], error) {
-	from, err := workspacePath("source", req.Msg.GetSource())
+	from, err := sandboxTarget("source", req.Msg.GetSource())
 	if err != nil {
 		return nil, connectError(err)
 	}
-	to, err := workspacePath("destination", req.Msg.GetDestination())
+	to, err := sandboxTarget("destination", req.Msg.GetDestination())
 	if err != nil {
 		return nil, connectError(err)
 	}
-	if from == "" || to == "" {
+	root := rootUser(req.Header(), "")
+	if err := errors.Join(checkWrite(from, root), checkWrite(to, root)); err != nil {
+		return nil, connectError(err)
+	}
+	if (from.ws && from.rel == "") || (to.ws && to.rel == "") {
 		return nil, connectError(errdefs.Field("source", "the home directory itself cannot be moved or replaced"))
 	}
-	if err := fs.s.core.MoveFile(ctx, fs.s.id(ctx), from, to); err != nil {
+	both := from.ws && to.ws
+	if both {
+		err = fs.s.core.MoveFile(ctx, fs.s.id(ctx), from.rel, to.rel)
+	}
+	if !both || retryInSandbox(err) { // the agent sees the workspace too; across mounts is EXDEV
+		err = fs.s.inSandbox(ctx, func(a *procs.Agent) error { return a.Rename(ctx, from.abs, to.abs) })
+	}
+	if err != nil {
 		return nil, connectError(err)
 	}
-	e, err := fs.stat(ctx, to)
+	e, err := fs.statTarget(ctx, to)
 	if err != nil {
 		return nil, connectError(err)
 	}
@@ -192,7 +272,7 @@ func (fs *filesystemService) Move(ctx context.Context, req *connect.Request[file
 }
 
 func (fs *filesystemService) ListDir(ctx context.Context, req *connect.Request[filesystem.ListDirRequest]) (*connect.Response[filesystem.ListDirResponse], error) {
-	rel, err := workspacePath("path", req.Msg.GetPath())
+	t, err := sandboxTarget("path", req.Msg.GetPath())
 	if err != nil {
 		return nil, connectError(err)
 	}
@@ -200,26 +280,53 @@ func (fs *filesystemService) ListDir(ctx context.Context, req *connect.Request[f
 	if depth <= 0 {
 		depth = 1
 	}
-	files, err := fs.s.core.ListDir(ctx, fs.s.id(ctx), rel, depth)
+	out := &filesystem.ListDirResponse{}
+	if t.ws {
+		files, err := fs.s.core.ListDir(ctx, fs.s.id(ctx), t.rel, depth)
+		if err == nil {
+			out.Entries = make([]*filesystem.EntryInfo, 0, len(files))
+			for _, f := range files {
+				out.Entries = append(out.Entries, fs.info(ctx, f))
+			}
+			return connect.NewResponse(out), nil
+		}
+		if !retryInSandbox(err) {
+			return nil, connectError(err)
+		}
+	}
+	var entries []procs.FileEntry
+	err = fs.s.inSandbox(ctx, func(a *procs.Agent) (err error) {
+		entries, err = a.ListDir(ctx, t.abs, depth)
+		return err
+	})
 	if err != nil {
 		return nil, connectError(err)
 	}
-	out := &filesystem.ListDirResponse{Entries: make([]*filesystem.EntryInfo, 0, len(files))}
-	for _, f := range files {
-		out.Entries = append(out.Entries, fs.info(ctx, f))
+	out.Entries = make([]*filesystem.EntryInfo, 0, len(entries))
+	for _, e := range entries {
+		out.Entries = append(out.Entries, agentEntryInfo(e))
 	}
 	return connect.NewResponse(out), nil
 }
 
 func (fs *filesystemService) Remove(ctx context.Context, req *connect.Request[filesystem.RemoveRequest]) (*connect.Response[filesystem.RemoveResponse], error) {
-	rel, err := workspacePath("path", req.Msg.GetPath())
+	t, err := sandboxTarget("path", req.Msg.GetPath())
+	if err == nil {
+		err = checkWrite(t, rootUser(req.Header(), ""))
+	}
 	if err != nil {
 		return nil, connectError(err)
 	}
-	if rel == "" {
+	if t.ws && t.rel == "" {
 		return nil, connectError(errdefs.Field("path", "the home directory itself cannot be removed"))
 	}
-	if err := fs.s.core.RemoveAll(ctx, fs.s.id(ctx), rel); err != nil {
+	if t.ws {
+		err = fs.s.core.RemoveAll(ctx, fs.s.id(ctx), t.rel)
+	}
+	if !t.ws || retryInSandbox(err) {
+		err = fs.s.inSandbox(ctx, func(a *procs.Agent) error { return a.RemoveAll(ctx, t.abs) })
+	}
+	if err != nil {
 		return nil, connectError(err)
 	}
 	return connect.NewResponse(&filesystem.RemoveResponse{}), nil

@@ -13,6 +13,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem/filesystemconnect"
+	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/workspace"
 	"github.com/nsbox/nsbox/daemon/wire"
 )
@@ -23,6 +24,12 @@ import (
 type workspaceCore struct {
 	Core
 	w *workspace.Workspace
+}
+
+// Processes answers that the agent is gone: a symlink out of the
+// workspace is then described by its path alone.
+func (c *workspaceCore) Processes(context.Context, string) (*procs.Agent, error) {
+	return nil, procs.ErrClosed
 }
 
 func (c *workspaceCore) StatFile(_ context.Context, _, p string) (*agentapi.WorkspaceFile, error) {

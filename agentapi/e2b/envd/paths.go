@@ -1,6 +1,8 @@
 package envd
 
 import (
+	"encoding/base64"
+	"net/http"
 	"path"
 	"strings"
 
@@ -12,17 +14,26 @@ import (
 // /workspace, so both name the same files.
 const Home = "/home/user"
 
-// workspacePath turns a path as an SDK sends it into one relative to the
-// workspace ("" for its root): absolute under /home/user or /workspace, or
-// relative to /home/user as E2B resolves it. Anything else is outside what
-// the host can reach safely: the rest of the sandbox's tree is the
-// read-only rootfs or its own tmpfs.
-func workspacePath(field, p string) (string, error) {
+// target is a path as an SDK sends it, resolved: in the workspace (ws,
+// rel relative to it), served by the core's beneath-the-workspace file
+// operations, or anywhere else in the sandbox (abs), served by the
+// sandbox's process agent, inside the sandbox as its user (container/procs
+// files.go; docs/SECURITY.md).
+type target struct {
+	abs string // the sandbox path, cleaned
+	rel string // relative to the workspace ("" its root), when ws
+	ws  bool
+}
+
+// sandboxTarget resolves a path as E2B does: absolute, or relative to
+// /home/user; ".." is resolved lexically here, everything else (symlinks)
+// by whoever serves it.
+func sandboxTarget(field, p string) (target, error) {
 	if p == "" {
-		return "", errdefs.Field(field, "is empty")
+		return target{}, errdefs.Field(field, "is empty")
 	}
 	if strings.ContainsRune(p, 0) {
-		return "", errdefs.Field(field, "contains NUL")
+		return target{}, errdefs.Field(field, "contains NUL")
 	}
 	if !strings.HasPrefix(p, "/") {
 		p = Home + "/" + p
@@ -30,13 +41,26 @@ func workspacePath(field, p string) (string, error) {
 	p = path.Clean(p)
 	for _, root := range []string{Home, "/workspace"} {
 		if p == root {
-			return "", nil
+			return target{abs: p, ws: true}, nil
 		}
 		if rel, ok := strings.CutPrefix(p, root+"/"); ok {
-			return rel, nil
+			return target{abs: p, rel: rel, ws: true}, nil
 		}
 	}
-	return "", errdefs.Field(field, "%q is outside the sandbox's workspace: the files API reaches %s (the same files as /workspace); read other paths with commands.run, e.g. cat", p, Home)
+	return target{abs: p}, nil
+}
+
+// workspacePath is sandboxTarget for a path that must be in the workspace
+// (a symlink's end the core's operations can describe).
+func workspacePath(field, p string) (string, error) {
+	t, err := sandboxTarget(field, p)
+	if err != nil {
+		return "", err
+	}
+	if !t.ws {
+		return "", errdefs.Field(field, "%q is outside the sandbox's workspace", t.abs)
+	}
+	return t.rel, nil
 }
 
 // sandboxPath is the SDK's view of a workspace path.
@@ -45,4 +69,29 @@ func sandboxPath(rel string) string {
 		return Home
 	}
 	return Home + "/" + rel
+}
+
+// rootUser reports whether a request asks to act as root: envd's user,
+// in a Connect request's basic Authorization ("root:") or /files'
+// ?username.
+func rootUser(h http.Header, username string) bool {
+	if username != "" {
+		return username == "root"
+	}
+	enc, ok := strings.CutPrefix(h.Get("Authorization"), "Basic ")
+	if !ok {
+		return false
+	}
+	b, err := base64.StdEncoding.DecodeString(enc)
+	return err == nil && strings.HasPrefix(string(b), "root:")
+}
+
+// checkWrite refuses a change outside the workspace asked for as root:
+// the files API acts as the sandbox's user, whom the root filesystem does
+// not let write where root could (docs/E2B.md).
+func checkWrite(t target, root bool) error {
+	if root && !t.ws {
+		return errdefs.Field("user", "%q: the files API acts as the sandbox's user, not root; writing outside %s as root needs a writable root filesystem, which nsbox sandboxes do not have yet (docs/E2B.md); write under %s, /tmp or /dev/shm as the default user", t.abs, Home, Home)
+	}
+	return nil
 }

@@ -46,3 +46,27 @@ func FuzzWorkspacePath(f *testing.F) {
 		}
 	})
 }
+
+// TestSandboxTarget: a path is the workspace's (the host's fast path)
+// only under /home/user or /workspace once ".." is resolved; any other is
+// the sandbox's, absolute and clean, for the agent to resolve inside it.
+func TestSandboxTarget(t *testing.T) {
+	for _, tc := range []struct {
+		in, abs, rel string
+		ws           bool
+	}{
+		{"a/b", "/home/user/a/b", "a/b", true},
+		{"/workspace", "/workspace", "", true},
+		{"/tmp/x", "/tmp/x", "", false},
+		{"/tmp/../etc/passwd", "/etc/passwd", "", false},
+		{"/home/user/../../tmp/x", "/tmp/x", "", false},
+		{"../../../../etc", "/etc", "", false},
+		{"/home/username", "/home/username", "", false},
+		{"/proc/1/root/etc", "/proc/1/root/etc", "", false},
+	} {
+		got, err := sandboxTarget("path", tc.in)
+		if err != nil || got != (target{abs: tc.abs, rel: tc.rel, ws: tc.ws}) {
+			t.Errorf("sandboxTarget(%q) = %+v, %v; want %+v", tc.in, got, err, tc)
+		}
+	}
+}

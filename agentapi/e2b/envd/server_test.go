@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nsbox/nsbox/container/procs"
 )
 
 // fakeCore serves one workspace from a directory and records which
@@ -35,6 +37,13 @@ func (f *fakeCore) WriteFrom(_ context.Context, id, path string, r io.Reader) (i
 		return 0, err
 	}
 	return int64(len(b)), os.WriteFile(filepath.Join(f.dir, path), b, 0o644)
+}
+
+// Processes records which sandbox's agent was asked for and answers that
+// it is gone.
+func (f *fakeCore) Processes(_ context.Context, id string) (*procs.Agent, error) {
+	f.calls = append(f.calls, "agent "+id)
+	return nil, procs.ErrClosed
 }
 
 type sandboxKey struct{}
@@ -67,8 +76,9 @@ func TestNewRequiresConfig(t *testing.T) {
 }
 
 // TestRequestsReachTheirSandbox: /envs and /files act on the sandbox the
-// router named, at the workspace path the SDK's path maps to, and refuse
-// a path outside the workspace before calling the core.
+// router named: a workspace path at the workspace path the SDK's path
+// maps to, any other through that sandbox's process agent; root's write
+// outside the workspace is refused before either is called.
 func TestRequestsReachTheirSandbox(t *testing.T) {
 	core := &fakeCore{dir: t.TempDir()}
 	h := newHandler(t, core)
@@ -96,10 +106,17 @@ func TestRequestsReachTheirSandbox(t *testing.T) {
 	}
 
 	w = serve(t, h, a, httptest.NewRequest("GET", "/files?path=/etc/passwd", nil))
-	if w.Code != http.StatusBadRequest {
-		t.Fatalf("download of /etc/passwd: %d %s, want 400", w.Code, w.Body)
+	if w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("download of /etc/passwd with the agent gone: %d %s, want 503", w.Code, w.Body)
 	}
-	if want := []string{"write sbA x.txt", "open sbA x.txt"}; strings.Join(core.calls, ";") != strings.Join(want, ";") {
+
+	r = httptest.NewRequest("POST", "/files?path=/tmp/y.txt&username=root", strings.NewReader("hello"))
+	r.Header.Set("Content-Type", "application/octet-stream")
+	w = serve(t, h, a, r)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "not root") {
+		t.Fatalf("upload to /tmp as root: %d %s, want 400 saying the API is not root", w.Code, w.Body)
+	}
+	if want := []string{"write sbA x.txt", "open sbA x.txt", "agent sbA"}; strings.Join(core.calls, ";") != strings.Join(want, ";") {
 		t.Errorf("core calls = %q, want %q", core.calls, want)
 	}
 }
