@@ -29,9 +29,9 @@ type cell struct {
 	marker    []byte
 	cellMarks bool // stderr is marked too (a cell; not the ready line or a drop)
 
-	pend  [2][]byte // bytes held back: they may begin the marker
-	seen  [2]bool   // the stream's marker passed
-	line  []byte    // the reply line so far
+	pend    [2][]byte // bytes held back: they may begin the marker
+	seen    [2]bool   // the stream's marker passed
+	line    []byte    // the reply line so far
 	rep     reply
 	replied bool // the reply line is in
 	bad     bool // the reply line was not JSON, or too long
