@@ -266,6 +266,43 @@ function rewriteAwait(src) {
   return hoisted.join('') + out.join('');
 }
 
+// Rewrites a cell's static import declarations into awaits of import(),
+// which a vm script can run (as a notebook's JavaScript kernel takes
+// them):
+//   import fs, { readFileSync as r } from 'fs'  ->  const fs = (await import('fs')).default, { readFileSync: r } = await import('fs');
+// Each keeps its lines. A cell without them, or that does not parse as a
+// module, is left as it is.
+function rewriteImports(src) {
+  let root;
+  try {
+    root = parser().parse(src, { ecmaVersion: 'latest', sourceType: 'module', allowAwaitOutsideFunction: true, allowReturnOutsideFunction: true });
+  } catch (e) {
+    return src;
+  }
+  const decls = root.body.filter((n) => n.type === 'ImportDeclaration');
+  if (!decls.length) return src;
+  let out = '';
+  let at = 0;
+  for (const d of decls) {
+    const mod = 'await import(' + JSON.stringify(d.source.value) + ')';
+    const parts = [];
+    const named = [];
+    for (const sp of d.specifiers) {
+      if (sp.type === 'ImportDefaultSpecifier') parts.push(sp.local.name + ' = (' + mod + ').default');
+      else if (sp.type === 'ImportNamespaceSpecifier') parts.push(sp.local.name + ' = ' + mod);
+      else {
+        const name = sp.imported.type === 'Literal' ? JSON.stringify(sp.imported.value) : sp.imported.name;
+        named.push(name === sp.local.name ? name : name + ': ' + sp.local.name);
+      }
+    }
+    if (named.length) parts.push('{ ' + named.join(', ') + ' } = ' + mod);
+    const lines = src.slice(d.start, d.end).split('\n').length - 1;
+    out += src.slice(at, d.start) + (parts.length ? 'const ' + parts.join(', ') + ';' : mod + ';') + '\n'.repeat(lines);
+    at = d.end;
+  }
+  return out + src.slice(at);
+}
+
 // ---- TypeScript ----
 
 // Strips a TypeScript cell's types with the rootfs's esbuild (it does not
@@ -344,6 +381,7 @@ function compile(code, file) {
   if (/^\s*{/.test(code) && /}\s*$/.test(code)) {
     try { return new vm.Script('(' + code.trim() + ')\n', opts); } catch (_) {}
   }
+  if (/\bimport\b/.test(code)) code = rewriteImports(code);
   if (/\bawait\b/.test(code)) {
     const r = rewriteAwait(code);
     if (r !== null) return Object.assign(new vm.Script(r, opts), { async: true });

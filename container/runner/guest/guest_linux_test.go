@@ -173,6 +173,13 @@ func TestNodeGuest(t *testing.T) {
 	if res := run(t, g, guest.ExecRequest{Code: "await Promise.resolve('later')"}); res.Value != "'later'" {
 		t.Fatalf("top-level await: %q %+v", res.Value, res.Exception)
 	}
+	res = run(t, g, guest.ExecRequest{Code: "\n  import { readFileSync as r } from 'fs'\n  import * as p from 'path'\n  import os from 'os'\n  console.log(typeof r, p.sep, typeof os.cpus)"})
+	if string(res.Stdout) != "function / function\n" {
+		t.Fatalf("static imports: %q %+v", res.Stdout, res.Exception)
+	}
+	if res := run(t, g, guest.ExecRequest{Code: "typeof r"}); res.Value != "'function'" {
+		t.Fatalf("an imported name in the next cell: %q %+v", res.Value, res.Exception)
+	}
 	res = run(t, g, guest.ExecRequest{Code: "null.y"})
 	if res.Status != runner.StatusException || res.Exception == nil || res.Exception.Name != "TypeError" {
 		t.Fatalf("null.y: %s %+v", res.Status, res.Exception)
