@@ -87,8 +87,11 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	var res *agentapi.RunResult
 	if interp.Guest(c.Language) {
 		res, err = s.core.GuestExec(r.Context(), sb.id, daemon.GuestRef{Language: c.Language, Context: c.ID, Cwd: c.Cwd}, &agentapi.ExecRequest{Code: req.Code, Env: req.EnvVars}, opts)
+	} else if release, cerr := s.cwds.Enter(sb.id, c, envd.Home, s.pyRun(r, sb)); cerr != nil {
+		err = cerr
 	} else {
 		res, err = s.core.Exec(r.Context(), sb.id, &agentapi.ExecRequest{Code: req.Code, Context: pyContext(c.ID), Env: req.EnvVars}, opts)
+		release()
 	}
 	if err != nil || res.Status != agentapi.StatusOK {
 		// Ended under the cell (killed, its timeout): cut, as when E2B's VM goes (envd's abortStream); an error item would resolve runCode.
@@ -148,6 +151,21 @@ func pyContext(id string) string {
 	return id
 }
 
+// pyRun runs Python of nsbox's own in the sandbox's interpreter
+// (interp.CwdContext): its stdout, or its exception as an error.
+func (s *Server) pyRun(r *http.Request, sb *sandbox) interp.Run {
+	return func(code string) (string, error) {
+		res, err := s.core.Exec(r.Context(), sb.id, &agentapi.ExecRequest{Code: code, Context: interp.CwdContext}, daemon.RunOptions{})
+		if err == nil && res.Status != agentapi.StatusOK {
+			err = fmt.Errorf("context working directory: %s %s", res.Status, cmp.Or(res.Error, res.Stderr))
+		}
+		if err != nil {
+			return "", err
+		}
+		return res.Stdout, nil
+	}
+}
+
 // createContextRequest is the body of POST /contexts.
 type createContextRequest struct {
 	Language string `json:"language"`
@@ -155,7 +173,8 @@ type createContextRequest struct {
 }
 
 // handleCreateContext makes a context: a namespace of its own in the
-// session's Python interpreter (variables are not shared; files are), or
+// session's Python interpreter (variables are not shared; files are; its
+// cwd is interp.Cwds'), or
 // a guest interpreter of its own for another language, started now in
 // its cwd, as E2B's server starts a kernel.
 func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
@@ -170,10 +189,6 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 	c := codeContext{ID: randomHex(8), Language: interp.Normalize(req.Language), Cwd: cmp.Or(req.Cwd, envd.Home)}
 	if err := interp.Check(c.Language); err != nil {
 		writeErr(w, err)
-		return
-	}
-	if !interp.Guest(c.Language) && c.Cwd != envd.Home && c.Cwd != "/workspace" {
-		writeErr(w, errdefs.Field("cwd", "%q: a Python context's working directory is the sandbox's home, %s (Python contexts share one interpreter)", req.Cwd, envd.Home))
 		return
 	}
 	if interp.Guest(c.Language) {

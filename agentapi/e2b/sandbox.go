@@ -99,6 +99,7 @@ func (s *Server) forget(id string) {
 	}
 	delete(s.sandboxes, id)
 	s.mu.Unlock()
+	s.cwds.Forget(id)
 }
 
 // endedOne returns the credentials of a sandbox that ended, or nil.
