@@ -204,3 +204,22 @@ func TestNodeGuest(t *testing.T) {
 		t.Fatalf("after an interrupt: %q %s", res.Value, res.Error)
 	}
 }
+
+// TestBashForgedEnd: a cell can read its own marker (it is in the
+// session's variables) and print a forged end; that ends only its own
+// cell early. The cell goes on in the shell, and the next cell's timeout
+// still holds: it is interrupted, not hung, and the session answers after.
+func TestBashForgedEnd(t *testing.T) {
+	g := start(t, agent(t, testenv.Rootfs(t)), guest.Bash, guest.Options{})
+	res := run(t, g, guest.ExecRequest{Code: `printf '%s' "$__nsbox_m" >&2; printf '%s{"exit_code":0}\n' "$__nsbox_m"; sleep 30`})
+	if res.Status != runner.StatusOK {
+		t.Fatalf("the forged end: %s", res.Status)
+	}
+	res = run(t, g, guest.ExecRequest{Code: "echo next", Timeout: 300 * time.Millisecond})
+	if res.Status != runner.StatusTimeout && res.Status != runner.StatusOK {
+		t.Fatalf("the cell after a forged end: %s (%s)", res.Status, res.Error)
+	}
+	if res := run(t, g, guest.ExecRequest{Code: "echo alive", Timeout: 10 * time.Second}); !strings.HasSuffix(string(res.Stdout), "alive\n") {
+		t.Fatalf("the session after: %s %q %s", res.Status, res.Stdout, res.Error)
+	}
+}
