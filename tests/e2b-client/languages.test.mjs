@@ -124,3 +124,19 @@ test("a language nsbox does not run is refused, naming those it does", { timeout
   }
   await assert.rejects(sbx.runCode("1", { language: "js", context: await sbx.createCodeContext() }), "a context and a language at once");
 });
+
+test("after a pause, JavaScript, bash and Python contexts run again, JavaScript's and bash's empty", { timeout: 120_000 }, async (t) => {
+  const sbx = await create(t, Sandbox);
+  const jsctx = await sbx.createCodeContext({ language: "js", cwd: "/tmp" });
+  const pyctx = await sbx.createCodeContext({ cwd: "/tmp" });
+  await run(sbx, "var a = 1", { context: jsctx });
+  await run(sbx, "b=2", { language: "bash" });
+  await run(sbx, "import os\nos.getcwd()", { context: pyctx });
+  assert.equal(await sbx.pause(), true);
+  const same = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 90_000 });
+  assert.equal((await run(same, "typeof a", { context: jsctx })).text, "undefined", "a Node runner is not carried");
+  assert.equal((await run(same, "process.cwd()", { context: jsctx })).text, "/tmp", "the context starts again in its cwd");
+  assert.equal((await run(same, "echo ${b:-gone}", { language: "bash" })).logs.stdout.join(""), "gone\n");
+  assert.equal((await run(same, "import os\nos.getcwd()", { context: pyctx })).text, "/tmp");
+  assert.equal((await run(same, "import os\nos.getcwd()")).text, "/home/user");
+});
