@@ -14,6 +14,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon/admission"
 	"github.com/nsbox/nsbox/daemon/egress"
+	"github.com/nsbox/nsbox/daemon/guests"
 	"github.com/nsbox/nsbox/daemon/metrics"
 	"github.com/nsbox/nsbox/daemon/policy"
 	"github.com/nsbox/nsbox/daemon/sessions"
@@ -116,6 +117,8 @@ type Daemon struct {
 	// Keeper keeps the sessions (package sessions); its methods are the
 	// core's session methods.
 	*sessions.Keeper
+	// guests are the sessions' guest interpreters (GuestExec).
+	guests guests.Set
 
 	closed  atomic.Bool
 	closing sync.WaitGroup // sandboxes tearing down after their answer

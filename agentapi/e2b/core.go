@@ -30,5 +30,9 @@ type Core interface {
 	SessionStats(ctx context.Context, id string) (*daemon.SessionStats, error)
 	Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts daemon.RunOptions) (*agentapi.RunResult, error)
 	DropContext(ctx context.Context, id, context string) error
+	GuestExec(ctx context.Context, id string, ref daemon.GuestRef, req *agentapi.ExecRequest, opts daemon.RunOptions) (*agentapi.RunResult, error)
+	StartGuest(ctx context.Context, id string, ref daemon.GuestRef) error
+	HasGuest(id, context string) bool
+	DropGuest(id, context string)
 	Info(ctx context.Context) (*agentapi.Info, error)
 }

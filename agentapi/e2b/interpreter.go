@@ -1,25 +1,22 @@
 package e2b
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd"
+	"github.com/nsbox/nsbox/agentapi/e2b/interp"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/errdefs"
-	"github.com/nsbox/nsbox/daemon/lang"
 )
-
-// defaultContext is the id the interpreter's default Python context is
-// listed under; code sent without a context runs there (the session's
-// __main__, as /v1 execs do).
-const defaultContext = "default"
 
 // executeRequest is the body of POST /execute.
 type executeRequest struct {
@@ -51,20 +48,6 @@ type line struct {
 	ExecutionCount *int `json:"execution_count,omitempty"`
 }
 
-// interpreted returns the language the code interpreter runs for name
-// ("" is the default one), or a field error: a language whose contexts
-// the interpreter serves (daemon/lang: python, alias python3).
-func interpreted(name string) (*lang.Descriptor, error) {
-	l := lang.Default()
-	if name != "" {
-		l, _ = lang.Builtin(name)
-	}
-	if l == nil || !l.Contexts() {
-		return nil, errdefs.Field("language", "%q: nsbox's code interpreter runs %s", name, lang.Default().Name)
-	}
-	return l, nil
-}
-
 // handleExecute runs code in a context of the session's interpreter and
 // streams its output as it comes, then its results. A client that goes
 // away (the SDK's timeoutMs) interrupts the cell; the context lives on.
@@ -77,16 +60,9 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	if _, err := interpreted(req.Language); err != nil {
+	c, err := interp.Resolve(req.ContextID, req.Language, envd.Home, sb.context)
+	if err != nil {
 		writeErr(w, err)
-		return
-	}
-	ctxID := req.ContextID
-	if ctxID == defaultContext {
-		ctxID = ""
-	}
-	if ctxID != "" && !sb.hasContext(ctxID) {
-		writeErr(w, errdefs.In(errdefs.ErrNotFound, fmt.Errorf("context %q not found in sandbox %s", req.ContextID, sb.id)))
 		return
 	}
 	// The head goes out now: the SDK's timeoutMs counts from it, and a
@@ -108,10 +84,19 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		flusher.Flush()
 	}
 	now := func() string { return time.Now().UTC().Format(time.RFC3339Nano) }
-	res, err := s.core.Exec(r.Context(), sb.id, &agentapi.ExecRequest{Code: req.Code, Context: ctxID, Env: req.EnvVars}, daemon.RunOptions{
+	opts := daemon.RunOptions{
 		OnStdout: func(b []byte) { emit(line{Type: "stdout", Text: string(b), Timestamp: now()}) },
 		OnStderr: func(b []byte) { emit(line{Type: "stderr", Text: string(b), Timestamp: now()}) },
-	})
+	}
+	var res *agentapi.RunResult
+	if interp.Guest(c.Language) {
+		res, err = s.core.GuestExec(r.Context(), sb.id, daemon.GuestRef{Language: c.Language, Context: c.ID, Cwd: c.Cwd}, &agentapi.ExecRequest{Code: req.Code, Env: req.EnvVars}, opts)
+	} else if release, cerr := s.cwds.Enter(sb.id, c, envd.Home, s.pyRun(r, sb)); cerr != nil {
+		err = cerr
+	} else {
+		res, err = s.core.Exec(r.Context(), sb.id, &agentapi.ExecRequest{Code: req.Code, Context: pyContext(c.ID), Env: req.EnvVars}, opts)
+		release()
+	}
 	if err != nil || res.Status != agentapi.StatusOK {
 		// Ended under the cell (killed, its timeout): cut, as when E2B's VM goes (envd's abortStream); an error item would resolve runCode.
 		if sess, serr := s.core.Session(r.Context(), sb.id); errors.Is(serr, errdefs.ErrNotFound) || serr == nil && (sess.State == agentapi.SessionDead || sess.State == agentapi.SessionParked) {
@@ -132,11 +117,8 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		main := true
 		emit(line{Type: "result", Text: plainText(res.Value), Data: res.ValueData, IsMainResult: &main})
 	}
-	switch {
-	case res.Exception != nil:
-		emit(line{Type: "error", Name: res.Exception.Name, Value: res.Exception.Value, Traceback: res.Exception.Traceback})
-	case res.Status != agentapi.StatusOK:
-		emit(line{Type: "error", Name: res.Status, Value: res.Error})
+	if name, value, tb, ok := interp.Error(res); ok {
+		emit(line{Type: "error", Name: name, Value: value, Traceback: tb})
 	}
 	n := res.ExecutionCount
 	emit(line{Type: "number_of_executions", ExecutionCount: &n})
@@ -156,11 +138,36 @@ func plainText(repr string) string {
 	return repr
 }
 
-func (sb *sandbox) hasContext(id string) bool {
+// context returns a context created in the sandbox.
+func (sb *sandbox) context(id string) (interp.Context, bool) {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
-	_, ok := sb.contexts[id]
-	return ok
+	c, ok := sb.contexts[id]
+	return c, ok
+}
+
+// pyContext is a Python context's name in the session's interpreter: ""
+// for the default one.
+func pyContext(id string) string {
+	if id == interp.DefaultID {
+		return ""
+	}
+	return id
+}
+
+// pyRun runs Python of nsbox's own in the sandbox's interpreter
+// (interp.CwdContext): its stdout, or its exception as an error.
+func (s *Server) pyRun(r *http.Request, sb *sandbox) interp.Run {
+	return func(code string) (string, error) {
+		res, err := s.core.Exec(r.Context(), sb.id, &agentapi.ExecRequest{Code: code, Context: interp.CwdContext}, daemon.RunOptions{})
+		if err == nil && res.Status != agentapi.StatusOK {
+			err = fmt.Errorf("context working directory: %s %s", res.Status, cmp.Or(res.Error, res.Stderr))
+		}
+		if err != nil {
+			return "", err
+		}
+		return res.Stdout, nil
+	}
 }
 
 // createContextRequest is the body of POST /contexts.
@@ -169,8 +176,11 @@ type createContextRequest struct {
 	Cwd      string `json:"cwd"`
 }
 
-// handleCreateContext makes a Python context: a namespace of its own in
-// the session's interpreter (variables are not shared; files are).
+// handleCreateContext makes a context: a namespace of its own in the
+// session's Python interpreter (variables are not shared; files are; its
+// cwd is interp.Cwds'), or
+// a guest interpreter of its own for another language, started now in
+// its cwd, as E2B's server starts a kernel.
 func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
 	var req createContextRequest
@@ -180,16 +190,17 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	l, err := interpreted(req.Language)
-	if err != nil {
+	c := codeContext{ID: randomHex(8), Language: interp.Normalize(req.Language), Cwd: cmp.Or(req.Cwd, envd.Home)}
+	if err := interp.Check(c.Language); err != nil {
 		writeErr(w, err)
 		return
 	}
-	if req.Cwd != "" && req.Cwd != envd.Home && req.Cwd != "/workspace" {
-		writeErr(w, errdefs.Field("cwd", "%q: a context's working directory is the sandbox's home, %s (contexts share one interpreter)", req.Cwd, envd.Home))
-		return
+	if interp.Guest(c.Language) {
+		if err := s.core.StartGuest(r.Context(), sb.id, daemon.GuestRef{Language: c.Language, Context: c.ID, Cwd: c.Cwd}); err != nil {
+			writeErr(w, err)
+			return
+		}
 	}
-	c := codeContext{ID: randomHex(8), Language: l.Name, Cwd: envd.Home}
 	sb.mu.Lock()
 	sb.contexts[c.ID] = c
 	sb.mu.Unlock()
@@ -198,42 +209,45 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 		sb.mu.Lock()
 		delete(sb.contexts, c.ID)
 		sb.mu.Unlock()
+		s.core.DropGuest(sb.id, c.ID)
 		writeErr(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
 }
 
+// handleListContexts lists the default contexts (interp.Defaults), then
+// those created, by id.
 func (s *Server) handleListContexts(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
-	out := []codeContext{{ID: defaultContext, Language: lang.Default().Name, Cwd: envd.Home}}
+	out := interp.Defaults(envd.Home, func(id string) bool { return s.core.HasGuest(sb.id, id) })
+	n := len(out)
 	sb.mu.Lock()
 	for _, c := range sb.contexts {
 		out = append(out, c)
 	}
 	sb.mu.Unlock()
-	slices.SortFunc(out[1:], func(a, b codeContext) int {
-		if a.ID < b.ID {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(out[n:], func(a, b codeContext) int { return strings.Compare(a.ID, b.ID) })
 	writeJSON(w, http.StatusOK, out)
 }
 
-// handleRemoveContext forgets a context and its variables.
+// handleRemoveContext forgets a context and its variables (a guest's
+// interpreter ends).
 func (s *Server) handleRemoveContext(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
 	id := r.PathValue("ctx")
-	if id == defaultContext {
-		writeErr(w, errdefs.Field("context", "the default context cannot be removed; restart it to clear it"))
-		return
-	}
-	if !sb.hasContext(id) {
+	c, ok := sb.context(id)
+	if !ok {
+		if _, err := interp.Resolve(id, "", envd.Home, sb.context); err == nil {
+			writeErr(w, errdefs.Field("context", "a default context cannot be removed; restart it to clear it"))
+			return
+		}
 		writeErr(w, errdefs.In(errdefs.ErrNotFound, fmt.Errorf("context %q not found", id)))
 		return
 	}
-	if err := s.core.DropContext(r.Context(), sb.id, id); err != nil {
+	if interp.Guest(c.Language) {
+		s.core.DropGuest(sb.id, id)
+	} else if err := s.core.DropContext(r.Context(), sb.id, id); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -249,18 +263,18 @@ func (s *Server) handleRemoveContext(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleRestartContext clears a context's variables (E2B restarts its
-// kernel); the context stays.
+// kernel: a guest's interpreter ends, and its next cell starts a fresh
+// one); the context stays.
 func (s *Server) handleRestartContext(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxOf(r.Context())
-	id := r.PathValue("ctx")
-	drop := id
-	if id == defaultContext {
-		drop = ""
-	} else if !sb.hasContext(id) {
-		writeErr(w, errdefs.In(errdefs.ErrNotFound, fmt.Errorf("context %q not found", id)))
+	c, err := interp.Resolve(r.PathValue("ctx"), "", envd.Home, sb.context)
+	if err != nil {
+		writeErr(w, err)
 		return
 	}
-	if err := s.core.DropContext(r.Context(), sb.id, drop); err != nil {
+	if interp.Guest(c.Language) {
+		s.core.DropGuest(sb.id, c.ID)
+	} else if err := s.core.DropContext(r.Context(), sb.id, pyContext(c.ID)); err != nil {
 		writeErr(w, err)
 		return
 	}

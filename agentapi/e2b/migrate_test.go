@@ -106,7 +106,7 @@ func TestMigrateLegacyRecords(t *testing.T) {
 	if sb.EnvdAccessToken != "tok" || sb.TrafficAccessToken != "t-tok" || sb.Metadata["k"] != "v" || sb.Lifecycle.OnTimeout != "pause" {
 		t.Fatalf("connected: %+v", sb)
 	}
-	if got := s.lookup(kept); got == nil || got.envs["E"] != "1" || !got.hasContext("c1") {
+	if got := s.lookup(kept); got == nil || got.envs["E"] != "1" || !hasContext(got, "c1") {
 		t.Fatalf("migrated sandbox %+v, want its envs and context c1", got)
 	}
 
@@ -120,4 +120,9 @@ func TestMigrateLegacyRecords(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the emptied legacy directory: %v, want it removed", err)
 	}
+}
+
+func hasContext(sb *sandbox, id string) bool {
+	_, ok := sb.context(id)
+	return ok
 }

@@ -62,6 +62,7 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	}
 	// The sandbox's record is its session's Meta, which the park writes
 	// with the session (record.go).
+	s.cwds.Forget(sb.id) // a revived interpreter starts in its home
 	if _, err := s.core.ParkSession(r.Context(), sb.id); err != nil {
 		s.log.Info("e2b: pause refused", "sandbox", sb.id, "err", err)
 		switch {

@@ -300,7 +300,7 @@ func TestAutoPausedSurvivesRestart(t *testing.T) {
 	}
 	s2 := restart(t, core, "", keyB, keyA)
 	got := s2.lookup(sb.SandboxID)
-	if got == nil || !got.autoPause || !got.hasContext(c.ID) {
+	if got == nil || !got.autoPause || !hasContext(got, c.ID) {
 		t.Fatalf("after the restart: %+v, want the sandbox with its context %s and autoPause", got, c.ID)
 	}
 	if st := state(t, s2, keyA, sb.SandboxID); st != "paused" {

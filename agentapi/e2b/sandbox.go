@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"github.com/nsbox/nsbox/agentapi/e2b/apikeys"
+	"github.com/nsbox/nsbox/agentapi/e2b/interp"
 	"net/http"
 	"strconv"
 	"strings"
@@ -43,13 +44,8 @@ type sandbox struct {
 	lastAt  time.Time
 }
 
-// codeContext is one code interpreter context (a Python namespace of the
-// session's interpreter).
-type codeContext struct {
-	ID       string `json:"id"`
-	Language string `json:"language"`
-	Cwd      string `json:"cwd"`
-}
+// codeContext is one code interpreter context (interp.Context).
+type codeContext = interp.Context
 
 // randomHex is n random bytes in hex.
 func randomHex(n int) string {
@@ -103,6 +99,7 @@ func (s *Server) forget(id string) {
 	}
 	delete(s.sandboxes, id)
 	s.mu.Unlock()
+	s.cwds.Forget(id)
 }
 
 // endedOne returns the credentials of a sandbox that ended, or nil.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd"
+	"github.com/nsbox/nsbox/agentapi/e2b/interp"
 	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/daemon"
 )
@@ -81,6 +82,7 @@ type Server struct {
 	control     *http.ServeMux
 	envd        http.Handler
 	interpreter *http.ServeMux
+	cwds        interp.Cwds // Python contexts' working directories
 
 	bodies *httpkit.Bodies
 

@@ -14,7 +14,14 @@ const Module = require('module');
 const { spawnSync } = require('child_process');
 const { promiseHooks } = require('v8');
 
-const CTL = 3;
+// A guest runner (container/runner/guest) runs beside another
+// interpreter, started by its sandbox's process agent: requests come on
+// stdin, and each reply is one JSON line on stdout right after its
+// request's marker (the ready reply after NSBOX_GUEST_MARKER's).
+const GUEST = process.env.NSBOX_GUEST_MARKER;
+delete process.env.NSBOX_GUEST_MARKER;
+let replyMarker = GUEST;
+const CTL = GUEST === undefined ? 3 : 0;
 const REPR_CAP = 65536;
 const WORKSPACE = '/workspace';
 const RUNNER_FILE = 'nsbox-runner';
@@ -259,6 +266,43 @@ function rewriteAwait(src) {
   return hoisted.join('') + out.join('');
 }
 
+// Rewrites a cell's static import declarations into awaits of import(),
+// which a vm script can run (as a notebook's JavaScript kernel takes
+// them):
+//   import fs, { readFileSync as r } from 'fs'  ->  const fs = (await import('fs')).default, { readFileSync: r } = await import('fs');
+// Each keeps its lines. A cell without them, or that does not parse as a
+// module, is left as it is.
+function rewriteImports(src) {
+  let root;
+  try {
+    root = parser().parse(src, { ecmaVersion: 'latest', sourceType: 'module', allowAwaitOutsideFunction: true, allowReturnOutsideFunction: true });
+  } catch (e) {
+    return src;
+  }
+  const decls = root.body.filter((n) => n.type === 'ImportDeclaration');
+  if (!decls.length) return src;
+  let out = '';
+  let at = 0;
+  for (const d of decls) {
+    const mod = 'await import(' + JSON.stringify(d.source.value) + ')';
+    const parts = [];
+    const named = [];
+    for (const sp of d.specifiers) {
+      if (sp.type === 'ImportDefaultSpecifier') parts.push(sp.local.name + ' = (' + mod + ').default');
+      else if (sp.type === 'ImportNamespaceSpecifier') parts.push(sp.local.name + ' = ' + mod);
+      else {
+        const name = sp.imported.type === 'Literal' ? JSON.stringify(sp.imported.value) : sp.imported.name;
+        named.push(name === sp.local.name ? name : name + ': ' + sp.local.name);
+      }
+    }
+    if (named.length) parts.push('{ ' + named.join(', ') + ' } = ' + mod);
+    const lines = src.slice(d.start, d.end).split('\n').length - 1;
+    out += src.slice(at, d.start) + (parts.length ? 'const ' + parts.join(', ') + ';' : mod + ';') + '\n'.repeat(lines);
+    at = d.end;
+  }
+  return out + src.slice(at);
+}
+
 // ---- TypeScript ----
 
 // Strips a TypeScript cell's types with the rootfs's esbuild (it does not
@@ -337,6 +381,7 @@ function compile(code, file) {
   if (/^\s*{/.test(code) && /}\s*$/.test(code)) {
     try { return new vm.Script('(' + code.trim() + ')\n', opts); } catch (_) {}
   }
+  if (/\bimport\b/.test(code)) code = rewriteImports(code);
   if (/\bawait\b/.test(code)) {
     const r = rewriteAwait(code);
     if (r !== null) return Object.assign(new vm.Script(r, opts), { async: true });
@@ -535,7 +580,7 @@ function nextTurn(f) {
 
 // Writes the request's end marker on stdout and stderr; returns rep.
 function marked(req, rep) {
-  for (const fd of [1, 2]) {
+  for (const fd of GUEST === undefined ? [1, 2] : [2]) {
     try { writeAll(fd, req.marker); } catch (_) { rep.unmarked = true; }
   }
   return rep;
@@ -548,12 +593,18 @@ function marked(req, rep) {
 // runner: ~0.1 ms of a pooled run's cell, with the direct write in send
 // and handle's synchronous path).
 const ctlBuf = Buffer.allocUnsafe(65536);
-const ctl = new net.Socket({ fd: CTL, readable: true, writable: true, onread: { buffer: ctlBuf, callback: (n, b) => { onData(Buffer.from(b.subarray(0, n))); } } });
+const ctl = new net.Socket({ fd: CTL, readable: true, writable: GUEST === undefined, onread: { buffer: ctlBuf, callback: (n, b) => { onData(Buffer.from(b.subarray(0, n))); } } });
 let buf = Buffer.alloc(0);
 let skip = 0; // bytes to drop: the one that carries an agent's fd
 let busy = false;
 
 function send(obj) {
+  if (GUEST !== undefined) {
+    // One write: nothing the cell left queued comes between the marker
+    // and its reply.
+    try { writeAll(1, replyMarker + JSON.stringify(obj) + '\n'); } catch (_) { realExit(0); }
+    return;
+  }
   const b = Buffer.from(JSON.stringify(obj));
   const h = Buffer.alloc(4);
   h.writeUInt32BE(b.length);
@@ -592,6 +643,7 @@ async function pump() {
         realExit(2);
       }
       buf = buf.subarray(4 + n);
+      replyMarker = req.marker || '';
       if (req.agent || req.snapshot || req.restore) skip = 1;
       let rep;
       try {

@@ -16,6 +16,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/container/runner/guest"
 )
 
 // Descriptor is one language.
@@ -44,6 +45,9 @@ type Descriptor struct {
 	// (no runner kind, no Starter, or a custom seccomp filter); nil: the
 	// language needs its runner.
 	oneShot func(code, dir string) Program
+	// guest is the guest interpreter that runs its cells beside another
+	// language's session (container/runner/guest), "" for none.
+	guest guest.Kind
 	// pool names the built-in pool of its runners on the default rootfs
 	// ([pool] node_size), if it has one.
 	pool string
@@ -71,7 +75,7 @@ var builtin = []*Descriptor{
 		oneShot: func(code, _ string) Program { return Program{Argv: []string{"python3", "-c", runner.Dedent(code)}} },
 	},
 	{
-		Name: agentapi.LanguageBash, codeInArgv: true,
+		Name: agentapi.LanguageBash, codeInArgv: true, guest: guest.Bash,
 		Title: "Bash", Description: "A shell command line, run with bash -c (sh where the rootfs has no bash); its exit code is returned.",
 		oneShot: func(code, dir string) Program {
 			sh := "/bin/sh"
@@ -82,7 +86,7 @@ var builtin = []*Descriptor{
 		},
 	},
 	{
-		Name: agentapi.LanguageJavaScript, Runner: runner.JavaScript,
+		Name: agentapi.LanguageJavaScript, Runner: runner.JavaScript, guest: guest.JavaScript,
 		Needs: []string{"usr/bin/node"}, needsWhat: "Node.js", pool: "node",
 		Title: "JavaScript",
 		Description: "JavaScript on Node.js, like a Node REPL cell: the last expression's value is returned as the Node REPL shows it, " +
@@ -92,7 +96,7 @@ var builtin = []*Descriptor{
 	},
 	{
 		// No one-shot program: node cannot strip the types.
-		Name: agentapi.LanguageTypeScript, Runner: runner.JavaScript, Transform: runner.StripTypes,
+		Name: agentapi.LanguageTypeScript, Runner: runner.JavaScript, Transform: runner.StripTypes, guest: guest.JavaScript,
 		Needs: []string{"usr/bin/node", "usr/bin/esbuild"}, needsWhat: "Node.js and esbuild",
 		Title: "TypeScript", Description: "TypeScript on Node.js: its types are stripped (not checked) with esbuild, then it runs as JavaScript.",
 	},
@@ -185,6 +189,22 @@ func (d *Descriptor) Processes() bool { return d.Runner != "" && d.Runner.Agent(
 
 // Contexts reports a language E2B's code interpreter runs in contexts.
 func (d *Descriptor) Contexts() bool { return d.Runner != "" && d.Runner.Contexts() }
+
+// Guest is the guest interpreter that runs the language's cells beside a
+// session of another language (a sandbox with processes: E2B's code
+// interpreter), if it has one.
+func (d *Descriptor) Guest() (guest.Kind, bool) { return d.guest, d.guest != "" }
+
+// Guests lists the built-in languages that have a guest interpreter.
+func Guests() []string {
+	var out []string
+	for _, d := range builtin {
+		if d.guest != "" {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
 
 // CodeInArgv reports a language whose one-shot code is a command-line
 // argument (bash -c), so the kernel's limits for arguments hold it.
