@@ -20,9 +20,21 @@ type Config struct {
 	// Stdin opens a pipe to the process's stdin (SendInput, CloseStdin);
 	// without it stdin is /dev/null.
 	Stdin bool
+	// Pty starts the process on a terminal of this size, allocated in the
+	// sandbox (its own devpts): stdin, stdout and stderr are the
+	// terminal, which is its controlling tty; its output comes as
+	// Data.Pty, SendInput writes what is typed, Resize changes the size.
+	// Stdin is then ignored.
+	Pty *Size
 	// Tag names the process for Connect and List (need not be unique:
 	// a Selector by tag takes the first running one).
 	Tag string
+}
+
+// Size is a terminal's window size, in characters.
+type Size struct {
+	Rows uint16 `json:"rows"`
+	Cols uint16 `json:"cols"`
 }
 
 // Info describes a running process.
@@ -55,8 +67,9 @@ type Event struct {
 // Start is the first event of every subscription.
 type Start struct{ Pid uint32 }
 
-// Data is output, as it arrived: one of Stdout and Stderr is set.
-type Data struct{ Stdout, Stderr []byte }
+// Data is output, as it arrived: one of Stdout, Stderr and Pty (a
+// terminal's output: Config.Pty) is set.
+type Data struct{ Stdout, Stderr, Pty []byte }
 
 // End is the process's end, the last event.
 type End struct {
