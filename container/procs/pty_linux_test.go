@@ -100,8 +100,34 @@ func (tm *term) wait() *procs.End {
 	}
 }
 
+// sandboxes are the two ways a sandbox starts: its own init
+// (sandboxinit), or forked from a zygote (zygote.py's child); n agents,
+// each in a sandbox of its own.
+var sandboxes = []struct {
+	name   string
+	agents func(t *testing.T, n int) []*procs.Agent
+}{
+	{"cold", func(t *testing.T, n int) []*procs.Agent {
+		var as []*procs.Agent
+		for range n {
+			_, a := startAgent(t)
+			as = append(as, a)
+		}
+		return as
+	}},
+	{"zygote", func(t *testing.T, n int) []*procs.Agent {
+		_, as := zygoteAgents(t, n)
+		return as
+	}},
+}
+
 func TestPtyShell(t *testing.T) {
-	_, a := startAgent(t)
+	for _, sb := range sandboxes {
+		t.Run(sb.name, func(t *testing.T) { testPtyShell(t, sb.agents(t, 1)[0]) })
+	}
+}
+
+func testPtyShell(t *testing.T, a *procs.Agent) {
 	tm := startTerm(t, a, "/bin/bash", "--norc", "-i")
 
 	if got := tm.run("tty; stty size"); !strings.Contains(got, "/dev/pts/0") || !strings.Contains(got, "24 80") {
@@ -201,8 +227,17 @@ func TestPtyErrors(t *testing.T) {
 // (the sandbox's devpts instance stops at MaxPtys), and reaching the
 // host's terminals (its devpts is its own).
 func TestPtyProbes(t *testing.T) {
-	_, a := startAgent(t)
-	tm := startTerm(t, a, "/bin/bash", "--norc", "-i")
+	for _, sb := range sandboxes {
+		t.Run(sb.name, func(t *testing.T) { testPtyProbes(t, sb.agents(t, 2)) })
+	}
+}
+
+// testPtyProbes runs the probe in the second sandbox while the first has
+// a terminal open: the second sees its own terminal alone.
+func testPtyProbes(t *testing.T, as []*procs.Agent) {
+	other := startTerm(t, as[0], "/bin/bash", "--norc", "-i")
+	other.run("true")
+	tm := startTerm(t, as[1], "/bin/bash", "--norc", "-i")
 	probe := `import os, fcntl, termios, errno
 print("pts", sorted(os.listdir("/dev/pts")), os.stat("/dev/pts").st_dev == os.stat("/dev/ptmx").st_dev)
 try:
