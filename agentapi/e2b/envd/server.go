@@ -110,7 +110,7 @@ func connectError(err error) error {
 	switch {
 	case errors.Is(err, procs.ErrNotFound):
 		err = errdefs.In(errdefs.ErrNotFound, err)
-	case errors.Is(err, procs.ErrStart), errors.Is(err, procs.ErrStdin):
+	case errors.Is(err, procs.ErrStart), errors.Is(err, procs.ErrStdin), errors.Is(err, procs.ErrNotPty):
 		err = errdefs.In(errdefs.ErrInvalidArgument, err)
 	case errors.Is(err, procs.ErrClosed):
 		err = errdefs.In(errdefs.ErrUnavailable, err)
