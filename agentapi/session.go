@@ -43,6 +43,9 @@ type SessionRequest struct {
 	// Init makes the session's pid 1 a minimal init and its runner pid
 	// 1's child, as RunRequest.Init does for a run.
 	Init bool `json:"init,omitempty"`
+	// Terminals starts the session's process agent with it, so that
+	// terminals can be opened in it (POST /v1/sessions/{id}/terminal).
+	Terminals bool `json:"terminals,omitempty"`
 }
 
 // Session states.

@@ -75,8 +75,9 @@ type Data struct{ Stdout, Stderr, Pty []byte }
 type End struct {
 	// ExitCode is the exit status, -1 when a signal ended the process.
 	ExitCode int32
-	// Exited: the process exited (false: a signal ended it).
+	// Exited: the process exited (false: a signal ended it, Signal).
 	Exited bool
+	Signal syscall.Signal
 	// Status is "exit status N" or "signal: NAME" (as Go's
 	// os.ProcessState says it, and E2B's envd).
 	Status string
@@ -87,7 +88,7 @@ type End struct {
 func newEnd(m *message) *End {
 	if m.Signal != 0 {
 		st := "signal: " + syscall.Signal(m.Signal).String()
-		return &End{ExitCode: -1, Status: st, Error: st}
+		return &End{ExitCode: -1, Signal: syscall.Signal(m.Signal), Status: st, Error: st}
 	}
 	e := &End{ExitCode: m.Code, Exited: true, Status: fmt.Sprintf("exit status %d", m.Code)}
 	if m.Code != 0 {

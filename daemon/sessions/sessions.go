@@ -77,6 +77,7 @@ func (k *Keeper) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	// Every field is checked before the rootfs, the volumes or a sandbox
 	// are touched.
 	pol := k.core.Policy()
+	so.Processes = so.Processes || req.Terminals // a terminal is the agent's
 	j, err := pol.ValidateSession(req, k.parked != nil, so.Processes)
 	if err != nil {
 		return nil, err
