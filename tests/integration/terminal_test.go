@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/client"
@@ -157,5 +161,69 @@ print("left", sleeps())
 `)
 	if !strings.Contains(res.Stdout, "left 0") {
 		t.Errorf("after the client went: %q", res.Stdout)
+	}
+}
+
+// TestShellOnTerminal drives `nsbox shell` at a real terminal (a pty of
+// the test's): the shell sees the terminal's size, and a resize of it
+// (SIGWINCH to nsbox, passed on); Ctrl-C ends a foreground sleep and not
+// the shell; the shell's exit code is nsbox's; the fresh session is gone
+// after. Another uid cannot open a terminal in root's session.
+func TestShellOnTerminal(t *testing.T) {
+	d := startDaemon(t)
+	_, rootfs := testRootfs(t)
+	cmd := execNsbox("shell", "--socket", d.sock, "--rootfs", rootfs, "--", "/bin/bash", "--norc", "-i")
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	r := &replTerm{t: t, pty: ptmx, screen: &lockedBuffer{}}
+	go io.Copy(r.screen, ptmx)
+	defer func() {
+		if t.Failed() {
+			_ = cmd.Process.Kill()
+		}
+	}()
+
+	r.keys("stty size; echo M1-$((6*7))\r")
+	r.waitFor("M1-42", 1)
+	if !strings.Contains(r.screen.String(), "40 120") {
+		t.Errorf("stty size at 40x120:\n%s", r.screen)
+	}
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: 132}); err != nil {
+		t.Fatal(err)
+	}
+	// The resize and the next line travel apart (SIGWINCH, the keys): the
+	// line is typed again until the new size shows (20 s is a hang).
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 2; !strings.Contains(r.screen.String(), "50 132"); i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("stty size never showed the resize to 50x132:\n%s", r.screen)
+		}
+		r.keys(fmt.Sprintf("stty size; echo M%d-$((6*7))\r", i))
+		r.waitFor(fmt.Sprintf("M%d-42", i), 1)
+	}
+	r.keys("sh -c 'echo READY-$((1+1)); exec sleep 1000'\r")
+	r.waitFor("READY-2", 1)
+	r.keys("\x03")
+	r.keys("echo SLEPT-$?\r")
+	r.waitFor("SLEPT-130", 1)
+	r.keys("exit 3\r")
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Errorf("nsbox shell after exit 3: %v, want exit status 3\n%s", err, r.screen)
+	}
+	if ss, err := d.client.Sessions(context.Background()); err != nil || len(ss) != 0 {
+		t.Errorf("sessions after nsbox shell: %+v %v, want none", ss, err)
+	}
+
+	// root's session with terminals: another uid gets not_found.
+	id := newSession(t, d, &agentapi.SessionRequest{Rootfs: rootfs, Terminals: true})
+	openToAll(t, d)
+	out, err := asNobody(t, nsboxCopy(t), d, "shell", "--session", id, "/bin/true")
+	if err == nil || !strings.Contains(out, "not_found") {
+		t.Errorf("nsbox shell --session (root's) as nobody: %v\n%s\nwant not_found", err, out)
 	}
 }
