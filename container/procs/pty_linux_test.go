@@ -260,3 +260,35 @@ except OSError as e:
 		}
 	}
 }
+
+// TestPtyOutputBounded: a terminal's flood is held to what its readers
+// take. A subscriber that stops reading is dropped (ErrSlow) while the
+// one that reads gets every byte; the output cap ends the terminal with
+// exactly the cap delivered.
+func TestPtyOutputBounded(t *testing.T) {
+	_, a := startAgent(t)
+	procs.SetSlowTimeout(a, 300*time.Millisecond)
+	const n = 20000000
+	tm := startTerm(t, a, "/bin/sh", "-c", "stty raw -echo; head -c 20000000 /dev/zero")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	slow, err := a.Connect(ctx, procs.Selector{Pid: tm.p.Pid})
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	if end := tm.wait(); end == nil || end.ExitCode != 0 || tm.out.Len() != n {
+		t.Fatalf("the reading subscriber: end %+v, %d bytes, want %d", end, tm.out.Len(), n)
+	}
+	for range slow.Events() {
+	}
+	if !errors.Is(slow.Err(), procs.ErrSlow) {
+		t.Fatalf("the subscriber that read nothing ended with %v, want ErrSlow", slow.Err())
+	}
+
+	const limit = 1 << 20
+	a.LimitOutput(limit)
+	tm = startTerm(t, a, "/bin/sh", "-c", "stty raw -echo; head -c 200M /dev/zero; echo survived")
+	if end := tm.wait(); end == nil || end.Status != procs.StatusOutputLimit || tm.out.Len() != limit {
+		t.Fatalf("past the cap: end %+v, %d bytes, want %s and %d", end, tm.out.Len(), procs.StatusOutputLimit, limit)
+	}
+}
