@@ -14,6 +14,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem/filesystemconnect"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/process/processconnect"
+	"github.com/nsbox/nsbox/agentapi/e2b/envd/watchers"
 	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/daemon/errdefs"
@@ -57,8 +58,9 @@ type Config struct {
 
 // server holds the handlers' shared state.
 type server struct {
-	cfg  Config
-	core Core
+	cfg      Config
+	core     Core
+	watchers *watchers.Registry // CreateWatcher's, of every sandbox
 }
 
 // New returns envd's routes for one sandbox's requests: /health, /envs,
@@ -67,7 +69,7 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Core == nil || cfg.Sandbox == nil || cfg.MaxUploadBytes <= 0 || cfg.UploadTimeout <= 0 {
 		return nil, errors.New("envd: Config.Core, Sandbox, MaxUploadBytes and UploadTimeout are required")
 	}
-	s := &server{cfg: cfg, core: cfg.Core}
+	s := &server{cfg: cfg, core: cfg.Core, watchers: watchers.NewRegistry()}
 	m := http.NewServeMux()
 	m.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	m.HandleFunc("GET /envs", s.handleEnvs)
