@@ -39,6 +39,7 @@ type Core interface {
 	WriteFile(ctx context.Context, id, path string, data []byte) error
 	ReadFile(ctx context.Context, id, path string, max int64) ([]byte, error)
 	RemoveFile(ctx context.Context, id, path string) error
+	WatchDir(ctx context.Context, id, dir string, recursive bool) (*daemon.Watch, error)
 	CreateVolume(ctx context.Context, req *agentapi.VolumeRequest) (*agentapi.Volume, error)
 	Volumes(ctx context.Context) []agentapi.Volume
 	Volume(ctx context.Context, name string) (*agentapi.Volume, error)
