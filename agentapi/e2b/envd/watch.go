@@ -57,7 +57,7 @@ func (fs *filesystemService) WatchDir(ctx context.Context, req *connect.Request[
 	if req.Msg.GetIncludeEntry() {
 		entry = fs.entry(fs.s.id(ctx))
 	}
-	return watchers.Stream(ctx, w, dir, entry, stream.Send)
+	return watchers.Stream(ctx, w, dir, entry, keepalive(req.Header()), stream.Send)
 }
 
 func (fs *filesystemService) CreateWatcher(ctx context.Context, req *connect.Request[filesystem.CreateWatcherRequest]) (*connect.Response[filesystem.CreateWatcherResponse], error) {

@@ -140,6 +140,30 @@ func TestWatchDir(t *testing.T) {
 	}
 }
 
+// TestWatchDirKeepalive: an idle watch sends keepalives at the interval
+// the SDK asks for (Keepalive-Ping-Interval), as envd's, so that proxies
+// and the SDK's idle timers see it alive.
+func TestWatchDirKeepalive(t *testing.T) {
+	c, _ := watchServer(t)
+	req := connect.NewRequest(&filesystem.WatchDirRequest{Path: t.TempDir()})
+	req.Header().Set("Keepalive-Ping-Interval", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := c.WatchDir(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i := 0; i < 3; i++ {
+		if !st.Receive() {
+			t.Fatalf("the stream ended: %v", st.Err())
+		}
+		if i > 0 && st.Msg().GetKeepalive() == nil {
+			t.Fatalf("message %d of an idle watch: %v, want a keepalive", i, st.Msg())
+		}
+	}
+}
+
 // TestWatcherPolled: CreateWatcher, GetWatcherEvents and RemoveWatcher
 // (the polled watch): events come in order, each once; a removed watcher
 // is not_found and holds nothing; a watcher of a sandbox that ended is

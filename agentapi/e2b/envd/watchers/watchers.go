@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"path"
 	"sync"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -84,20 +85,30 @@ func endError(err error) error {
 }
 
 // Stream sends w's events of the directory dir as WatchDir does: a start
-// event, then each event, until the client goes (ctx), the directory
-// goes, or the watch overflows (ResourceExhausted: events were lost). It
-// closes w.
-func Stream(ctx context.Context, w *procs.Watch, dir string, entry Entry, send func(*filesystem.WatchDirResponse) error) error {
+// event, then each event, and a keepalive after every idle interval
+// every, until the client goes or its request's timeout passes (Connect
+// canceled or deadline_exceeded, as envd's), the directory goes (a clean
+// end), the sandbox ends (unavailable) or the watch overflows
+// (resource_exhausted: events were lost). It closes w.
+func Stream(ctx context.Context, w *procs.Watch, dir string, entry Entry, every time.Duration, send func(*filesystem.WatchDirResponse) error) error {
 	defer w.Close()
 	if err := send(&filesystem.WatchDirResponse{Event: &filesystem.WatchDirResponse_Start{Start: &filesystem.WatchDirResponse_StartEvent{}}}); err != nil {
 		return err
 	}
 	for {
-		evs, err := w.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+		nctx, cancel := context.WithTimeout(ctx, every)
+		evs, err := w.Next(nctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ended(ctx.Err())
+		case errors.Is(err, context.DeadlineExceeded):
+			err = send(&filesystem.WatchDirResponse{Event: &filesystem.WatchDirResponse_Keepalive{Keepalive: &filesystem.WatchDirResponse_KeepAlive{}}})
+			if err != nil {
+				return err
 			}
+			continue
+		case err != nil:
 			return endError(err)
 		}
 		out, cerr := convert(ctx, dir, evs, entry)
@@ -110,6 +121,14 @@ func Stream(ctx context.Context, w *procs.Watch, dir string, entry Entry, send f
 			return endError(cerr)
 		}
 	}
+}
+
+// ended is the Connect error of a stream whose request's context ended.
+func ended(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return connect.NewError(connect.CodeDeadlineExceeded, errors.New("the request's timeout passed; the watch ended"))
+	}
+	return connect.NewError(connect.CodeCanceled, err)
 }
 
 // Registry holds the polled watchers of every sandbox, by sandbox and
