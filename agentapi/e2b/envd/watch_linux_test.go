@@ -7,7 +7,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,8 +86,8 @@ func TestWatchDir(t *testing.T) {
 	if !st.Receive() || st.Msg().GetStart() == nil {
 		t.Fatalf("first message %v, %v: want the start event", st.Msg(), st.Err())
 	}
-	if n := inotifyCount(t, a.Pid()); n != 1 {
-		t.Errorf("inotify descriptors while watching: %d, want 1", n)
+	if n, g := inotifyCount(t, a.Pid()), watchGoroutines(); n != 1 || g != 1 {
+		t.Errorf("while watching: %d inotify descriptors, %d goroutines of the watch; want 1 and 1", n, g)
 	}
 	must := func(err error) {
 		t.Helper()
@@ -130,14 +133,28 @@ func TestWatchDir(t *testing.T) {
 	// The handler closes the watch once it sees the client go; the agent
 	// then closes its descriptor.
 	deadline := time.Now().Add(time.Minute)
-	for inotifyCount(t, a.Pid()) != 0 {
+	for inotifyCount(t, a.Pid()) != 0 || watchGoroutines() != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the agent still holds an inotify descriptor a minute after the client went")
+			t.Fatalf("a minute after the client went: %d inotify descriptors in the agent, %d goroutines of the watch", inotifyCount(t, a.Pid()), watchGoroutines())
 		}
 		if _, err := a.Stat(ctx, dir); err != nil { // a round trip through the agent
 			t.Fatal(err)
 		}
 	}
+}
+
+// watchGoroutines counts the goroutines in a watch's code: the stream's
+// handler, a polled watcher's reader.
+func watchGoroutines() int {
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	n := 0
+	for _, g := range strings.Split(b.String(), "\n\n") {
+		if strings.Contains(g, "envd/watchers.") || strings.Contains(g, "envd.(*filesystemService).WatchDir") {
+			n++
+		}
+	}
+	return n
 }
 
 // TestWatchDirKeepalive: an idle watch sends keepalives at the interval
@@ -178,6 +195,9 @@ func TestWatcherPolled(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := cw.Msg.GetWatcherId()
+	if g := watchGoroutines(); g != 1 {
+		t.Errorf("goroutines of a polled watcher: %d, want 1", g)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -214,6 +234,12 @@ func TestWatcherPolled(t *testing.T) {
 	}
 	if n := inotifyCount(t, a.Pid()); n != 0 {
 		t.Errorf("inotify descriptors after RemoveWatcher: %d", n)
+	}
+	for deadline := time.Now().Add(time.Minute); watchGoroutines() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed watcher's reader still runs a minute later")
+		}
+		runtime.Gosched()
 	}
 	// A watcher whose sandbox ends is forgotten.
 	cw, err = c.CreateWatcher(ctx, connect.NewRequest(&filesystem.CreateWatcherRequest{Path: dir}))
