@@ -149,3 +149,51 @@ func TestSessionWatch(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionWatchEnds: through the Go client, a watch whose directory is
+// removed ends cleanly after its remove of "."; one whose session is
+// deleted ends with the session's error.
+func TestSessionWatchEnds(t *testing.T) {
+	d := startDaemon(t)
+	id := newSession(t, d, &agentapi.SessionRequest{Processes: true})
+	execOK(t, d, id, "import os\nos.makedirs('gone')\nos.makedirs('stays')")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	started := make(chan struct{})
+	var got []agentapi.WatchEvent
+	done := make(chan error, 1)
+	go func() {
+		done <- d.client.Watch(ctx, id, "gone", false, func(e agentapi.WatchEvent) {
+			if e.Type == agentapi.WatchStart {
+				close(started)
+				return
+			}
+			got = append(got, e)
+		})
+	}()
+	<-started
+	execOK(t, d, id, "import os\nos.rmdir('gone')")
+	if err := <-done; err != nil || fmt.Sprint(got) != fmt.Sprint([]agentapi.WatchEvent{{Type: "remove", Name: "."}, {Type: "end"}}) {
+		t.Errorf("a watch of a removed directory: %v, events %v", err, got)
+	}
+
+	started = make(chan struct{})
+	go func() {
+		done <- d.client.Watch(ctx, id, "stays", true, func(e agentapi.WatchEvent) {
+			if e.Type == agentapi.WatchStart {
+				close(started)
+			}
+		})
+	}()
+	<-started
+	if err := d.client.DeleteSession(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil || ctx.Err() != nil {
+		t.Errorf("a watch of a deleted session ended with %v, want the session's error", err)
+	} else {
+		t.Logf("a watch of a deleted session: %v", err)
+	}
+}
+
