@@ -2,10 +2,13 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,3 +200,39 @@ func TestSessionWatchEnds(t *testing.T) {
 	}
 }
 
+
+// TestSessionWatchCLI: nsbox session watch prints a session directory's
+// changes, one "TYPE NAME" line each, and exits 0 once the directory is
+// gone; session create --processes makes the session it needs.
+func TestSessionWatchCLI(t *testing.T) {
+	d := startDaemon(t)
+	out, errOut, code := runCLI(t, "", "session", "create", "--processes", "--socket", d.sock)
+	id := strings.TrimSpace(out)
+	if code != 0 || id == "" {
+		t.Fatalf("session create --processes: exit %d, %q %q", code, out, errOut)
+	}
+	execOK(t, d, id, "import os\nos.makedirs('d')")
+	cmd := execNsbox("session", "watch", id, "d", "--socket", d.sock)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	if !sc.Scan() || sc.Text() != "watching /workspace/d" {
+		t.Fatalf("first line on stderr %q (%v)", sc.Text(), sc.Err())
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	execOK(t, d, id, "import os\nopen('d/f','w').close()\nos.remove('d/f')\nos.rmdir('d')")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("session watch: %v (stdout %q)", err, stdout.String())
+	}
+	if want := "create f\nremove f\nremove .\n"; stdout.String() != want {
+		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	}
+}
