@@ -484,9 +484,9 @@ class Watch:
                         try:
                             self.add(r, WATCH_MASK | IN_DONT_FOLLOW)
                         except OSError as e:
-                            if e.errno == errno.E2BIG:
+                            if e.errno in (errno.E2BIG, errno.ENOSPC):  # too many: not silently fewer
                                 raise
-                            continue
+                            continue  # gone meanwhile, or not the user's to read
                         todo.append(r)
 
     def forget(self, prefix):
@@ -528,8 +528,9 @@ class Watch:
                     try:
                         self.add(r, WATCH_MASK | IN_DONT_FOLLOW)
                         self.add_tree(r)
-                    except OSError:
-                        pass
+                    except OSError as e:
+                        if e.errno != errno.ENOENT:  # not gone: its changes will not be seen
+                            evs.append(['overflow', r])
             if mask & IN_MOVED_FROM:
                 evs.append(['rename', r])
                 if isdir and self.recursive:

@@ -240,3 +240,27 @@ func inotifyFds(t *testing.T, a *procs.Agent) int {
 	}
 	return n
 }
+
+// TestWatchTooManyDirectories: a recursive watch of a tree of more than
+// 10,000 directories is refused (E2BIG) rather than watching part of it;
+// one whose tree grows past that says so with an overflow event naming
+// the directory it cannot watch.
+func TestWatchTooManyDirectories(t *testing.T) {
+	_, a := startAgent(t)
+	ctx := fileCtx(t)
+	run(t, a, "mkdir -p /tmp/big && cd /tmp/big && seq -f d%g 0 9999 | xargs mkdir")
+	if _, err := a.Watch(ctx, "/tmp/big", true); !errors.Is(err, unix.E2BIG) {
+		t.Fatalf("a recursive watch of 10,001 directories: %v, want E2BIG", err)
+	}
+	run(t, a, "rmdir /tmp/big/d9999")
+	w, err := a.Watch(ctx, "/tmp/big", true)
+	if err != nil {
+		t.Fatalf("a recursive watch of 10,000 directories: %v", err)
+	}
+	defer w.Close()
+	run(t, a, "mkdir /tmp/big/more")
+	got := watchUntil(ctx, t, w, ev(procs.WatchOverflow, "more"))
+	if want := []procs.WatchEvent{ev(procs.WatchCreate, "more"), ev(procs.WatchOverflow, "more")}; !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+}
