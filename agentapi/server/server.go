@@ -76,6 +76,8 @@ type Server struct {
 	log      *slog.Logger
 	handler  http.Handler
 	draining atomic.Bool
+	stopping chan struct{}  // closed when draining starts: watches end then
+	stopOnce sync.Once
 	runs     sync.WaitGroup // run and exec handlers in progress
 	bodies   *httpkit.Bodies
 }
@@ -97,7 +99,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	bl := cfg.Bodies.Limits()
 	cfg.MaxBodyBytes, cfg.MaxBodyBytesInFlight, cfg.BodyTimeout = bl.MaxBodyBytes, bl.MaxBodyBytesInFlight, bl.BodyTimeout
-	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: cfg.Bodies}
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: cfg.Bodies, stopping: make(chan struct{})}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -131,6 +133,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 
 	s.draining.Store(true)
+	s.stopOnce.Do(func() { close(s.stopping) })
 	s.log.Info("shutting down: draining runs", "in_flight", s.core.InFlight(), "grace", s.cfg.ShutdownGrace)
 	graceCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()

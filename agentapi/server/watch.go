@@ -35,11 +35,24 @@ func (s *Server) handleSessionWatch(w http.ResponseWriter, r *http.Request) {
 	defer wt.Close()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	// A watch has nothing to finish: it ends when the daemon starts to
+	// stop, rather than hold up its drain for the grace period.
+	go func() {
+		select {
+		case <-s.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	ev := newEventWriter(w, s.cfg.WriteTimeout, cancel)
 	ev.line(agentapi.WatchEvent{Type: agentapi.WatchStart, Path: wt.Dir})
 	for {
 		evs, err := wt.Next(ctx)
 		switch {
+		case isClosed(s.stopping):
+			_, ae := ToHTTP(daemon.ErrShuttingDown)
+			ev.line(agentapi.WatchEvent{Type: agentapi.WatchError, Error: ae})
+			return
 		case ctx.Err() != nil: // the client went, or could not keep up
 			return
 		case errors.Is(err, daemon.ErrWatchEnded):
@@ -53,5 +66,14 @@ func (s *Server) handleSessionWatch(w http.ResponseWriter, r *http.Request) {
 		for _, e := range evs {
 			ev.line(e)
 		}
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }

@@ -236,3 +236,28 @@ func TestSessionWatchCLI(t *testing.T) {
 		t.Errorf("stdout %q, want %q", stdout.String(), want)
 	}
 }
+
+// TestSessionWatchAtShutdown: an open watch does not hold up the
+// daemon's stop for its grace period (a watch has nothing to finish): its
+// stream ends at once with an error line saying the daemon is shutting
+// down, and the daemon leaves nothing behind.
+func TestSessionWatchAtShutdown(t *testing.T) {
+	d := startDaemon(t)
+	id := newSession(t, d, &agentapi.SessionRequest{Processes: true})
+	w, _ := openWatch(t, d, id, "recursive=1")
+	last := make(chan agentapi.WatchEvent, 1)
+	go func() {
+		var e agentapi.WatchEvent
+		for w.sc.Scan() {
+			_ = json.Unmarshal(w.sc.Bytes(), &e)
+		}
+		last <- e
+	}()
+	if err := d.signal(t, 15); err != nil {
+		t.Fatalf("daemon exit: %v", err)
+	}
+	if e := <-last; e.Type != agentapi.WatchError || e.Error == nil || e.Error.Code != agentapi.CodeUnavailable {
+		t.Errorf("the watch's last line %+v, want an error saying the daemon is shutting down", e)
+	}
+	d.assertClean(t, id)
+}
