@@ -43,7 +43,7 @@ type Sandbox struct {
 	Envs map[string]string // the environment it was created with (GET /envs); read only
 }
 
-// Config configures the handler. Every field is required.
+// Config configures the handler. Every field but Stopping is required.
 type Config struct {
 	Core Core
 	// Sandbox returns the sandbox of a request's context. The router in
@@ -54,6 +54,10 @@ type Config struct {
 	// (POST /files): its size and how long it may take.
 	MaxUploadBytes int64
 	UploadTimeout  time.Duration
+	// Stopping, optional, is closed when the daemon starts to stop: watch
+	// streams, which have nothing to finish, end then (unavailable)
+	// rather than hold up the drain.
+	Stopping <-chan struct{}
 }
 
 // server holds the handlers' shared state.

@@ -2,6 +2,7 @@ package envd
 
 import (
 	"context"
+	"errors"
 
 	"connectrpc.com/connect"
 
@@ -57,7 +58,20 @@ func (fs *filesystemService) WatchDir(ctx context.Context, req *connect.Request[
 	if req.Msg.GetIncludeEntry() {
 		entry = fs.entry(fs.s.id(ctx))
 	}
-	return watchers.Stream(ctx, w, dir, entry, keepalive(req.Header()), stream.Send)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-fs.s.cfg.Stopping: // nil: never
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	err = watchers.Stream(sctx, w, dir, entry, keepalive(req.Header()), stream.Send)
+	if ctx.Err() == nil && sctx.Err() != nil {
+		return connect.NewError(connect.CodeUnavailable, errors.New("the daemon is shutting down"))
+	}
+	return err
 }
 
 func (fs *filesystemService) CreateWatcher(ctx context.Context, req *connect.Request[filesystem.CreateWatcherRequest]) (*connect.Response[filesystem.CreateWatcherResponse], error) {

@@ -86,8 +86,9 @@ func TestWatchDir(t *testing.T) {
 	if !st.Receive() || st.Msg().GetStart() == nil {
 		t.Fatalf("first message %v, %v: want the start event", st.Msg(), st.Err())
 	}
-	if n, g := inotifyCount(t, a.Pid()), watchGoroutines(); n != 1 || g != 1 {
-		t.Errorf("while watching: %d inotify descriptors, %d goroutines of the watch; want 1 and 1", n, g)
+	// The stream's handler, and its goroutine waiting for the daemon's stop.
+	if n, g := inotifyCount(t, a.Pid()), watchGoroutines(); n != 1 || g != 2 {
+		t.Errorf("while watching: %d inotify descriptors, %d goroutines of the watch; want 1 and 2", n, g)
 	}
 	must := func(err error) {
 		t.Helper()
@@ -258,5 +259,38 @@ func TestWatcherPolled(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatal("a watcher whose sandbox ended is still held")
 		}
+	}
+}
+
+// TestWatchDirEndsAtStop: a watch stream ends, unavailable, as soon as
+// the daemon starts to stop (Config.Stopping), rather than hold up its
+// drain: a watch has nothing to finish.
+func TestWatchDirEndsAtStop(t *testing.T) {
+	stopping := make(chan struct{})
+	h, err := New(Config{
+		Core: &agentCore{a: hostAgent(t)}, MaxUploadBytes: 1 << 20, UploadTimeout: time.Minute, Stopping: stopping,
+		Sandbox: func(ctx context.Context) Sandbox { return Sandbox{ID: "sb"} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := filesystemconnect.NewFilesystemClient(srv.Client(), srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := c.WatchDir(ctx, connect.NewRequest(&filesystem.WatchDirRequest{Path: t.TempDir()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if !st.Receive() || st.Msg().GetStart() == nil {
+		t.Fatalf("first message %v, %v", st.Msg(), st.Err())
+	}
+	close(stopping)
+	for st.Receive() {
+	}
+	if connect.CodeOf(st.Err()) != connect.CodeUnavailable {
+		t.Errorf("the stream ended with %v, want unavailable", st.Err())
 	}
 }
