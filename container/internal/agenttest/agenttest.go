@@ -1,0 +1,41 @@
+// Package agenttest starts what the process agent's test suites run
+// against: a Python runner in a sandbox of its own, and its agent.
+package agenttest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/internal/testenv"
+	"github.com/nsbox/nsbox/container/procs"
+	"github.com/nsbox/nsbox/container/runner"
+)
+
+// Start starts a Python runner on rootfs, in a sandbox of a fresh
+// engine, and its process agent; all end at cleanup. It skips unless
+// root. The test binary's TestMain must call container.MaybeInit.
+func Start(t testing.TB, rootfs string) (*runner.Runner, *procs.Agent) {
+	t.Helper()
+	testenv.RequireRoot(t)
+	e, err := container.New(container.Config{RunDir: t.TempDir(), CgroupName: testenv.CgroupName()})
+	if err != nil {
+		t.Fatalf("container.New: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	spec := container.Spec{RootfsDir: rootfs, Limits: container.Limits{Timeout: 10 * time.Minute, OutputBytes: 64 << 20}}
+	r, err := runner.Start(ctx, e, spec)
+	if err != nil {
+		t.Fatalf("runner.Start: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	a, err := r.StartAgent(ctx)
+	if err != nil {
+		t.Fatalf("StartAgent: %v", err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return r, a
+}
