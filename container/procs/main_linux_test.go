@@ -5,22 +5,16 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/internal/agenttest"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
-func TestMain(m *testing.M) {
-	// Sandboxes re-execute this test binary as their init.
-	container.MaybeInit()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { agenttest.Main(m) }
 
 // startAgent starts a runner in a fresh sandbox and its agent; both end at
 // cleanup.

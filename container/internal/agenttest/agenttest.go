@@ -4,6 +4,7 @@ package agenttest
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -13,9 +14,16 @@ import (
 	"github.com/nsbox/nsbox/container/runner"
 )
 
+// Main is the TestMain of a suite that starts sandboxes: they re-execute
+// the test binary as their init.
+func Main(m *testing.M) {
+	container.MaybeInit()
+	os.Exit(m.Run())
+}
+
 // Start starts a Python runner on rootfs, in a sandbox of a fresh
 // engine, and its process agent; all end at cleanup. It skips unless
-// root. The test binary's TestMain must call container.MaybeInit.
+// root; the suite's TestMain is Main.
 func Start(t testing.TB, rootfs string) (*runner.Runner, *procs.Agent) {
 	t.Helper()
 	testenv.RequireRoot(t)

@@ -3,12 +3,10 @@ package guest_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/internal/agenttest"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/procs"
@@ -16,11 +14,7 @@ import (
 	"github.com/nsbox/nsbox/container/runner/guest"
 )
 
-func TestMain(m *testing.M) {
-	// Sandboxes re-execute this test binary as their init.
-	container.MaybeInit()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { agenttest.Main(m) }
 
 // agent starts a Python runner on rootfs and its process agent, which
 // guests are started through; all end at cleanup.
