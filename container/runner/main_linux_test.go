@@ -51,6 +51,16 @@ func exec(t testing.TB, r *Runner, code string) *Result {
 	return execReq(t, r, ExecRequest{Code: code, Timeout: time.Minute})
 }
 
+// execFigures runs code, which must end well and show exactly n figures.
+func execFigures(t testing.TB, r *Runner, code string, n int) *Result {
+	t.Helper()
+	res := exec(t, r, code)
+	if res.Status != StatusOK || len(res.Figures) != n {
+		t.Fatalf("status %q, %d figures, want %d; exception %+v stderr %s", res.Status, len(res.Figures), n, res.Exception, res.Stderr)
+	}
+	return res
+}
+
 func execReq(t testing.TB, r *Runner, req ExecRequest) *Result {
 	t.Helper()
 	res, err := r.Exec(context.Background(), req)

@@ -121,10 +121,7 @@ func TestStreaming(t *testing.T) {
 
 func TestNoFiguresWithoutMatplotlib(t *testing.T) {
 	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
-	res := exec(t, r, "try:\n    import matplotlib\nexcept ImportError:\n    pass\n1")
-	if res.Status != StatusOK || len(res.Figures) != 0 {
-		t.Fatalf("got %+v", res)
-	}
+	execFigures(t, r, "try:\n    import matplotlib\nexcept ImportError:\n    pass\n1", 0)
 }
 
 func TestFigures(t *testing.T) {
@@ -141,11 +138,7 @@ func TestFigures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := exec(t, r, tc.code)
-			if res.Status != StatusOK || len(res.Figures) != tc.n {
-				t.Fatalf("status %q, %d figures, want %d; exception %+v stderr %s", res.Status, len(res.Figures), tc.n, res.Exception, res.Stderr)
-			}
-			for _, f := range res.Figures {
+			for _, f := range execFigures(t, r, tc.code, tc.n).Figures {
 				if f.MIME != "image/png" {
 					t.Errorf("mime %q", f.MIME)
 				}
