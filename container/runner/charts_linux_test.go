@@ -143,9 +143,9 @@ plt.xlabel('Day [d]'); plt.ylabel('Level (m)'); plt.title('Tide')`)
 		want(t, c, map[string]any{"type": "unknown", "title": "Ring", "elements": []any{}})
 	})
 	t.Run("no data, no chart", func(t *testing.T) {
-		res := exec(t, r, "plt.figure()")
-		if len(res.Figures) != 1 || res.Figures[0].Chart != nil {
-			t.Fatalf("figures %d, chart %s", len(res.Figures), res.Figures[0].Chart)
+		res := execFigures(t, r, "plt.figure()", 1)
+		if c := res.Figures[0].Chart; c != nil {
+			t.Fatalf("a figure with no data: chart %s, want none", c)
 		}
 	})
 }
