@@ -176,7 +176,7 @@ func TestNodeInterrupts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t0 := time.Now()
-			res := execReq(t, r, ExecRequest{Code: tc.code, Timeout: 2 * time.Second}) // after the print, on a busy machine too
+			res := execPastPrint(t, r, ExecRequest{Code: tc.code, Timeout: 2 * time.Second}, nil)
 			if res.Status != StatusTimeout || res.Killed || res.Exception == nil || res.Exception.Name != "Interrupted" {
 				t.Fatalf("got %+v %+v", res, res.Exception)
 			}
@@ -206,23 +206,31 @@ func TestNodeKillOnTimeout(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := startNode(t)
-			if res := execReq(t, r, ExecRequest{Code: "1+1", KillOnTimeout: true, Timeout: time.Minute}); res.Status != StatusOK || res.Value != "2" {
-				t.Fatalf("a cell that ends in time: %+v", res)
+			var r *Runner
+			start := func() *Runner {
+				r = startNode(t)
+				if res := execReq(t, r, ExecRequest{Code: "1+1", KillOnTimeout: true, Timeout: time.Minute}); res.Status != StatusOK || res.Value != "2" {
+					t.Fatalf("a cell that ends in time: %+v", res)
+				}
+				return r
 			}
-			// The timeout must come after the cell printed: 2 s leaves room
-			// for a busy machine (300 ms did not: the top-level await's
-			// rewrite ran past it). A cancel waits for the print itself.
+			// The timeout must come after the cell printed (the top-level
+			// await's rewrite can take seconds on a busy machine): a try
+			// whose timeout came first runs again on a new runner with a
+			// longer one. A cancel waits for the print itself.
 			req := ExecRequest{Code: tc.code, KillOnTimeout: true, Timeout: 2 * time.Second}
-			ctx := context.Background()
+			var res *Result
+			var err error
 			if tc.cancel {
+				start()
 				req.Timeout = time.Minute
-				c, cancel := context.WithCancel(ctx)
+				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				ctx = c
 				req.OnStdout = func([]byte) { cancel() }
+				res, err = r.Exec(ctx, req)
+			} else {
+				res = execPastPrint(t, nil, req, start)
 			}
-			res, err := r.Exec(ctx, req)
 			if err != nil || res.Status != tc.want || !res.Killed || res.Exception != nil {
 				t.Fatalf("got %+v, %v", res, err)
 			}
