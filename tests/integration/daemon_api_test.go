@@ -301,7 +301,11 @@ func TestDaemonSIGSTOPKeepsTheVerdict(t *testing.T) {
 	}
 	// Each run prints "started" first; the daemon is stopped once every
 	// run has (on a slow host, such as the emulated v2 guest, a run still
-	// being set up when the daemon stops has not had its time).
+	// being set up when the daemon stops has not had its time). The
+	// deadline leaves a run that ends in time 9 s after its print, however
+	// slow the machine's process starts: the stop, deadline and 1 s longer
+	// from when the last run printed, is past every deadline all the same.
+	const deadline = 10 * time.Second
 	cases := []run{
 		{"runs past its deadline", "echo started; echo done; sleep 60", agentapi.StatusTimeout, false},
 		{"Python past its deadline", "print('started', flush=True)\nprint('done', flush=True)\nimport time\ntime.sleep(60)", agentapi.StatusTimeout, true},
@@ -319,7 +323,7 @@ func TestDaemonSIGSTOPKeepsTheVerdict(t *testing.T) {
 		started.Add(1)
 		go func() {
 			defer wg.Done()
-			req := &agentapi.RunRequest{Argv: []string{"sh", "-c", tc.script}, Limits: &agentapi.Limits{TimeoutMs: 2500}}
+			req := &agentapi.RunRequest{Argv: []string{"sh", "-c", tc.script}, Limits: &agentapi.Limits{TimeoutMs: deadline.Milliseconds()}}
 			if tc.python {
 				req.Argv, req.Language, req.Code = nil, agentapi.LanguagePython, tc.script
 			}
@@ -340,7 +344,7 @@ func TestDaemonSIGSTOPKeepsTheVerdict(t *testing.T) {
 	if err := d.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(4 * time.Second) // past every deadline
+	time.Sleep(deadline + time.Second) // past every deadline: each started before the last print
 	if err := d.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}

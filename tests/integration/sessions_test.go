@@ -197,7 +197,9 @@ func TestSessionOOMIsDead(t *testing.T) {
 func TestSessionExpiresAndMax(t *testing.T) {
 	d := startDaemon(t, "--max-sessions", "1")
 	ctx := context.Background()
-	id := newSession(t, d, &agentapi.SessionRequest{IdleTimeoutMs: 300})
+	// Idle long enough to still hold the one slot at the second create on
+	// a busy machine; then it expires by itself.
+	id := newSession(t, d, &agentapi.SessionRequest{IdleTimeoutMs: 3000})
 	var ae *agentapi.Error
 	if _, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{}); !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests {
 		t.Fatalf("second session with --max-sessions 1: %v", err)
