@@ -85,23 +85,29 @@ test("a paused sandbox can be killed", { timeout: 60_000 }, async (t) => {
 });
 
 test("a paused sandbox outlives its timeout, as on E2B; connect resumes it", { timeout: 60_000 }, async (t) => {
-  const sbx = await create(t, CodeSandbox, { timeoutMs: 3_000 });
+  // Set up with time to spare on a busy machine; then a 5 s timeout and
+  // the pause at once, and a wait past the end it had.
+  const sbx = await create(t, CodeSandbox, { timeoutMs: 60_000 });
   await value(sbx, "z = 'still here'");
+  await sbx.setTimeout(5_000);
+  const end = Date.now() + 5_000; // the sandbox's end is before this
   assert.equal(await sbx.pause(), true);
-  await new Promise((r) => setTimeout(r, 4_000)); // past the 3 s timeout
+  await new Promise((r) => setTimeout(r, end + 1_000 - Date.now())); // past the 5 s timeout
   assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, "paused", "a paused sandbox past its timeout");
   const back = await CodeSandbox.connect(sbx.sandboxId, { timeoutMs: 30_000 });
   assert.equal(await value(back, "z"), "still here");
 });
 
 test("lifecycle onTimeout pause: the timeout pauses the sandbox, connect resumes it", { timeout: 60_000 }, async (t) => {
-  const sbx = await create(t, CodeSandbox, { timeoutMs: 3_000, lifecycle: { onTimeout: "pause" } });
+  // Set up with time to spare on a busy machine, then a 3 s timeout.
+  const sbx = await create(t, CodeSandbox, { timeoutMs: 60_000, lifecycle: { onTimeout: "pause" } });
   assert.equal((await sbx.getInfo()).lifecycle?.onTimeout, "pause");
   await value(sbx, "w = 'paused by its timeout'");
   const ctx = await sbx.createCodeContext();
   await value(sbx, "v = 7", { context: ctx });
+  await sbx.setTimeout(3_000);
   let state;
-  for (const deadline = Date.now() + 15_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 250))) {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 250))) {
     state = (await Sandbox.getInfo(sbx.sandboxId)).state;
     if (state === "paused") break;
   }
