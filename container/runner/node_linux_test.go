@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -142,27 +143,43 @@ func TestNodeTracebackPointsAtUserLine(t *testing.T) {
 
 func TestNodeStreaming(t *testing.T) {
 	r := startNode(t)
+	// Each line carries the time it was printed (the sandbox's wall clock
+	// is the host's) and must arrive before the next is printed: output
+	// held back until the end arrives after all three. A busy machine only
+	// fails it by holding the reader back for the whole 200 ms between two
+	// prints.
 	var mu sync.Mutex
-	var lines []time.Duration
-	start := time.Now()
+	var arrived []time.Time
 	res := execReq(t, r, ExecRequest{
-		Code:    "for (let i = 0; i < 3; i++) { console.log(i); await new Promise(r => setTimeout(r, 200)) }",
+		Code:    "for (let i = 0; i < 3; i++) { console.log(i, Date.now()); await new Promise(r => setTimeout(r, 200)) }",
 		Timeout: time.Minute,
 		OnStdout: func(b []byte) {
 			mu.Lock()
 			defer mu.Unlock()
+			now := time.Now()
 			for range strings.Count(string(b), "\n") {
-				lines = append(lines, time.Since(start))
+				arrived = append(arrived, now)
 			}
 		},
 	})
-	if res.Status != StatusOK || string(res.Stdout) != "0\n1\n2\n" {
+	lines := strings.Split(strings.TrimSuffix(string(res.Stdout), "\n"), "\n")
+	if res.Status != StatusOK || len(lines) != 3 {
 		t.Fatalf("got %+v", res)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(lines) != 3 || lines[1]-lines[0] < 150*time.Millisecond || lines[2]-lines[1] < 150*time.Millisecond {
-		t.Fatalf("lines arrived at %v, want 200 ms apart", lines)
+	if len(arrived) != 3 {
+		t.Fatalf("%d lines streamed, want 3", len(arrived))
+	}
+	for i := 0; i+1 < len(lines); i++ {
+		var n int
+		var ms int64
+		if _, err := fmt.Sscanf(lines[i+1], "%d %d", &n, &ms); err != nil || n != i+1 {
+			t.Fatalf("line %d is %q, want %d and a time", i+1, lines[i+1], i+1)
+		}
+		if next := time.UnixMilli(ms); !arrived[i].Before(next) {
+			t.Errorf("line %d came %v after line %d was printed (the output was held back)", i, arrived[i].Sub(next), i+1)
+		}
 	}
 }
 
