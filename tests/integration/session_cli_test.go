@@ -132,7 +132,7 @@ func TestReplOnTerminal(t *testing.T) {
 		if err != nil {
 			t.Errorf("repl: %v; screen:\n%s", err, r.screen)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatalf("repl did not exit on Ctrl-D; screen:\n%s", r.screen)
 	}
 	ss, err := d.client.Sessions(context.Background())
