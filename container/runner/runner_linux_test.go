@@ -69,6 +69,21 @@ func TestTimeoutInterrupts(t *testing.T) {
 	}
 }
 
+// A cell whose timeout fires at once, right after the runner said ready
+// (a busy machine can hold the runner there as long as a short timeout),
+// is a timeout: the SIGINT must not reach the runner's own code, which
+// crashed the interpreter ("the interpreter exited or crashed") when it
+// came before the runner ignored SIGINT between cells.
+func TestTimeoutAtOnceIsATimeout(t *testing.T) {
+	for i := range 3 {
+		r := startRunner(t, newEngine(t), testenv.Rootfs(t))
+		res := execReq(t, r, ExecRequest{Code: "while True: pass", Timeout: time.Microsecond})
+		if res.Status != StatusTimeout {
+			t.Fatalf("try %d: a timeout at once: %s (%s)\n%s", i, res.Status, res.Error, res.Stderr)
+		}
+	}
+}
+
 func TestTimeoutKillsStuckCell(t *testing.T) {
 	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
 	// The cell ignores SIGINT (like a long C call): the sandbox must be killed.
