@@ -43,7 +43,7 @@ func TestBudgetsConfig(t *testing.T) {
 	// The held body is reserved once its handler runs; until then the
 	// second one may still fit (and is answered as any run). The deadline
 	// only ends a daemon that never refuses it.
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	for deadline := time.Now().Add(time.Minute); ; {
 		resp, err := d.http.Post("http://nsbox/v1/runs", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
@@ -89,7 +89,7 @@ func TestE2BKeyRequestsConfig(t *testing.T) {
 	}
 	// The held create counts once its handler runs; until then the list
 	// is served. The deadline only ends an endpoint that never refuses it.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		req, _ := http.NewRequest("GET", "http://"+addr+"/sandboxes", nil)
 		req.Header.Set("X-API-KEY", key)
 		resp, err := http.DefaultClient.Do(req)
