@@ -105,12 +105,15 @@ func TestDaemonErrors(t *testing.T) {
 
 func TestDaemonStreamOrder(t *testing.T) {
 	d := startDaemon(t)
+	// stdout and stderr are two pipes: their order is the order the
+	// daemon read them in, which 0.2 s between writes keeps on a busy
+	// machine (it was 0.05 s).
 	code := `import sys, time
 for i in range(3):
     print("out%d" % i, flush=True)
-    time.sleep(0.05)
+    time.sleep(0.2)
     print("err%d" % i, file=sys.stderr, flush=True)
-    time.sleep(0.05)
+    time.sleep(0.2)
 `
 	var got []string
 	res, err := d.client.RunStream(context.Background(), &agentapi.RunRequest{Language: "python", Code: code}, func(ev agentapi.Event) {
