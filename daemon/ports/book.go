@@ -23,7 +23,7 @@ import (
 
 // ErrNoListener: nothing listens on the port in the sandbox (the
 // transports answer 502, naming the port).
-var ErrNoListener = errors.New("nothing listens on the sandbox's port")
+var ErrNoListener = errors.New("nothing listens on it in the sandbox")
 
 // ErrEnded: the sandbox ended before the connection was made (the
 // session is dead).

@@ -57,7 +57,7 @@ func dialIn(ctx context.Context, ns *os.File, port int) (net.Conn, error) {
 	}()
 	r := <-ch
 	if errors.Is(r.err, syscall.ECONNREFUSED) {
-		return nil, fmt.Errorf("%w: port %d (connection refused on the sandbox's 127.0.0.1)", ErrNoListener, port)
+		return nil, fmt.Errorf("port %d: %w (connection refused on its 127.0.0.1)", port, ErrNoListener)
 	}
 	return r.c, r.err
 }
