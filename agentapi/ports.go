@@ -1,5 +1,10 @@
 package agentapi
 
+// UpgradeTCP is the Upgrade protocol of GET /v1/sessions/{id}/ports/{port}
+// (no trailing slash) that makes the request's connection a raw TCP
+// tunnel to the session's port (`nsbox session port`).
+const UpgradeTCP = "tcp"
+
 // PortStats are the connections made to a session's ports through the
 // daemon, in its present sandbox (a revive starts them again).
 type PortStats struct {

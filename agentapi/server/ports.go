@@ -3,9 +3,11 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/portproxy"
@@ -48,16 +50,45 @@ func (s *Server) handlePort(w http.ResponseWriter, r *http.Request) {
 		}}, s.log)
 }
 
-// handlePortBare sends a browser-style client to the port's root, where
+// handlePortBare: with "Upgrade: tcp", a raw TCP tunnel to the port
+// (`nsbox session port`: 101, then the connection's bytes both ways);
+// otherwise it sends a browser-style client to the port's root, where
 // relative links resolve under the route.
 func (s *Server) handlePortBare(w http.ResponseWriter, r *http.Request) {
-	if _, err := portParam(r); err != nil {
+	port, err := portParam(r)
+	if err != nil {
 		writeError(w, err)
+		return
+	}
+	if strings.EqualFold(r.Header.Get("Upgrade"), agentapi.UpgradeTCP) {
+		s.tunnelPort(w, r, port)
 		return
 	}
 	u := *r.URL
 	u.Path, u.RawPath = r.URL.Path+"/", ""
 	http.Redirect(w, r, u.String(), http.StatusPermanentRedirect)
+}
+
+// tunnelPort joins the request's connection to the port's.
+func (s *Server) tunnelPort(w http.ResponseWriter, r *http.Request, port int) {
+	c, err := s.core.DialPort(r.Context(), r.PathValue("id"), port)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	hj, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		c.Close()
+		writeError(w, err)
+		return
+	}
+	_ = hj.SetDeadline(time.Time{})
+	if _, err := io.WriteString(hj, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+agentapi.UpgradeTCP+"\r\n\r\n"); err != nil {
+		hj.Close()
+		c.Close()
+		return
+	}
+	portproxy.Join(hj, brw.Reader, c)
 }
 
 // errBadAnswer: the server behind a port closed the connection or

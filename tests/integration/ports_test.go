@@ -166,52 +166,7 @@ func TestPortProxyStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(60 * time.Second)) // only a hang fails
-		fmt.Fprintf(c, "GET %s/ws HTTP/1.1\r\nHost: nsbox\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-			"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", base)
-		br := bufio.NewReader(c)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get("Sec-WebSocket-Accept") != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" {
-			t.Fatalf("upgrade: %s %v", resp.Status, resp.Header)
-		}
-		for _, msg := range []string{"hello", strings.Repeat("x", 300)} {
-			mask := [4]byte{1, 2, 3, 4}
-			frame := []byte{0x81}
-			if len(msg) < 126 {
-				frame = append(frame, 0x80|byte(len(msg)))
-			} else {
-				frame = append(frame, 0x80|126, byte(len(msg)>>8), byte(len(msg)))
-			}
-			frame = append(frame, mask[:]...)
-			for i := range len(msg) {
-				frame = append(frame, msg[i]^mask[i%4])
-			}
-			if _, err := c.Write(frame); err != nil {
-				t.Fatal(err)
-			}
-			head := make([]byte, 2)
-			if _, err := io.ReadFull(br, head); err != nil {
-				t.Fatal(err)
-			}
-			n := int(head[1])
-			if n == 126 {
-				ext := make([]byte, 2)
-				if _, err := io.ReadFull(br, ext); err != nil {
-					t.Fatal(err)
-				}
-				n = int(ext[0])<<8 | int(ext[1])
-			}
-			echo := make([]byte, n)
-			if _, err := io.ReadFull(br, echo); err != nil {
-				t.Fatal(err)
-			}
-			if head[0] != 0x81 || string(echo) != msg {
-				t.Errorf("echo of %d bytes: opcode %#x, %d bytes", len(msg), head[0], len(echo))
-			}
-		}
+		wsEcho(t, c, base+"/ws")
 	})
 
 	t.Run("server-sent events", func(t *testing.T) {
@@ -251,6 +206,134 @@ func TestPortProxyStreams(t *testing.T) {
 		}
 	})
 
+	if err := d.client.DeleteSession(ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	d.assertClean(t, sess.ID)
+}
+
+// wsEcho upgrades c to a WebSocket at path and checks that two messages
+// (one with a 16-bit length) come back, as portserver.py echoes them.
+func wsEcho(t *testing.T, c net.Conn, path string) {
+	t.Helper()
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second)) // only a hang fails
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: nsbox\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", path)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get("Sec-WebSocket-Accept") != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" {
+		t.Fatalf("upgrade: %s %v", resp.Status, resp.Header)
+	}
+	for _, msg := range []string{"hello", strings.Repeat("x", 300)} {
+		mask := [4]byte{1, 2, 3, 4}
+		frame := []byte{0x81}
+		if len(msg) < 126 {
+			frame = append(frame, 0x80|byte(len(msg)))
+		} else {
+			frame = append(frame, 0x80|126, byte(len(msg)>>8), byte(len(msg)))
+		}
+		frame = append(frame, mask[:]...)
+		for i := range len(msg) {
+			frame = append(frame, msg[i]^mask[i%4])
+		}
+		if _, err := c.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		head := make([]byte, 2)
+		if _, err := io.ReadFull(br, head); err != nil {
+			t.Fatal(err)
+		}
+		n := int(head[1])
+		if n == 126 {
+			ext := make([]byte, 2)
+			if _, err := io.ReadFull(br, ext); err != nil {
+				t.Fatal(err)
+			}
+			n = int(ext[0])<<8 | int(ext[1])
+		}
+		echo := make([]byte, n)
+		if _, err := io.ReadFull(br, echo); err != nil {
+			t.Fatal(err)
+		}
+		if head[0] != 0x81 || string(echo) != msg {
+			t.Errorf("echo of %d bytes: opcode %#x, %d bytes", len(msg), head[0], len(echo))
+		}
+	}
+}
+
+// TestSessionPortCLI: `nsbox session port ID PORT --listen 127.0.0.1:0`
+// forwards a local TCP port to the session's server, as a browser would
+// use it: plain HTTP requests on a kept-alive connection and a WebSocket
+// echo; a non-loopback --listen is refused; Ctrl-C ends it (exit 0).
+func TestSessionPortCLI(t *testing.T) {
+	d := startDaemon(t)
+	ctx := context.Background()
+	sess, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("testdata/portserver.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.client.PutFile(ctx, sess.ID, "portserver.py", bytes.NewReader(src)); err != nil {
+		t.Fatal(err)
+	}
+	serveIn(t, d, sess.ID, 8002, "portserver.py")
+
+	out, err := exec.Command(nsboxBin, "session", "port", "--socket", d.sock, "--listen", "0.0.0.0:0", sess.ID, "8002").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not a loopback address") {
+		t.Errorf("--listen 0.0.0.0:0: %v %s, want refused", err, out)
+	}
+
+	cmd := exec.Command(nsboxBin, "session", "port", "--socket", d.sock, "--listen", "127.0.0.1:0", sess.ID, "8002")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	var addr string
+	if _, serr := fmt.Sscanf(line, "forwarding %s to port 8002", &addr); err != nil || serr != nil {
+		t.Fatalf("first line %q: %v %v (%s)", line, err, serr, stderr.String())
+	}
+
+	hc := &http.Client{}
+	for i := range 3 { // a browser keeps its connection: three requests on one tunnel
+		resp, err := hc.Post("http://"+addr+"/len", "text/plain", strings.NewReader(strings.Repeat("y", i*1000)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.HasPrefix(string(b), strconv.Itoa(i*1000)+" ") {
+			t.Errorf("POST /len of %d bytes: %q", i*1000, b)
+		}
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsEcho(t, c, "/ws")
+	c.Close()
+
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("after Ctrl-C: %v (%s)", err, stderr.String())
+	}
+	if _, err := net.Dial("tcp", addr); err == nil {
+		t.Errorf("%s still accepts after Ctrl-C", addr)
+	}
 	if err := d.client.DeleteSession(ctx, sess.ID); err != nil {
 		t.Fatal(err)
 	}
