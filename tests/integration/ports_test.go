@@ -115,6 +115,14 @@ func TestPortProxy(t *testing.T) {
 	if err != nil || string(out) != "404" {
 		t.Errorf("uid %d through the port: %v %q, want 404", nobody, err, out)
 	}
+	// Nor through the raw tunnel `nsbox session port` uses.
+	curl = exec.Command("curl", "-sS", "--max-time", "60", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", d.sock,
+		"-H", "Connection: Upgrade", "-H", "Upgrade: tcp", "http://nsbox"+base+"8000")
+	curl.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err = curl.Output()
+	if err != nil || string(out) != "404" {
+		t.Errorf("uid %d through the tunnel: %v %q, want 404", nobody, err, out)
+	}
 
 	got, err := d.client.Session(ctx, sess.ID)
 	if err != nil {
