@@ -20,7 +20,7 @@ import (
 
 // netns starts a process in a network namespace of its own and returns
 // its pid, with a Done closed when it has been killed and reaped.
-func netns(t *testing.T) Target {
+func netns(t testing.TB) Target {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: makes a network namespace")
@@ -147,5 +147,53 @@ func TestSandboxEndClosesConnections(t *testing.T) {
 	}
 	if _, err := b.Dial(context.Background(), "s1", tg, port); !errors.Is(err, errdefs.ErrSessionDead) {
 		t.Errorf("dial after the end: %v, want session dead", err)
+	}
+}
+
+// BenchmarkDial is a connection made into a sandbox's namespace and
+// closed (the per-request cost of the port routes); BenchmarkDialHost the
+// same on the daemon's own loopback, for comparison.
+func BenchmarkDial(b *testing.B) {
+	tg := netns(b)
+	l, err := egress.ListenIn(tg.Pid, "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	go acceptAndClose(l)
+	var book Book
+	port := l.Addr().(*net.TCPAddr).Port
+	for b.Loop() {
+		c, err := book.Dial(context.Background(), "s", tg, port)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+}
+
+func BenchmarkDialHost(b *testing.B) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	go acceptAndClose(l)
+	for b.Loop() {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+}
+
+func acceptAndClose(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
 	}
 }
