@@ -39,6 +39,8 @@ type Core interface {
 	WriteFile(ctx context.Context, id, path string, data []byte) error
 	ReadFile(ctx context.Context, id, path string, max int64) ([]byte, error)
 	RemoveFile(ctx context.Context, id, path string) error
+	// DialPort connects to 127.0.0.1:port in session id's sandbox.
+	DialPort(ctx context.Context, id string, port int) (net.Conn, error)
 	CreateVolume(ctx context.Context, req *agentapi.VolumeRequest) (*agentapi.Volume, error)
 	Volumes(ctx context.Context) []agentapi.Volume
 	Volume(ctx context.Context, name string) (*agentapi.Volume, error)

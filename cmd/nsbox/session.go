@@ -78,6 +78,7 @@ func sessionCommand() *cli.Command {
 				Flags:     []cli.Flag{socketFlag()},
 				Action:    sessionCopy,
 			},
+			sessionPortCommand(),
 		},
 	}
 }
