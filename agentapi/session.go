@@ -36,6 +36,9 @@ type SessionRequest struct {
 	// Network is the session's egress policy, for its whole life (as
 	// RunRequest.Network).
 	Network *Network `json:"network,omitempty"`
+	// Ports counts the connections made to the session's ports through
+	// the daemon (/v1/sessions/{id}/ports/..., E2B's getHost), if any.
+	Ports *PortStats `json:"ports,omitempty"`
 	// Volumes and Datasets are mounted for the session's whole life, as
 	// RunRequest's are for a run.
 	Volumes  []VolumeMount `json:"volumes,omitempty"`
@@ -88,6 +91,9 @@ type Session struct {
 	Pooled bool `json:"pooled,omitempty"`
 	// Network is the session's egress policy, if it has one.
 	Network *Network `json:"network,omitempty"`
+	// Ports counts the connections made to the session's ports through
+	// the daemon (/v1/sessions/{id}/ports/..., E2B's getHost), if any.
+	Ports *PortStats `json:"ports,omitempty"`
 	// OwnerUID is the uid that created the session (from the socket's peer
 	// credentials); only it, root and the daemon's admin group see it.
 	OwnerUID *uint32 `json:"owner_uid,omitempty"`

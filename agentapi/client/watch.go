@@ -60,4 +60,3 @@ func (c *Client) Watch(ctx context.Context, id, dir string, recursive bool, onEv
 		}
 	}
 }
-

@@ -40,6 +40,8 @@ type Core interface {
 	ReadFile(ctx context.Context, id, path string, max int64) ([]byte, error)
 	RemoveFile(ctx context.Context, id, path string) error
 	WatchDir(ctx context.Context, id, dir string, recursive bool) (*daemon.Watch, error)
+	// DialPort connects to 127.0.0.1:port in session id's sandbox.
+	DialPort(ctx context.Context, id string, port int) (net.Conn, error)
 	CreateVolume(ctx context.Context, req *agentapi.VolumeRequest) (*agentapi.Volume, error)
 	Volumes(ctx context.Context) []agentapi.Volume
 	Volume(ctx context.Context, name string) (*agentapi.Volume, error)
@@ -76,7 +78,7 @@ type Server struct {
 	log      *slog.Logger
 	handler  http.Handler
 	draining atomic.Bool
-	stopping chan struct{}  // closed when draining starts: watches end then
+	stopping chan struct{} // closed when draining starts: watches end then
 	stopOnce sync.Once
 	runs     sync.WaitGroup // run and exec handlers in progress
 	bodies   *httpkit.Bodies

@@ -80,6 +80,7 @@ func sessionCommand() *cli.Command {
 				Action:    sessionCopy,
 			},
 			sessionWatchCommand(),
+			sessionPortCommand(),
 		},
 	}
 }

@@ -359,5 +359,6 @@ func (k *Keeper) wireSession(in session.Info) agentapi.Session {
 		out.OwnerUID = &uid
 	}
 	out.Network = k.core.Network(in.ID)
+	out.Ports = k.portStats(in.ID)
 	return out
 }

@@ -200,7 +200,6 @@ func TestSessionWatchEnds(t *testing.T) {
 	}
 }
 
-
 // TestSessionWatchCLI: nsbox session watch prints a session directory's
 // changes, one "TYPE NAME" line each, and exits 0 once the directory is
 // gone; session create --processes makes the session it needs.

@@ -78,7 +78,7 @@ class AsyncClientTest(unittest.TestCase):
                 await s.exec("x = 41")
                 v = (await s.exec("x + 1")).value
                 exc = (await s.exec("1 / 0")).exception["name"]
-                timeout = (await s.exec("while True: pass", timeout_ms=300)).status
+                timeout = (await s.exec("while True: pass", timeout_ms=2000)).status  # after the cell started
                 alive = (await s.exec("x")).value
                 chunks = []
                 await s.exec("for i in range(3): print(i, flush=True)", on_stdout=chunks.append)
