@@ -46,6 +46,10 @@ type SessionRequest struct {
 	// Init makes the session's pid 1 a minimal init and its runner pid
 	// 1's child, as RunRequest.Init does for a run.
 	Init bool `json:"init,omitempty"`
+	// Processes starts the sandbox's process agent with the session (a
+	// Python session): it watches directories (GET .../watch) inside the
+	// sandbox, as the sandbox's user.
+	Processes bool `json:"processes,omitempty"`
 }
 
 // Session states.

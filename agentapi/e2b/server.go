@@ -89,8 +89,9 @@ type Server struct {
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox
-	ended     tombstones  // the credentials of sandboxes that ended
-	inflight  map[int]int // requests in flight per key
+	ended     tombstones    // the credentials of sandboxes that ended
+	inflight  map[int]int   // requests in flight per key
+	stopping  chan struct{} // closed when Run starts to drain: envd's watches end
 }
 
 // New checks cfg and returns a Server.
@@ -119,7 +120,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.UploadTimeout <= 0 {
 		cfg.UploadTimeout = 5 * time.Minute
 	}
-	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: cfg.Bodies, sandboxes: map[string]*sandbox{}, inflight: map[int]int{}}
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: cfg.Bodies, sandboxes: map[string]*sandbox{}, inflight: map[int]int{}, stopping: make(chan struct{})}
 	if cfg.LegacyDir != "" {
 		s.migrate(context.Background(), cfg.LegacyDir)
 	}
@@ -132,7 +133,7 @@ func New(cfg Config) (*Server, error) {
 	s.control = s.controlRoutes()
 	var err error
 	if s.envd, err = envd.New(envd.Config{
-		Core: cfg.Core, MaxUploadBytes: cfg.MaxUploadBytes, UploadTimeout: cfg.UploadTimeout,
+		Core: cfg.Core, MaxUploadBytes: cfg.MaxUploadBytes, UploadTimeout: cfg.UploadTimeout, Stopping: s.stopping,
 		Sandbox: func(ctx context.Context) envd.Sandbox {
 			sb := sandboxOf(ctx)
 			return envd.Sandbox{ID: sb.id, Envs: sb.envs}
@@ -342,6 +343,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("e2b: serving: %w", err)
 	case <-ctx.Done():
 	}
+	close(s.stopping)
 	graceCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(graceCtx); err != nil {

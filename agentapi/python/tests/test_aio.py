@@ -22,6 +22,18 @@ class AsyncClientTest(unittest.TestCase):
     def setUp(self):
         self.c = AsyncClient(socket_path=SOCKET)
 
+    def test_session_watch(self):
+        async def go():
+            async with await self.c.session(processes=True) as s:
+                await s.exec("import os; os.makedirs('w')")
+                async with await s.watch("w") as w:
+                    await s.exec("import os\nopen('w/a', 'w').close()\nos.remove('w/a')\nos.rmdir('w')")
+                    return w.path, [(e["type"], e["name"]) async for e in w]
+
+        path, got = run(go())
+        self.assertEqual(path, "/workspace/w")
+        self.assertEqual(got, [("create", "a"), ("remove", "a"), ("remove", ".")])
+
     def test_health_run(self):
         async def go():
             h = await self.c.health()
