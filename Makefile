@@ -202,7 +202,7 @@ uninstall: ## remove what install put in place, except /etc/nsbox/nsbox.conf, /v
 # times the same factor (suite.sh).
 VM_TESTS  := .cache/cgroup2-vm/tests
 VM_BASE   := ./cgroup@60 ./container@1200 ./container/zygote@60
-VM_PKGS   := $(VM_BASE) ./tests/integration@720
+VM_PKGS   := $(VM_BASE) ./tests/integration@1080
 VM_SUITE   = scripts/cgroup2-vm/suite.sh --host-usr \
 	--ro-share $(CURDIR) --share $(CURDIR)/$(VM_TESTS) --share $(STORE) \
 	--env NSBOX_VM_NSBOX_BIN=$(CURDIR)/$(VM_TESTS)/nsbox \

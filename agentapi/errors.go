@@ -23,6 +23,7 @@ const (
 	CodeUnsupportedMediaType = "unsupported_media_type" // 415
 	CodeResourceExhausted    = "resource_exhausted"     // 429
 	CodeInternal             = "internal"               // 500
+	CodeBadGateway           = "bad_gateway"            // 502: nothing listens on a session's port
 	CodeUnavailable          = "unavailable"            // 503
 	CodeNoSpace              = "no_space"               // 507: a workspace is full
 )

@@ -36,6 +36,9 @@ type SessionRequest struct {
 	// Network is the session's egress policy, for its whole life (as
 	// RunRequest.Network).
 	Network *Network `json:"network,omitempty"`
+	// Ports counts the connections made to the session's ports through
+	// the daemon (/v1/sessions/{id}/ports/..., E2B's getHost), if any.
+	Ports *PortStats `json:"ports,omitempty"`
 	// Volumes and Datasets are mounted for the session's whole life, as
 	// RunRequest's are for a run.
 	Volumes  []VolumeMount `json:"volumes,omitempty"`
@@ -43,9 +46,10 @@ type SessionRequest struct {
 	// Init makes the session's pid 1 a minimal init and its runner pid
 	// 1's child, as RunRequest.Init does for a run.
 	Init bool `json:"init,omitempty"`
-	// Terminals starts the session's process agent with it, so that
-	// terminals can be opened in it (POST /v1/sessions/{id}/terminal).
-	Terminals bool `json:"terminals,omitempty"`
+	// Processes starts the sandbox's process agent with the session (a
+	// Python session): it watches directories (GET .../watch) inside the
+	// sandbox, as the sandbox's user.
+	Processes bool `json:"processes,omitempty"`
 }
 
 // Session states.
@@ -87,6 +91,9 @@ type Session struct {
 	Pooled bool `json:"pooled,omitempty"`
 	// Network is the session's egress policy, if it has one.
 	Network *Network `json:"network,omitempty"`
+	// Ports counts the connections made to the session's ports through
+	// the daemon (/v1/sessions/{id}/ports/..., E2B's getHost), if any.
+	Ports *PortStats `json:"ports,omitempty"`
 	// OwnerUID is the uid that created the session (from the socket's peer
 	// credentials); only it, root and the daemon's admin group see it.
 	OwnerUID *uint32 `json:"owner_uid,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -556,5 +557,57 @@ func TestBackgroundYields(t *testing.T) {
 	}
 	if s := bgShare(); s < 0.3 || s > 0.7 {
 		t.Errorf("after Foreground the loop had %.1f%% of the CPU, want about half", 100*s)
+	}
+}
+
+// RemoveIdle takes a cgroup nobody names only when it is old and empty,
+// and never kills: a fresh one stays, so does an old one with a process in
+// it (the process lives on), and an old empty one goes.
+func TestRemoveIdle(t *testing.T) {
+	m := newTestManager(t)
+	const idle = time.Minute
+	old := time.Now().Add(-2 * idle)
+	backdate := func(id string) {
+		t.Helper()
+		for _, d := range m.Dirs(id) {
+			if err := os.Chtimes(d, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	remove := func(id string, want bool) {
+		t.Helper()
+		got, err := m.RemoveIdle(id, idle)
+		if err != nil || got != want {
+			t.Fatalf("RemoveIdle(%s) = %v, %v; want %v", id, got, err, want)
+		}
+		ids, _ := m.Leftovers()
+		if gone := !slices.Contains(ids, id); gone != want {
+			t.Fatalf("after RemoveIdle(%s) = %v the cgroups are %v", id, got, ids)
+		}
+	}
+	if _, err := m.Create("idle-empty", Limits{Pids: 4}); err != nil {
+		t.Fatal(err)
+	}
+	remove("idle-empty", false) // just made: an engine may be about to start its process
+	backdate("idle-empty")
+	remove("idle-empty", true)
+
+	busy, err := m.Create("idle-busy", Limits{Pids: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); m.Remove("idle-busy") })
+	if err := busy.Add(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	backdate("idle-busy")
+	remove("idle-busy", false)
+	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the process in the busy cgroup: %v, want alive", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -303,6 +304,51 @@ func (m *Manager) Remove(id string) error {
 	kerr := c.Kill()
 	derr := c.Delete()
 	return errors.Join(kerr, derr)
+}
+
+// Dirs returns the directories of the sandbox cgroup id, one per
+// hierarchy, whether or not they exist (for diagnostics and tests).
+func (m *Manager) Dirs(id string) []string {
+	var out []string
+	for _, p := range m.hier {
+		out = append(out, filepath.Join(p, id))
+	}
+	return out
+}
+
+// RemoveIdle deletes the sandbox cgroup id when no process is in it and
+// none of its directories changed in the last idle, and reports whether it
+// did. It never kills: the kernel refuses to remove a cgroup a process has
+// entered since (EBUSY), and then the cgroup stays. It is for a cgroup no
+// engine names (its liveness lock is gone with its engine's run dir).
+func (m *Manager) RemoveIdle(id string, idle time.Duration) (bool, error) {
+	if err := validName(id); err != nil {
+		return false, fmt.Errorf("cgroup %q: %w", id, err)
+	}
+	c := m.handle(id)
+	for _, d := range c.hier {
+		var st unix.Stat_t
+		if err := unix.Stat(d.path, &st); err != nil {
+			if err == unix.ENOENT {
+				continue
+			}
+			return false, fmt.Errorf("cgroup %s: %w", id, err)
+		}
+		// cgroupfs sets a directory's mtime when it is made and when an
+		// entry is added to it or removed.
+		if time.Since(time.Unix(st.Mtim.Unix())) < idle {
+			return false, nil
+		}
+	}
+	if pids, err := c.Pids(); err != nil || len(pids) > 0 {
+		return false, err
+	}
+	for _, d := range c.hier {
+		if err := unix.Rmdir(d.path); err != nil && err != unix.ENOENT {
+			return false, fmt.Errorf("cgroup %s: remove %s: %w", id, d.path, err)
+		}
+	}
+	return true, nil
 }
 
 // Close removes the manager's parent directory in every hierarchy. It fails

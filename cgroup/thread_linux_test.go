@@ -42,11 +42,10 @@ func onOwnThread(t *testing.T, fn func(tid int)) {
 	<-done
 	// Until it is gone the thread keeps its cgroup busy.
 	task := fmt.Sprintf("/proc/self/task/%d", tid)
-	for i := 0; i < 1000; i++ {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		if _, err := os.Stat(task); os.IsNotExist(err) {
 			return
 		}
-		time.Sleep(time.Millisecond)
 	}
 	t.Errorf("thread %d still there", tid)
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/nsbox/nsbox/cgroup"
 	"github.com/nsbox/nsbox/container/internal/cleanup"
 	"github.com/nsbox/nsbox/container/internal/initproc"
+	"github.com/nsbox/nsbox/container/internal/leftovers"
 	"github.com/nsbox/nsbox/container/internal/locks"
 	"github.com/nsbox/nsbox/container/internal/mnt"
 	"github.com/nsbox/nsbox/container/internal/reaper"
@@ -170,43 +170,13 @@ func (e *Engine) Close() error {
 }
 
 // Recover removes whatever sandboxes of a dead predecessor (with the same
-// CgroupName and RunDir) left behind, and reports how many it removed. A
-// sandbox whose liveness lock is held outside it (locks.Reclaim) belongs
-// to a live engine and is left alone, and so is one with no lock in this
-// RunDir: another engine's, with a run dir of its own, in a cgroup parent
-// that happens to have the same name.
+// CgroupName) left behind, and reports how many it removed. A sandbox
+// whose liveness lock is held outside it belongs to a live engine and is
+// left alone; one with no lock in this RunDir is removed only when empty
+// and untouched for a minute (container/internal/leftovers).
 func (e *Engine) Recover() (int, error) {
-	ids, err := e.cgroups.Leftovers()
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	var errs []error
-	for _, id := range ids {
-		lock, err := locks.Reclaim(locks.LivePath(e.liveDir, id), func() ([]int, error) { return e.cgroups.Pids(id) })
-		if errors.Is(err, unix.EWOULDBLOCK) || errors.Is(err, os.ErrNotExist) {
-			continue // alive, or not this run dir's
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := e.cgroups.Remove(id); err != nil {
-			errs = append(errs, fmt.Errorf("sandbox %s: %w", id, err))
-		} else {
-			n++
-			e.log.Info("removed leftover sandbox", "id", id)
-		}
-		os.Remove(lock.Name())
-		lock.Close()
-	}
-	locks.RemoveStale(LockDir, e.liveDir, staleLockAge)
-	return n, errors.Join(errs...)
+	return leftovers.Sweep(e.cgroups, e.liveDir, LockDir, e.log)
 }
-
-// staleLockAge is how old a free liveness lock must be before Recover
-// deletes it: a new one may be between its creation and its flock.
-const staleLockAge = time.Minute
 
 func validID(id string) error {
 	if id == "" || len(id) > 64 {

@@ -1,8 +1,10 @@
 package container
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,4 +63,30 @@ func runKind(t *testing.T, k sandboxKind, code string, lim Limits) *Result {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// lineWatch is a live output writer whose seen channel closes once the
+// output so far contains want.
+type lineWatch struct {
+	mu   sync.Mutex
+	buf  []byte
+	want string
+	seen chan struct{}
+}
+
+func newLineWatch(want string) *lineWatch {
+	return &lineWatch{want: want, seen: make(chan struct{})}
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buf != nil && bytes.Contains(w.buf, []byte(w.want)) {
+		return len(p), nil // seen already
+	}
+	w.buf = append(w.buf, p...)
+	if bytes.Contains(w.buf, []byte(w.want)) {
+		close(w.seen)
+	}
+	return len(p), nil
 }

@@ -428,16 +428,41 @@ func TestConcurrentSandboxesGetDistinctHostIDs(t *testing.T) {
 	e := newTestEngine(t)
 	const n = 4
 	outs := make([]string, n)
+	printed := make(chan struct{}, n)
 	var wg sync.WaitGroup
+	var stdins []*os.File
 	for i := range n {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdins = append(stdins, w)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// Sleep so all four are alive at once.
-			res := runPy(t, e, "import time; print(open('/proc/self/uid_map').read().split()[-2]); time.sleep(0.5)")
+			defer r.Close()
+			// Alive, once it printed, until its stdin ends: the test ends
+			// them all once all four have printed.
+			res := runPy(t, e, "import sys; print(open('/proc/self/uid_map').read().split()[-2], flush=True); sys.stdin.read()", func(s *Spec) {
+				s.Stdin, s.Stdout = r, &firstWrite{c: printed}
+			})
 			outs[i] = mustOK(t, res)
 		}()
 	}
+	closeAll := func() {
+		for _, w := range stdins {
+			w.Close()
+		}
+	}
+	t.Cleanup(closeAll)
+	for range n {
+		select {
+		case <-printed:
+		case <-time.After(2 * time.Minute):
+			t.Fatal("the four sandboxes did not all print their uid in two minutes")
+		}
+	}
+	closeAll()
 	wg.Wait()
 	seen := map[string]bool{}
 	for _, o := range outs {
@@ -493,4 +518,15 @@ func TestSignalDispositionsReset(t *testing.T) {
 	if out, want := mustOK(t, res), "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000"; out != want {
 		t.Errorf("got %q, want %q", out, want)
 	}
+}
+
+// firstWrite sends on c at its first write: the run has printed.
+type firstWrite struct {
+	c    chan<- struct{}
+	once sync.Once
+}
+
+func (f *firstWrite) Write(b []byte) (int, error) {
+	f.once.Do(func() { f.c <- struct{}{} })
+	return len(b), nil
 }

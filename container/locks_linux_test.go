@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/cgroup"
+	"github.com/nsbox/nsbox/container/internal/leftovers"
 	"github.com/nsbox/nsbox/container/internal/locks"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 )
@@ -103,6 +105,46 @@ func TestRecoverKeepsToItsRunDir(t *testing.T) {
 	}
 	if n := recover(a.cfg.RunDir); n != 1 {
 		t.Errorf("the next engine on the run dir recovered %d sandboxes, want 1", n)
+	}
+}
+
+// A dead engine whose run dir went with it (a test's, a conformance run's
+// temporary one) names none of its cgroups any more: Recover on any run
+// dir takes such a cgroup once it is empty and a minute old, and not
+// before (an engine may be about to start its process in a new one).
+func TestRecoverTakesAnOldCgroupNoEngineNames(t *testing.T) {
+	a := newTestEngine(t)
+	id := "orphan-" + NewID()
+	if _, err := a.cgroups.Create(id, cgroup.Limits{MemoryBytes: 64 << 20, Pids: 8, CPUs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	recover := func() int {
+		t.Helper()
+		e, err := New(Config{RunDir: t.TempDir(), CgroupName: a.cfg.CgroupName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.self.Close() // not Close: that would remove the cgroup parent a still has
+		n, err := e.Recover()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := recover(); n != 0 {
+		t.Fatalf("a new cgroup no engine names: %d recovered, want 0", n)
+	}
+	old := time.Now().Add(-2 * leftovers.StaleAge)
+	for _, d := range a.cgroups.Dirs(id) {
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := recover(); n != 1 {
+		t.Fatalf("an empty cgroup no engine names, %v old: %d recovered, want 1", 2*leftovers.StaleAge, n)
+	}
+	if ids, _ := a.cgroups.Leftovers(); slices.Contains(ids, id) {
+		t.Fatalf("the cgroup is still there: %q", ids)
 	}
 }
 

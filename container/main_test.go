@@ -16,7 +16,7 @@ func TestMain(m *testing.M) {
 	mountsBefore := countMounts()
 	code := m.Run()
 	// After the whole suite nothing of nsbox may remain on the host.
-	if leaks := leftovers(mountsBefore); len(leaks) > 0 {
+	if leaks := leftBehind(mountsBefore); len(leaks) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: the suite left things behind:\n  %s\n", strings.Join(leaks, "\n  "))
 		code = 1
 	}
@@ -37,12 +37,11 @@ func countMounts() int {
 	return n
 }
 
-// leftovers lists children of the test binary still alive (every sandbox
+// leftBehind lists children of the test binary still alive (every sandbox
 // init is one) and nsbox mounts added since the start. Other nsbox
-// processes on the host (go test runs packages in parallel) are not ours. (Liveness locks are global to the host
-// and other nsbox processes may hold some: the engines' cgroup checks cover
-// this suite's own runs.)
-func leftovers(mountsBefore int) []string {
+// processes on the host (go test runs packages in parallel) are not ours
+// (the engines' cgroup checks cover this suite's own runs).
+func leftBehind(mountsBefore int) []string {
 	var out []string
 	if n := countMounts(); n != mountsBefore {
 		out = append(out, fmt.Sprintf("nsbox-looking host mounts went from %d to %d", mountsBefore, n))

@@ -241,12 +241,14 @@ func (s *Sandbox) startIO(outR, errR, inW *os.File) {
 // that has already exited and leaves its verdict alone. The check is one
 // waitid (or poll of the pidfd), and only when the deadline fires.
 func (s *Sandbox) arm(ctx context.Context) {
-	s.timer = time.AfterFunc(s.limits.Timeout, func() {
-		if !s.proc.hasExited() {
-			s.Kill(StatusTimeout)
-		}
-	})
+	s.timer = time.AfterFunc(s.limits.Timeout, s.deadlinePassed)
 	s.stopCtx = context.AfterFunc(ctx, func() { s.Kill(StatusKilled) })
+}
+
+func (s *Sandbox) deadlinePassed() {
+	if !s.proc.hasExited() {
+		s.Kill(StatusTimeout)
+	}
 }
 
 // Wait waits for the command to end, kills whatever it left in the sandbox,

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsbox/nsbox/container/internal/leftovers"
 	"github.com/nsbox/nsbox/container/internal/locks"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 )
@@ -114,7 +115,7 @@ print(open("uploaded.txt").read())
 // never one that is held or new.
 func TestRecoverRemovesStaleLocks(t *testing.T) {
 	e := newTestEngine(t)
-	old := time.Now().Add(-2 * staleLockAge)
+	old := time.Now().Add(-2 * leftovers.StaleAge)
 	mk := func(id string, mtime time.Time) string {
 		p := locks.LivePath(e.liveDir, id)
 		if err := os.WriteFile(p, nil, 0o600); err != nil {

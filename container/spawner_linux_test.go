@@ -119,7 +119,7 @@ func TestInitDiesWithItsSpawner(t *testing.T) {
 	e.spawner.Close()
 	select {
 	case <-sb.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("the init outlived the thread that cloned it")
 	}
 	res, err := sb.Wait()

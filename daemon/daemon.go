@@ -186,6 +186,8 @@ func New(cfg Config) (*Daemon, error) {
 		Take:    d.takeForSession,
 		OnEnd:   func(st runner.Status) { d.metrics.SessionEnded(string(st)) },
 		OnExec:  d.metrics.SessionExec,
+
+		OnPortConn: d.metrics.PortConn, OnPortBytes: d.metrics.PortBytes,
 	})
 	if err != nil {
 		return nil, err

@@ -7,8 +7,8 @@ import (
 	"github.com/nsbox/nsbox/daemon/terminal"
 )
 
-// OpenTerminal opens a terminal in a session created with terminals
-// (agentapi.SessionRequest.Terminals; an E2B sandbox has them): a process
+// OpenTerminal opens a terminal in a session created with processes
+// (agentapi.SessionRequest.Processes; an E2B sandbox has one): a process
 // on a pseudo-terminal of its sandbox, started by its process agent.
 // The caller must own the session, as for an exec.
 func (d *Daemon) OpenTerminal(ctx context.Context, id string, req *agentapi.TerminalRequest) (*terminal.Terminal, error) {

@@ -29,7 +29,7 @@ type Terminal struct {
 }
 
 // OpenTerminal opens a terminal in session id (created with
-// SessionRequest.Terminals) over a connection of its own, upgraded to
+// SessionRequest.Processes) over a connection of its own, upgraded to
 // agentapi.TerminalProtocol. ctx bounds the opening only; Close ends it.
 func (c *Client) OpenTerminal(ctx context.Context, id string, req *agentapi.TerminalRequest) (*Terminal, error) {
 	body, err := json.Marshal(req)

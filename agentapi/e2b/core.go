@@ -3,6 +3,7 @@ package e2b
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
@@ -35,4 +36,7 @@ type Core interface {
 	HasGuest(id, context string) bool
 	DropGuest(id, context string)
 	Info(ctx context.Context) (*agentapi.Info, error)
+	// DialPort connects to 127.0.0.1:port in session id's sandbox
+	// (getHost; agentapi/e2b/hostports).
+	DialPort(ctx context.Context, id string, port int) (net.Conn, error)
 }

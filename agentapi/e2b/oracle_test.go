@@ -31,7 +31,7 @@ func TestSandboxRoutesNoOracle(t *testing.T) {
 		"live": live.SandboxID, "paused": paused.SandboxID, "dead": dead.SandboxID, "ended": ended.SandboxID,
 		"unknown": "0123456789abcdef0123456789abcdef",
 	}
-	for _, port := range []string{"49983", "49999"} {
+	for _, port := range []string{"49983", "49999", "8000"} {
 		for _, cred := range []struct{ name, hdr, value string }{
 			{"none", "", ""},
 			{"another sandbox's token", "X-Access-Token", other.EnvdAccessToken},

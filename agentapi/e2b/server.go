@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nsbox/nsbox/agentapi/e2b/apikeys"
+	"github.com/nsbox/nsbox/agentapi/e2b/hostports"
 	"log/slog"
 	"net"
 	"net/http"
@@ -88,8 +89,9 @@ type Server struct {
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandbox
-	ended     tombstones  // the credentials of sandboxes that ended
-	inflight  map[int]int // requests in flight per key
+	ended     tombstones    // the credentials of sandboxes that ended
+	inflight  map[int]int   // requests in flight per key
+	stopping  chan struct{} // closed when Run starts to drain: envd's watches end
 }
 
 // New checks cfg and returns a Server.
@@ -118,7 +120,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.UploadTimeout <= 0 {
 		cfg.UploadTimeout = 5 * time.Minute
 	}
-	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: cfg.Bodies, sandboxes: map[string]*sandbox{}, inflight: map[int]int{}}
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: cfg.Bodies, sandboxes: map[string]*sandbox{}, inflight: map[int]int{}, stopping: make(chan struct{})}
 	if cfg.LegacyDir != "" {
 		s.migrate(context.Background(), cfg.LegacyDir)
 	}
@@ -131,7 +133,7 @@ func New(cfg Config) (*Server, error) {
 	s.control = s.controlRoutes()
 	var err error
 	if s.envd, err = envd.New(envd.Config{
-		Core: cfg.Core, MaxUploadBytes: cfg.MaxUploadBytes, UploadTimeout: cfg.UploadTimeout,
+		Core: cfg.Core, MaxUploadBytes: cfg.MaxUploadBytes, UploadTimeout: cfg.UploadTimeout, Stopping: s.stopping,
 		Sandbox: func(ctx context.Context) envd.Sandbox {
 			sb := sandboxOf(ctx)
 			return envd.Sandbox{ID: sb.id, Envs: sb.envs}
@@ -210,14 +212,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sb := s.lookup(id)
 	var plane http.Handler
+	userPort := false // a server of the sandbox's own
 	switch port {
 	case strconv.Itoa(EnvdPort):
 		plane = s.envd
 	case strconv.Itoa(InterpreterPort):
 		plane = s.interpreter
-	default:
-		writeAPIError(w, http.StatusBadGateway, fmt.Sprintf("port %q: nsbox serves only envd (%d) and the code interpreter (%d) of a sandbox", port, EnvdPort, InterpreterPort))
-		return
+	default: // a server of the sandbox's own (getHost): hostports
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			writeAPIError(w, http.StatusBadRequest, fmt.Sprintf("port %q is not a TCP port (1 to 65535)", port))
+			return
+		}
+		plane, userPort = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hostports.Serve(w, r, s.core, sandboxOf(r.Context()).id, n, s.log)
+		}), true
 	}
 	// Credentials first, and one answer without them whatever the id
 	// names (unknown, ended, paused, dead or live): no oracle of which
@@ -226,7 +235,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ended {
 		sb = s.endedOne(id)
 	}
-	if sb == nil || !s.authorized(r, sb) {
+	if sb == nil || !s.authorized(r, sb, !userPort) {
 		if sb != nil && r.URL.Path == "/files" {
 			if signed, expired := sb.signature(r, time.Now()); signed && expired { // no oracle: only the token makes one
 				writeAPIError(w, http.StatusUnauthorized, "signature is already expired")
@@ -269,8 +278,9 @@ func errNoCredentials(id string) string {
 }
 
 // authorized: the sandbox's access token (envd) or traffic token (the
-// interpreter), the API key that created it, or a signed file URL.
-func (s *Server) authorized(r *http.Request, sb *sandbox) bool {
+// interpreter, its own servers), the API key that created it, or, with
+// signed (envd's planes), a signed file URL.
+func (s *Server) authorized(r *http.Request, sb *sandbox, signed bool) bool {
 	if t := r.Header.Get("X-Access-Token"); t != "" && apikeys.EqualToken(t, sb.token) {
 		return true
 	}
@@ -280,8 +290,8 @@ func (s *Server) authorized(r *http.Request, sb *sandbox) bool {
 	if k := r.Header.Get("X-API-KEY"); k != "" && s.cfg.Keys.Match(k) == sb.key {
 		return true
 	}
-	signed, expired := sb.signature(r, time.Now())
-	return r.URL.Path == "/files" && signed && !expired
+	ok, expired := sb.signature(r, time.Now())
+	return signed && r.URL.Path == "/files" && ok && !expired
 }
 
 // signedBy finds the sandbox whose token signed a /files URL, expired
@@ -333,6 +343,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("e2b: serving: %w", err)
 	case <-ctx.Done():
 	}
+	close(s.stopping)
 	graceCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(graceCtx); err != nil {

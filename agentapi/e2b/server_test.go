@@ -209,7 +209,7 @@ func TestSandboxRoutes(t *testing.T) {
 		{"its creator's key", map[string]string{"E2b-Sandbox-Id": a.SandboxID, "E2b-Sandbox-Port": "49983", "X-API-KEY": keyA}, "", http.StatusOK},
 		{"another key", map[string]string{"E2b-Sandbox-Id": a.SandboxID, "E2b-Sandbox-Port": "49983", "X-API-KEY": keyB}, "", http.StatusUnauthorized},
 		{"an unknown sandbox", envd("0123456789abcdef0123456789abcdef", a.EnvdAccessToken), "", http.StatusUnauthorized},
-		{"another port", map[string]string{"E2b-Sandbox-Id": a.SandboxID, "E2b-Sandbox-Port": "8080", "X-Access-Token": a.EnvdAccessToken}, "", http.StatusBadGateway},
+		{"not a TCP port", map[string]string{"E2b-Sandbox-Id": a.SandboxID, "E2b-Sandbox-Port": "70000", "X-Access-Token": a.EnvdAccessToken}, "", http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest("POST", list, strings.NewReader(`{"path":"/home/user"}`))

@@ -47,6 +47,11 @@ func ToHTTP(err error) (int, *agentapi.Error) {
 		return http.StatusRequestEntityTooLarge, &agentapi.Error{Code: agentapi.CodePayloadTooLarge,
 			Message: fmt.Sprintf("request body larger than %d bytes (%d MiB), the daemon's cap on one request: send big inputs as several session file uploads (PUT /v1/sessions/{id}/files/PATH, one per file), each under it", mbe.Limit, mbe.Limit>>20)}
 	}
+	for _, e := range portErrors {
+		if errors.Is(err, e) {
+			return http.StatusBadGateway, &agentapi.Error{Code: agentapi.CodeBadGateway, Message: err.Error()}
+		}
+	}
 	for _, e := range httpErrors {
 		if errors.Is(err, e.err) {
 			return e.status, &agentapi.Error{Code: e.code, Message: err.Error()}

@@ -28,9 +28,14 @@ func (s *Server) routes() http.Handler {
 	}
 	table = append(table, s.sessionRoutes()...)
 	table = append(table, s.volumeRoutes()...)
+	table = append(table, s.portRoutes()...)
 	mux := http.NewServeMux()
 	methods := map[string][]string{}
 	for _, rt := range table {
+		if rt.method == "" { // any method
+			mux.HandleFunc(rt.path, rt.h)
+			continue
+		}
 		mux.HandleFunc(rt.method+" "+rt.path, rt.h)
 		methods[rt.path] = append(methods[rt.path], rt.method)
 	}

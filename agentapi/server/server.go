@@ -41,6 +41,9 @@ type Core interface {
 	WriteFile(ctx context.Context, id, path string, data []byte) error
 	ReadFile(ctx context.Context, id, path string, max int64) ([]byte, error)
 	RemoveFile(ctx context.Context, id, path string) error
+	WatchDir(ctx context.Context, id, dir string, recursive bool) (*daemon.Watch, error)
+	// DialPort connects to 127.0.0.1:port in session id's sandbox.
+	DialPort(ctx context.Context, id string, port int) (net.Conn, error)
 	CreateVolume(ctx context.Context, req *agentapi.VolumeRequest) (*agentapi.Volume, error)
 	Volumes(ctx context.Context) []agentapi.Volume
 	Volume(ctx context.Context, name string) (*agentapi.Volume, error)
@@ -77,6 +80,8 @@ type Server struct {
 	log      *slog.Logger
 	handler  http.Handler
 	draining atomic.Bool
+	stopping chan struct{} // closed when draining starts: watches end then
+	stopOnce sync.Once
 	runs     sync.WaitGroup // run and exec handlers in progress
 	bodies   *httpkit.Bodies
 }
@@ -98,7 +103,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	bl := cfg.Bodies.Limits()
 	cfg.MaxBodyBytes, cfg.MaxBodyBytesInFlight, cfg.BodyTimeout = bl.MaxBodyBytes, bl.MaxBodyBytesInFlight, bl.BodyTimeout
-	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: cfg.Bodies}
+	s := &Server{cfg: cfg, core: cfg.Core, log: cfg.Logger, bodies: cfg.Bodies, stopping: make(chan struct{})}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -132,6 +137,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 
 	s.draining.Store(true)
+	s.stopOnce.Do(func() { close(s.stopping) })
 	s.log.Info("shutting down: draining runs", "in_flight", s.core.InFlight(), "grace", s.cfg.ShutdownGrace)
 	graceCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()

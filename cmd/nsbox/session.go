@@ -45,7 +45,7 @@ func sessionCommand() *cli.Command {
 					&cli.DurationFlag{Name: "idle-timeout", Usage: "end the session after `DURATION` unused", DefaultText: "the daemon's"},
 					&cli.StringFlag{Name: "idle-action", Usage: "what the idle timeout does, `ACTION`: end, or pause (frozen until its lifetime ends)", DefaultText: "the daemon's"},
 					&cli.BoolFlag{Name: "init", Usage: "run a minimal init as pid 1 (as nsbox exec --init): the interpreter is its child, orphans are reaped"},
-					&cli.BoolFlag{Name: "terminals", Usage: "let terminals be opened in the session (nsbox shell --session ID)"},
+					&cli.BoolFlag{Name: "processes", Usage: "start the sandbox's process agent with the session (a Python session), which nsbox session watch needs"},
 				}, append(append(cmdline.LimitFlags(true, false), cmdline.NetworkFlags()...), cmdline.MountFlags()...)...),
 				Action: sessionCreate,
 			},
@@ -79,6 +79,8 @@ func sessionCommand() *cli.Command {
 				Flags:     []cli.Flag{socketFlag()},
 				Action:    sessionCopy,
 			},
+			sessionWatchCommand(),
+			sessionPortCommand(),
 		},
 	}
 }
@@ -100,7 +102,7 @@ func sessionCreate(c *cli.Context) error {
 		return cmdline.UsageError(c, "session create takes no arguments (got %q)", c.Args().First())
 	}
 	req := &agentapi.SessionRequest{Rootfs: c.String("rootfs"), Language: c.String("language"), IdleTimeoutMs: c.Duration("idle-timeout").Milliseconds(),
-		IdleAction: c.String("idle-action"), Init: c.Bool("init"), Terminals: c.Bool("terminals")}
+		IdleAction: c.String("idle-action"), Init: c.Bool("init"), Processes: c.Bool("processes")}
 	lim, err := cmdline.ReadLimits(c)
 	if err != nil {
 		return err

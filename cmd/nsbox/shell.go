@@ -20,7 +20,7 @@ of its own, as the sandbox's user, under its limits. Your terminal is in raw
 mode meanwhile: Ctrl-C, Ctrl-Z and Ctrl-D act in the sandbox's terminal as
 at any shell; the window size follows yours. nsbox exits with the shell's
 exit code (128+N when signal N ended it). A --session must have been
-created with terminals (nsbox session create --terminals).`,
+created with its process agent (nsbox session create --processes).`,
 		ArgsUsage: "[-- COMMAND [ARGS...]]",
 		Flags: []cli.Flag{
 			socketFlag(),
@@ -39,7 +39,7 @@ func runShell(c *cli.Context) error {
 	cl := sessionClient(c)
 	id := c.String("session")
 	if id == "" {
-		s, err := cl.CreateSession(c.Context, &agentapi.SessionRequest{Rootfs: c.String("rootfs"), Terminals: true})
+		s, err := cl.CreateSession(c.Context, &agentapi.SessionRequest{Rootfs: c.String("rootfs"), Processes: true})
 		if err != nil {
 			return err
 		}

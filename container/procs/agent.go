@@ -38,6 +38,7 @@ type Agent struct {
 	nextID  uint64
 	calls   map[uint64]*call
 	procs   map[uint32]*proc
+	watches map[uint64]*Watch
 	closed  bool
 	readErr error
 	done    chan struct{}
@@ -51,6 +52,7 @@ type Agent struct {
 type call struct {
 	start *Config  // a start: the process is registered at the reply
 	sub   *Process // a start's subscription, made at the reply
+	watch *Watch   // a watch's, registered at the reply
 	rep   *message
 	err   error
 	done  chan struct{}
@@ -77,7 +79,7 @@ func New(sock *os.File, pid int) (*Agent, error) {
 		c.Close()
 		return nil, fmt.Errorf("process agent socket: %T is not a Unix socket", c)
 	}
-	a := &Agent{conn: uc, pid: pid, slow: SlowTimeout, outCap: DefaultOutputBytes, calls: map[uint64]*call{}, procs: map[uint32]*proc{}, done: make(chan struct{}), quit: make(chan struct{})}
+	a := &Agent{conn: uc, pid: pid, slow: SlowTimeout, outCap: DefaultOutputBytes, calls: map[uint64]*call{}, procs: map[uint32]*proc{}, watches: map[uint64]*Watch{}, done: make(chan struct{}), quit: make(chan struct{})}
 	go a.read()
 	return a, nil
 }
@@ -282,9 +284,12 @@ func (a *Agent) read() {
 	err := a.loop()
 	a.mu.Lock()
 	a.closed, a.readErr = true, err
-	calls, procs := a.calls, a.procs
-	a.calls, a.procs = map[uint64]*call{}, map[uint32]*proc{}
+	calls, procs, watches := a.calls, a.procs, a.watches
+	a.calls, a.procs, a.watches = map[uint64]*call{}, map[uint32]*proc{}, map[uint64]*Watch{}
 	a.mu.Unlock()
+	for _, w := range watches {
+		w.end(ErrClosed)
+	}
 	for _, c := range calls {
 		c.err = a.closedErr()
 		close(c.done)
@@ -328,8 +333,15 @@ func (a *Agent) reply(m *message) {
 		c.sub = newProcess(m.Pid)
 		a.procs[m.Pid] = &proc{info: Info{Pid: m.Pid, Tag: c.start.Tag, Config: *c.start}, subs: []*Process{c.sub}, out: budget{cap: a.outCap}}
 	}
+	if c != nil && c.watch != nil && m.Error == "" && m.Wid != 0 {
+		c.watch.wid = m.Wid
+		a.watches[m.Wid] = c.watch
+	}
 	a.mu.Unlock()
 	if c == nil {
+		if wid := m.Wid; wid != 0 && m.Error == "" { // a watch whose caller is gone
+			go func() { _ = a.unwatch(wid) }()
+		}
 		return
 	}
 	c.rep = m
@@ -338,6 +350,10 @@ func (a *Agent) reply(m *message) {
 
 // event passes a process's event to its subscribers.
 func (a *Agent) event(m *message) {
+	if m.Wid != 0 {
+		a.watchEvent(m)
+		return
+	}
 	var ev Event
 	switch {
 	case m.End:

@@ -11,9 +11,11 @@
 #                {"id", "op": "fstat" | "flist" (+ "depth") | "fmkdir" | "fremove", "path"}
 #                {"id", "op": "frename", "path", "to"} | {"id", "op": "fopen", "path", "write"}
 #                {"id", "op": "fread", "fh"} | {"id", "op": "fwrite", "fh", "data"} | {"id", "op": "fclose", "fh"}
+#                {"id", "op": "fwatch", "path", "recursive"} | {"id", "op": "funwatch", "wid"}
 # agent -> host: {"id", "pid"} (started) | {"id"} (done) | {"id", "error", "kind"}
 #                {"pid", "out" | "err" | "pty": data} | {"pid", "end": true, "code" | "signal"}
 #                {"id", "entry"} | {"id", "entries"} | {"id", "created"} | {"id", "fh", "size"} | {"id", "data"}
+#                {"id", "wid"} | {"wid", "ev": [[op, name], ...]} | {"wid", "end": true, "error"}
 try:  # first: non-dumpable, so that same-uid code in the sandbox (a cell,
     # a command) can neither open /proc/<agent>/mem nor ptrace it to forge
     # frames; the agent starts before any user code runs in its sandbox
@@ -496,8 +498,165 @@ def f_close(req):
     return {}
 
 
+# Watches: inotify, here in the sandbox as its user, so a watch sees the
+# sandbox's files and only those its user may read. Events are read only
+# while the host keeps up (flow): past that the kernel's queue
+# (max_queued_events) fills and its IN_Q_OVERFLOW is passed on as an
+# "overflow" event, so nothing is lost unsaid and nothing grows here.
+MAX_WATCHES = 16     # inotify instances (the user's max_user_instances is 128)
+MAX_WATCH_DIRS = 10000
+IN_MODIFY, IN_ATTRIB, IN_MOVED_FROM, IN_MOVED_TO = 0x2, 0x4, 0x40, 0x80
+IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_MOVE_SELF = 0x100, 0x200, 0x400, 0x800
+IN_Q_OVERFLOW, IN_IGNORED, IN_ONLYDIR, IN_DONT_FOLLOW, IN_ISDIR = 0x4000, 0x8000, 0x1000000, 0x2000000, 0x40000000
+WATCH_MASK = IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
+watches = {}         # wid -> Watch
+next_wid = 0
+_ilibc = None
+
+
+def _inotify():
+    global _ilibc
+    if _ilibc is None:
+        if _libc is None:
+            raise OSError(errno.ENOSYS, 'watching needs ctypes, which this rootfs lacks')
+        _ilibc = ctypes.CDLL(None, use_errno=True)
+    return _ilibc
+
+
+class Watch:
+    def __init__(self, wid, root, recursive):
+        lib = _inotify()
+        self.wid, self.root, self.recursive = wid, root, recursive
+        self.fd = lib.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+        self.wds = {}    # wd -> path relative to root ('' the root)
+        try:
+            self.add('', WATCH_MASK)  # the root: followed if a symlink, as envd's os.Stat
+            if recursive:
+                self.add_tree('')
+        except BaseException:
+            os.close(self.fd)
+            raise
+        if not paused:
+            sel.register(self.fd, selectors.EVENT_READ, (self.read, None))
+
+    def add(self, rel, mask):
+        if len(self.wds) >= MAX_WATCH_DIRS:
+            raise OSError(errno.E2BIG, 'more than %d directories to watch' % MAX_WATCH_DIRS)
+        p = os.path.join(self.root, rel) if rel else self.root
+        wd = _ilibc.inotify_add_watch(self.fd, os.fsencode(p), mask)
+        if wd < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e), p)
+        self.wds[wd] = rel
+
+    def add_tree(self, rel):
+        todo = [rel]
+        while todo:
+            d = todo.pop()
+            try:
+                it = os.scandir(os.path.join(self.root, d) if d else self.root)
+            except OSError:
+                continue  # gone meanwhile, or not the user's to read
+            with it:
+                for de in it:
+                    if de.is_dir(follow_symlinks=False):
+                        r = os.path.join(d, de.name) if d else de.name
+                        try:
+                            self.add(r, WATCH_MASK | IN_DONT_FOLLOW)
+                        except OSError as e:
+                            if e.errno in (errno.E2BIG, errno.ENOSPC):  # too many: not silently fewer
+                                raise
+                            continue  # gone meanwhile, or not the user's to read
+                        todo.append(r)
+
+    def forget(self, prefix):
+        for wd, r in list(self.wds.items()):
+            if r == prefix or r.startswith(prefix + '/'):
+                _ilibc.inotify_rm_watch(self.fd, wd)
+                del self.wds[wd]
+
+    def read(self, fd, _):
+        import struct
+        try:
+            b = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return
+        evs, off, ended = [], 0, False
+        while off + 16 <= len(b):
+            wd, mask, _cookie, n = struct.unpack_from('iIII', b, off)
+            name = b[off + 16:off + 16 + n].split(b'\0', 1)[0].decode('utf-8', 'surrogateescape')
+            off += 16 + n
+            if mask & IN_Q_OVERFLOW:
+                evs.append(['overflow', ''])
+                continue
+            rel = self.wds.get(wd)
+            if rel is None:
+                continue
+            if mask & IN_IGNORED:
+                del self.wds[wd]
+                ended = ended or rel == ''
+                continue
+            if mask & (IN_DELETE_SELF | IN_MOVE_SELF):
+                if rel == '':  # the root itself; a subdirectory's parent tells
+                    evs.append(['remove' if mask & IN_DELETE_SELF else 'rename', '.'])
+                continue
+            r = os.path.join(rel, name) if rel else name
+            isdir = mask & IN_ISDIR
+            if mask & (IN_CREATE | IN_MOVED_TO):
+                evs.append(['create', r])
+                if isdir and self.recursive:
+                    try:
+                        self.add(r, WATCH_MASK | IN_DONT_FOLLOW)
+                        self.add_tree(r)
+                    except OSError as e:
+                        if e.errno != errno.ENOENT:  # not gone: its changes will not be seen
+                            evs.append(['overflow', r])
+            if mask & IN_MOVED_FROM:
+                evs.append(['rename', r])
+                if isdir and self.recursive:
+                    self.forget(r)
+            if mask & IN_ATTRIB:
+                evs.append(['chmod', r])
+            if mask & IN_MODIFY:
+                evs.append(['write', r])
+            if mask & IN_DELETE:
+                evs.append(['remove', r])
+        if evs:
+            send({'wid': self.wid, 'ev': evs})
+        if ended:
+            self.close()
+            send({'wid': self.wid, 'end': True})
+
+    def close(self):
+        if watches.pop(self.wid, None) is None:
+            return
+        if not paused:
+            sel.unregister(self.fd)
+        os.close(self.fd)
+
+
+def f_watch(req):
+    global next_wid
+    if len(watches) >= MAX_WATCHES:
+        raise OSError(errno.EMFILE, 'more than %d watches' % MAX_WATCHES)
+    next_wid += 1
+    watches[next_wid] = Watch(next_wid, req['path'], bool(req.get('recursive')))
+    return {'wid': next_wid}
+
+
+def f_unwatch(req):
+    w = watches.get(req.get('wid'))
+    if w is not None:
+        w.close()
+    return {}
+
+
 FILE_OPS = {'fstat': f_stat, 'flist': f_list, 'fmkdir': f_mkdir, 'frename': f_rename,
-            'fremove': f_remove, 'fopen': f_open, 'fread': f_read, 'fwrite': f_write, 'fclose': f_close}
+            'fremove': f_remove, 'fopen': f_open, 'fread': f_read, 'fwrite': f_write, 'fclose': f_close,
+            'fwatch': f_watch, 'funwatch': f_unwatch}
 
 
 def from_host(fd, _):
@@ -548,11 +707,15 @@ def flow():
         for pr in procs.values():
             for fd in pr.pipes:
                 sel.unregister(fd)
+        for w in watches.values():
+            sel.unregister(w.fd)
     elif paused and len(out) < LOW:
         paused = False
         for pr in procs.values():
             for fd, k in pr.pipes.items():
                 sel.register(fd, selectors.EVENT_READ, (pr.read, k))
+        for w in watches.values():
+            sel.register(w.fd, selectors.EVENT_READ, (w.read, None))
     mask = selectors.EVENT_READ | (selectors.EVENT_WRITE if out else 0)
     if sel.get_key(FD).events != mask:
         sel.modify(FD, mask, (from_host, None))

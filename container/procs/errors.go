@@ -19,6 +19,8 @@ var (
 	// ErrSlow: the subscriber did not read its events for SlowTimeout and
 	// was dropped; the process goes on.
 	ErrSlow = errors.New("the subscriber fell behind the process's output and was dropped")
+	// ErrWatchEnded: the watch was closed, or its directory went.
+	ErrWatchEnded = errors.New("the watch ended")
 	// ErrProtocol: the agent sent something that is not a valid frame.
 	ErrProtocol = errors.New("process agent protocol error")
 )

@@ -67,13 +67,18 @@ func (a *Agent) fileCall(ctx context.Context, req request) (*message, error) {
 		return nil, err
 	}
 	if rep.Error != "" {
-		errno, ok := errnoByName[rep.Kind]
-		if !ok {
-			return nil, fmt.Errorf("%s %s: %s", req.Op[1:], req.Path, rep.Error)
-		}
-		return nil, &FileError{Op: req.Op[1:], Path: req.Path, Errno: errno, Msg: strings.ToLower(rep.Error)}
+		return nil, fileError(req, rep)
 	}
 	return rep, nil
+}
+
+// fileError is the error a file operation's reply carries.
+func fileError(req request, rep *message) error {
+	errno, ok := errnoByName[rep.Kind]
+	if !ok {
+		return fmt.Errorf("%s %s: %s", req.Op[1:], req.Path, rep.Error)
+	}
+	return &FileError{Op: req.Op[1:], Path: req.Path, Errno: errno, Msg: strings.ToLower(rep.Error)}
 }
 
 // Stat describes the entry at path (a symlink itself, with where it leads).

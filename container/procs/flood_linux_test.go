@@ -36,7 +36,9 @@ func TestFloodWithBoundedMemory(t *testing.T) {
 // subscriber and the other processes go on.
 func TestSlowSubscriberIsDropped(t *testing.T) {
 	_, a := startAgent(t)
-	procs.SetSlowTimeout(a, 300*time.Millisecond)
+	// Short against the default 10 s, long enough that the subscriber
+	// that reads is never that late on a busy machine.
+	procs.SetSlowTimeout(a, 2*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p := start(t, a, procs.Config{Cmd: "sh", Args: []string{"-c", "yes | head -c 20000000"}, Tag: "flood"})

@@ -5,46 +5,22 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/internal/agenttest"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/runner"
 )
 
-func TestMain(m *testing.M) {
-	// Sandboxes re-execute this test binary as their init.
-	container.MaybeInit()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { agenttest.Main(m) }
 
 // startAgent starts a runner in a fresh sandbox and its agent; both end at
 // cleanup.
 func startAgent(t testing.TB) (*runner.Runner, *procs.Agent) {
 	t.Helper()
-	testenv.RequireRoot(t)
-	e, err := container.New(container.Config{RunDir: t.TempDir(), CgroupName: testenv.CgroupName()})
-	if err != nil {
-		t.Fatalf("container.New: %v", err)
-	}
-	t.Cleanup(func() { e.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	spec := container.Spec{RootfsDir: testenv.Rootfs(t), Limits: container.Limits{Timeout: 10 * time.Minute, OutputBytes: 64 << 20}}
-	r, err := runner.Start(ctx, e, spec)
-	if err != nil {
-		t.Fatalf("runner.Start: %v", err)
-	}
-	t.Cleanup(func() { r.Close() })
-	a, err := r.StartAgent(ctx)
-	if err != nil {
-		t.Fatalf("StartAgent: %v", err)
-	}
-	t.Cleanup(func() { a.Close() })
-	return r, a
+	return agenttest.Start(t, testenv.Rootfs(t))
 }
 
 func start(t testing.TB, a *procs.Agent, cfg procs.Config) *procs.Process {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,28 +39,34 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestStreamsInOrder: each line reaches the subscriber while the process
+// runs: the script prints a line, then waits for the test to answer it,
+// which the test does only once it has the line. Output held back until
+// the end would leave both waiting, and the minute's deadline fails it.
 func TestStreamsInOrder(t *testing.T) {
 	_, a := startAgent(t)
-	p := start(t, a, sh("for i in 1 2 3; do echo $i; echo e$i >&2; sleep 0.3; done"))
+	cfg := sh("for i in 1 2 3; do echo $i; echo e$i >&2; read x; done")
+	cfg.Stdin = true
+	p := start(t, a, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var lines []string
-	var at []time.Time
+	var nextErr error
 	for {
 		ev, err := p.Next(ctx)
 		if err != nil {
+			nextErr = err
 			break
 		}
 		if ev.Data != nil && len(ev.Data.Stdout) > 0 {
 			lines = append(lines, string(ev.Data.Stdout))
-			at = append(at, time.Now())
+			if err := a.SendInput(ctx, procs.Selector{Pid: p.Pid}, []byte("next\n")); err != nil {
+				t.Fatalf("SendInput after line %d: %v", len(lines), err)
+			}
 		}
 	}
-	if strings.Join(lines, "") != "1\n2\n3\n" {
-		t.Fatalf("stdout chunks %q", lines)
-	}
-	if len(at) == 3 && at[2].Sub(at[0]) < 400*time.Millisecond {
-		t.Errorf("output came in one go (%v from first to last): not streamed", at[2].Sub(at[0]))
+	if strings.Join(lines, "") != "1\n2\n3\n" || !errors.Is(nextErr, io.EOF) {
+		t.Fatalf("stdout chunks %q, then %v: not streamed line by line", lines, nextErr)
 	}
 }
 
@@ -153,8 +160,9 @@ func TestSignalReachesTheGroup(t *testing.T) {
 			if o.end == nil || o.end.Status != sig.status || o.end.Exited {
 				t.Fatalf("end %+v, want %s", o.end, sig.status)
 			}
-			// The shell's child was in its group: gone too.
-			o = collect(t, start(t, a, sh("sleep 0.2; kill -0 "+child+" 2>/dev/null && echo alive || echo gone")))
+			// The shell's child was in its group: gone too, once reaped
+			// (a zombie answers kill -0; a busy machine reaps it later).
+			o = collect(t, start(t, a, sh(gone(child))))
 			if got := o.stdout.String(); got != "gone\n" {
 				t.Fatalf("the shell's child %s: %q", child, got)
 			}
@@ -233,6 +241,12 @@ func TestAgentEndsWithItsSandbox(t *testing.T) {
 
 // What a command leaves behind is the agent's (a subreaper): reaped when it
 // ends, not left a zombie.
+// gone is a script that prints "gone" once pid has no process, dead and
+// reaped, or "alive" if it still has one after a minute.
+func gone(pid string) string {
+	return "for i in $(seq 600); do kill -0 " + pid + " 2>/dev/null || { echo gone; exit; }; sleep 0.1; done; echo alive"
+}
+
 func TestOrphansAreReaped(t *testing.T) {
 	_, a := startAgent(t)
 	o := collect(t, start(t, a, sh("sleep 1000 >/dev/null 2>&1 & echo $!")))
@@ -241,7 +255,7 @@ func TestOrphansAreReaped(t *testing.T) {
 	if got, want := strings.Fields(o.stdout.String()), fmt.Sprint(a.Pid()); len(got) != 2 || got[1] != want {
 		t.Fatalf("the orphan's parent: %q, want the agent (%s)", o.stdout.String(), want)
 	}
-	o = collect(t, start(t, a, sh("kill "+child+"; sleep 0.3; cat /proc/"+child+"/stat 2>/dev/null || echo gone")))
+	o = collect(t, start(t, a, sh("kill "+child+"; "+gone(child))))
 	if got := o.stdout.String(); got != "gone\n" {
 		t.Fatalf("the orphan after its kill: %q", got)
 	}

@@ -19,10 +19,13 @@ type request struct {
 	Depth int    `json:"depth,omitempty"`
 	Write bool   `json:"write,omitempty"`
 	Fh    uint64 `json:"fh,omitempty"`
+	// The watches' (watch.go).
+	Recursive bool   `json:"recursive,omitempty"`
+	Wid       uint64 `json:"wid,omitempty"`
 }
 
-// message is one frame from the agent: a reply (ID set) or an event of a
-// process (Pid set, no ID).
+// message is one frame from the agent: a reply (ID set), an event of a
+// process (Pid set, no ID) or of a watch (Wid set, no ID).
 type message struct {
 	ID    *uint64 `json:"id"`
 	Pid   uint32  `json:"pid"`
@@ -42,4 +45,8 @@ type message struct {
 	Fh      uint64      `json:"fh"`
 	Size    int64       `json:"size"`
 	Data    []byte      `json:"data"`
+	// A watch's: its id (a reply to fwatch, or its events, Ev, or its
+	// End), events as [op, name] pairs.
+	Wid uint64      `json:"wid"`
+	Ev  [][2]string `json:"ev"`
 }

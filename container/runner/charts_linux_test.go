@@ -14,10 +14,7 @@ import (
 // that figure's chart.
 func chartOf(t *testing.T, r *Runner, code string) map[string]any {
 	t.Helper()
-	res := exec(t, r, code)
-	if res.Status != StatusOK || len(res.Figures) != 1 {
-		t.Fatalf("status %q, %d figures; exception %+v stderr %s", res.Status, len(res.Figures), res.Exception, res.Stderr)
-	}
+	res := execFigures(t, r, code, 1)
 	if res.Figures[0].Chart == nil {
 		t.Fatalf("the figure has no chart (stderr %s)", res.Stderr)
 	}
@@ -44,6 +41,16 @@ func want(t *testing.T, c map[string]any, fields map[string]any) {
 	for k, v := range fields {
 		if !reflect.DeepEqual(c[k], v) {
 			t.Errorf("%s = %#v, want %#v", k, c[k], v)
+		}
+	}
+}
+
+// wantEach checks, for each field, that field of each of c's elements.
+func wantEach(t *testing.T, c map[string]any, fields map[string][]any) {
+	t.Helper()
+	for field, w := range fields {
+		if got := pluck(t, c, field); !reflect.DeepEqual(got, w) {
+			t.Errorf("%s %v, want %v", field, got, w)
 		}
 	}
 }
@@ -106,69 +113,39 @@ plt.xlabel('Day [d]'); plt.ylabel('Level (m)'); plt.title('Tide')`)
 	t.Run("bar", func(t *testing.T) {
 		c := chartOf(t, r, "plt.figure(); plt.bar(['x', 'y', 'z'], [3, 1, 2], label='Q1'); plt.xlabel('Item'); plt.ylabel('Sold (units)')")
 		want(t, c, map[string]any{"type": "bar", "x_label": "Item", "y_unit": "units"})
-		if got := pluck(t, c, "label"); !reflect.DeepEqual(got, []any{"x", "y", "z"}) {
-			t.Errorf("labels %v", got)
-		}
-		if got := pluck(t, c, "value"); !reflect.DeepEqual(got, []any{3.0, 1.0, 2.0}) {
-			t.Errorf("values %v", got)
-		}
-		if got := pluck(t, c, "group"); !reflect.DeepEqual(got, []any{"Q1", "Q1", "Q1"}) {
-			t.Errorf("groups %v", got)
-		}
+		wantEach(t, c, map[string][]any{"label": {"x", "y", "z"}, "value": {3.0, 1.0, 2.0}, "group": {"Q1", "Q1", "Q1"}})
 	})
 	t.Run("horizontal bar", func(t *testing.T) {
 		c := chartOf(t, r, "plt.figure(); plt.barh(['x', 'y'], [5, 7]); plt.xlabel('Count'); plt.ylabel('Item')")
 		want(t, c, map[string]any{"type": "bar", "x_label": "Item", "y_label": "Count"})
-		if got := pluck(t, c, "label"); !reflect.DeepEqual(got, []any{"x", "y"}) {
-			t.Errorf("labels %v", got)
-		}
-		if got := pluck(t, c, "value"); !reflect.DeepEqual(got, []any{5.0, 7.0}) {
-			t.Errorf("values %v", got)
-		}
+		wantEach(t, c, map[string][]any{"label": {"x", "y"}, "value": {5.0, 7.0}})
 	})
 	t.Run("pie", func(t *testing.T) {
 		c := chartOf(t, r, "plt.figure(); plt.pie([9, 1], labels=['big', 'small'], autopct='%1.0f%%', startangle=90); plt.title('Share')")
 		want(t, c, map[string]any{"type": "pie", "title": "Share"})
-		if got := pluck(t, c, "angle"); !reflect.DeepEqual(got, []any{324.0, 36.0}) {
-			t.Errorf("angles %v", got)
-		}
-		if got := pluck(t, c, "label"); !reflect.DeepEqual(got, []any{"big", "small"}) {
-			t.Errorf("labels %v", got)
-		}
-		if got := pluck(t, c, "radius"); !reflect.DeepEqual(got, []any{1.0, 1.0}) {
-			t.Errorf("radius %v", got)
-		}
+		wantEach(t, c, map[string][]any{"angle": {324.0, 36.0}, "label": {"big", "small"}, "radius": {1.0, 1.0}})
 	})
 	t.Run("box and whisker", func(t *testing.T) {
 		c := chartOf(t, r, "fig, ax = plt.subplots(); ax.boxplot([[1, 2, 3, 4, 5], [10, 11, 12, 13, 30]], labels=['p', 'q'], patch_artist=True); ax.set_ylabel('Value')")
 		want(t, c, map[string]any{"type": "box_and_whisker", "y_label": "Value", "x_label": nil})
-		for field, w := range map[string][]any{
+		wantEach(t, c, map[string][]any{
 			"label": {"p", "q"}, "min": {1.0, 10.0}, "first_quartile": {2.0, 11.0}, "median": {3.0, 12.0},
 			"third_quartile": {4.0, 13.0}, "max": {5.0, 13.0}, "outliers": {[]any{}, []any{30.0}},
-		} {
-			if got := pluck(t, c, field); !reflect.DeepEqual(got, w) {
-				t.Errorf("%s %v, want %v", field, got, w)
-			}
-		}
+		})
 	})
 	t.Run("superchart", func(t *testing.T) {
 		c := chartOf(t, r, "fig, axs = plt.subplots(1, 2); fig.suptitle('Both'); axs[0].plot([1, 2]); axs[0].set_title('L'); axs[1].scatter([1], [2]); axs[1].set_xlabel('X')")
 		want(t, c, map[string]any{"type": "superchart", "title": "Both"})
-		if got := pluck(t, c, "type"); !reflect.DeepEqual(got, []any{"line", "scatter"}) {
-			t.Errorf("types %v", got)
-		}
-		if got := pluck(t, c, "x_label"); !reflect.DeepEqual(got, []any{nil, "X"}) {
-			t.Errorf("x_labels %v", got)
-		}
+		wantEach(t, c, map[string][]any{"type": {"line", "scatter"}, "x_label": {nil, "X"}})
 	})
 	t.Run("unknown", func(t *testing.T) {
 		c := chartOf(t, r, "fig, ax = plt.subplots(); ax.add_artist(plt.Circle((0, 0), 1)); ax.set_title('Ring')")
 		want(t, c, map[string]any{"type": "unknown", "title": "Ring", "elements": []any{}})
 	})
 	t.Run("no data, no chart", func(t *testing.T) {
-		res := exec(t, r, "plt.figure()")
-		if len(res.Figures) != 1 || res.Figures[0].Chart != nil {
-			t.Fatalf("figures %d, chart %s", len(res.Figures), res.Figures[0].Chart)
+		res := execFigures(t, r, "plt.figure()", 1)
+		if c := res.Figures[0].Chart; c != nil {
+			t.Fatalf("a figure with no data: chart %s, want none", c)
 		}
 	})
 }
@@ -213,11 +190,7 @@ func TestShownImages(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := exec(t, r, tc.code)
-			if res.Status != StatusOK || len(res.Figures) != tc.n {
-				t.Fatalf("status %q, %d figures, want %d; exception %+v stderr %s", res.Status, len(res.Figures), tc.n, res.Exception, res.Stderr)
-			}
-			for _, f := range res.Figures {
+			for _, f := range execFigures(t, r, tc.code, tc.n).Figures {
 				if f.MIME != "image/png" || !strings.HasPrefix(string(f.Data), "\x89PNG") {
 					t.Errorf("figure %q %q", f.MIME, f.Data[:min(8, len(f.Data))])
 				}
@@ -236,8 +209,5 @@ func TestShownImagesPreimported(t *testing.T) {
 	if skipped, err := r.Preimport(context.Background(), []string{"PIL.Image"}, 0); err != nil || len(skipped) != 0 {
 		t.Fatalf("preimport: skipped %v, %v", skipped, err)
 	}
-	res := exec(t, r, "from PIL import Image\nImage.new('L', (2, 2)).show()")
-	if res.Status != StatusOK || len(res.Figures) != 1 {
-		t.Fatalf("status %q, %d figures; exception %+v", res.Status, len(res.Figures), res.Exception)
-	}
+	execFigures(t, r, "from PIL import Image\nImage.new('L', (2, 2)).show()", 1)
 }

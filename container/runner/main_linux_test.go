@@ -51,6 +51,16 @@ func exec(t testing.TB, r *Runner, code string) *Result {
 	return execReq(t, r, ExecRequest{Code: code, Timeout: time.Minute})
 }
 
+// execFigures runs code, which must end well and show exactly n figures.
+func execFigures(t testing.TB, r *Runner, code string, n int) *Result {
+	t.Helper()
+	res := exec(t, r, code)
+	if res.Status != StatusOK || len(res.Figures) != n {
+		t.Fatalf("status %q, %d figures, want %d; exception %+v stderr %s", res.Status, len(res.Figures), n, res.Exception, res.Stderr)
+	}
+	return res
+}
+
 func execReq(t testing.TB, r *Runner, req ExecRequest) *Result {
 	t.Helper()
 	res, err := r.Exec(context.Background(), req)
@@ -58,6 +68,27 @@ func execReq(t testing.TB, r *Runner, req ExecRequest) *Result {
 		t.Fatalf("Exec(%q): %v", req.Code, err)
 	}
 	return res
+}
+
+// execPastPrint runs req, a cell that prints before it loops or waits,
+// and returns its result once its timeout came after the print. A busy
+// machine can take longer than req.Timeout to start the cell and print:
+// then the result has no output, and the cell runs again with its timeout
+// doubled, up to a minute. The caller asserts on the result as it would
+// on one try; run (nil: r) gives the runner for each try.
+func execPastPrint(t testing.TB, r *Runner, req ExecRequest, run func() *Runner) *Result {
+	t.Helper()
+	for {
+		if run != nil {
+			r = run()
+		}
+		res := execReq(t, r, req)
+		if len(res.Stdout) > 0 || res.Status != StatusTimeout || req.Timeout >= time.Minute {
+			return res
+		}
+		t.Logf("the timeout (%s) came before the cell printed: again with %s", req.Timeout, 2*req.Timeout)
+		req.Timeout *= 2
+	}
 }
 
 // cell is one cell of a table test and what it must answer (ts: it is

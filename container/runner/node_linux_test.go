@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -142,27 +143,43 @@ func TestNodeTracebackPointsAtUserLine(t *testing.T) {
 
 func TestNodeStreaming(t *testing.T) {
 	r := startNode(t)
+	// Each line carries the time it was printed (the sandbox's wall clock
+	// is the host's) and must arrive before the next is printed: output
+	// held back until the end arrives after all three. A busy machine only
+	// fails it by holding the reader back for the whole 200 ms between two
+	// prints.
 	var mu sync.Mutex
-	var lines []time.Duration
-	start := time.Now()
+	var arrived []time.Time
 	res := execReq(t, r, ExecRequest{
-		Code:    "for (let i = 0; i < 3; i++) { console.log(i); await new Promise(r => setTimeout(r, 200)) }",
+		Code:    "for (let i = 0; i < 3; i++) { console.log(i, Date.now()); await new Promise(r => setTimeout(r, 200)) }",
 		Timeout: time.Minute,
 		OnStdout: func(b []byte) {
 			mu.Lock()
 			defer mu.Unlock()
+			now := time.Now()
 			for range strings.Count(string(b), "\n") {
-				lines = append(lines, time.Since(start))
+				arrived = append(arrived, now)
 			}
 		},
 	})
-	if res.Status != StatusOK || string(res.Stdout) != "0\n1\n2\n" {
+	lines := strings.Split(strings.TrimSuffix(string(res.Stdout), "\n"), "\n")
+	if res.Status != StatusOK || len(lines) != 3 {
 		t.Fatalf("got %+v", res)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(lines) != 3 || lines[1]-lines[0] < 150*time.Millisecond || lines[2]-lines[1] < 150*time.Millisecond {
-		t.Fatalf("lines arrived at %v, want 200 ms apart", lines)
+	if len(arrived) != 3 {
+		t.Fatalf("%d lines streamed, want 3", len(arrived))
+	}
+	for i := 0; i+1 < len(lines); i++ {
+		var n int
+		var ms int64
+		if _, err := fmt.Sscanf(lines[i+1], "%d %d", &n, &ms); err != nil || n != i+1 {
+			t.Fatalf("line %d is %q, want %d and a time", i+1, lines[i+1], i+1)
+		}
+		if next := time.UnixMilli(ms); !arrived[i].Before(next) {
+			t.Errorf("line %d came %v after line %d was printed (the output was held back)", i, arrived[i].Sub(next), i+1)
+		}
 	}
 }
 
@@ -176,7 +193,7 @@ func TestNodeInterrupts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t0 := time.Now()
-			res := execReq(t, r, ExecRequest{Code: tc.code, Timeout: 2 * time.Second}) // after the print, on a busy machine too
+			res := execPastPrint(t, r, ExecRequest{Code: tc.code, Timeout: 2 * time.Second}, nil)
 			if res.Status != StatusTimeout || res.Killed || res.Exception == nil || res.Exception.Name != "Interrupted" {
 				t.Fatalf("got %+v %+v", res, res.Exception)
 			}
@@ -206,23 +223,31 @@ func TestNodeKillOnTimeout(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := startNode(t)
-			if res := execReq(t, r, ExecRequest{Code: "1+1", KillOnTimeout: true, Timeout: time.Minute}); res.Status != StatusOK || res.Value != "2" {
-				t.Fatalf("a cell that ends in time: %+v", res)
+			var r *Runner
+			start := func() *Runner {
+				r = startNode(t)
+				if res := execReq(t, r, ExecRequest{Code: "1+1", KillOnTimeout: true, Timeout: time.Minute}); res.Status != StatusOK || res.Value != "2" {
+					t.Fatalf("a cell that ends in time: %+v", res)
+				}
+				return r
 			}
-			// The timeout must come after the cell printed: 2 s leaves room
-			// for a busy machine (300 ms did not: the top-level await's
-			// rewrite ran past it). A cancel waits for the print itself.
+			// The timeout must come after the cell printed (the top-level
+			// await's rewrite can take seconds on a busy machine): a try
+			// whose timeout came first runs again on a new runner with a
+			// longer one. A cancel waits for the print itself.
 			req := ExecRequest{Code: tc.code, KillOnTimeout: true, Timeout: 2 * time.Second}
-			ctx := context.Background()
+			var res *Result
+			var err error
 			if tc.cancel {
+				start()
 				req.Timeout = time.Minute
-				c, cancel := context.WithCancel(ctx)
+				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				ctx = c
 				req.OnStdout = func([]byte) { cancel() }
+				res, err = r.Exec(ctx, req)
+			} else {
+				res = execPastPrint(t, nil, req, start)
 			}
-			res, err := r.Exec(ctx, req)
 			if err != nil || res.Status != tc.want || !res.Killed || res.Exception != nil {
 				t.Fatalf("got %+v, %v", res, err)
 			}

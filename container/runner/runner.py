@@ -878,6 +878,10 @@ def _agent_wait():
 def main():
     global _in_cell
     count = 0
+    # Ignored before the host hears ready: a cell's SIGINT that comes at
+    # once (a short timeout, a runner slow to go on) finds no handler that
+    # raises outside a cell.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _send({'ready': True, 'pid': os.getpid()})  # its pid in the sandbox: 1, or 2 under an init
     while True:
         signal.signal(signal.SIGINT, signal.SIG_IGN)

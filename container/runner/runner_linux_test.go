@@ -54,7 +54,7 @@ func TestTracebackPointsAtUserLine(t *testing.T) {
 func TestTimeoutInterrupts(t *testing.T) {
 	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
 	exec(t, r, "x = 7")
-	res := execReq(t, r, ExecRequest{Code: "print('before', flush=True)\nwhile True: pass", Timeout: 2 * time.Second}) // after the print, on a busy machine too
+	res := execPastPrint(t, r, ExecRequest{Code: "print('before', flush=True)\nwhile True: pass", Timeout: 2 * time.Second}, nil)
 	if res.Status != StatusTimeout || res.Killed || res.Exception == nil || res.Exception.Name != "KeyboardInterrupt" {
 		t.Fatalf("got %+v", res)
 	}
@@ -66,6 +66,21 @@ func TestTimeoutInterrupts(t *testing.T) {
 	}
 	if got := exec(t, r, "x"); got.Value != "7" {
 		t.Fatalf("after the timeout x = %q (%+v)", got.Value, got)
+	}
+}
+
+// A cell whose timeout fires at once, right after the runner said ready
+// (a busy machine can hold the runner there as long as a short timeout),
+// is a timeout: the SIGINT must not reach the runner's own code, which
+// crashed the interpreter ("the interpreter exited or crashed") when it
+// came before the runner ignored SIGINT between cells.
+func TestTimeoutAtOnceIsATimeout(t *testing.T) {
+	for i := range 3 {
+		r := startRunner(t, newEngine(t), testenv.Rootfs(t))
+		res := execReq(t, r, ExecRequest{Code: "while True: pass", Timeout: time.Microsecond})
+		if res.Status != StatusTimeout {
+			t.Fatalf("try %d: a timeout at once: %s (%s)\n%s", i, res.Status, res.Error, res.Stderr)
+		}
 	}
 }
 
@@ -121,10 +136,7 @@ func TestStreaming(t *testing.T) {
 
 func TestNoFiguresWithoutMatplotlib(t *testing.T) {
 	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
-	res := exec(t, r, "try:\n    import matplotlib\nexcept ImportError:\n    pass\n1")
-	if res.Status != StatusOK || len(res.Figures) != 0 {
-		t.Fatalf("got %+v", res)
-	}
+	execFigures(t, r, "try:\n    import matplotlib\nexcept ImportError:\n    pass\n1", 0)
 }
 
 func TestFigures(t *testing.T) {
@@ -141,11 +153,7 @@ func TestFigures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := exec(t, r, tc.code)
-			if res.Status != StatusOK || len(res.Figures) != tc.n {
-				t.Fatalf("status %q, %d figures, want %d; exception %+v stderr %s", res.Status, len(res.Figures), tc.n, res.Exception, res.Stderr)
-			}
-			for _, f := range res.Figures {
+			for _, f := range execFigures(t, r, tc.code, tc.n).Figures {
 				if f.MIME != "image/png" {
 					t.Errorf("mime %q", f.MIME)
 				}

@@ -80,14 +80,19 @@ func TestPauseRefusals(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = s.Exec(context.Background(), runner.ExecRequest{Code: "import time; time.sleep(1)"})
+		// Busy until the test has tried the pause: it opens the gate after.
+		_, _ = s.Exec(context.Background(), runner.ExecRequest{Timeout: time.Minute,
+			Code: "import os, time\nwhile not os.path.exists('gate'): time.sleep(0.01)"})
 	}()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for s.Info().State != StateBusy && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if err := s.Pause(); !errors.Is(err, ErrBusy) {
 		t.Errorf("Pause during an exec: %v, want ErrBusy", err)
+	}
+	if err := s.WriteFile(context.Background(), "gate", nil, 0o644); err != nil {
+		t.Fatalf("open the gate: %v", err)
 	}
 	<-done
 	if err := s.Pause(); err != nil {

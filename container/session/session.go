@@ -168,6 +168,10 @@ type Session struct {
 // ID is the session's id.
 func (s *Session) ID() string { return s.id }
 
+// Sandbox is the session's sandbox (for its network namespace: the
+// daemon's connections to its ports).
+func (s *Session) Sandbox() *container.Sandbox { return s.r.Sandbox() }
+
 // Info describes the session now.
 func (s *Session) Info() Info {
 	s.mu.Lock()

@@ -30,7 +30,9 @@ func TestStatePersists(t *testing.T) {
 
 func TestTimeoutKeepsSession(t *testing.T) {
 	m, _ := newManager(t, Config{})
-	s := create(t, m, Options{Limits: container.Limits{Timeout: 300 * time.Millisecond}})
+	// 2 s: an interrupt that came before the cell started (a busy machine
+	// slow to hand it over) would be ignored and the session killed.
+	s := create(t, m, Options{Limits: container.Limits{Timeout: 2 * time.Second}})
 	run(t, s, "x = 1")
 	res, err := s.Exec(context.Background(), runner.ExecRequest{Code: "while True: pass"})
 	if err != nil || res.Status != runner.StatusTimeout || res.Killed {

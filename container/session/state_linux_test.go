@@ -46,15 +46,19 @@ func TestCaptureLoad(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		run(t, b, "import time; time.sleep(1)")
+		// Busy until the test has tried the capture: it opens the gate after.
+		run(t, b, "import os, time\nwhile not os.path.exists('/workspace/gate'): time.sleep(0.01)")
 	}()
-	for deadline := time.Now().Add(10 * time.Second); b.Info().State != StateBusy; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); b.Info().State != StateBusy; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the exec never showed as busy")
 		}
 	}
 	if err := b.Capture(ctx, 0, func(*runner.State, *container.Workspace) error { return nil }); !errors.Is(err, ErrBusy) {
 		t.Errorf("Capture of a busy session: %v, want ErrBusy", err)
+	}
+	if err := b.WriteFile(ctx, "gate", nil, 0o644); err != nil {
+		t.Fatalf("open the gate: %v", err)
 	}
 	<-done
 

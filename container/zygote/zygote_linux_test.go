@@ -273,7 +273,9 @@ func TestZygoteChildInterrupt(t *testing.T) {
 	if s.Stats()[0].Forks != 1 {
 		t.Fatal("the runner was not forked by the zygote")
 	}
-	res, err := r.Exec(ctx, runner.ExecRequest{Code: "while True: pass", Timeout: 300 * time.Millisecond})
+	// 2 s: an interrupt that came before the cell started (a busy machine
+	// slow to hand it over) would be ignored and the runner killed.
+	res, err := r.Exec(ctx, runner.ExecRequest{Code: "while True: pass", Timeout: 2 * time.Second})
 	if err != nil || res.Status != runner.StatusTimeout || res.Exception == nil || res.Exception.Name != "KeyboardInterrupt" {
 		t.Fatalf("timeout: %v %+v", err, res)
 	}

@@ -43,6 +43,7 @@ type Metrics struct {
 	sessionsEnded *prometheus.CounterVec
 	egressConns   *prometheus.CounterVec
 	egressBytes   *prometheus.CounterVec
+	ports         portMetrics
 }
 
 // New returns the metrics of a daemon of version whose run slots adm
@@ -110,6 +111,7 @@ func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
 // AddSessions adds the session counters and the live and paused gauges
 // read from s.
 func (m *Metrics) AddSessions(s Sessions) {
+	m.ports = newPortMetrics(m.reg)
 	m.reg.MustRegister(m.sessionExecs, m.sessionsEnded, prometheus.NewGaugeFunc(
 		prometheus.GaugeOpts{Name: "nsbox_sessions_live", Help: "Sessions whose sandbox is up."},
 		func() float64 { return float64(s.Live()) }), prometheus.NewGaugeFunc(

@@ -57,6 +57,9 @@ func full(t *testing.T) *Metrics {
 	m.SessionEnded("killed")
 	m.Egress(true, 10, 20)
 	m.Egress(false, 0, 0)
+	m.PortConn()
+	m.PortBytes(30, 0)
+	m.PortBytes(0, 40)
 	return m
 }
 
@@ -118,6 +121,8 @@ func TestNames(t *testing.T) {
 		`nsbox_pool_replaced_total COUNTER "Runners started cold that were replaced by zygote children once the zygote was ready." [pool]`,
 		`nsbox_pool_size GAUGE "Runners a pool keeps ready." [pool]`,
 		`nsbox_pool_unmatched_total COUNTER "Python runs and sessions no pool profile matched (started cold)." []`,
+		`nsbox_port_bytes_total COUNTER "Bytes through the daemon's connections to sessions' ports: sent (to the sandbox's server) and received." [direction]`,
+		`nsbox_port_connections_total COUNTER "Connections the daemon made to sessions' ports (/v1 port routes, E2B hosts, nsbox session port)." []`,
 		`nsbox_run_duration_seconds HISTOGRAM "Time from spawn to result, including teardown." []`,
 		`nsbox_run_queue_depth GAUGE "Runs waiting for a slot." []`,
 		`nsbox_run_queue_wait_seconds HISTOGRAM "Time admitted runs waited for a run slot." []`,
@@ -154,6 +159,9 @@ func TestValues(t *testing.T) {
 		`nsbox_egress_connections_total{result=refused}`:                        1,
 		`nsbox_egress_bytes_total{direction=sent}`:                              10,
 		`nsbox_egress_bytes_total{direction=received}`:                          20,
+		`nsbox_port_connections_total{}`:                                        1,
+		`nsbox_port_bytes_total{direction=sent}`:                                30,
+		`nsbox_port_bytes_total{direction=received}`:                            40,
 		`nsbox_pool_hits_total{pool=default}`:                                   5,
 		`nsbox_pool_refill_duration_seconds{pool=default}`:                      2,
 		`nsbox_pool_unmatched_total{}`:                                          3,

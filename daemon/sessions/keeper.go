@@ -20,6 +20,7 @@ import (
 	"github.com/nsbox/nsbox/daemon/caller"
 	"github.com/nsbox/nsbox/daemon/egress"
 	"github.com/nsbox/nsbox/daemon/policy"
+	"github.com/nsbox/nsbox/daemon/ports"
 )
 
 // Core is what the sessions need of the daemon's core.
@@ -65,6 +66,10 @@ type Config struct {
 	// an exec finished with status.
 	OnEnd  func(st runner.Status)
 	OnExec func(status string)
+	// OnPortConn and OnPortBytes are the metrics' hooks of the sessions'
+	// port connections (ports.Book).
+	OnPortConn  func()
+	OnPortBytes func(sent, received int64)
 }
 
 // ExecOptions are what a transport adds to an exec: where live output
@@ -88,11 +93,13 @@ type Keeper struct {
 
 	mgr    *session.Manager // nil without a Starter
 	parked *parkStore       // nil without a ParkDir or sessions
+	ports  *ports.Book      // the connections to the sessions' ports (ports.go)
 }
 
 // New returns a Keeper; with a ParkDir it loads the sessions parked there.
 func New(cfg Config) (*Keeper, error) {
-	k := &Keeper{core: cfg.Core, log: cfg.Logger, clock: clock.Or(cfg.Clock), onExec: cfg.OnExec}
+	k := &Keeper{core: cfg.Core, log: cfg.Logger, clock: clock.Or(cfg.Clock), onExec: cfg.OnExec,
+		ports: &ports.Book{OnConn: cfg.OnPortConn, OnBytes: cfg.OnPortBytes}}
 	if k.log == nil {
 		k.log = slog.New(slog.DiscardHandler)
 	}

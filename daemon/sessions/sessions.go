@@ -20,11 +20,11 @@ import (
 // CreateSession starts a session and returns once its interpreter is
 // ready.
 func (k *Keeper) CreateSession(ctx context.Context, req *agentapi.SessionRequest) (*agentapi.Session, error) {
-	return k.CreateSessionWith(ctx, req, Options{})
+	return k.CreateSessionWith(ctx, req, Options{Processes: req.Processes})
 }
 
-// Options carry what a transport adds to a session request; no
-// wire request of /v1 sets them.
+// Options carry what a transport adds to a session request; of them a
+// wire request of /v1 sets only Processes (its "processes").
 type Options struct {
 	// ID names the session; empty: a fresh container.NewID(). The E2B
 	// endpoint uses longer ids, since an id is half of a sandbox's
@@ -77,7 +77,6 @@ func (k *Keeper) CreateSessionWith(ctx context.Context, req *agentapi.SessionReq
 	// Every field is checked before the rootfs, the volumes or a sandbox
 	// are touched.
 	pol := k.core.Policy()
-	so.Processes = so.Processes || req.Terminals // a terminal is the agent's
 	j, err := pol.ValidateSession(req, k.parked != nil, so.Processes)
 	if err != nil {
 		return nil, err
@@ -360,5 +359,6 @@ func (k *Keeper) wireSession(in session.Info) agentapi.Session {
 		out.OwnerUID = &uid
 	}
 	out.Network = k.core.Network(in.ID)
+	out.Ports = k.portStats(in.ID)
 	return out
 }

@@ -31,7 +31,7 @@ func requireRoot(t testing.TB) {
 func assertDetached(t *testing.T, img string) {
 	t.Helper()
 	var out []byte
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		out, _ = exec.Command("losetup", "-j", img).Output()
 		if len(strings.TrimSpace(string(out))) == 0 {
 			return

@@ -7,14 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Sandbox } from "@e2b/code-interpreter";
 import { NotFoundError, SandboxError, TimeoutError } from "e2b";
-import { DATASCI, PNG_MAGIC, create } from "./lib.mjs";
-
-// run runs code and fails the test on a Python error.
-async function run(sbx, code, opts) {
-  const e = await sbx.runCode(code, opts);
-  assert.equal(e.error, undefined, e.error && `${e.error.name}: ${e.error.value}\n${e.error.traceback}`);
-  return e;
-}
+import { DATASCI, PNG_MAGIC, create, run } from "./lib.mjs";
 
 test("state across calls and the main result", { timeout: 60_000 }, async (t) => {
   const sbx = await create(t, Sandbox);

@@ -6,13 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Sandbox } from "@e2b/code-interpreter";
 import { SandboxError, TimeoutError } from "e2b";
-import { JUPYTER_PORT, create, rawSandboxFetch } from "./lib.mjs";
-
-async function run(sbx, code, opts) {
-  const e = await sbx.runCode(code, opts);
-  assert.equal(e.error, undefined, e.error && `${e.error.name}: ${e.error.value}\n${e.error.traceback}`);
-  return e;
-}
+import { JUPYTER_PORT, create, rawSandboxFetch, run } from "./lib.mjs";
 
 test("JavaScript: state, logs, the last value, imports, errors, files shared with Python", { timeout: 120_000 }, async (t) => {
   const sbx = await create(t, Sandbox);

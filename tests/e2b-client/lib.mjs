@@ -94,9 +94,14 @@ export async function assertRefused(res, what) {
   assert.ok([401, 403, 404].includes(res.status), `${what}: want 401, 403 or 404, got ${res.status}: ${body.slice(0, 300)}`);
 }
 
+// run runs code and returns its execution, failing the test on an error.
+export async function run(sbx, code, opts) {
+  const e = await sbx.runCode(code, opts);
+  assert.equal(e.error, undefined, e.error && `${code}: ${e.error.name}: ${e.error.value}\n${e.error.traceback}`);
+  return e;
+}
+
 // value runs code and returns its main result's text, failing on an error.
 export async function value(sbx, code, opts) {
-  const ex = await sbx.runCode(code, opts);
-  assert.equal(ex.error, undefined, `${code}: ${ex.error?.name}: ${ex.error?.value}`);
-  return ex.text;
+  return (await run(sbx, code, opts)).text;
 }

@@ -43,11 +43,14 @@ test("pause keeps files and Python state; connect resumes the sandbox", { timeou
 
   const before = Date.now();
   const same = await CodeSandbox.connect(id, { timeoutMs: 90_000 });
+  const after = Date.now();
   assert.equal(same.sandboxId, id);
   const back = await same.getInfo();
   assert.equal(back.state, "running");
-  const ttl = back.endAt.getTime() - before;
-  assert.ok(ttl > 80_000 && ttl < 100_000, `endAt is ${ttl} ms away, want about the 90 s connect gave`);
+  // 90 s from when the connect was served, however long the resume took
+  // (a second either way for the clock's rounding).
+  const end = back.endAt.getTime();
+  assert.ok(end >= before + 89_000 && end <= after + 91_000, `endAt is ${end - before} ms after the connect was asked for and ${end - after} ms after its answer, want the 90 s connect gave`);
 
   assert.equal(await same.files.read("/home/user/kept.txt"), "kept across the pause");
   assert.equal(await value(same, "x + 1"), "42");
@@ -85,23 +88,29 @@ test("a paused sandbox can be killed", { timeout: 60_000 }, async (t) => {
 });
 
 test("a paused sandbox outlives its timeout, as on E2B; connect resumes it", { timeout: 60_000 }, async (t) => {
-  const sbx = await create(t, CodeSandbox, { timeoutMs: 3_000 });
+  // Set up with time to spare on a busy machine; then a 5 s timeout and
+  // the pause at once, and a wait past the end it had.
+  const sbx = await create(t, CodeSandbox, { timeoutMs: 60_000 });
   await value(sbx, "z = 'still here'");
+  await sbx.setTimeout(5_000);
+  const end = Date.now() + 5_000; // the sandbox's end is before this
   assert.equal(await sbx.pause(), true);
-  await new Promise((r) => setTimeout(r, 4_000)); // past the 3 s timeout
+  await new Promise((r) => setTimeout(r, end + 1_000 - Date.now())); // past the 5 s timeout
   assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, "paused", "a paused sandbox past its timeout");
   const back = await CodeSandbox.connect(sbx.sandboxId, { timeoutMs: 30_000 });
   assert.equal(await value(back, "z"), "still here");
 });
 
 test("lifecycle onTimeout pause: the timeout pauses the sandbox, connect resumes it", { timeout: 60_000 }, async (t) => {
-  const sbx = await create(t, CodeSandbox, { timeoutMs: 3_000, lifecycle: { onTimeout: "pause" } });
+  // Set up with time to spare on a busy machine, then a 3 s timeout.
+  const sbx = await create(t, CodeSandbox, { timeoutMs: 60_000, lifecycle: { onTimeout: "pause" } });
   assert.equal((await sbx.getInfo()).lifecycle?.onTimeout, "pause");
   await value(sbx, "w = 'paused by its timeout'");
   const ctx = await sbx.createCodeContext();
   await value(sbx, "v = 7", { context: ctx });
+  await sbx.setTimeout(3_000);
   let state;
-  for (const deadline = Date.now() + 15_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 250))) {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 250))) {
     state = (await Sandbox.getInfo(sbx.sandboxId)).state;
     if (state === "paused") break;
   }

@@ -41,23 +41,32 @@ func TestBudgetsConfig(t *testing.T) {
 	}
 	body := `{"argv":["true"],"env":{"PAD":"` + strings.Repeat("y", size-40) + `"}}`
 	// The held body is reserved once its handler runs; until then the
-	// second one may still fit (and is answered as any run). The deadline
-	// only ends a daemon that never refuses it.
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		resp, err := d.http.Post("http://nsbox/v1/runs", "application/json", strings.NewReader(body))
+	// second one may still fit (and is answered as any run).
+	until429(t, "a second 40 MiB body beside a held one", `[budgets] bodies = "64M"`, "64 MiB budget", func() (*http.Response, error) {
+		return d.http.Post("http://nsbox/v1/runs", "application/json", strings.NewReader(body))
+	})
+}
+
+// until429 sends what until it is answered 429, whose body must name
+// the budget (want) that config sets. The minute's deadline only ends a
+// server that never refuses it.
+func until429(t *testing.T, what, config, want string, send func() (*http.Response, error)) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		resp, err := send()
 		if err != nil {
 			t.Fatal(err)
 		}
 		msg, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusTooManyRequests {
-			if !strings.Contains(string(msg), "64 MiB budget") {
-				t.Errorf("429 %s: want it to name the 64 MiB budget", msg)
+			if !strings.Contains(string(msg), want) {
+				t.Errorf("429 %s: want it to name the budget (%q)", msg, want)
 			}
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("a second 40 MiB body beside a held one: %d %.300s; want 429 under [budgets] bodies = \"64M\"", resp.StatusCode, msg)
+			t.Fatalf("%s: %d %.300s; want 429 under %s", what, resp.StatusCode, msg, config)
 		}
 	}
 }
@@ -88,24 +97,10 @@ func TestE2BKeyRequestsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The held create counts once its handler runs; until then the list
-	// is served. The deadline only ends an endpoint that never refuses it.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	// is served.
+	until429(t, "the key's second request beside a held one", "[e2b] key_requests = 1", "1 requests in flight", func() (*http.Response, error) {
 		req, _ := http.NewRequest("GET", "http://"+addr+"/sandboxes", nil)
 		req.Header.Set("X-API-KEY", key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusTooManyRequests {
-			if !strings.Contains(string(msg), "1 requests in flight") {
-				t.Errorf("429 %s: want it to name the key's budget of 1", msg)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the key's second request beside a held one: %d %.300s; want 429 under [e2b] key_requests = 1", resp.StatusCode, msg)
-		}
-	}
+		return http.DefaultClient.Do(req)
+	})
 }

@@ -105,12 +105,15 @@ func TestDaemonErrors(t *testing.T) {
 
 func TestDaemonStreamOrder(t *testing.T) {
 	d := startDaemon(t)
+	// stdout and stderr are two pipes: their order is the order the
+	// daemon read them in, which 0.2 s between writes keeps on a busy
+	// machine (it was 0.05 s).
 	code := `import sys, time
 for i in range(3):
     print("out%d" % i, flush=True)
-    time.sleep(0.05)
+    time.sleep(0.2)
     print("err%d" % i, file=sys.stderr, flush=True)
-    time.sleep(0.05)
+    time.sleep(0.2)
 `
 	var got []string
 	res, err := d.client.RunStream(context.Background(), &agentapi.RunRequest{Language: "python", Code: code}, func(ev agentapi.Event) {
@@ -301,7 +304,11 @@ func TestDaemonSIGSTOPKeepsTheVerdict(t *testing.T) {
 	}
 	// Each run prints "started" first; the daemon is stopped once every
 	// run has (on a slow host, such as the emulated v2 guest, a run still
-	// being set up when the daemon stops has not had its time).
+	// being set up when the daemon stops has not had its time). The
+	// deadline leaves a run that ends in time 9 s after its print, however
+	// slow the machine's process starts: the stop, deadline and 1 s longer
+	// from when the last run printed, is past every deadline all the same.
+	const deadline = 10 * time.Second
 	cases := []run{
 		{"runs past its deadline", "echo started; echo done; sleep 60", agentapi.StatusTimeout, false},
 		{"Python past its deadline", "print('started', flush=True)\nprint('done', flush=True)\nimport time\ntime.sleep(60)", agentapi.StatusTimeout, true},
@@ -319,7 +326,7 @@ func TestDaemonSIGSTOPKeepsTheVerdict(t *testing.T) {
 		started.Add(1)
 		go func() {
 			defer wg.Done()
-			req := &agentapi.RunRequest{Argv: []string{"sh", "-c", tc.script}, Limits: &agentapi.Limits{TimeoutMs: 2500}}
+			req := &agentapi.RunRequest{Argv: []string{"sh", "-c", tc.script}, Limits: &agentapi.Limits{TimeoutMs: deadline.Milliseconds()}}
 			if tc.python {
 				req.Argv, req.Language, req.Code = nil, agentapi.LanguagePython, tc.script
 			}
@@ -340,7 +347,7 @@ func TestDaemonSIGSTOPKeepsTheVerdict(t *testing.T) {
 	if err := d.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(4 * time.Second) // past every deadline
+	time.Sleep(deadline + time.Second) // past every deadline: each started before the last print
 	if err := d.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}

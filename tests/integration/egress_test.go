@@ -302,14 +302,15 @@ print(fetch('http://files.test:%d/npm/demo/-/demo-1.0.0.tgz'))`, p, p)
 	for _, c := range refused {
 		t.Run("refused: "+c.name, func(t *testing.T) {
 			before := s.plain.hit("/hello")
-			start := time.Now()
-			res := s.run(t, fetchPy+fmt.Sprintf("print(fetch(%q))", c.url), allowNet(c.allow))
-			out := strings.TrimSpace(res.Stdout)
+			// The fetch times itself inside the sandbox: a slow start of the
+			// sandbox is not the refusal's time.
+			res := s.run(t, fetchPy+fmt.Sprintf("import time\nt0 = time.monotonic()\nr = fetch(%q)\nprint(f'{time.monotonic() - t0:.3f}')\nprint(r)", c.url), allowNet(c.allow))
+			took, out, _ := strings.Cut(strings.TrimSpace(res.Stdout), "\n")
 			if !strings.HasPrefix(out, "403 nsbox egress") && !strings.HasPrefix(out, "502 nsbox egress") {
-				t.Fatalf("want a 403 from the proxy naming the problem, got %q (stderr %q)", out, res.Stderr)
+				t.Fatalf("want a 403 from the proxy naming the problem, got %q (stderr %q)", res.Stdout, res.Stderr)
 			}
-			if time.Since(start) > 15*time.Second {
-				t.Errorf("refusal took %v; it must be quick", time.Since(start))
+			if secs, err := strconv.ParseFloat(took, 64); err != nil || secs > 15 {
+				t.Errorf("refusal took %s s (%v); it must be quick", took, err)
 			}
 			if s.plain.hit("/hello") != before {
 				t.Errorf("the upstream was reached")
@@ -582,7 +583,7 @@ print(fetch('http://files.test:%d/auth', {"Authorization": "Bearer " + tok}))
 		defer os.WriteFile(s.secretFile, []byte(s.secret), 0o600)
 		before := strings.Count(s.d.log.String(), "reload: configuration applied")
 		s.d.Cmd.Process.Signal(syscall.SIGHUP)
-		for deadline := time.Now().Add(10 * time.Second); strings.Count(s.d.log.String(), "reload: configuration applied") == before; {
+		for deadline := time.Now().Add(time.Minute); strings.Count(s.d.log.String(), "reload: configuration applied") == before; {
 			if time.Now().After(deadline) {
 				t.Fatal("the daemon did not reload")
 			}

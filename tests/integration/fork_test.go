@@ -160,10 +160,11 @@ func TestSessionFork(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		_, err := d.client.Exec(ctx, parent, &agentapi.ExecRequest{Code: "import time; time.sleep(2)"})
+		// Busy until the test has tried the fork: it opens the gate after.
+		_, err := d.client.Exec(ctx, parent, &agentapi.ExecRequest{Code: "import os, time\nwhile not os.path.exists('/workspace/gate'): time.sleep(0.01)"})
 		done <- err
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
 		if s, err := d.client.Session(ctx, parent); err == nil && s.State == agentapi.SessionBusy {
 			break
 		}
@@ -173,6 +174,9 @@ func TestSessionFork(t *testing.T) {
 	}
 	_, err = d.client.ForkSession(ctx, parent, 1)
 	wantStatus(t, err, http.StatusConflict, "running an exec")
+	if err := d.client.PutFile(ctx, parent, "gate", strings.NewReader("")); err != nil {
+		t.Fatalf("open the gate: %v", err)
+	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

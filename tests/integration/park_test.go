@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -148,7 +149,8 @@ func TestSessionParkFull(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := d.client.Exec(ctx, id, &agentapi.ExecRequest{Code: "import time; time.sleep(2)"})
+		// Busy until the test has tried the park: it opens the gate after.
+		_, err := d.client.Exec(ctx, id, &agentapi.ExecRequest{Code: "import os, time\nwhile not os.path.exists('/workspace/gate'): time.sleep(0.01)"})
 		done <- err
 	}()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
@@ -161,6 +163,9 @@ func TestSessionParkFull(t *testing.T) {
 	}
 	_, err = d.client.ParkSession(ctx, id)
 	wantStatus(t, err, http.StatusConflict, "running an exec")
+	if err := d.client.PutFile(ctx, id, "gate", strings.NewReader("")); err != nil {
+		t.Fatalf("open the gate: %v", err)
+	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -176,22 +181,27 @@ func TestSessionParkFull(t *testing.T) {
 // and a parked session is kept [sessions] park_retention: then it is gone,
 // its files removed without anyone asking, even across a restart.
 func TestParkRetention(t *testing.T) {
-	d := startDaemon(t, "--config", writeConf(t, "[sessions]\npark_retention = \"4s\"\n"))
+	// The session has its lifetime for an exec and a park (a slow machine
+	// takes seconds); the revive comes once the lifetime has passed, with
+	// the retention's 10 s more to spare.
+	const life, retention = 5 * time.Second, 15 * time.Second
+	d := startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[sessions]\npark_retention = \"%s\"\n", retention)))
 	ctx := context.Background()
-	id := newSession(t, d, &agentapi.SessionRequest{LifetimeMs: 2500})
+	id := newSession(t, d, &agentapi.SessionRequest{LifetimeMs: life.Milliseconds()})
+	created := time.Now() // after the session's creation: its lifetime ends before created+life
 	execOK(t, d, id, "x = 41")
 	before := time.Now()
 	park(t, d, id)
-	if s, err := d.client.Session(ctx, id); err != nil || s.ExpiresAt.Before(before.Add(3*time.Second)) || s.ExpiresAt.After(time.Now().Add(4*time.Second)) {
-		t.Errorf("a parked session's expires_at %v (%v), want its park plus the 4 s retention", s.ExpiresAt, err)
+	if s, err := d.client.Session(ctx, id); err != nil || s.ExpiresAt.Before(before.Add(retention-time.Second)) || s.ExpiresAt.After(time.Now().Add(retention)) {
+		t.Errorf("a parked session's expires_at %v (%v), want its park plus the %s retention", s.ExpiresAt, err, retention)
 	}
-	time.Sleep(3 * time.Second) // past the session's own lifetime
+	time.Sleep(time.Until(created.Add(life))) // past the session's own lifetime
 	r, err := d.client.ReviveSession(ctx, id)
 	if err != nil {
 		t.Fatalf("revive a session parked past its lifetime: %v", err)
 	}
-	if left := time.Until(r.ExpiresAt); left <= 0 || left > 2500*time.Millisecond {
-		t.Errorf("revived with %v of its lifetime left, want what it had at the park (under 2.5 s)", left)
+	if left := time.Until(r.ExpiresAt); left <= 0 || left > life {
+		t.Errorf("revived with %v of its lifetime left, want what it had at the park (under %s)", left, life)
 	}
 	if res := execOK(t, d, id, "x + 1"); res.Value != "42" {
 		t.Fatalf("after the revive: %q", res.Value)
@@ -206,13 +216,13 @@ func TestParkRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.start(t) // the record's expiry is kept across a restart
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(retention + time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		ents, _ := os.ReadDir(d.parkDir())
 		if len(ents) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("parked sessions still on disk 15 s after a 4 s retention: %v", ents)
+			t.Fatalf("parked sessions still on disk a minute after the %s retention: %v", retention, ents)
 		}
 	}
 	for _, id := range []string{second, third} {
@@ -231,13 +241,17 @@ func TestParkRetention(t *testing.T) {
 func TestSessionLifetimePark(t *testing.T) {
 	d := startDaemon(t)
 	ctx := context.Background()
-	id := newSession(t, d, &agentapi.SessionRequest{LifetimeMs: 1500, LifetimeAction: "park"})
+	// The lifetime leaves a slow machine seconds for the first exec and
+	// the start of the second, which sleeps past the lifetime's end
+	// whenever it started.
+	const life = 5 * time.Second
+	id := newSession(t, d, &agentapi.SessionRequest{LifetimeMs: life.Milliseconds(), LifetimeAction: "park"})
 	execOK(t, d, id, "x = 5")
 	// Running across the end of the lifetime: the park waits for it.
-	if res := execOK(t, d, id, "import time; time.sleep(2); x += 1; x"); res.Value != "6" {
+	if res := execOK(t, d, id, fmt.Sprintf("import time; time.sleep(%d); x += 1; x", int(life.Seconds())+1)); res.Value != "6" {
 		t.Fatalf("the exec across the lifetime's end: %q", res.Value)
 	}
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		s, err := d.client.Session(ctx, id)
 		if err != nil {
 			t.Fatalf("the session is gone at the end of its lifetime: %v", err)
@@ -255,8 +269,8 @@ func TestSessionLifetimePark(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Its whole lifetime from the revive, whenever the answer arrives.
-	if life := 1500 * time.Millisecond; r.ExpiresAt.Before(before.Add(life)) || r.ExpiresAt.After(time.Now().Add(life)) {
-		t.Errorf("revived to expire at %v, %v after the revive was asked for; want its 1.5 s again", r.ExpiresAt, r.ExpiresAt.Sub(before))
+	if r.ExpiresAt.Before(before.Add(life)) || r.ExpiresAt.After(time.Now().Add(life)) {
+		t.Errorf("revived to expire at %v, %v after the revive was asked for; want its %s again", r.ExpiresAt, r.ExpiresAt.Sub(before), life)
 	}
 	if r.LifetimeAction != "park" {
 		t.Errorf("revived with lifetime_action %q, want park", r.LifetimeAction)

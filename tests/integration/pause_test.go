@@ -48,10 +48,11 @@ func TestSessionPauseResume(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		_, err := d.client.Exec(ctx, id, &agentapi.ExecRequest{Code: "import time; time.sleep(1)"})
+		// Busy until the test has tried the pause: it opens the gate after.
+		_, err := d.client.Exec(ctx, id, &agentapi.ExecRequest{Code: "import os, time\nwhile not os.path.exists('/workspace/gate'): time.sleep(0.01)"})
 		done <- err
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
 		s, err := d.client.Session(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -66,6 +67,9 @@ func TestSessionPauseResume(t *testing.T) {
 	var ae *agentapi.Error
 	if _, err := d.client.PauseSession(ctx, id); !errors.As(err, &ae) || ae.Status != http.StatusConflict {
 		t.Errorf("pause during an exec: %v, want 409", err)
+	}
+	if err := d.client.PutFile(ctx, id, "gate", strings.NewReader("")); err != nil {
+		t.Fatalf("open the gate: %v", err)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -74,7 +74,7 @@ func TestPooledIsolation(t *testing.T) {
 	tests = append(tests, []probeCase{
 		{name: "infinite loop times out from hand-over", code: "while True:\n    pass", limits: &agentapi.Limits{TimeoutMs: 1000},
 			status: agentapi.StatusTimeout, idleFor: 1500 * time.Millisecond},
-		{name: "output flood", code: "while True:\n    print('x' * 10000)", limits: &agentapi.Limits{TimeoutMs: 2000, OutputBytes: 100000},
+		{name: "output flood", code: "while True:\n    print('x' * 10000)", limits: &agentapi.Limits{TimeoutMs: 60_000, OutputBytes: 100000},
 			status: agentapi.StatusOutputLimit},
 		{name: "background process", code: "import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 600; echo " + marker + "'])\nprint('left')",
 			status: agentapi.StatusOK, stdout: "left"},

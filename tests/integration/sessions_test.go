@@ -67,7 +67,9 @@ func TestSessionStateExceptionTimeout(t *testing.T) {
 		t.Fatalf("exception result %+v %+v", res, e)
 	}
 
-	res, err = d.client.Exec(ctx, id, &agentapi.ExecRequest{Code: "while True: pass", TimeoutMs: 300})
+	// 2 s: an interrupt that came before the cell started (a busy machine
+	// slow to hand it over) would be ignored and the session killed.
+	res, err = d.client.Exec(ctx, id, &agentapi.ExecRequest{Code: "while True: pass", TimeoutMs: 2000})
 	if err != nil || res.Status != agentapi.StatusTimeout || res.SessionDead {
 		t.Fatalf("timeout exec: %+v %v", res, err)
 	}
@@ -197,7 +199,9 @@ func TestSessionOOMIsDead(t *testing.T) {
 func TestSessionExpiresAndMax(t *testing.T) {
 	d := startDaemon(t, "--max-sessions", "1")
 	ctx := context.Background()
-	id := newSession(t, d, &agentapi.SessionRequest{IdleTimeoutMs: 300})
+	// Idle long enough to still hold the one slot at the second create on
+	// a busy machine; then it expires by itself.
+	id := newSession(t, d, &agentapi.SessionRequest{IdleTimeoutMs: 3000})
 	var ae *agentapi.Error
 	if _, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{}); !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests {
 		t.Fatalf("second session with --max-sessions 1: %v", err)
@@ -392,7 +396,7 @@ print('reaped')
 	}
 	// A cell's timeout interrupts it with a SIGINT to the sandbox's pid 1,
 	// which forwards it: the session lives on.
-	res, err := d.client.Exec(ctx, s.ID, &agentapi.ExecRequest{Code: "while True: pass", TimeoutMs: 300})
+	res, err := d.client.Exec(ctx, s.ID, &agentapi.ExecRequest{Code: "while True: pass", TimeoutMs: 2000}) // 2 s: after the cell started, on a busy machine too
 	if err != nil || res.Status != agentapi.StatusTimeout || res.SessionDead {
 		t.Fatalf("timeout exec: %+v %v", res, err)
 	}

@@ -66,7 +66,7 @@ func TestTerminal(t *testing.T) {
 	if _, err := d.client.OpenTerminal(ctx, plain, &agentapi.TerminalRequest{}); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Errorf("a terminal in a session without terminals: %v, want invalid_argument", err)
 	}
-	id := newSession(t, d, &agentapi.SessionRequest{Rootfs: rootfs, Terminals: true})
+	id := newSession(t, d, &agentapi.SessionRequest{Rootfs: rootfs, Processes: true})
 	execOK(t, d, id, "open('/workspace/from-python', 'w').write('hello')")
 	resp, err := d.http.Post("http://nsbox/v1/sessions/"+id+"/terminal", agentapi.ContentTypeJSON, strings.NewReader("{}"))
 	if err != nil {
@@ -130,7 +130,7 @@ func TestTerminal(t *testing.T) {
 func TestTerminalClosedLeavesNothing(t *testing.T) {
 	d := startDaemon(t)
 	_, rootfs := testRootfs(t)
-	id := newSession(t, d, &agentapi.SessionRequest{Rootfs: rootfs, Terminals: true})
+	id := newSession(t, d, &agentapi.SessionRequest{Rootfs: rootfs, Processes: true})
 	term, err := d.client.OpenTerminal(context.Background(), id, &agentapi.TerminalRequest{Cmd: "/bin/bash", Args: []string{"--norc", "-i"}})
 	if err != nil {
 		t.Fatalf("OpenTerminal: %v", err)
@@ -220,7 +220,7 @@ func TestShellOnTerminal(t *testing.T) {
 	}
 
 	// root's session with terminals: another uid gets not_found.
-	id := newSession(t, d, &agentapi.SessionRequest{Rootfs: rootfs, Terminals: true})
+	id := newSession(t, d, &agentapi.SessionRequest{Rootfs: rootfs, Processes: true})
 	openToAll(t, d)
 	out, err := asNobody(t, nsboxCopy(t), d, "shell", "--session", id, "/bin/true")
 	if err == nil || !strings.Contains(out, "not_found") {

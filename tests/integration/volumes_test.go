@@ -441,7 +441,7 @@ func assertVolumesUnmounted(t *testing.T, d *daemon) {
 		t.Errorf("cgroups left after the daemon stopped: %v", left)
 	}
 	state := filepath.Join(filepath.Dir(d.runDir), "state", "volumes")
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		out, _ := exec.Command("losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE").Output()
 		if !strings.Contains(string(out), state) {
 			return

@@ -227,15 +227,17 @@ func (s *suite) daemonKill(t *testing.T, sc *scenario) {
 	}
 }
 
-// daemonStop: the daemon SIGSTOPped for 5 s while two runs (pooled and
-// cold) sleep 2 s of their 3 s limit. Each finished before its deadline,
-// so each is ok with its final output, whenever the daemon looked.
+// daemonStop: the daemon SIGSTOPped past the runs' deadlines while two
+// runs (pooled and cold) sleep 2 s of their 10 s limit (8 s to spare for a
+// slow start). Each finished before its deadline, so each is ok with its
+// final output, whenever the daemon looked.
 func (s *suite) daemonStop(t *testing.T, sc *scenario) {
+	const deadline = 10 * time.Second
 	d := sc.start("--max-concurrent", "2")
 	ctx := context.Background()
 	started := make(chan struct{}, 2)
 	var wg sync.WaitGroup
-	for _, lim := range []*agentapi.Limits{{TimeoutMs: 3000}, {TimeoutMs: 3000, MemoryBytes: 300 << 20}} {
+	for _, lim := range []*agentapi.Limits{{TimeoutMs: deadline.Milliseconds()}, {TimeoutMs: deadline.Milliseconds(), MemoryBytes: 300 << 20}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -251,7 +253,7 @@ func (s *suite) daemonStop(t *testing.T, sc *scenario) {
 						}
 					})
 				if err == nil && (res.Status != agentapi.StatusOK || !strings.HasSuffix(res.Stdout, "done\n")) {
-					err = fmt.Errorf("a run that slept 2 s of its 3 s while the daemon was stopped: %s (pooled %v) stdout %q", res.Status, res.Pooled, res.Stdout)
+					err = fmt.Errorf("a run that slept 2 s of its 10 s while the daemon was stopped: %s (pooled %v) stdout %q", res.Status, res.Pooled, res.Stdout)
 				}
 				return err
 			})
@@ -268,7 +270,7 @@ func (s *suite) daemonStop(t *testing.T, sc *scenario) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Second)
+	time.Sleep(deadline + time.Second) // past both deadlines: each run had started
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}

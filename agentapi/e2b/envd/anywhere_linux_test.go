@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,11 +26,7 @@ import (
 // and a directory made twice (already_exists); root's changes there are
 // refused before the agent is asked.
 func TestFilesOutsideTheWorkspace(t *testing.T) {
-	h := newHandler(t, &agentCore{a: hostAgent(t)})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, Sandbox{ID: "sb"})))
-	}))
-	t.Cleanup(srv.Close)
+	srv := newServer(t, &agentCore{a: hostAgent(t)})
 	c := filesystemconnect.NewFilesystemClient(srv.Client(), srv.URL)
 	ctx := context.Background()
 	dir := t.TempDir() // outside /home/user

@@ -331,11 +331,3 @@ func (fs *filesystemService) Remove(ctx context.Context, req *connect.Request[fi
 	}
 	return connect.NewResponse(&filesystem.RemoveResponse{}), nil
 }
-
-func (fs *filesystemService) WatchDir(context.Context, *connect.Request[filesystem.WatchDirRequest], *connect.ServerStream[filesystem.WatchDirResponse]) error {
-	return unimplemented("watching a directory")
-}
-
-func (fs *filesystemService) CreateWatcher(context.Context, *connect.Request[filesystem.CreateWatcherRequest]) (*connect.Response[filesystem.CreateWatcherResponse], error) {
-	return nil, unimplemented("watching a directory")
-}

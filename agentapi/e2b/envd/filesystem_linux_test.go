@@ -2,8 +2,6 @@ package envd
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -85,11 +83,7 @@ func TestEntryInfo(t *testing.T) {
 	w, err := workspace.OpenDir(dir, os.Getuid(), os.Getgid())
 	must(err)
 	t.Cleanup(func() { w.Close() })
-	h := newHandler(t, &workspaceCore{w: w})
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, Sandbox{ID: "sb"})))
-	}))
-	t.Cleanup(srv.Close)
+	srv := newServer(t, &workspaceCore{w: w})
 	c := filesystemconnect.NewFilesystemClient(srv.Client(), srv.URL)
 	ctx := context.Background()
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strconv"
@@ -69,11 +67,7 @@ func hostAgent(t *testing.T) *procs.Agent {
 // never cleanly without an end event; the process runs on, and a Connect
 // to it is cut off the same way.
 func TestStreamDeadline(t *testing.T) {
-	h := newHandler(t, &agentCore{a: hostAgent(t)})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, Sandbox{ID: "sb"})))
-	}))
-	t.Cleanup(srv.Close)
+	srv := newServer(t, &agentCore{a: hostAgent(t)})
 	c := processconnect.NewProcessClient(srv.Client(), srv.URL)
 
 	// The timeout is the server's alone (the header, as the SDK sends it,
@@ -138,11 +132,7 @@ func TestCommandOutputCap(t *testing.T) {
 	a := hostAgent(t)
 	const limit = 1 << 20
 	a.LimitOutput(limit)
-	h := newHandler(t, &agentCore{a: a})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, Sandbox{ID: "sb"})))
-	}))
-	t.Cleanup(srv.Close)
+	srv := newServer(t, &agentCore{a: a})
 	c := processconnect.NewProcessClient(srv.Client(), srv.URL)
 	start, err := c.Start(context.Background(), connect.NewRequest(&process.StartRequest{Process: &process.ProcessConfig{Cmd: "head", Args: []string{"-c", "200M", "/dev/zero"}, Cwd: ptr(t.TempDir())}}))
 	if err != nil {
@@ -172,11 +162,7 @@ func TestCommandOutputCap(t *testing.T) {
 // health and raise as "killed or reached its end of life").
 func TestStreamCutWhenSandboxEnds(t *testing.T) {
 	a := hostAgent(t)
-	h := newHandler(t, &agentCore{a: a})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, Sandbox{ID: "sb"})))
-	}))
-	t.Cleanup(srv.Close)
+	srv := newServer(t, &agentCore{a: a})
 	c := processconnect.NewProcessClient(srv.Client(), srv.URL)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

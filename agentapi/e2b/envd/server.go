@@ -9,11 +9,10 @@ import (
 	"os"
 	"time"
 
-	"connectrpc.com/connect"
-
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem/filesystemconnect"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/process/processconnect"
+	"github.com/nsbox/nsbox/agentapi/e2b/envd/watchers"
 	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/daemon/errdefs"
@@ -42,7 +41,7 @@ type Sandbox struct {
 	Envs map[string]string // the environment it was created with (GET /envs); read only
 }
 
-// Config configures the handler. Every field is required.
+// Config configures the handler. Every field but Stopping is required.
 type Config struct {
 	Core Core
 	// Sandbox returns the sandbox of a request's context. The router in
@@ -53,12 +52,17 @@ type Config struct {
 	// (POST /files): its size and how long it may take.
 	MaxUploadBytes int64
 	UploadTimeout  time.Duration
+	// Stopping, optional, is closed when the daemon starts to stop: watch
+	// streams, which have nothing to finish, end then (unavailable)
+	// rather than hold up the drain.
+	Stopping <-chan struct{}
 }
 
 // server holds the handlers' shared state.
 type server struct {
-	cfg  Config
-	core Core
+	cfg      Config
+	core     Core
+	watchers *watchers.Registry // CreateWatcher's, of every sandbox
 }
 
 // New returns envd's routes for one sandbox's requests: /health, /envs,
@@ -67,7 +71,7 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Core == nil || cfg.Sandbox == nil || cfg.MaxUploadBytes <= 0 || cfg.UploadTimeout <= 0 {
 		return nil, errors.New("envd: Config.Core, Sandbox, MaxUploadBytes and UploadTimeout are required")
 	}
-	s := &server{cfg: cfg, core: cfg.Core}
+	s := &server{cfg: cfg, core: cfg.Core, watchers: watchers.NewRegistry()}
 	m := http.NewServeMux()
 	m.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	m.HandleFunc("GET /envs", s.handleEnvs)
@@ -116,8 +120,4 @@ func connectError(err error) error {
 		err = errdefs.In(errdefs.ErrUnavailable, err)
 	}
 	return errconnect.ToConnect(err)
-}
-
-func unimplemented(what string) error {
-	return connect.NewError(connect.CodeUnimplemented, errors.New(what+" is not supported by nsbox's E2B endpoint (docs/E2B.md)"))
 }

@@ -62,6 +62,18 @@ func newHandler(t *testing.T, core Core) http.Handler {
 	return h
 }
 
+// newServer serves envd over core, for the sandbox "sb", on a test
+// server closed at cleanup.
+func newServer(t *testing.T, core Core) *httptest.Server {
+	t.Helper()
+	h := newHandler(t, core)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sandboxKey{}, Sandbox{ID: "sb"})))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 func serve(t *testing.T, h http.Handler, sb Sandbox, r *http.Request) *httptest.ResponseRecorder {
 	t.Helper()
 	w := httptest.NewRecorder()

@@ -12,8 +12,8 @@ CodeExecutionTool, CodeExecutor, ResourceLimits) and nsbox.tools
 (CodeExecutionSession, PythonExecTool). docs/PYTHON.md describes the package.
 """
 
-from .aio import AsyncClient, AsyncSession, AsyncVolume
-from .client import DEFAULT_SOCKET, Batch, Client, Result, Retry, Session, Volume
+from .aio import AsyncClient, AsyncSession, AsyncVolume, AsyncWatch
+from .client import DEFAULT_SOCKET, Batch, Client, Result, Retry, Session, Volume, Watch
 from .errors import (Conflict, DaemonUnreachable, Exists, Forbidden, InternalError, InUse, InvalidArgument, NotFound,
                      NsboxError, PayloadTooLarge, RequestTimeout, ResourceExhausted, SessionBusy, SessionDead,
                      SessionParked, Unavailable)
@@ -23,7 +23,7 @@ from .tools import CodeExecutionSession, PythonExecTool
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Session", "Volume", "AsyncClient", "AsyncSession", "AsyncVolume", "Result", "Batch", "Retry", "DEFAULT_SOCKET",
+    "Client", "Session", "Volume", "Watch", "AsyncClient", "AsyncSession", "AsyncVolume", "AsyncWatch", "Result", "Batch", "Retry", "DEFAULT_SOCKET",
     "NsboxError", "DaemonUnreachable", "RequestTimeout", "InvalidArgument", "Forbidden", "NotFound",
     "Conflict", "SessionDead", "SessionBusy", "SessionParked", "Exists", "InUse",
     "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable",

@@ -345,9 +345,12 @@ def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idl
                  env: Optional[Mapping[str, str]], files: Optional[Files], lifetime_ms: Optional[int],
                  allowed_imports: Optional[Iterable[str]], idle_action: Optional[str],
                  network: Any = None, language: Optional[str] = None, volumes: Any = None,
-                 datasets: Any = None, lifetime_action: Optional[str] = None, init: bool = False) -> Dict[str, Any]:
+                 datasets: Any = None, lifetime_action: Optional[str] = None, init: bool = False,
+                 processes: bool = False) -> Dict[str, Any]:
     if not isinstance(init, bool):
         raise TypeError("init: give True or False, not %r" % (init,))
+    if not isinstance(processes, bool):
+        raise TypeError("processes: give True or False, not %r" % (processes,))
     if idle_action not in (None, "end", "pause", "park"):
         raise _invalid("idle_action %r: use \"end\", \"pause\" or \"park\"" % (idle_action,))
     if lifetime_action not in (None, "end", "park"):
@@ -358,7 +361,7 @@ def session_body(rootfs: Optional[str], limits: Optional[Mapping[str, Any]], idl
                 env=dict(env) if env is not None else None, files=files_list(files), lifetime_ms=lifetime_ms,
                 allowed_imports=check_imports(allowed_imports), idle_action=idle_action,
                 lifetime_action=lifetime_action, network=check_network(network), volumes=check_volumes(volumes), datasets=check_datasets(datasets),
-                init=init or None)
+                init=init or None, processes=processes or None)
 
 
 def fork_body(count: int) -> Dict[str, Any]:
@@ -520,6 +523,27 @@ def stream_event(line: bytes, what: str) -> Tuple[str, Union[str, Result, None]]
         code = err.get("code", "internal")
         raise BY_CODE.get(code, NsboxError)(code, err.get("message", "stream error"))
     return "", None
+
+
+def watch_path(session_id: str, path: str, recursive: bool) -> str:
+    """The URL path of GET /v1/sessions/{id}/watch."""
+    if not isinstance(recursive, bool):
+        raise TypeError("recursive: give True or False, not %r" % (recursive,))
+    q = urllib.parse.urlencode({"path": path, **({"recursive": "1"} if recursive else {})})
+    return API + "/sessions/" + urllib.parse.quote(session_id, safe="") + "/watch?" + q
+
+
+def watch_event(line: bytes, what: str) -> Optional[Dict[str, Any]]:
+    """One line of a watch: the change (a dict: type, name), None at its
+    "end"; raises the session's error at "error"."""
+    ev = json_object(line, what)
+    if ev.get("type") == "end":
+        return None
+    if ev.get("type") == "error":
+        err = ev.get("error") or {}
+        code = err.get("code", "internal")
+        raise BY_CODE.get(code, NsboxError)(code, err.get("message", "watch error"))
+    return ev
 
 
 C = TypeVar("C")

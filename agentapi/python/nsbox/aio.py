@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _wire
 from ._wire import API, NDJSON, Batch, Files, Result
@@ -307,10 +307,12 @@ class AsyncClient(_wire.ClientBase):
                       idle_action: Optional[str] = None, network: Any = None,
                       language: Optional[str] = None, volumes: Any = None,
                       datasets: Optional[Sequence[str]] = None,
-                      lifetime_action: Optional[str] = None, init: bool = False) -> AsyncSession:
+                      lifetime_action: Optional[str] = None, init: bool = False,
+                      processes: bool = False) -> AsyncSession:
         """As nsbox.Client.session; use the result with `async with`."""
         req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
-                                 idle_action, network, language, volumes, datasets, lifetime_action, init)
+                                 idle_action, network, language, volumes, datasets, lifetime_action, init,
+                                 processes)
         info = await self._json("POST", API + "/sessions", req)
         return AsyncSession(self, info["id"], info)
 
@@ -351,6 +353,12 @@ class AsyncSession:
 
     async def info(self) -> Dict[str, Any]:
         return await self.client._json("GET", self._path)
+
+    async def watch(self, path: str = "", recursive: bool = False) -> AsyncWatch:
+        """As nsbox.Session.watch; iterate it with `async for`."""
+        w = AsyncWatch(_wire.watch_path(self.id, path, recursive))
+        await w._start(self.client)
+        return w
 
     async def exec(self, code: str, timeout_ms: Optional[int] = None, on_stdout: Output = None,
                    on_stderr: Output = None, context: Optional[str] = None,
@@ -431,3 +439,49 @@ class AsyncVolume:
 
     async def delete(self) -> None:
         await self.client._call("DELETE", self._path)
+
+
+class AsyncWatch:
+    """A running watch of a session's directory (AsyncSession.watch), as
+    nsbox.Watch."""
+
+    def __init__(self, path: str):
+        self._what = "GET " + path
+        self._resp: Optional[_Response] = None
+        self.path = ""
+
+    async def _start(self, client: AsyncClient) -> None:
+        self._resp = await client._open("GET", self._what[4:], None, {"Accept": NDJSON}, None)
+        try:
+            self.path = _wire.json_object(await self._line(), self._what).get("path", "")
+        except BaseException:
+            self.close()
+            raise
+
+    async def _line(self) -> bytes:
+        assert self._resp is not None
+        line = await self._resp.readline()
+        if not line:
+            raise _wire.cut_off("GET", self._what[4:])
+        return line
+
+    async def __aiter__(self) -> AsyncIterator[Dict[str, Any]]:
+        try:
+            while True:
+                ev = _wire.watch_event(await self._line(), self._what)
+                if ev is None:
+                    return
+                yield ev
+        finally:
+            self.close()
+
+    async def __aenter__(self) -> AsyncWatch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stops the watch."""
+        if self._resp is not None:
+            self._resp.close()

@@ -256,7 +256,7 @@ class Client(_wire.ClientBase):
                 allowed_imports: Optional[Iterable[str]] = None, idle_action: Optional[str] = None,
                 network: Any = None, language: Optional[str] = None, volumes: Any = None,
                 datasets: Optional[Sequence[str]] = None, lifetime_action: Optional[str] = None,
-                init: bool = False) -> Session:
+                init: bool = False, processes: bool = False) -> Session:
         """Starts a session (a persistent Python interpreter and /workspace)
         and returns it once ready. Use it as a context manager to close it.
         lifetime_ms ends it that long after its creation (default: the
@@ -266,9 +266,11 @@ class Client(_wire.ClientBase):
         end of its lifetime instead of ending it; language "javascript" or "typescript"
         makes it a Node.js session (on a rootfs with Node.js); volumes and
         datasets are mounted for its whole life, as in run(); init makes its
-        interpreter pid 1's child, as in run()."""
+        interpreter pid 1's child, as in run(); processes starts its
+        sandbox's process agent, which Session.watch needs."""
         req = _wire.session_body(rootfs, limits, idle_timeout_ms, env, files, lifetime_ms, allowed_imports,
-                                 idle_action, network, language, volumes, datasets, lifetime_action, init)
+                                 idle_action, network, language, volumes, datasets, lifetime_action, init,
+                                 processes)
         info = self._json("POST", API + "/sessions", req)
         return Session(self, info["id"], info)
 
@@ -385,6 +387,16 @@ class Session:
         """Lists /workspace: dicts with path, size, mode, mtime, sha256, mime, dir, symlink."""
         return _wire.listed(self.client._json("GET", self._path + "/files"), "files")
 
+    def watch(self, path: str = "", recursive: bool = False) -> Watch:
+        """Starts watching a directory of the session's /workspace ("" the
+        workspace) and returns once the watch runs; iterate it for the
+        changes as they happen, dicts {"type": "create"|"write"|"remove"|
+        "rename"|"chmod"|"overflow", "name": path under the directory}
+        (docs/API.md). The iteration ends when the directory goes and
+        raises the session's error when it ends; close the watch (or use
+        it with `with`) to stop. The session needs processes=True."""
+        return Watch(self.client, _wire.watch_path(self.id, path, recursive))
+
     def close(self) -> None:
         """Ends the session (idempotent)."""
         try:
@@ -430,3 +442,46 @@ class Volume:
     def delete(self) -> None:
         """Deletes the volume and its files (refused while a sandbox mounts it)."""
         self.client._call("DELETE", self._path)
+
+
+class Watch:
+    """A running watch of a session's directory (Session.watch)."""
+
+    def __init__(self, client: Client, path: str):
+        self._what = "GET " + path
+        self._conn, self._resp = client._open("GET", path, None, {"Accept": NDJSON}, None)
+        try:
+            start = _wire.json_object(self._line(), self._what)
+        except BaseException:
+            self.close()
+            raise
+        self.path: str = start.get("path", "")  # the directory, as the sandbox names it
+
+    def _line(self) -> bytes:
+        try:
+            line = self._resp.readline()
+        except (OSError, http.client.HTTPException) as e:
+            raise _wire.cut_off("GET", self._what[4:]) from e
+        if not line:
+            raise _wire.cut_off("GET", self._what[4:])
+        return line
+
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        try:
+            while True:
+                ev = _wire.watch_event(self._line(), self._what)
+                if ev is None:
+                    return
+                yield ev
+        finally:
+            self.close()
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stops the watch."""
+        self._conn.close()

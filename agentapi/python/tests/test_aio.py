@@ -22,6 +22,18 @@ class AsyncClientTest(unittest.TestCase):
     def setUp(self):
         self.c = AsyncClient(socket_path=SOCKET)
 
+    def test_session_watch(self):
+        async def go():
+            async with await self.c.session(processes=True) as s:
+                await s.exec("import os; os.makedirs('w')")
+                async with await s.watch("w") as w:
+                    await s.exec("import os\nopen('w/a', 'w').close()\nos.remove('w/a')\nos.rmdir('w')")
+                    return w.path, [(e["type"], e["name"]) async for e in w]
+
+        path, got = run(go())
+        self.assertEqual(path, "/workspace/w")
+        self.assertEqual(got, [("create", "a"), ("remove", "a"), ("remove", ".")])
+
     def test_health_run(self):
         async def go():
             h = await self.c.health()
@@ -66,7 +78,7 @@ class AsyncClientTest(unittest.TestCase):
                 await s.exec("x = 41")
                 v = (await s.exec("x + 1")).value
                 exc = (await s.exec("1 / 0")).exception["name"]
-                timeout = (await s.exec("while True: pass", timeout_ms=300)).status
+                timeout = (await s.exec("while True: pass", timeout_ms=2000)).status  # after the cell started
                 alive = (await s.exec("x")).value
                 chunks = []
                 await s.exec("for i in range(3): print(i, flush=True)", on_stdout=chunks.append)

@@ -143,6 +143,24 @@ class ClientTest(unittest.TestCase):
             for want in (os.path.join(d, "none.sock"), "Is it running?", "systemctl start nsbox.socket", "NSBOX_SOCKET"):
                 self.assertIn(want, msg)
 
+    def test_session_watch(self):
+        # A watch sees the session's changes in order and ends when its
+        # directory goes; one of a session without processes is refused.
+        with self.nsbox.session() as plain:
+            with self.assertRaises(nsbox.InvalidArgument):
+                plain.watch()
+        with self.nsbox.session(processes=True) as s:
+            self.assertTrue(s.exec("import os; os.makedirs('w')").ok)
+            with s.watch("w", recursive=True) as w:
+                self.assertEqual(w.path, "/workspace/w")
+                self.assertTrue(s.exec("import os\nopen('w/a', 'w').write('x')\nos.rename('w/a', 'w/b')\n"
+                                       "os.remove('w/b')\nos.rmdir('w')").ok)
+                got = [(e["type"], e["name"]) for e in w]
+            self.assertEqual(got, [("create", "a"), ("write", "a"), ("rename", "a"), ("create", "b"),
+                                   ("remove", "b"), ("remove", ".")])
+            with self.assertRaises(nsbox.NotFound):
+                s.watch("missing")
+
     def test_session(self):
         with self.nsbox.session(limits={"timeout_ms": 20000}, files={"seed.txt": "seed"}) as s:
             self.assertIn(s.id, [x["id"] for x in self.nsbox.sessions()])
@@ -152,7 +170,7 @@ class ClientTest(unittest.TestCase):
             r = s.exec("1 / 0")
             self.assertEqual(r.status, "exception")
             self.assertEqual(r.exception["name"], "ZeroDivisionError")
-            r = s.exec("while True: pass", timeout_ms=300)
+            r = s.exec("while True: pass", timeout_ms=2000)  # after the cell started, on a busy machine too
             self.assertEqual(r.status, "timeout")
             self.assertEqual(s.exec("x").value, "41", "the session survives a timeout")
 

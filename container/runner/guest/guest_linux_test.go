@@ -3,47 +3,24 @@ package guest_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/internal/agenttest"
 	"github.com/nsbox/nsbox/container/internal/testenv"
 	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/runner/guest"
 )
 
-func TestMain(m *testing.M) {
-	// Sandboxes re-execute this test binary as their init.
-	container.MaybeInit()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { agenttest.Main(m) }
 
 // agent starts a Python runner on rootfs and its process agent, which
 // guests are started through; all end at cleanup.
 func agent(t *testing.T, rootfs string) *procs.Agent {
 	t.Helper()
-	testenv.RequireRoot(t)
-	e, err := container.New(container.Config{RunDir: t.TempDir(), CgroupName: testenv.CgroupName()})
-	if err != nil {
-		t.Fatalf("container.New: %v", err)
-	}
-	t.Cleanup(func() { e.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	spec := container.Spec{RootfsDir: rootfs, Limits: container.Limits{Timeout: 10 * time.Minute, OutputBytes: 64 << 20}}
-	r, err := runner.Start(ctx, e, spec)
-	if err != nil {
-		t.Fatalf("runner.Start: %v", err)
-	}
-	t.Cleanup(func() { r.Close() })
-	a, err := r.StartAgent(ctx)
-	if err != nil {
-		t.Fatalf("StartAgent: %v", err)
-	}
-	t.Cleanup(func() { a.Close() })
+	_, a := agenttest.Start(t, rootfs)
 	return a
 }
 

@@ -95,7 +95,9 @@ func TestRound(t *testing.T) {
 				time.Sleep(time.Millisecond)
 				return nil
 			}
-			d := 50 * time.Millisecond
+			// Long enough that a busy machine starts the workers and
+			// makes a few calls in it (the error case needs three).
+			d := 500 * time.Millisecond
 			rate, err := Round(context.Background(), f, tc.conc, d)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Round: error %v, want %v", err, tc.wantErr)
