@@ -17,6 +17,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/daemon"
+	"github.com/nsbox/nsbox/daemon/terminal"
 )
 
 // Core is what the handlers need from the daemon; *daemon.Daemon
@@ -34,6 +35,7 @@ type Core interface {
 	ForkSession(ctx context.Context, id string, count *int) (*agentapi.ForkResult, error)
 	ParkSession(ctx context.Context, id string) (*agentapi.Session, error)
 	ReviveSession(ctx context.Context, id string) (*agentapi.CarriedSession, error)
+	OpenTerminal(ctx context.Context, id string, req *agentapi.TerminalRequest) (*terminal.Terminal, error)
 	Exec(ctx context.Context, id string, req *agentapi.ExecRequest, opts daemon.RunOptions) (*agentapi.RunResult, error)
 	ListFiles(ctx context.Context, id string) (*agentapi.FileList, error)
 	WriteFile(ctx context.Context, id, path string, data []byte) error

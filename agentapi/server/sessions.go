@@ -21,6 +21,7 @@ func (s *Server) sessionRoutes() []route {
 		{http.MethodPost, v + "/{id}/fork", s.handleSessionFork},
 		{http.MethodPost, v + "/{id}/park", s.handleSessionPark},
 		{http.MethodPost, v + "/{id}/revive", s.handleSessionRevive},
+		{http.MethodPost, v + "/{id}/terminal", s.handleTerminal},
 		{http.MethodGet, v + "/{id}/watch", s.handleSessionWatch},
 	}
 	return append(routes, s.fileRoutes(v, fileTree{key: "id",

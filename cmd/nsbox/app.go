@@ -45,6 +45,7 @@ func newApp() *cli.App {
 			sessionCommand(),
 			volumeCommand(),
 			replCommand(),
+			shellCommand(),
 			benchCommand(),
 			mcpCommand(),
 			toolsCommand(),

@@ -108,7 +108,10 @@ func (a *Agent) Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, fmt.Errorf("%w: no command", ErrStart)
 	}
 	c := &call{start: &cfg}
-	rep, err := a.call(ctx, request{Op: "start", Cmd: cfg.Cmd, Args: cfg.Args, Env: cfg.Env, Cwd: cfg.Cwd, Stdin: cfg.Stdin}, c)
+	if cfg.Pty != nil && (cfg.Pty.Rows == 0 || cfg.Pty.Cols == 0) {
+		return nil, fmt.Errorf("%w: a terminal of %dx%d", ErrStart, cfg.Pty.Cols, cfg.Pty.Rows)
+	}
+	rep, err := a.call(ctx, request{Op: "start", Cmd: cfg.Cmd, Args: cfg.Args, Env: cfg.Env, Cwd: cfg.Cwd, Stdin: cfg.Stdin, Pty: cfg.Pty}, c)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +174,9 @@ func (a *Agent) CloseStdin(ctx context.Context, sel Selector) error {
 }
 
 // Signal sends sig to the process's group: the process and what it
-// started (unless they made groups of their own).
+// started (unless they made groups of their own). A terminal's (Pty)
+// goes to its whole session too: the jobs its shell put in groups of
+// their own.
 func (a *Agent) Signal(ctx context.Context, sel Selector, sig syscall.Signal) error {
 	return a.op(ctx, sel, request{Op: "signal", Signal: int(sig)})
 }
@@ -195,6 +200,8 @@ func (a *Agent) op(ctx context.Context, sel Selector, req request) error {
 		return fmt.Errorf("%s: %w", sel, ErrNotFound)
 	case rep.Kind == "stdin":
 		return fmt.Errorf("%s: %w", sel, ErrStdin)
+	case rep.Kind == "pty":
+		return fmt.Errorf("%s: %w: %s", sel, ErrNotPty, rep.Error)
 	default:
 		return fmt.Errorf("%s: %s", sel, rep.Error)
 	}
@@ -355,6 +362,8 @@ func (a *Agent) event(m *message) {
 		ev.Data = &Data{Stdout: m.Out}
 	case m.Err != nil:
 		ev.Data = &Data{Stderr: m.Err}
+	case m.Pty != nil:
+		ev.Data = &Data{Pty: m.Pty}
 	default:
 		return
 	}
@@ -370,6 +379,8 @@ func (a *Agent) event(m *message) {
 		switch {
 		case ev.Data != nil && ev.Data.Stdout != nil:
 			ev.Data.Stdout, passed = p.out.take(0, ev.Data.Stdout)
+		case ev.Data != nil && ev.Data.Pty != nil:
+			ev.Data.Pty, passed = p.out.take(0, ev.Data.Pty)
 		case ev.Data != nil:
 			ev.Data.Stderr, passed = p.out.take(1, ev.Data.Stderr)
 		case p.out.over != "":
@@ -380,7 +391,7 @@ func (a *Agent) event(m *message) {
 	if passed {
 		go a.kill(m.Pid)
 	}
-	if ev.Data != nil && len(ev.Data.Stdout)+len(ev.Data.Stderr) == 0 {
+	if ev.Data != nil && len(ev.Data.Stdout)+len(ev.Data.Stderr)+len(ev.Data.Pty) == 0 {
 		return // past the cap
 	}
 	var gone []*Process

@@ -3,8 +3,9 @@
 # socket. It starts processes and passes their output on; frames both ways
 # are a 4-byte big-endian length, then JSON (bytes as base64).
 #
-# host -> agent: {"id", "op": "start", "cmd", "args", "env", "cwd", "stdin"}
+# host -> agent: {"id", "op": "start", "cmd", "args", "env", "cwd", "stdin", "pty": {"rows", "cols"}}
 #                {"id", "op": "input", "pid", "data"} | {"id", "op": "close_stdin", "pid"}
+#                {"id", "op": "resize", "pid", "pty": {"rows", "cols"}}
 #                {"id", "op": "signal", "pid", "signal"}
 #                file operations, as the sandbox's user, in its mount namespace:
 #                {"id", "op": "fstat" | "flist" (+ "depth") | "fmkdir" | "fremove", "path"}
@@ -12,7 +13,7 @@
 #                {"id", "op": "fread", "fh"} | {"id", "op": "fwrite", "fh", "data"} | {"id", "op": "fclose", "fh"}
 #                {"id", "op": "fwatch", "path", "recursive"} | {"id", "op": "funwatch", "wid"}
 # agent -> host: {"id", "pid"} (started) | {"id"} (done) | {"id", "error", "kind"}
-#                {"pid", "out" | "err": data} | {"pid", "end": true, "code" | "signal"}
+#                {"pid", "out" | "err" | "pty": data} | {"pid", "end": true, "code" | "signal"}
 #                {"id", "entry"} | {"id", "entries"} | {"id", "created"} | {"id", "fh", "size"} | {"id", "data"}
 #                {"id", "wid"} | {"wid", "ev": [[op, name], ...]} | {"wid", "end": true, "error"}
 try:  # first: non-dumpable, so that same-uid code in the sandbox (a cell,
@@ -52,17 +53,21 @@ def b64(b):
 
 
 class Proc:
-    def __init__(self, p):
+    def __init__(self, p, tty=None):
         self.p, self.pid = p, p.pid
-        self.pipes = {}            # fd -> 'out' | 'err'
+        self.pipes = {}            # fd -> 'out' | 'err' | 'pty'
         self.stdin = p.stdin.fileno() if p.stdin else -1
+        self.tty = tty             # a pty's master: [read fd, write fd]
         self.inq = []              # [id, bytes] not yet written to stdin
         self.close_id = None       # a close_stdin waiting for inq
-        for f, k in ((p.stdout, 'out'), (p.stderr, 'err')):
-            os.set_blocking(f.fileno(), False)
-            self.pipes[f.fileno()] = k
+        outs = ((p.stdout, 'out'), (p.stderr, 'err')) if tty is None else ()
+        for fd, k in [(f.fileno(), k) for f, k in outs] + ([(tty[0], 'pty')] if tty else []):
+            os.set_blocking(fd, False)
+            self.pipes[fd] = k
             if not paused:
-                sel.register(f.fileno(), selectors.EVENT_READ, (self.read, k))
+                sel.register(fd, selectors.EVENT_READ, (self.read, k))
+        if tty is not None:
+            self.stdin = tty[1]
         if self.stdin >= 0:
             os.set_blocking(self.stdin, False)
 
@@ -121,7 +126,10 @@ class Proc:
             sel.unregister(self.stdin)
         except KeyError:
             pass
-        self.p.stdin.close()
+        if self.tty is None:
+            self.p.stdin.close()
+        else:
+            os.close(self.tty[1])
         self.stdin = -1
         why = 'stdin is closed: %s' % (err.strerror if err else 'the process ended')
         for rid, _ in self.inq:
@@ -187,24 +195,87 @@ def node_options(env):
     env['NODE_OPTIONS'] = ('--require=' + NODE_PRELOAD + ' ' + env.get('NODE_OPTIONS', '')).strip()
 
 
+def winsize(fd, size):
+    import fcntl, termios, struct
+    rows, cols = int(size.get('rows') or 24), int(size.get('cols') or 80)
+    if not (0 < rows < 1 << 16 and 0 < cols < 1 << 16):
+        raise OSError(errno.EINVAL, 'rows and cols must be 1 to 65535')
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack('HHHH', rows, cols, 0, 0))
+
+
+def controlling_tty():
+    """In the child, after setsid: its stdin, the pty's slave, becomes its
+    session's controlling terminal (Ctrl-C, Ctrl-Z and job control reach
+    its foreground group)."""
+    import fcntl, termios
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def open_pty(size):
+    """A terminal of the sandbox's own devpts: [master read, master
+    write], slave. The master is read and written through two fds, so
+    that its output and input close apart, as a pipe's do."""
+    m, s = os.openpty()
+    try:
+        winsize(m, size)
+        w = os.dup(m)
+    except BaseException:
+        os.close(m)
+        os.close(s)
+        raise
+    os.set_inheritable(m, False)
+    os.set_inheritable(w, False)
+    return [m, w], s
+
+
 def start(req):
     env = dict(os.environ)
     env.update(req.get('env') or {})
     node_options(env)
     argv = [req['cmd']] + list(req.get('args') or [])
     cwd = req.get('cwd') or default_cwd()
+    tty, extra = None, {}
+    if req.get('pty') is not None:
+        try:
+            tty, slave = open_pty(req['pty'])
+        except OSError as e:
+            return send({'id': req['id'], 'error': 'a terminal: %s' % e.strerror, 'kind': 'start_pty'})
+        extra = dict(stdin=slave, stdout=slave, stderr=slave, preexec_fn=controlling_tty)
+    else:
+        extra = dict(stdin=subprocess.PIPE if req.get('stdin') else subprocess.DEVNULL,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        p = subprocess.Popen(argv, stdin=subprocess.PIPE if req.get('stdin') else subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
-                             start_new_session=True, bufsize=0)
+        try:
+            p = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True, bufsize=0, **extra)
+        finally:
+            if tty is not None:
+                os.close(slave)
     except OSError as e:
+        if tty is not None:
+            os.close(tty[0])
+            os.close(tty[1])
         what = 'cwd' if e.filename == cwd and e.filename != req['cmd'] else 'cmd'
         kind = 'not_found' if e.errno == errno.ENOENT else 'start'
         send({'id': req['id'], 'error': '%s %r: %s' % ('working directory' if what == 'cwd' else 'command', e.filename or req['cmd'], e.strerror),
               'kind': kind + '_' + what})
         return
     send({'id': req['id'], 'pid': p.pid})
-    procs[p.pid] = Proc(p)
+    procs[p.pid] = Proc(p, tty)
+
+
+def signal_session(sid, sig):
+    """Signals every process of a terminal's session: the shell's jobs run
+    in process groups of their own (job control), and a SIGKILLed shell
+    hangs none of them up, so a killed terminal would leave its
+    background jobs running in the sandbox."""
+    for d in os.listdir('/proc'):
+        if not d.isdigit() or int(d) == sid:
+            continue
+        try:
+            if os.getsid(int(d)) == sid:
+                os.kill(int(d), sig)
+        except OSError:
+            pass  # gone meanwhile
 
 
 def handle(req):
@@ -221,6 +292,8 @@ def handle(req):
     if pr is None:
         return send({'id': req['id'], 'error': 'no process %s' % req.get('pid'), 'kind': 'not_found'})
     if op == 'signal':
+        if pr.tty is not None:
+            signal_session(pr.pid, req['signal'])
         try:
             os.killpg(pr.pid, req['signal'])
         except ProcessLookupError:
@@ -228,6 +301,16 @@ def handle(req):
         except OSError as e:
             return send({'id': req['id'], 'error': e.strerror})
         return send({'id': req['id']})
+    if op == 'resize':
+        if pr.tty is None or pr.stdin < 0:
+            return send({'id': req['id'], 'error': 'not a terminal', 'kind': 'pty'})
+        try:
+            winsize(pr.stdin, req.get('pty') or {})
+        except OSError as e:
+            return send({'id': req['id'], 'error': e.strerror, 'kind': 'pty'})
+        return send({'id': req['id']})
+    if op == 'close_stdin' and pr.tty is not None:
+        return send({'id': req['id'], 'error': 'a terminal has no stdin to close: send Ctrl-D (0x04)', 'kind': 'pty'})
     if op in ('input', 'close_stdin'):
         if pr.stdin < 0 or pr.close_id is not None:
             return send({'id': req['id'], 'error': 'stdin is closed or was not asked for', 'kind': 'stdin'})

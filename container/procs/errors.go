@@ -13,6 +13,9 @@ var (
 	ErrStart = errors.New("the command could not be started")
 	// ErrStdin: the process's stdin is closed or was not asked for.
 	ErrStdin = errors.New("the process's stdin is not open")
+	// ErrNotPty: a terminal's operation (Resize) on a process started
+	// without one, or closing a terminal's stdin (send Ctrl-D instead).
+	ErrNotPty = errors.New("the terminal operation was refused")
 	// ErrSlow: the subscriber did not read its events for SlowTimeout and
 	// was dropped; the process goes on.
 	ErrSlow = errors.New("the subscriber fell behind the process's output and was dropped")

@@ -20,9 +20,21 @@ type Config struct {
 	// Stdin opens a pipe to the process's stdin (SendInput, CloseStdin);
 	// without it stdin is /dev/null.
 	Stdin bool
+	// Pty starts the process on a terminal of this size, allocated in the
+	// sandbox (its own devpts): stdin, stdout and stderr are the
+	// terminal, which is its controlling tty; its output comes as
+	// Data.Pty, SendInput writes what is typed, Resize changes the size.
+	// Stdin is then ignored.
+	Pty *Size
 	// Tag names the process for Connect and List (need not be unique:
 	// a Selector by tag takes the first running one).
 	Tag string
+}
+
+// Size is a terminal's window size, in characters.
+type Size struct {
+	Rows uint16 `json:"rows"`
+	Cols uint16 `json:"cols"`
 }
 
 // Info describes a running process.
@@ -55,15 +67,17 @@ type Event struct {
 // Start is the first event of every subscription.
 type Start struct{ Pid uint32 }
 
-// Data is output, as it arrived: one of Stdout and Stderr is set.
-type Data struct{ Stdout, Stderr []byte }
+// Data is output, as it arrived: one of Stdout, Stderr and Pty (a
+// terminal's output: Config.Pty) is set.
+type Data struct{ Stdout, Stderr, Pty []byte }
 
 // End is the process's end, the last event.
 type End struct {
 	// ExitCode is the exit status, -1 when a signal ended the process.
 	ExitCode int32
-	// Exited: the process exited (false: a signal ended it).
+	// Exited: the process exited (false: a signal ended it, Signal).
 	Exited bool
+	Signal syscall.Signal
 	// Status is "exit status N" or "signal: NAME" (as Go's
 	// os.ProcessState says it, and E2B's envd).
 	Status string
@@ -74,7 +88,7 @@ type End struct {
 func newEnd(m *message) *End {
 	if m.Signal != 0 {
 		st := "signal: " + syscall.Signal(m.Signal).String()
-		return &End{ExitCode: -1, Status: st, Error: st}
+		return &End{ExitCode: -1, Signal: syscall.Signal(m.Signal), Status: st, Error: st}
 	}
 	e := &End{ExitCode: m.Code, Exited: true, Status: fmt.Sprintf("exit status %d", m.Code)}
 	if m.Code != 0 {

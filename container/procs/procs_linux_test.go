@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,8 +22,8 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"ok", "echo hi", procs.End{ExitCode: 0, Exited: true, Status: "exit status 0"}, "hi\n"},
 		{"exit 3", "echo err >&2; exit 3", procs.End{ExitCode: 3, Exited: true, Status: "exit status 3", Error: "exit status 3"}, ""},
-		{"killed", "kill -9 $$", procs.End{ExitCode: -1, Status: "signal: killed", Error: "signal: killed"}, ""},
-		{"terminated", "kill -TERM $$", procs.End{ExitCode: -1, Status: "signal: terminated", Error: "signal: terminated"}, ""},
+		{"killed", "kill -9 $$", procs.End{ExitCode: -1, Signal: syscall.SIGKILL, Status: "signal: killed", Error: "signal: killed"}, ""},
+		{"terminated", "kill -TERM $$", procs.End{ExitCode: -1, Signal: syscall.SIGTERM, Status: "signal: terminated", Error: "signal: terminated"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

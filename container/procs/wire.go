@@ -9,6 +9,7 @@ type request struct {
 	Env    map[string]string `json:"env,omitempty"`
 	Cwd    string            `json:"cwd,omitempty"`
 	Stdin  bool              `json:"stdin,omitempty"`
+	Pty    *Size             `json:"pty,omitempty"` // start on a terminal; resize
 	Pid    uint32            `json:"pid,omitempty"`
 	Data   []byte            `json:"data,omitempty"` // JSON: base64
 	Signal int               `json:"signal,omitempty"`
@@ -32,6 +33,7 @@ type message struct {
 	Kind  string  `json:"kind"` // what Error is: not_found_cmd, not_found_cwd, start_*, not_found, stdin
 	Out   []byte  `json:"out"`
 	Err   []byte  `json:"err"`
+	Pty   []byte  `json:"pty"` // a terminal's output
 	End   bool    `json:"end"`
 	Code  int32   `json:"code"`
 	// Signal is the signal that ended the process (End), 0 for an exit.

@@ -406,6 +406,9 @@ func setupDev(dev, shmOpts string) error {
 			return fmt.Errorf("link /dev/%s: %w", l[1], err)
 		}
 	}
+	if err := setupPts(dev); err != nil {
+		return err
+	}
 	shm := filepath.Join(dev, "shm")
 	if err := os.Mkdir(shm, 0o1777); err != nil {
 		return fmt.Errorf("mkdir /dev/shm: %w", err)

@@ -116,6 +116,10 @@ func landlockRules(mounts []string) ([]llRule, error) {
 	for _, n := range devNodes {
 		rules = append(rules, llRule{"/dev/" + n, llFile &^ unix.LANDLOCK_ACCESS_FS_EXECUTE})
 	}
+	// The terminals (/dev/ptmx links to pts/ptmx): open, read, write and
+	// their ioctls (a window size, a controlling tty); TIOCSTI and
+	// TIOCLINUX stay refused by seccomp.
+	rules = append(rules, llRule{"/dev/pts", llFile &^ unix.LANDLOCK_ACCESS_FS_EXECUTE})
 	if len(mounts) > 0 {
 		for _, m := range mounts {
 			rules = append(rules, llRule{filepath.Join("/mnt", m), llRead | llWrite})

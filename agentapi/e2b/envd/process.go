@@ -3,6 +3,7 @@ package envd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"syscall"
@@ -142,6 +143,8 @@ func wireEvent(ev procs.Event) *process.ProcessEvent {
 		return &process.ProcessEvent{Event: &process.ProcessEvent_Start{Start: &process.ProcessEvent_StartEvent{Pid: ev.Start.Pid}}}
 	case ev.Data != nil && ev.Data.Stdout != nil:
 		return &process.ProcessEvent{Event: &process.ProcessEvent_Data{Data: &process.ProcessEvent_DataEvent{Output: &process.ProcessEvent_DataEvent_Stdout{Stdout: ev.Data.Stdout}}}}
+	case ev.Data != nil && ev.Data.Pty != nil:
+		return &process.ProcessEvent{Event: &process.ProcessEvent_Data{Data: &process.ProcessEvent_DataEvent{Output: &process.ProcessEvent_DataEvent_Pty{Pty: ev.Data.Pty}}}}
 	case ev.Data != nil && ev.Data.Stderr != nil:
 		return &process.ProcessEvent{Event: &process.ProcessEvent_Data{Data: &process.ProcessEvent_DataEvent{Output: &process.ProcessEvent_DataEvent_Stderr{Stderr: ev.Data.Stderr}}}}
 	case ev.End != nil:
@@ -155,9 +158,6 @@ func wireEvent(ev procs.Event) *process.ProcessEvent {
 }
 
 func (ps *processService) Start(ctx context.Context, req *connect.Request[process.StartRequest], stream *connect.ServerStream[process.StartResponse]) error {
-	if req.Msg.Pty != nil {
-		return unimplemented("a pty")
-	}
 	cfg := req.Msg.GetProcess()
 	if cfg == nil || cfg.GetCmd() == "" {
 		return connect.NewError(connect.CodeInvalidArgument, errors.New("process.cmd is required"))
@@ -166,9 +166,17 @@ func (ps *processService) Start(ctx context.Context, req *connect.Request[proces
 	if err != nil {
 		return err
 	}
-	sub, err := a.Start(ctx, procs.Config{
+	pc := procs.Config{
 		Cmd: cfg.GetCmd(), Args: cfg.GetArgs(), Env: cfg.GetEnvs(), Cwd: cfg.GetCwd(), Stdin: req.Msg.GetStdin(), Tag: req.Msg.GetTag(),
-	})
+	}
+	if req.Msg.Pty != nil {
+		size, err := ptySize(req.Msg.GetPty())
+		if err != nil {
+			return err
+		}
+		pc.Pty = &size
+	}
+	sub, err := a.Start(ctx, pc)
 	if err != nil {
 		return startError(ctx, err)
 	}
@@ -228,14 +236,17 @@ func (ps *processService) input(ctx context.Context, psel *process.ProcessSelect
 	if err != nil {
 		return err
 	}
-	if in.GetPty() != nil {
-		return unimplemented("a pty")
-	}
 	a, err := ps.agent(ctx)
 	if err != nil {
 		return err
 	}
-	return connectError(a.SendInput(ctx, sel, in.GetStdin()))
+	// A terminal's input (pty) is what is typed at it: the agent writes
+	// it to the terminal's master, as a process's stdin to its pipe.
+	data := in.GetStdin()
+	if _, ok := in.GetInput().(*process.ProcessInput_Pty); ok {
+		data = in.GetPty()
+	}
+	return connectError(a.SendInput(ctx, sel, data))
 }
 
 func (ps *processService) StreamInput(ctx context.Context, stream *connect.ClientStream[process.StreamInputRequest]) (*connect.Response[process.StreamInputResponse], error) {
@@ -295,6 +306,34 @@ func (ps *processService) CloseStdin(ctx context.Context, req *connect.Request[p
 	return connect.NewResponse(&process.CloseStdinResponse{}), nil
 }
 
-func (ps *processService) Update(context.Context, *connect.Request[process.UpdateRequest]) (*connect.Response[process.UpdateResponse], error) {
-	return nil, unimplemented("resizing a pty")
+// Update resizes a process's terminal (the only thing envd's Update
+// changes); a request without a pty changes nothing, as envd's.
+func (ps *processService) Update(ctx context.Context, req *connect.Request[process.UpdateRequest]) (*connect.Response[process.UpdateResponse], error) {
+	sel, err := selector(req.Msg.GetProcess())
+	if err != nil {
+		return nil, err
+	}
+	a, err := ps.agent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Msg.Pty != nil {
+		size, err := ptySize(req.Msg.GetPty())
+		if err != nil {
+			return nil, err
+		}
+		if err := a.Resize(ctx, sel, size); err != nil {
+			return nil, connectError(err)
+		}
+	}
+	return connect.NewResponse(&process.UpdateResponse{}), nil
+}
+
+// ptySize is a request's terminal size, each side 1 to 65535.
+func ptySize(p *process.PTY) (procs.Size, error) {
+	r, c := p.GetSize().GetRows(), p.GetSize().GetCols()
+	if r == 0 || c == 0 || r > 0xffff || c > 0xffff {
+		return procs.Size{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("pty.size: %d cols and %d rows; each must be 1 to 65535", c, r))
+	}
+	return procs.Size{Rows: uint16(r), Cols: uint16(c)}, nil
 }

@@ -9,8 +9,6 @@ import (
 	"os"
 	"time"
 
-	"connectrpc.com/connect"
-
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/filesystem/filesystemconnect"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd/process/processconnect"
@@ -116,14 +114,10 @@ func connectError(err error) error {
 	switch {
 	case errors.Is(err, procs.ErrNotFound):
 		err = errdefs.In(errdefs.ErrNotFound, err)
-	case errors.Is(err, procs.ErrStart), errors.Is(err, procs.ErrStdin):
+	case errors.Is(err, procs.ErrStart), errors.Is(err, procs.ErrStdin), errors.Is(err, procs.ErrNotPty):
 		err = errdefs.In(errdefs.ErrInvalidArgument, err)
 	case errors.Is(err, procs.ErrClosed):
 		err = errdefs.In(errdefs.ErrUnavailable, err)
 	}
 	return errconnect.ToConnect(err)
-}
-
-func unimplemented(what string) error {
-	return connect.NewError(connect.CodeUnimplemented, errors.New(what+" is not supported by nsbox's E2B endpoint (docs/E2B.md)"))
 }

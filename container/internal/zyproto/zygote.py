@@ -209,6 +209,7 @@ _LL_FILE = 0x1 | 0x2 | 0x4 | 0x4000 | 0x8000  # what a file can have (ioctl on d
 _LL_HANDLED = (0, (1 << 13) - 1, (1 << 14) - 1, (1 << 15) - 1, (1 << 15) - 1, (1 << 16) - 1)
 _LL_HIDDEN = {'mnt', 'media', 'srv', 'root', 'home', 'boot', 'lost+found', 'proc', 'dev', 'tmp', 'workspace'}
 _LL_DEV = ('null', 'zero', 'full', 'random', 'urandom')
+_MAX_PTYS = 64  # sandboxinit.MaxPtys
 
 
 def _landlock(mode, mounts):
@@ -226,6 +227,7 @@ def _landlock(mode, mounts):
     rules += [('/' + n, _LL_READ) for n in sorted(os.listdir('/')) if n not in _LL_HIDDEN and os.path.isdir('/' + n)]
     rules += [(p, _LL_READ | _LL_WRITE) for p in ('/workspace', '/tmp', '/dev/shm', '/proc')]
     rules += [('/dev/' + n, _LL_FILE & ~0x1) for n in _LL_DEV]
+    rules += [('/dev/pts', _LL_FILE & ~0x1)]
     rules += [('/mnt/' + m, _LL_READ | _LL_WRITE) for m in mounts]
     attr = struct.pack('=Q', handled)
     rs = _check(_libc.syscall(444, attr, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)), 'landlock_create_ruleset')
@@ -337,6 +339,10 @@ def _child(req, run, fds):
         size = 'size=%d,nr_inodes=%d,mode=1777' % (req['tmp_bytes'], req['tmp_inodes'])
         _mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, size)
         _mount('tmpfs', '/dev/shm', 'tmpfs', MS_NOSUID | MS_NODEV | MS_NOEXEC, size)
+        # A devpts instance of the child's own over the zygote's (as
+        # sandboxinit's setupPts; /dev/ptmx links to pts/ptmx): its
+        # terminals are never another child's.
+        _mount('devpts', '/dev/pts', 'devpts', MS_NOSUID | MS_NOEXEC, 'newinstance,ptmxmode=0666,mode=0620,max=%d' % _MAX_PTYS)
         _sys('move_mount', fds[4], b'', AT_FDCWD, b'/workspace', MOVE_MOUNT_F_EMPTY_PATH)
         _home_user()
         _mnt(req.get('mounts') or [], fds[5:])
