@@ -745,6 +745,10 @@ def main():
     try:
         while True:
             for key, ev in sel.select():
+                if sel.get_map().get(key.fd) is not key:
+                    # An earlier handler of this round unregistered it (a
+                    # process's end closes its terminal and stdin).
+                    continue
                 if key.fd == FD and ev & selectors.EVENT_WRITE:
                     to_host(FD)
                 if key.fd != FD or ev & selectors.EVENT_READ:

@@ -292,3 +292,24 @@ func TestPtyOutputBounded(t *testing.T) {
 		t.Fatalf("past the cap: end %+v, %d bytes, want %s and %d", end, tm.out.Len(), procs.StatusOutputLimit, limit)
 	}
 }
+
+// Input that arrives as its terminal's process ends (nsbox shell's Ctrl-D
+// at the end of a piped stdin, while `cat` exits) does not take the agent
+// down: one select round had the process's end and its terminal's
+// writability, the end unregistered the terminal, and the write handler,
+// called after it in the same round, raised KeyError and killed the agent
+// (the terminal ended "the process agent is closed" in about one run in
+// five). Many rounds, since it is a race.
+func TestPtyInputAtTheEnd(t *testing.T) {
+	_, a := startAgent(t)
+	for i := range 200 {
+		tm := startTerm(t, a, "/bin/sh", "-c", "exit 3")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// Refused once the process is gone (no process, stdin closed): fine.
+		_ = a.SendInput(ctx, procs.Selector{Pid: tm.p.Pid}, []byte("\x04"))
+		cancel()
+		if end := tm.wait(); end == nil || end.ExitCode != 3 {
+			t.Fatalf("round %d: the terminal's end %+v, want exit 3", i, end)
+		}
+	}
+}
