@@ -71,7 +71,11 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 }
 
 // terminalInput applies the client's frames until the connection ends
-// or a frame is bad.
+// or a frame is bad. What the terminal refuses (a resize out of range,
+// input after its process ended) ends nothing: the terminal's end comes
+// on the output side, with its exit, and input racing it (nsbox shell's
+// Ctrl-D at the end of a piped stdin, as the command exits) must not
+// cancel that before the exit is written.
 func terminalInput(ctx context.Context, r *bufio.Reader, t *terminal.Terminal) {
 	for {
 		typ, p, err := termframe.Read(r)
@@ -80,28 +84,24 @@ func terminalInput(ctx context.Context, r *bufio.Reader, t *terminal.Terminal) {
 		}
 		switch typ {
 		case agentapi.FrameInput:
-			err = t.Input(ctx, p)
+			_ = t.Input(ctx, p)
 		case agentapi.FrameResize:
-			var rows, cols uint16
-			if rows, cols, err = termframe.ParseSize(p); err == nil {
-				err = t.Resize(ctx, rows, cols)
+			rows, cols, err := termframe.ParseSize(p)
+			if err != nil {
+				return
 			}
+			_ = t.Resize(ctx, rows, cols)
 		case agentapi.FrameSignal:
-			var sig int
-			if sig, err = termframe.ParseSignal(p); err == nil {
-				err = t.Signal(ctx, sig)
+			sig, err := termframe.ParseSignal(p)
+			if err != nil {
+				return
 			}
+			_ = t.Signal(ctx, sig)
 		default:
-			err = fmt.Errorf("unknown frame type %q", typ)
-		}
-		if err != nil && !errdefsInvalid(err) {
-			return
+			return // not a frame of the protocol
 		}
 	}
 }
-
-// errdefsInvalid: a resize or signal the terminal refused ends nothing.
-func errdefsInvalid(err error) bool { return errors.Is(err, errdefs.ErrInvalidArgument) }
 
 // terminalOutput passes the terminal's output to the client, then its
 // exit; it returns why it stopped.

@@ -227,3 +227,53 @@ func TestShellOnTerminal(t *testing.T) {
 		t.Errorf("nsbox shell --session (root's) as nobody: %v\n%s\nwant not_found", err, out)
 	}
 }
+
+// Input racing its terminal's end (nsbox shell sends Ctrl-D at the end of
+// a piped stdin as the command exits) leaves the exit to be told: the
+// daemon's input loop took the input's refusal (no such process) for the
+// client's going and cancelled the output loop before it wrote the exit,
+// and the client saw the connection end without one (2 of 30 `nsbox
+// shell -- cat FILE </dev/null`). Many rounds, since it is a race.
+func TestTerminalExitRacesInput(t *testing.T) {
+	d := startDaemon(t)
+	_, rootfs := testRootfs(t)
+	id := newSession(t, d, &agentapi.SessionRequest{Rootfs: rootfs, Processes: true})
+	for i := range 60 {
+		term, err := d.client.OpenTerminal(context.Background(), id, &agentapi.TerminalRequest{Cmd: "/bin/sh", Args: []string{"-c", "echo bye; exit 3"}})
+		if err != nil {
+			t.Fatalf("round %d: OpenTerminal: %v", i, err)
+		}
+		// Ctrl-D, again and again until the exit is read: some of it
+		// arrives after the command's end.
+		done := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if term.Input([]byte{4}) != nil {
+					return
+				}
+			}
+		}()
+		var shown []byte
+		for {
+			out, exit, err := term.Next()
+			if err != nil {
+				close(done)
+				t.Fatalf("round %d: %v, want the exit (the terminal showed %q)", i, err, shown)
+			}
+			shown = append(shown, out...)
+			if exit != nil {
+				close(done)
+				if exit.ExitCode != 3 {
+					t.Fatalf("round %d: exit %+v, want code 3", i, exit)
+				}
+				break
+			}
+		}
+		term.Close()
+	}
+}
