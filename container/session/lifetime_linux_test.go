@@ -53,3 +53,36 @@ func TestSetLifetime(t *testing.T) {
 		t.Fatalf("SetLifetime on a dead session: %v", err)
 	}
 }
+
+// TestHoldKeepsIdleOff: a held session (an open terminal) outlives its
+// idle timeout however long it is quiet, and idles out a whole timeout
+// after the release; its lifetime is not held off.
+func TestHoldKeepsIdleOff(t *testing.T) {
+	clk := clocktest.New(time.Now())
+	m, _ := newManager(t, Config{MaxLifetime: time.Hour, Clock: clk})
+	s := create(t, m, Options{Lifetime: time.Minute, IdleTimeout: 200 * time.Millisecond})
+	release := s.Hold()
+	for range 10 {
+		clk.Advance(200 * time.Millisecond)
+	}
+	if st := s.Info().State; st != StateIdle {
+		t.Fatalf("held, ten idle timeouts on: %s, want it alive", st)
+	}
+	release()
+	release() // once only
+	clk.Advance(199 * time.Millisecond)
+	if st := s.Info().State; st != StateIdle {
+		t.Fatalf("199 ms after the release: %s, want it alive", st)
+	}
+	clk.Advance(201 * time.Millisecond)
+	if st := s.Info().State; st != StateDead {
+		t.Fatalf("an idle timeout after the release: %s, want dead", st)
+	}
+
+	held := create(t, m, Options{Lifetime: time.Second, IdleTimeout: 200 * time.Millisecond})
+	defer held.Hold()()
+	clk.Advance(time.Second)
+	if st := held.Info().State; st != StateDead {
+		t.Fatalf("held past its lifetime: %s, want dead", st)
+	}
+}

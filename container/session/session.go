@@ -158,6 +158,7 @@ type Session struct {
 	deadSt    runner.Status
 	created   time.Time
 	lastUsed  time.Time
+	holds     int // Hold: open terminals, in use however long they are quiet
 	execs     int
 	idleTimer clock.Timer
 	ended     bool
@@ -171,6 +172,26 @@ func (s *Session) ID() string { return s.id }
 // Sandbox is the session's sandbox (for its network namespace: the
 // daemon's connections to its ports).
 func (s *Session) Sandbox() *container.Sandbox { return s.r.Sandbox() }
+
+// Hold marks the session in use until the returned release is called
+// (once; later calls do nothing): its idle timeout does not pass
+// meanwhile, and starts again at the release. A terminal holds its
+// session while it is open: a user at a shell types no execs. Its
+// lifetime still ends it.
+func (s *Session) Hold() (release func()) {
+	s.mu.Lock()
+	s.holds++
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.holds--
+			s.lastUsed = s.m.clock.Now()
+			s.mu.Unlock()
+		})
+	}
+}
 
 // Info describes the session now.
 func (s *Session) Info() Info {
@@ -429,9 +450,9 @@ func (s *Session) expire() {
 		<-s.sem
 		return
 	}
-	if idle < s.opts.IdleTimeout || s.state == StatePaused || s.opts.NoIdleEnd {
+	if idle < s.opts.IdleTimeout || s.holds > 0 || s.state == StatePaused || s.opts.NoIdleEnd {
 		next := max(s.opts.IdleTimeout-idle, time.Second)
-		if s.opts.NoIdleEnd { // the timer only forgets it once it is dead
+		if s.opts.NoIdleEnd || s.holds > 0 { // the timer only forgets it once it is dead; a hold is released later
 			next = s.opts.IdleTimeout
 		}
 		s.idleTimer.Reset(next)

@@ -35,6 +35,20 @@ func (k *Keeper) Processes(ctx context.Context, id string) (*procs.Agent, error)
 	return a, k.core.Classify(err)
 }
 
+// HeldProcesses is Processes for a client that keeps the session in use
+// however quiet it is (a terminal: a user at a shell types no execs): the
+// session's idle timeout does not pass until release is called.
+func (k *Keeper) HeldProcesses(ctx context.Context, id string) (a *procs.Agent, release func(), err error) {
+	sess, err := k.session(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a, err = sess.Procs(); err != nil {
+		return nil, nil, k.core.Classify(err)
+	}
+	return a, sess.Hold(), nil
+}
+
 // SetSessionLifetime makes a session end dur from now, idle or not (at
 // most the daemon's max_lifetime).
 func (k *Keeper) SetSessionLifetime(ctx context.Context, id string, dur time.Duration) (*agentapi.Session, error) {

@@ -17,13 +17,15 @@ import (
 
 // Terminal is one open terminal and its one reader. Close kills it.
 type Terminal struct {
-	a   *procs.Agent
-	p   *procs.Process
-	sel procs.Selector
+	a       *procs.Agent
+	p       *procs.Process
+	sel     procs.Selector
+	release func() // at Close: the session's hold (daemon.OpenTerminal)
 }
 
-// Open starts req's process on a terminal through the session's agent a.
-func Open(ctx context.Context, a *procs.Agent, req *agentapi.TerminalRequest) (*Terminal, error) {
+// Open starts req's process on a terminal through the session's agent a;
+// Close calls release (nil: nothing).
+func Open(ctx context.Context, a *procs.Agent, req *agentapi.TerminalRequest, release func()) (*Terminal, error) {
 	cfg := procs.Config{Cmd: req.Cmd, Args: req.Args, Cwd: req.Cwd, Env: map[string]string{"TERM": "xterm-256color"},
 		Pty: &procs.Size{Rows: req.Rows, Cols: req.Cols}}
 	if cfg.Cmd == "" {
@@ -42,7 +44,7 @@ func Open(ctx context.Context, a *procs.Agent, req *agentapi.TerminalRequest) (*
 	if err != nil {
 		return nil, classify(err)
 	}
-	return &Terminal{a: a, p: p, sel: procs.Selector{Pid: p.Pid}}, nil
+	return &Terminal{a: a, p: p, sel: procs.Selector{Pid: p.Pid}, release: release}, nil
 }
 
 // classify gives the agent's errors their class (errdefs).
@@ -104,6 +106,9 @@ func (t *Terminal) Signal(ctx context.Context, sig int) error {
 // sandbox's end kills it at the latest.
 func (t *Terminal) Close() {
 	defer t.p.Close()
+	if t.release != nil {
+		defer t.release()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = t.a.Signal(ctx, t.sel, syscall.SIGKILL)

@@ -277,3 +277,36 @@ func TestTerminalExitRacesInput(t *testing.T) {
 		term.Close()
 	}
 }
+
+// An open terminal holds its session in use: a user at a shell types no
+// execs, and the session outlives its idle timeout however long the
+// terminal is quiet; closed, the session idles out as any.
+func TestTerminalHoldsItsSession(t *testing.T) {
+	d := startDaemon(t)
+	_, rootfs := testRootfs(t)
+	ctx := context.Background()
+	id := newSession(t, d, &agentapi.SessionRequest{Rootfs: rootfs, Processes: true, IdleTimeoutMs: 500})
+	term, err := d.client.OpenTerminal(ctx, id, &agentapi.TerminalRequest{Cmd: "/bin/bash", Args: []string{"--norc", "-i"}, Env: map[string]string{"PS1": "$ "}})
+	if err != nil {
+		t.Fatalf("OpenTerminal: %v", err)
+	}
+	c := &clientTerm{t: t, term: term}
+	time.Sleep(2 * time.Second) // four idle timeouts, quiet: time passing is what is tested
+	if got := c.run("echo still-$((2+2))"); !strings.Contains(got, "still-4") {
+		t.Fatalf("the terminal after four quiet idle timeouts: %q", got)
+	}
+	if s, err := d.client.Session(ctx, id); err != nil || s.State == "dead" {
+		t.Fatalf("the held session: %+v, %v; want it alive", s, err)
+	}
+	term.Close()
+	// Released, it idles out (a minute is a hang).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		s, err := d.client.Session(ctx, id)
+		if err != nil || s.State == "dead" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session a minute after its terminal closed: %+v", s)
+		}
+	}
+}
