@@ -118,6 +118,7 @@ func TestRecoverTakesAnOldCgroupNoEngineNames(t *testing.T) {
 	if _, err := a.cgroups.Create(id, cgroup.Limits{MemoryBytes: 64 << 20, Pids: 8, CPUs: 1}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = a.cgroups.Remove(id) }) // when the test fails before Recover takes it
 	recover := func() int {
 		t.Helper()
 		e, err := New(Config{RunDir: t.TempDir(), CgroupName: a.cfg.CgroupName})
