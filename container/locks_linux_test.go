@@ -86,24 +86,10 @@ func TestRecoverKeepsToItsRunDir(t *testing.T) {
 	if err := os.WriteFile(locks.LivePath(a.liveDir, id), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	recover := func(runDir string) int {
-		t.Helper()
-		e, err := New(Config{RunDir: runDir, CgroupName: a.cfg.CgroupName})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Not Close: that would remove the cgroup parent a still checks.
-		defer e.self.Close()
-		n, err := e.Recover()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	if n := recover(t.TempDir()); n != 0 {
+	if n := recoverOn(t, t.TempDir(), a); n != 0 {
 		t.Errorf("an engine on another run dir recovered %d sandboxes", n)
 	}
-	if n := recover(a.cfg.RunDir); n != 1 {
+	if n := recoverOn(t, a.cfg.RunDir, a); n != 1 {
 		t.Errorf("the next engine on the run dir recovered %d sandboxes, want 1", n)
 	}
 }
@@ -118,19 +104,8 @@ func TestRecoverTakesAnOldCgroupNoEngineNames(t *testing.T) {
 	if _, err := a.cgroups.Create(id, cgroup.Limits{MemoryBytes: 64 << 20, Pids: 8, CPUs: 1}); err != nil {
 		t.Fatal(err)
 	}
-	recover := func() int {
-		t.Helper()
-		e, err := New(Config{RunDir: t.TempDir(), CgroupName: a.cfg.CgroupName})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.self.Close() // not Close: that would remove the cgroup parent a still has
-		n, err := e.Recover()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	t.Cleanup(func() { _ = a.cgroups.Remove(id) }) // when the test fails before Recover takes it
+	recover := func() int { return recoverOn(t, t.TempDir(), a) }
 	if n := recover(); n != 0 {
 		t.Fatalf("a new cgroup no engine names: %d recovered, want 0", n)
 	}
@@ -183,19 +158,7 @@ func TestRecoverTakesALockHeldFromWithin(t *testing.T) {
 	if err := cg.Freeze(); err != nil {
 		t.Fatal(err)
 	}
-	recover := func() int {
-		t.Helper()
-		e, err := New(Config{RunDir: a.cfg.RunDir, CgroupName: a.cfg.CgroupName})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.self.Close() // not Close: that would remove the cgroup parent a still has
-		n, err := e.Recover()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	recover := func() int { return recoverOn(t, a.cfg.RunDir, a) }
 	if n := recover(); n != 0 {
 		t.Fatalf("a lock held outside the sandbox too (a live engine's): %d sandboxes recovered, want 0", n)
 	}
@@ -214,4 +177,21 @@ func TestRecoverTakesALockHeldFromWithin(t *testing.T) {
 	if _, err := os.Stat(locks.LivePath(a.liveDir, id)); !os.IsNotExist(err) {
 		t.Fatalf("its lock file: %v", err)
 	}
+}
+
+// recoverOn runs Recover on a new engine with run dir runDir and a's
+// cgroup parent, and returns how many sandboxes it removed. The engine is
+// not Closed: that would remove the cgroup parent a still has.
+func recoverOn(t *testing.T, runDir string, a *Engine) int {
+	t.Helper()
+	e, err := New(Config{RunDir: runDir, CgroupName: a.cfg.CgroupName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.self.Close()
+	n, err := e.Recover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/nsbox/nsbox/container"
+	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/session"
 	"github.com/nsbox/nsbox/daemon/admission"
@@ -27,9 +28,11 @@ var (
 )
 
 // classify gives the engine's, the sessions', the runners' and the
-// volume store's errors their class. It is the one place that knows
-// those packages' sentinels (the process agent's, which E2B's envd uses
-// directly, not through the core, are classed in agentapi/e2b/envd).
+// volume store's and the process agent's errors their class. It is the
+// one place in the daemon that knows those packages' sentinels (E2B's
+// envd, which uses the agent directly, classes the agent's in
+// agentapi/e2b/envd; a terminal's calls, made by the server, in
+// daemon/terminal).
 func classify(err error) error {
 	var class error
 	switch {
@@ -59,6 +62,12 @@ func classify(err error) error {
 		class = errdefs.ErrNoSpace
 	case errors.Is(err, container.ErrExist), errors.Is(err, volume.ErrExists):
 		class = errdefs.ErrExists
+	case errors.Is(err, procs.ErrStart), errors.Is(err, procs.ErrNotPty):
+		class = errdefs.ErrInvalidArgument
+	case errors.Is(err, procs.ErrNotFound):
+		class = errdefs.ErrNotFound
+	case errors.Is(err, procs.ErrClosed): // the agent went with its sandbox
+		class = errdefs.ErrSessionDead
 	case errors.Is(err, volume.ErrInUse):
 		class = errdefs.ErrInUse
 	case errors.Is(err, volume.ErrNoTools):

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
-	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/runner/guest"
 	"github.com/nsbox/nsbox/daemon/errdefs"
@@ -125,10 +124,8 @@ func guestLanguage(name string) (*lang.Descriptor, guest.Kind, error) {
 // again by the next.
 func guestErr(err error) error {
 	switch {
-	case errors.Is(err, procs.ErrStart), errors.Is(err, guest.ErrNoBytes), errors.Is(err, runner.ErrUnsupported):
+	case errors.Is(err, guest.ErrNoBytes), errors.Is(err, runner.ErrUnsupported):
 		return errdefs.In(errdefs.ErrInvalidArgument, err)
-	case errors.Is(err, procs.ErrClosed):
-		return errdefs.In(errdefs.ErrSessionDead, err)
 	case errors.Is(err, runner.ErrDead):
 		return errdefs.In(errdefs.ErrUnavailable, err)
 	}

@@ -80,9 +80,5 @@ func watchError(err error) error {
 		}
 		return err
 	}
-	switch {
-	case errors.Is(err, procs.ErrClosed):
-		return errdefs.In(errdefs.ErrSessionDead, err)
-	}
-	return err
+	return classify(err)
 }

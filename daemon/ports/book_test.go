@@ -18,9 +18,9 @@ import (
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
-// netns starts a process in a network namespace of its own and returns
+// ownNetns starts a process in a network namespace of its own and returns
 // its pid, with a Done closed when it has been killed and reaped.
-func netns(t testing.TB) Target {
+func ownNetns(t testing.TB) Target {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: makes a network namespace")
@@ -61,7 +61,7 @@ func echo(t *testing.T, tg Target) int {
 // server on the sandbox's loopback and is counted; the same port on the
 // host's loopback is not that server (the daemon opens nothing there).
 func TestDialReachesTheSandboxOnly(t *testing.T) {
-	tg := netns(t)
+	tg := ownNetns(t)
 	port := echo(t, tg)
 	var b Book
 	var conns, sent, recvd int64
@@ -103,7 +103,7 @@ func TestDialReachesTheSandboxOnly(t *testing.T) {
 
 // TestDialClosedPort: nothing listening is ErrNoListener, naming the port.
 func TestDialClosedPort(t *testing.T) {
-	tg := netns(t)
+	tg := ownNetns(t)
 	l, err := egress.ListenIn(tg.Pid, "127.0.0.1:0") // brings lo up, as a sandbox's init does
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestDialClosedPort(t *testing.T) {
 // connections and forgets its stats; a dial afterwards is ErrEnded
 // (session dead).
 func TestSandboxEndClosesConnections(t *testing.T) {
-	tg := netns(t)
+	tg := ownNetns(t)
 	port := echo(t, tg)
 	var b Book
 	c, err := b.Dial(context.Background(), "s1", tg, port)
@@ -154,7 +154,7 @@ func TestSandboxEndClosesConnections(t *testing.T) {
 // closed (the per-request cost of the port routes); BenchmarkDialHost the
 // same on the daemon's own loopback, for comparison.
 func BenchmarkDial(b *testing.B) {
-	tg := netns(b)
+	tg := ownNetns(b)
 	l, err := egress.ListenIn(tg.Pid, "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

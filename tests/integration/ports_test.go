@@ -152,20 +152,8 @@ func TestPortProxy(t *testing.T) {
 // arrives whole. The server is tests/integration/testdata/portserver.py,
 // Python's standard library, in the sandbox.
 func TestPortProxyStreams(t *testing.T) {
-	d := startDaemon(t)
+	d, sess := portServerSession(t)
 	ctx := context.Background()
-	sess, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile("testdata/portserver.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.client.PutFile(ctx, sess.ID, "portserver.py", bytes.NewReader(src)); err != nil {
-		t.Fatal(err)
-	}
-	serveIn(t, d, sess.ID, 8002, "portserver.py")
 	base := "/v1/sessions/" + sess.ID + "/ports/8002"
 
 	t.Run("websocket", func(t *testing.T) {
@@ -277,20 +265,8 @@ func wsEcho(t *testing.T, c net.Conn, path string) {
 // use it: plain HTTP requests on a kept-alive connection and a WebSocket
 // echo; a non-loopback --listen is refused; Ctrl-C ends it (exit 0).
 func TestSessionPortCLI(t *testing.T) {
-	d := startDaemon(t)
+	d, sess := portServerSession(t)
 	ctx := context.Background()
-	sess, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile("testdata/portserver.py")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.client.PutFile(ctx, sess.ID, "portserver.py", bytes.NewReader(src)); err != nil {
-		t.Fatal(err)
-	}
-	serveIn(t, d, sess.ID, 8002, "portserver.py")
 
 	out, err := exec.Command(nsboxBin, "session", "port", "--socket", d.sock, "--listen", "0.0.0.0:0", sess.ID, "8002").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "not a loopback address") {
@@ -346,4 +322,25 @@ func TestSessionPortCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.assertClean(t, sess.ID)
+}
+
+// portServerSession starts a daemon and a session serving
+// testdata/portserver.py (Python's standard library) on port 8002.
+func portServerSession(t *testing.T) (*daemon, *agentapi.Session) {
+	t.Helper()
+	d := startDaemon(t)
+	ctx := context.Background()
+	sess, err := d.client.CreateSession(ctx, &agentapi.SessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("testdata/portserver.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.client.PutFile(ctx, sess.ID, "portserver.py", bytes.NewReader(src)); err != nil {
+		t.Fatal(err)
+	}
+	serveIn(t, d, sess.ID, 8002, "portserver.py")
+	return d, sess
 }
