@@ -202,7 +202,8 @@ def _install_seccomp(prog):
 
 
 # Landlock, as sandboxinit's landlock_linux.go applies it (the same rules;
-# keep the two alike): filesystem rights by ABI version up to v5.
+# keep the two alike; here made in two steps, _landlock_begin in the spare
+# and _landlock in the taken child): filesystem rights by ABI version up to v5.
 _LL_READ = 0x1 | 0x4 | 0x8  # execute, read file, read dir
 _LL_WRITE = 0x2 | 0x10 | 0x20 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x1000 | 0x2000 | 0x4000
 _LL_FILE = 0x1 | 0x2 | 0x4 | 0x4000 | 0x8000  # what a file can have (ioctl on devices: 0x8000)
