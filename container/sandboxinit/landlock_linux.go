@@ -92,7 +92,7 @@ type llRule struct {
 	access uint64
 }
 
-// landlockRules are a sandbox's rules, read inside its new root: any
+// landlockRules are a sandbox's rules (zygote.py makes the same ones), read inside its new root: any
 // directory listed; every other top-level directory of the rootfs read
 // and execute (its mounts make it read-only); the workspace, /tmp, /dev/shm and /proc read-write;
 // the mounts under /mnt as they are mounted (a read-only one stays so);

@@ -202,7 +202,8 @@ def _install_seccomp(prog):
 
 
 # Landlock, as sandboxinit's landlock_linux.go applies it (the same rules;
-# keep the two alike): filesystem rights by ABI version up to v5.
+# keep the two alike; here made in two steps, _landlock_begin in the spare
+# and _landlock in the taken child): filesystem rights by ABI version up to v5.
 _LL_READ = 0x1 | 0x4 | 0x8  # execute, read file, read dir
 _LL_WRITE = 0x2 | 0x10 | 0x20 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x1000 | 0x2000 | 0x4000
 _LL_FILE = 0x1 | 0x2 | 0x4 | 0x4000 | 0x8000  # what a file can have (ioctl on devices: 0x8000)
@@ -212,39 +213,69 @@ _LL_DEV = ('null', 'zero', 'full', 'random', 'urandom')
 _MAX_PTYS = 64  # sandboxinit.MaxPtys
 
 
-def _landlock(mode, mounts):
-    """Restrict this child, single-threaded here, to the sandbox's rules;
-    what it runs inherits them. auto: as far as the kernel's ABI goes."""
-    if mode == 'off':
-        return
+def _landlock_begin():
+    """The part of the rules no run changes, made by a spare before a run
+    takes it (off the spawn's path): a ruleset of this child's own with
+    listing at /, every top-level rootfs directory but the hidden ones,
+    /proc (the spare's own) and the device nodes. Rules are on inodes, and
+    these are the same ones the run will see: a run only mounts over
+    /workspace, /home/user, /tmp, /dev/shm, /dev/pts and under /mnt, which
+    _landlock adds once they are mounted. None without Landlock."""
     abi = _libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # LANDLOCK_CREATE_RULESET_VERSION
     if abi <= 0:
-        if mode == 'required':
-            raise OSError('[security] landlock = "required" but this kernel has no Landlock')
-        return
+        return None
     handled = _LL_HANDLED[min(abi, len(_LL_HANDLED) - 1)]
     rules = [('/', 0x8)]
     rules += [('/' + n, _LL_READ) for n in sorted(os.listdir('/')) if n not in _LL_HIDDEN and os.path.isdir('/' + n)]
-    rules += [(p, _LL_READ | _LL_WRITE) for p in ('/workspace', '/tmp', '/dev/shm', '/proc')]
+    rules += [('/proc', _LL_READ | _LL_WRITE)]
     rules += [('/dev/' + n, _LL_FILE & ~0x1) for n in _LL_DEV]
-    rules += [('/dev/pts', _LL_FILE & ~0x1)]
-    rules += [('/mnt/' + m, _LL_READ | _LL_WRITE) for m in mounts]
     attr = struct.pack('=Q', handled)
     rs = _check(_libc.syscall(444, attr, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)), 'landlock_create_ruleset')
     try:
-        for p, access in rules:
-            try:
-                fd = os.open(p, os.O_PATH | os.O_CLOEXEC)
-            except FileNotFoundError:
-                continue
-            try:
-                if os.fstat(fd).st_mode & 0o170000 != 0o040000:
-                    access &= _LL_FILE
-                rule = struct.pack('=Qi', access & handled, fd)  # struct landlock_path_beneath_attr, packed
-                _check(_libc.syscall(445, ctypes.c_int(rs), ctypes.c_int(1), rule, ctypes.c_uint32(0)),
-                       'landlock rule for ' + p)
-            finally:
-                os.close(fd)
+        _landlock_add(rs, handled, rules)
+    except BaseException:
+        os.close(rs)
+        raise
+    return rs, handled
+
+
+def _landlock_add(rs, handled, rules):
+    for p, access in rules:
+        try:
+            fd = os.open(p, os.O_PATH | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+        try:
+            if os.fstat(fd).st_mode & 0o170000 != 0o040000:
+                access &= _LL_FILE
+            rule = struct.pack('=Qi', access & handled, fd)  # struct landlock_path_beneath_attr, packed
+            _check(_libc.syscall(445, ctypes.c_int(rs), ctypes.c_int(1), rule, ctypes.c_uint32(0)),
+                   'landlock rule for ' + p)
+        finally:
+            os.close(fd)
+
+
+def _landlock(mode, mounts, begun):
+    """Restrict this child, single-threaded here, to the sandbox's rules;
+    what it runs inherits them. auto: as far as the kernel's ABI goes.
+    begun is _landlock_begin's ruleset (closed here), or the exception it
+    raised."""
+    if isinstance(begun, BaseException):
+        if mode != 'off':
+            raise begun
+        return
+    if begun is None:
+        if mode == 'required':
+            raise OSError('[security] landlock = "required" but this kernel has no Landlock')
+        return
+    rs, handled = begun
+    try:
+        if mode == 'off':
+            return
+        rules = [(p, _LL_READ | _LL_WRITE) for p in ('/workspace', '/tmp', '/dev/shm')]
+        rules += [('/dev/pts', _LL_FILE & ~0x1)]
+        rules += [('/mnt/' + m, _LL_READ | _LL_WRITE) for m in mounts]
+        _landlock_add(rs, handled, rules)
         _prctl(PR_SET_NO_NEW_PRIVS, 1)
         _check(_libc.syscall(446, ctypes.c_int(rs), ctypes.c_uint32(0)), 'landlock_restrict_self')
     finally:
@@ -285,7 +316,7 @@ def _spare(sock):
     own random state), then waits for the zygote to hand it a fork request
     and its fds. Until then it holds nothing of any run. EOF (the zygote
     dropped it, or died) or any failure ends it."""
-    failed = None
+    failed, begun = None, None
     try:
         signal.set_wakeup_fd(-1)
         for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
@@ -305,6 +336,10 @@ def _spare(sock):
         # Each spare serves one child: a state drawn here is that child's
         # alone.
         _reseed()
+        try:
+            begun = _landlock_begin()
+        except Exception as e:
+            begun = e  # the run's mode says whether it matters
     except BaseException as e:
         failed = 'spare set-up: %s' % e  # reported to the run that takes it
     try:
@@ -315,10 +350,10 @@ def _spare(sock):
         os._exit(127)
     if failed:
         _fail(run, failed)
-    _child(req, run, fds)
+    _child(req, run, fds, begun)
 
 
-def _child(req, run, fds):
+def _child(req, run, fds, begun):
     """The child once taken, before anything it was sent runs. Every step
     is fixed here; the engine decides the values and verifies the
     outcome."""
@@ -364,14 +399,15 @@ def _child(req, run, fds):
         _drop_privileges(req['uid'], req['gid'])
         os.chdir('/workspace')
         os.umask(0o022)
+        # Before close_range, which would close the spare's ruleset.
+        step = 'landlock'
+        _landlock(req.get('landlock') or 'auto', req.get('mounts') or [], begun)
         step = 'fds'
         if run != 3:
             os.dup2(run, 3)
             run = 3
         os.set_inheritable(3, False)
         _sys('close_range', 4, ctypes.c_uint(0xffffffff), 0)
-        step = 'landlock'
-        _landlock(req.get('landlock') or 'auto', req.get('mounts') or [])
         step = 'seccomp'
         if req.get('test_skip') != 'seccomp':  # the engine's verification tests only
             _install_seccomp(base64.b64decode(req['seccomp']) if req.get('seccomp') else _SECCOMP)
