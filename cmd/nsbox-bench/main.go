@@ -89,7 +89,7 @@ Then ports (a private daemon of --rootfs, or --socket): a keystroke's echo
 through a terminal in a session (sh; stty raw; cat) against a pty on the
 host, and a 3-byte and a 100 MiB GET of python3's http.server in the
 session through the port proxy against the same server on the host's
-loopback: --runs echoes and small GETs a side, 3 large. README
+loopback: --runs echoes and small GETs a side, 5 large. README
 "Benchmarks" says how to read the tables.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "rootfs", Value: "minimal", Usage: "rootfs `NAME` for the cold runs"},

@@ -11,7 +11,7 @@ import (
 
 // benchPorts is the ports part (package interactive) on a private daemon
 // of --rootfs, or the one at --socket: --runs echoes and small requests
-// on each side, and 3 responses of 100 MiB.
+// on each side, and 5 responses of 100 MiB.
 func benchPorts(ctx context.Context, o Options, rep *report) error {
 	cl := &client.Client{Socket: o.Socket}
 	if o.Socket == "" {
@@ -29,6 +29,6 @@ func benchPorts(ctx context.Context, o Options, rep *report) error {
 	before := measure.LoadAvg()
 	defer func() { rep.PortsLoad = before + " -> " + measure.LoadAvg() }()
 	var err error
-	rep.Ports, err = interactive.Run(ctx, cl, interactive.Options{Echoes: o.Runs, Requests: o.Runs, Big: 100 << 20, BigRuns: 3})
+	rep.Ports, err = interactive.Run(ctx, cl, interactive.Options{Echoes: o.Runs, Requests: o.Runs, Big: 100 << 20, BigRuns: 5})
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
@@ -75,8 +76,10 @@ func Run(ctx context.Context, cl *client.Client, o Options) (rows []Row, err err
 	if o.Echoes < 1 || o.Requests < 1 || o.BigRuns < 1 || o.Big < 1 {
 		return nil, errors.New("interactive: every count must be at least 1")
 	}
+	// The session's disk holds the large file; its CPUs are the host's,
+	// as the direct side has no limit either.
 	s, err := cl.CreateSession(ctx, &agentapi.SessionRequest{Processes: true,
-		Limits: &agentapi.Limits{DiskBytes: o.Big + 64<<20}})
+		Limits: &agentapi.Limits{DiskBytes: o.Big + 64<<20, CPUs: float64(runtime.NumCPU())}})
 	if err != nil {
 		return nil, err
 	}
