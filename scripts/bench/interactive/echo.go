@@ -50,8 +50,14 @@ func echoes(ctx context.Context, cl *client.Client, id string, n int) (host, box
 		}
 		return p, err
 	}}
-	// A read waiting for an echo that never comes returns when ctx ends.
+	// A read waiting for an echo that never comes returns when ctx ends,
+	// and says so.
 	defer context.AfterFunc(ctx, func() { ptmx.Close(); term.Close() })()
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+	}()
 
 	if err := hostEcho.until('R'); err != nil {
 		return nil, nil, fmt.Errorf("the host pty: %w", err)
