@@ -83,8 +83,14 @@ into a named volume beside the same into /workspace.
 
 Then e2b (private daemons only, on "default"): Sandbox.create() and
 runCode("x += 1") through the unmodified E2B SDK (node, --e2b-client)
-against a session's creation and exec through /v1. README "Benchmarks" says
-how to read the tables.`,
+against a session's creation and exec through /v1.
+
+Then ports (a private daemon of --rootfs, or --socket): a keystroke's echo
+through a terminal in a session (sh; stty raw; cat) against a pty on the
+host, and a 3-byte and a 100 MiB GET of python3's http.server in the
+session through the port proxy against the same server on the host's
+loopback: --runs echoes and small GETs a side, 5 large. README
+"Benchmarks" says how to read the tables.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "rootfs", Value: "minimal", Usage: "rootfs `NAME` for the cold runs"},
 			&cli.StringFlag{Name: "store", Value: rootfs.DefaultStoreRoot, EnvVars: []string{"NSBOX_ROOTFS_STORE"}, Usage: "rootfs store `DIR`"},
@@ -96,7 +102,7 @@ how to read the tables.`,
 			&cli.StringFlag{Name: "socket", Usage: "measure the daemon at this `SOCKET` instead of starting a private one"},
 			&cli.IntFlag{Name: "daemon-runs", Value: 100, Usage: "rounds of the latency comparison through the daemon"},
 			&cli.IntFlag{Name: "pandas-runs", Value: 10, Usage: "rounds of the import pandas comparison through the daemon"},
-			&cli.StringFlag{Name: "only", Usage: "run only the `engine`, the `daemon` (with the zygote), the `zygote` part of it, the `egress`, the `node`, the `state` or the `e2b` part"},
+			&cli.StringFlag{Name: "only", Usage: "run only the `engine`, the `daemon` (with the zygote), the `zygote` part of it, the `egress`, the `node`, the `state`, the `e2b` or the `ports` part"},
 			&cli.StringFlag{Name: "nsbox", Usage: "the nsbox `BINARY` started as the private daemons (default: nsbox beside this binary; nsbox bench passes itself)"},
 			&cli.StringFlag{Name: "e2b-client", Value: "tests/e2b-client", Usage: "`DIR` of the E2B SDKs' node client (its node_modules: make deps)"},
 		},

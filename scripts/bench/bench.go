@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/rootfs"
+	"github.com/nsbox/nsbox/scripts/bench/interactive"
 	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
@@ -46,8 +47,8 @@ type Options struct {
 	// (tests/e2b-client, with its node_modules).
 	E2BClient string
 
-	// Only is "engine", "daemon", "egress", "node", "state" or "e2b" to run one
-	// part, "" for all.
+	// Only is "engine", "daemon", "egress", "node", "state", "e2b" or
+	// "ports" to run one part, "" for all.
 	Only string
 	JSON bool // print the report as JSON instead of tables
 
@@ -61,9 +62,9 @@ type Options struct {
 // Validate reports settings the bench cannot run with.
 func (o Options) Validate() error {
 	switch o.Only {
-	case "", "engine", "daemon", "zygote", "egress", "e2b", "node", "state":
+	case "", "engine", "daemon", "zygote", "egress", "e2b", "node", "state", "ports":
 	default:
-		return fmt.Errorf("bench: --only %q: use engine, daemon, zygote, egress, e2b, node or state", o.Only)
+		return fmt.Errorf("bench: --only %q: use engine, daemon, zygote, egress, e2b, node, state or ports", o.Only)
 	}
 	if o.Only == "zygote" && o.Socket != "" {
 		return errors.New("bench: --only zygote measures private daemons: drop --socket")
@@ -133,6 +134,7 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 		{"node", "node", func() error { return benchNode(ctx, o, rep) }},
 		{"state", "state", func() error { return benchState(ctx, o, rep) }},
 		{"e2b", "e2b", func() error { return benchE2B(ctx, o, rep) }},
+		{"ports", "ports", func() error { return benchPorts(ctx, o, rep) }},
 	})
 	werr := writeReport(out, rep, systems, o.JSON)
 	if err := ctx.Err(); err != nil {
@@ -199,6 +201,9 @@ type report struct {
 
 	E2B     []e2bRow `json:"e2b,omitempty"`
 	E2BLoad string   `json:"e2b_load,omitempty"` // load averages before -> after
+
+	Ports     []interactive.Row `json:"ports,omitempty"`
+	PortsLoad string            `json:"ports_load,omitempty"` // load averages before -> after
 
 	Skipped []string `json:"skipped,omitempty"`
 	Failed  []string `json:"failed,omitempty"` // sections that ended with an error, and why

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/nsbox/nsbox/scripts/bench/interactive"
 )
 
 // writeReport writes rep to out, as JSON or as tables. A bench never ends
@@ -36,7 +38,7 @@ func writeReport(out io.Writer, rep *report, systems []system, asJSON bool) erro
 func (rep *report) empty() bool {
 	return len(rep.Latency) == 0 && len(rep.DaemonLatency) == 0 && len(rep.ZygoteLatency) == 0 &&
 		len(rep.Egress) == 0 && len(rep.Node) == 0 && len(rep.State) == 0 && len(rep.E2B) == 0 &&
-		len(rep.Skipped) == 0 && len(rep.Failed) == 0
+		len(rep.Ports) == 0 && len(rep.Skipped) == 0 && len(rep.Failed) == 0
 }
 
 // errWriter keeps the first error of its writes (fmt.Fprintf's and
@@ -70,6 +72,7 @@ func printReport(w io.Writer, rep *report, systems []system) {
 	printNode(w, rep)
 	printState(w, rep)
 	printE2B(w, rep)
+	printPorts(w, rep)
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(w, "  skipped %s\n", s)
 	}
@@ -218,5 +221,14 @@ func printCompare(w io.Writer, rep *report, title, load, head string, rows []com
 	for _, n := range rows {
 		fmt.Fprintf(tw, "%s\t%d\t%.2f ms\t%.2f ms\t%s\t%s\t%s\t\n", n.System, n.Runs, n.P50Ms, n.P95Ms, n.Vs, ratio(n.Ratio), n.Target)
 	}
+	tw.Flush()
+}
+
+func printPorts(w io.Writer, rep *report) {
+	if len(rep.Ports) == 0 {
+		return
+	}
+	tw := section(w, rep, "ports: a terminal's echo and a server's answers through a private daemon vs the same on the host (alternating)", rep.PortsLoad)
+	interactive.Print(tw, rep.Ports)
 	tw.Flush()
 }
