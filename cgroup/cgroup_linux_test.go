@@ -507,7 +507,12 @@ func TestLeafFDs(t *testing.T) {
 // A Background cgroup's processes run on what the others leave: two busy
 // loops pinned to one CPU, one of them in a background cgroup, share it by
 // their weights (2 to 1024 on v1, 1 to 100 on v2); after Foreground they
-// share it evenly.
+// come to share it evenly. Shares are read over the CPU time the two
+// loops got, not over a span of the clock: on a loaded host (or a guest
+// whose CPUs the host starves) a second of the clock may hold little of
+// CPU 0, and right after Foreground the scheduler first lets the
+// foreground loop catch up on the virtual time the background one ran
+// ahead at its low weight.
 func TestBackgroundYields(t *testing.T) {
 	m := newTestManager(t)
 	if !m.Has("cpu") {
@@ -536,27 +541,49 @@ func TestBackgroundYields(t *testing.T) {
 		}
 		return s.CPUUsage
 	}
-	// bgShare is the background loop's share of CPU 0 over a second.
-	bgShare := func() float64 {
+	// deadline only a hang meets: the loops get no CPU at all.
+	deadline := time.Now().Add(2 * time.Minute)
+	// bgShare is the background loop's share of the next window of CPU
+	// time the two loops get; -1 when the deadline passes first.
+	bgShare := func(window time.Duration) float64 {
 		b0, f0 := usage(bg), usage(fg)
-		time.Sleep(time.Second)
-		b, f := usage(bg)-b0, usage(fg)-f0
-		return float64(b) / float64(b+f)
-	}
-	if s := bgShare(); s > 0.05 {
-		weight := func(c *Cgroup) string {
-			if m.v2 {
-				return "cpu.weight " + readTrim(t, c.hier[0].path, "cpu.weight")
+		for {
+			b, f := usage(bg)-b0, usage(fg)-f0
+			if b+f >= window {
+				return float64(b) / float64(b+f)
 			}
-			return "cpu.shares " + readTrim(t, c.dir["cpu"].path, "cpu.shares")
+			if time.Now().After(deadline) {
+				return -1
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
+	}
+	weight := func(c *Cgroup) string {
+		if m.v2 {
+			return "cpu.weight " + readTrim(t, c.hier[0].path, "cpu.weight")
+		}
+		return "cpu.shares " + readTrim(t, c.dir["cpu"].path, "cpu.shares")
+	}
+	switch s := bgShare(time.Second); {
+	case s < 0:
+		t.Fatal("the two loops got less than a second of CPU in 2 minutes")
+	case s > 0.05:
 		t.Errorf("the background loop had %.1f%% of the CPU, want under 5%% (background %s, foreground %s)", 100*s, weight(bg), weight(fg))
 	}
 	if err := bg.Foreground(); err != nil {
 		t.Fatal(err)
 	}
-	if s := bgShare(); s < 0.3 || s > 0.7 {
-		t.Errorf("after Foreground the loop had %.1f%% of the CPU, want about half", 100*s)
+	last := -1.0
+	for {
+		s := bgShare(500 * time.Millisecond)
+		if s >= 0.3 && s <= 0.7 {
+			break
+		}
+		if s < 0 {
+			t.Fatalf("after Foreground the loop's share never came near half in 2 minutes: %.1f%% of the last 0.5 s of CPU (background %s, foreground %s)",
+				100*last, weight(bg), weight(fg))
+		}
+		last = s
 	}
 }
 
