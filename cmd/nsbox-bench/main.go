@@ -89,8 +89,14 @@ Then ports (a private daemon of --rootfs, or --socket): a keystroke's echo
 through a terminal in a session (sh; stty raw; cat) against a pty on the
 host, and a 3-byte and a 100 MiB GET of python3's http.server in the
 session through the port proxy against the same server on the host's
-loopback: --runs echoes and small GETs a side, 5 large. README
-"Benchmarks" says how to read the tables.`,
+loopback: --runs echoes and small GETs a side, 5 large.
+
+Then landlock (private daemons of --rootfs): print(1) cold, forked from
+the zygote on request and pre-forked, each through a daemon with
+[security] landlock = "auto" and one with "off", in turn (the first
+swapped every round), --daemon-runs rounds a path; the ratio's spread
+over five blocks of the run is the machine's noise. README "Benchmarks"
+says how to read the tables.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "rootfs", Value: "minimal", Usage: "rootfs `NAME` for the cold runs"},
 			&cli.StringFlag{Name: "store", Value: rootfs.DefaultStoreRoot, EnvVars: []string{"NSBOX_ROOTFS_STORE"}, Usage: "rootfs store `DIR`"},
@@ -102,7 +108,7 @@ loopback: --runs echoes and small GETs a side, 5 large. README
 			&cli.StringFlag{Name: "socket", Usage: "measure the daemon at this `SOCKET` instead of starting a private one"},
 			&cli.IntFlag{Name: "daemon-runs", Value: 100, Usage: "rounds of the latency comparison through the daemon"},
 			&cli.IntFlag{Name: "pandas-runs", Value: 10, Usage: "rounds of the import pandas comparison through the daemon"},
-			&cli.StringFlag{Name: "only", Usage: "run only the `engine`, the `daemon` (with the zygote), the `zygote` part of it, the `egress`, the `node`, the `state`, the `e2b` or the `ports` part"},
+			&cli.StringFlag{Name: "only", Usage: "run only the `engine`, the `daemon` (with the zygote), the `zygote` part of it, the `egress`, the `node`, the `state`, the `e2b`, the `ports` or the `landlock` part"},
 			&cli.StringFlag{Name: "nsbox", Usage: "the nsbox `BINARY` started as the private daemons (default: nsbox beside this binary; nsbox bench passes itself)"},
 			&cli.StringFlag{Name: "e2b-client", Value: "tests/e2b-client", Usage: "`DIR` of the E2B SDKs' node client (its node_modules: make deps)"},
 		},

@@ -24,6 +24,7 @@ import (
 
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/nsbox/nsbox/scripts/bench/interactive"
+	"github.com/nsbox/nsbox/scripts/bench/llcost"
 	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
@@ -47,8 +48,8 @@ type Options struct {
 	// (tests/e2b-client, with its node_modules).
 	E2BClient string
 
-	// Only is "engine", "daemon", "egress", "node", "state", "e2b" or
-	// "ports" to run one part, "" for all.
+	// Only is "engine", "daemon", "egress", "node", "state", "e2b",
+	// "ports" or "landlock" to run one part, "" for all.
 	Only string
 	JSON bool // print the report as JSON instead of tables
 
@@ -62,12 +63,12 @@ type Options struct {
 // Validate reports settings the bench cannot run with.
 func (o Options) Validate() error {
 	switch o.Only {
-	case "", "engine", "daemon", "zygote", "egress", "e2b", "node", "state", "ports":
+	case "", "engine", "daemon", "zygote", "egress", "e2b", "node", "state", "ports", "landlock":
 	default:
-		return fmt.Errorf("bench: --only %q: use engine, daemon, zygote, egress, e2b, node, state or ports", o.Only)
+		return fmt.Errorf("bench: --only %q: use engine, daemon, zygote, egress, e2b, node, state, ports or landlock", o.Only)
 	}
-	if o.Only == "zygote" && o.Socket != "" {
-		return errors.New("bench: --only zygote measures private daemons: drop --socket")
+	if (o.Only == "zygote" || o.Only == "landlock") && o.Socket != "" {
+		return fmt.Errorf("bench: --only %s measures private daemons: drop --socket", o.Only)
 	}
 	for _, c := range []struct {
 		flag string
@@ -135,6 +136,7 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 		{"state", "state", func() error { return benchState(ctx, o, rep) }},
 		{"e2b", "e2b", func() error { return benchE2B(ctx, o, rep) }},
 		{"ports", "ports", func() error { return benchPorts(ctx, o, rep) }},
+		{"landlock", "landlock", func() error { return benchLandlock(ctx, o, rep) }},
 	})
 	werr := writeReport(out, rep, systems, o.JSON)
 	if err := ctx.Err(); err != nil {
@@ -204,6 +206,9 @@ type report struct {
 
 	Ports     []interactive.Row `json:"ports,omitempty"`
 	PortsLoad string            `json:"ports_load,omitempty"` // load averages before -> after
+
+	Landlock     []llcost.Row `json:"landlock,omitempty"`
+	LandlockLoad string       `json:"landlock_load,omitempty"` // load averages before -> after
 
 	Skipped []string `json:"skipped,omitempty"`
 	Failed  []string `json:"failed,omitempty"` // sections that ended with an error, and why

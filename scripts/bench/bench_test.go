@@ -31,12 +31,14 @@ func TestValidate(t *testing.T) {
 		{"only e2b", func(o *Options) { o.Only = "e2b" }, ""},
 		{"only node", func(o *Options) { o.Only = "node" }, ""},
 		{"only ports", func(o *Options) { o.Only = "ports" }, ""},
+		{"only landlock", func(o *Options) { o.Only = "landlock" }, ""},
+		{"only landlock at a socket", func(o *Options) { o.Only, o.Socket = "landlock", "/run/nsbox.sock" }, "bench: --only landlock measures private daemons: drop --socket"},
 		{"smallest counts", func(o *Options) {
 			o.Runs, o.Rounds, o.DaemonRuns, o.PandasRuns, o.Round, o.Concurrency = 1, 1, 1, 1, time.Millisecond, []int{1}
 		}, ""},
 		{"only zygote", func(o *Options) { o.Only = "zygote" }, ""},
 		{"only zygote at a socket", func(o *Options) { o.Only, o.Socket = "zygote", "/run/nsbox.sock" }, "bench: --only zygote measures private daemons: drop --socket"},
-		{"only unknown", func(o *Options) { o.Only = "zygotes" }, `bench: --only "zygotes": use engine, daemon, zygote, egress, e2b, node, state or ports`},
+		{"only unknown", func(o *Options) { o.Only = "zygotes" }, `bench: --only "zygotes": use engine, daemon, zygote, egress, e2b, node, state, ports or landlock`},
 		{"no runs", func(o *Options) { o.Runs = 0 }, "bench: --runs 0: must be at least 1"},
 		{"no rounds", func(o *Options) { o.Rounds = 0 }, "bench: --rounds 0: must be at least 1"},
 		{"negative daemon runs", func(o *Options) { o.DaemonRuns = -1 }, "bench: --daemon-runs -1: must be at least 1"},

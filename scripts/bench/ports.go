@@ -6,6 +6,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi/client"
 	"github.com/nsbox/nsbox/scripts/bench/benchd"
 	"github.com/nsbox/nsbox/scripts/bench/interactive"
+	"github.com/nsbox/nsbox/scripts/bench/llcost"
 	"github.com/nsbox/nsbox/scripts/bench/measure"
 )
 
@@ -30,5 +31,17 @@ func benchPorts(ctx context.Context, o Options, rep *report) error {
 	defer func() { rep.PortsLoad = before + " -> " + measure.LoadAvg() }()
 	var err error
 	rep.Ports, err = interactive.Run(ctx, cl, interactive.Options{Echoes: o.Runs, Requests: o.Runs, Big: 100 << 20, BigRuns: 5})
+	return err
+}
+
+// benchLandlock is the landlock part (package llcost): private daemons
+// with and without Landlock on --rootfs, --daemon-runs rounds per path.
+func benchLandlock(ctx context.Context, o Options, rep *report) (err error) {
+	nsbox, err := o.nsbox()
+	if o.Socket != "" {
+		rep.Skipped = append(rep.Skipped, "landlock: it compares private daemons (--socket given)")
+	} else if err == nil {
+		rep.Landlock, rep.LandlockLoad, err = llcost.Run(ctx, llcost.Options{Nsbox: nsbox, Store: o.Store, Rootfs: o.Rootfs, Runs: o.DaemonRuns})
+	}
 	return err
 }

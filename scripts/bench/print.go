@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/nsbox/nsbox/scripts/bench/interactive"
+	"github.com/nsbox/nsbox/scripts/bench/llcost"
 )
 
 // writeReport writes rep to out, as JSON or as tables. A bench never ends
@@ -38,7 +39,7 @@ func writeReport(out io.Writer, rep *report, systems []system, asJSON bool) erro
 func (rep *report) empty() bool {
 	return len(rep.Latency) == 0 && len(rep.DaemonLatency) == 0 && len(rep.ZygoteLatency) == 0 &&
 		len(rep.Egress) == 0 && len(rep.Node) == 0 && len(rep.State) == 0 && len(rep.E2B) == 0 &&
-		len(rep.Ports) == 0 && len(rep.Skipped) == 0 && len(rep.Failed) == 0
+		len(rep.Ports) == 0 && len(rep.Landlock) == 0 && len(rep.Skipped) == 0 && len(rep.Failed) == 0
 }
 
 // errWriter keeps the first error of its writes (fmt.Fprintf's and
@@ -73,6 +74,7 @@ func printReport(w io.Writer, rep *report, systems []system) {
 	printState(w, rep)
 	printE2B(w, rep)
 	printPorts(w, rep)
+	printLandlock(w, rep)
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(w, "  skipped %s\n", s)
 	}
@@ -230,5 +232,14 @@ func printPorts(w io.Writer, rep *report) {
 	}
 	tw := section(w, rep, "ports: a terminal's echo and a server's answers through a private daemon vs the same on the host (alternating)", rep.PortsLoad)
 	interactive.Print(tw, rep.Ports)
+	tw.Flush()
+}
+
+func printLandlock(w io.Writer, rep *report) {
+	if len(rep.Landlock) == 0 {
+		return
+	}
+	tw := section(w, rep, "landlock: print(1) through private daemons with and without Landlock (alternating, the first swapped every round)", rep.LandlockLoad)
+	llcost.Print(tw, rep.Landlock)
 	tw.Flush()
 }
