@@ -17,6 +17,7 @@ from .client import DEFAULT_SOCKET, Batch, Client, Result, Retry, Session, Volum
 from .errors import (Conflict, DaemonUnreachable, Exists, Forbidden, InternalError, InUse, InvalidArgument, NotFound,
                      NsboxError, PayloadTooLarge, RequestTimeout, ResourceExhausted, SessionBusy, SessionDead,
                      SessionParked, Unavailable)
+from .terminal import AsyncTerminal, Terminal
 from .executors import CodeExecutionTool, CodeExecutor, ExecutionResult, ResourceLimits, SecureExecutor
 from .tools import CodeExecutionSession, PythonExecTool
 
@@ -27,6 +28,7 @@ __all__ = [
     "NsboxError", "DaemonUnreachable", "RequestTimeout", "InvalidArgument", "Forbidden", "NotFound",
     "Conflict", "SessionDead", "SessionBusy", "SessionParked", "Exists", "InUse",
     "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable",
+    "Terminal", "AsyncTerminal",
     "SecureExecutor", "CodeExecutionTool", "CodeExecutor", "ExecutionResult", "ResourceLimits",
     "CodeExecutionSession", "PythonExecTool",
 ]

@@ -24,11 +24,12 @@ import inspect
 import json
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _wire
+from . import _wire, terminal
 from ._wire import API, NDJSON, Batch, Files, Result
 from .errors import DaemonUnreachable, NotFound, NsboxError, RequestTimeout
+from .terminal import AsyncTerminal
 
-__all__ = ["AsyncClient", "AsyncSession"]
+__all__ = ["AsyncClient", "AsyncSession", "AsyncTerminal"]
 
 Output = Optional[Callable[[str], Union[Any, Awaitable[Any]]]]
 
@@ -402,6 +403,11 @@ class AsyncSession:
 
     async def files(self) -> List[Dict[str, Any]]:
         return _wire.listed(await self.client._json("GET", self._path + "/files"), "files")
+
+    async def terminal(self, argv: Optional[Sequence[str]] = None, cols: int = 80, rows: int = 24,
+                       env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> AsyncTerminal:
+        """As nsbox.Session.terminal; use it with `async with`, iterate it with `async for`."""
+        return await terminal.open_async(self.client, self.id, terminal.terminal_body(argv, cols, rows, env, cwd))
 
     async def close(self) -> None:
         try:
