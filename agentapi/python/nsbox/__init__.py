@@ -14,9 +14,10 @@ CodeExecutionTool, CodeExecutor, ResourceLimits) and nsbox.tools
 
 from .aio import AsyncClient, AsyncSession, AsyncVolume, AsyncWatch
 from .client import DEFAULT_SOCKET, Batch, Client, Result, Retry, Session, Volume, Watch
-from .errors import (Conflict, DaemonUnreachable, Exists, Forbidden, InternalError, InUse, InvalidArgument, NotFound,
+from .errors import (BadGateway, Conflict, DaemonUnreachable, Exists, Forbidden, InternalError, InUse, InvalidArgument, NotFound,
                      NsboxError, PayloadTooLarge, RequestTimeout, ResourceExhausted, SessionBusy, SessionDead,
                      SessionParked, Unavailable)
+from .ports import AsyncForward, AsyncPort, AsyncPortResponse, Forward, Port, PortResponse
 from .terminal import AsyncTerminal, Terminal
 from .executors import CodeExecutionTool, CodeExecutor, ExecutionResult, ResourceLimits, SecureExecutor
 from .tools import CodeExecutionSession, PythonExecTool
@@ -27,8 +28,8 @@ __all__ = [
     "Client", "Session", "Volume", "Watch", "AsyncClient", "AsyncSession", "AsyncVolume", "AsyncWatch", "Result", "Batch", "Retry", "DEFAULT_SOCKET",
     "NsboxError", "DaemonUnreachable", "RequestTimeout", "InvalidArgument", "Forbidden", "NotFound",
     "Conflict", "SessionDead", "SessionBusy", "SessionParked", "Exists", "InUse",
-    "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable",
-    "Terminal", "AsyncTerminal",
+    "PayloadTooLarge", "ResourceExhausted", "InternalError", "BadGateway", "Unavailable",
+    "Terminal", "AsyncTerminal", "Port", "PortResponse", "Forward", "AsyncPort", "AsyncPortResponse", "AsyncForward",
     "SecureExecutor", "CodeExecutionTool", "CodeExecutor", "ExecutionResult", "ResourceLimits",
     "CodeExecutionSession", "PythonExecTool",
 ]

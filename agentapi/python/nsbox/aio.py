@@ -27,9 +27,10 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Iterable, List
 from . import _wire, terminal
 from ._wire import API, NDJSON, Batch, Files, Result
 from .errors import DaemonUnreachable, NotFound, NsboxError, RequestTimeout
+from .ports import AsyncPort
 from .terminal import AsyncTerminal
 
-__all__ = ["AsyncClient", "AsyncSession", "AsyncTerminal"]
+__all__ = ["AsyncClient", "AsyncSession", "AsyncTerminal", "AsyncPort"]
 
 Output = Optional[Callable[[str], Union[Any, Awaitable[Any]]]]
 
@@ -408,6 +409,10 @@ class AsyncSession:
                        env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> AsyncTerminal:
         """As nsbox.Session.terminal; use it with `async with`, iterate it with `async for`."""
         return await terminal.open_async(self.client, self.id, terminal.terminal_body(argv, cols, rows, env, cwd))
+
+    def port(self, port: int) -> AsyncPort:
+        """As nsbox.Session.port, with coroutine methods."""
+        return AsyncPort(self.client, self.id, port)
 
     async def close(self) -> None:
         try:

@@ -33,9 +33,10 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from . import _wire, terminal
 from ._wire import API, DEFAULT_SOCKET, NDJSON, Batch, Files, Result, Retry
 from .errors import DaemonUnreachable, NotFound, RequestTimeout
+from .ports import Port
 from .terminal import Terminal
 
-__all__ = ["Client", "Session", "Result", "Retry", "DEFAULT_SOCKET", "Terminal"]
+__all__ = ["Client", "Session", "Result", "Retry", "DEFAULT_SOCKET", "Terminal", "Port"]
 
 Output = Optional[Callable[[str], Any]]
 
@@ -413,6 +414,14 @@ class Session:
         its with block) kills it. The session needs processes=True
         (InvalidArgument without)."""
         return terminal.open_sync(self.client, self.id, terminal.terminal_body(argv, cols, rows, env, cwd))
+
+    def port(self, port: int) -> Port:
+        """A port of the session's sandbox (no request is made): request()
+        sends HTTP to the server listening on it (on 127.0.0.1 or 0.0.0.0
+        in the sandbox), connect() opens a raw connection to it, forward()
+        serves a local TCP port for it (a browser, urllib), as `nsbox
+        session port` does."""
+        return Port(self.client, self.id, port)
 
     def close(self) -> None:
         """Ends the session (idempotent)."""
