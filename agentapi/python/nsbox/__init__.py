@@ -6,7 +6,9 @@
     print(r.stdout, r.status)              # "42\\n" "ok"
 
 nsbox.Client and nsbox.Session are synchronous; nsbox.AsyncClient and
-nsbox.AsyncSession (nsbox.aio) are the same on asyncio. The adapters in the
+nsbox.AsyncSession (nsbox.aio) are the same on asyncio; Session.terminal
+(nsbox.terminal) opens a terminal in a session, Session.port (nsbox.ports)
+reaches a server it runs. The adapters in the
 shapes agent frameworks use are in nsbox.executors (SecureExecutor,
 CodeExecutionTool, CodeExecutor, ResourceLimits) and nsbox.tools
 (CodeExecutionSession, PythonExecTool). docs/PYTHON.md describes the package.
