@@ -217,7 +217,9 @@ class Port:
             conn.request(method, url, body=body, headers=dict(headers or {}))
             resp = conn.getresponse()
             prefetched = None
-            if resp.status in _DAEMON_ERRORS.values() and (resp.length or 0) <= _CHUNK:
+            # The daemon's errors have a length; a server's streamed
+            # answer is never read here.
+            if resp.status in _DAEMON_ERRORS.values() and resp.length is not None and resp.length <= _CHUNK:
                 prefetched = resp.read()
                 err = daemon_error(resp.status, resp.getheader("Content-Type"), prefetched)
                 if err is not None:
@@ -456,7 +458,8 @@ class AsyncPort:
         resp = await self.client._exchange(method, url, bytes(body or b""), dict(headers or {}), timeout, timeout, False)
         prefetched = None
         try:
-            if resp.status in _DAEMON_ERRORS.values() and int(resp.headers.get("content-length") or 0) <= _CHUNK:
+            length = resp.headers.get("content-length", "")
+            if resp.status in _DAEMON_ERRORS.values() and length.isdigit() and int(length) <= _CHUNK:
                 prefetched = await resp.read()
                 err = daemon_error(resp.status, resp.headers.get("content-type"), prefetched)
                 if err is not None:

@@ -250,6 +250,8 @@ class Terminal(_Base):
                     raise InvalidArgument("invalid_argument", "%s: the terminal is closed" % self._what, 400) from e
                 raise self._cut() from e
             if not data:
+                if self._closed:  # close() from another thread
+                    raise InvalidArgument("invalid_argument", "%s: the terminal is closed" % self._what, 400)
                 raise self._cut()
             self._frames.buf += data
 

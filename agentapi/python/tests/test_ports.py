@@ -41,9 +41,22 @@ while True:
 
 # A server that answers every request with what it got: method, path, a
 # header and the body.
-ECHO = """import http.server
+ECHO = """import http.server, os, time
 class H(http.server.BaseHTTPRequestHandler):
     def answer(self):
+        if self.path == "/held":
+            # A 404 in JSON of no stated length, whose end waits for the
+            # client's go (a file): it must reach the client as it comes.
+            self.send_response(404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"error": {"code": "not_found", "message": "first"}}\\n')
+            self.wfile.flush()
+            deadline = time.monotonic() + 120
+            while not os.path.exists("/workspace/go") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.wfile.write(b"end")
+            return
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n)
         out = ("%s %s %s %d\\n" % (self.command, self.path, self.headers.get("X-Test"), n)).encode() + body
@@ -113,6 +126,15 @@ class PortTest(unittest.TestCase):
         self.assertEqual((r.status, r.headers["X-Echo"]), (201, "yes"))
         self.assertEqual(r.body, b"POST /api?q=1 t1 9\n\x00\x01payload")
         self.assertEqual(p.request("PUT", "/x", body="héllo").body, "PUT /x None 6\nhéllo".encode())
+
+    def test_server_answer_streams(self):
+        # Even an answer shaped as the daemon's error is the server's when
+        # it streams: read as it comes, never held for a look.
+        with self.s.port(8001).get("/held", timeout=WAIT) as r:
+            self.assertEqual(r.status, 404)
+            self.assertEqual(r.readline(), b'{"error": {"code": "not_found", "message": "first"}}\n')
+            self.s.upload("go", "")
+            self.assertEqual(r.read(), b"end")
 
     def test_daemon_errors(self):
         with self.assertRaises(nsbox.BadGateway) as cm:
