@@ -268,7 +268,8 @@ class OtherUidTest(unittest.TestCase):
                 self.assertEqual(t.wait(timeout=WAIT), 0)  # the owner may
             with s.port(8000).get("/hello.txt") as r:
                 self.assertEqual(r.status, 200)
-            d = tempfile.mkdtemp()
+            # Under /tmp, which any uid may enter (TMPDIR may be private).
+            d = tempfile.mkdtemp(dir="/tmp" if os.path.isdir("/tmp") else None)
             try:
                 os.chmod(d, 0o755)
                 shutil.copytree(os.path.dirname(nsbox.__file__), os.path.join(d, "nsbox"))
