@@ -239,9 +239,9 @@ class Terminal(_Base):
                 if out is not None:
                     return out
                 continue
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([self._sock], [], [], left)[0]:
+            if deadline is not None:  # timeout=0: what has come, else RequestTimeout at once
+                left = max(0.0, deadline - time.monotonic())
+                if not select.select([self._sock], [], [], left)[0]:
                     raise RequestTimeout("timeout", "%s: no output within %ss" % (self._what, timeout))
             try:
                 data = self._sock.recv(65536)
