@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,9 +12,10 @@ import (
 // TestPythonPackage installs agentapi/python into a fresh venv, as a user
 // would (pip install), and runs the package's own tests (unittest) with
 // that venv's interpreter against real daemons: one as the tests start
-// it, one with a single session slot for the retry tests. The tests run
-// from a copy outside the source tree, so what they import is the
-// installed package.
+// it (its socket open to uid 65534, NSBOX_OTHER_UID, whom the owner
+// tests try as another user), one with a single session slot for the
+// retry tests. The tests run from a copy outside the source tree, so
+// what they import is the installed package.
 func TestPythonPackage(t *testing.T) {
 	// Debian's interpreter, with Debian's python3-venv; CI installs both
 	// (make deps): there a missing one fails the test.
@@ -67,11 +69,12 @@ func TestPythonPackage(t *testing.T) {
 		d = startDaemon(t)
 		t.Logf("no data-science rootfs %q: the tests that need pandas and the examples are skipped", name)
 	}
+	openToAll(t, d)
 	one := startDaemon(t, "--max-sessions", "1", "--max-concurrent", "1", "--pool-size", "0", "--zygote=false")
 	cmd := exec.Command(filepath.Join(venv, "bin", "python"), "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
 	cmd.Dir = tests
 	cmd.Env = append(os.Environ(), "NSBOX_SOCKET="+d.sock, "NSBOX_SOCKET_ONE_SESSION="+one.sock,
-		"NSBOX_EXPECT_INSTALLED=1", "PYTHONDONTWRITEBYTECODE=1")
+		"NSBOX_EXPECT_INSTALLED=1", "PYTHONDONTWRITEBYTECODE=1", fmt.Sprintf("NSBOX_OTHER_UID=%d", nobody))
 	if datasci {
 		cmd.Env = append(cmd.Env, "NSBOX_DATASCI_ROOTFS="+name)
 	}
@@ -79,7 +82,8 @@ func TestPythonPackage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("python -m unittest (the installed nsbox package): %v\n%s", err, out)
 	}
-	if strings.Contains(string(out), "skipped 'set NSBOX_SOCKET to") || strings.Contains(string(out), "skipped 'set NSBOX_SOCKET_ONE_SESSION") {
+	if strings.Contains(string(out), "skipped 'set NSBOX_SOCKET to") || strings.Contains(string(out), "skipped 'set NSBOX_SOCKET_ONE_SESSION") ||
+		strings.Contains(string(out), "skipped 'set NSBOX_OTHER_UID") {
 		t.Fatalf("the package's tests did not see the daemons:\n%s", out)
 	}
 	if datasci && (strings.Contains(string(out), "skipped 'set NSBOX_DATASCI_ROOTFS") ||

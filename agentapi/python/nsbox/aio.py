@@ -24,11 +24,13 @@ import inspect
 import json
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _wire
+from . import _wire, terminal
 from ._wire import API, NDJSON, Batch, Files, Result
 from .errors import DaemonUnreachable, NotFound, NsboxError, RequestTimeout
+from .ports import AsyncPort
+from .terminal import AsyncTerminal
 
-__all__ = ["AsyncClient", "AsyncSession"]
+__all__ = ["AsyncClient", "AsyncSession", "AsyncTerminal", "AsyncPort"]
 
 Output = Optional[Callable[[str], Union[Any, Awaitable[Any]]]]
 
@@ -402,6 +404,15 @@ class AsyncSession:
 
     async def files(self) -> List[Dict[str, Any]]:
         return _wire.listed(await self.client._json("GET", self._path + "/files"), "files")
+
+    async def terminal(self, argv: Optional[Sequence[str]] = None, cols: int = 80, rows: int = 24,
+                       env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> AsyncTerminal:
+        """As nsbox.Session.terminal; use it with `async with`, iterate it with `async for`."""
+        return await terminal.open_async(self.client, self.id, terminal.terminal_body(argv, cols, rows, env, cwd))
+
+    def port(self, port: int) -> AsyncPort:
+        """As nsbox.Session.port, with coroutine methods."""
+        return AsyncPort(self.client, self.id, port)
 
     async def close(self) -> None:
         try:

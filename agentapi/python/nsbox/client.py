@@ -30,11 +30,13 @@ import socket
 import time
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from . import _wire
+from . import _wire, terminal
 from ._wire import API, DEFAULT_SOCKET, NDJSON, Batch, Files, Result, Retry
 from .errors import DaemonUnreachable, NotFound, RequestTimeout
+from .ports import Port
+from .terminal import Terminal
 
-__all__ = ["Client", "Session", "Result", "Retry", "DEFAULT_SOCKET"]
+__all__ = ["Client", "Session", "Result", "Retry", "DEFAULT_SOCKET", "Terminal", "Port"]
 
 Output = Optional[Callable[[str], Any]]
 
@@ -73,6 +75,10 @@ class Client(_wire.ClientBase):
     """
 
     # --- transport
+
+    def _connection(self, timeout: Optional[float]) -> http.client.HTTPConnection:
+        """A connection to the daemon (not yet connected); timeout bounds each read and write."""
+        return _UnixHTTPConnection(self.socket_path, timeout, self.connect_timeout)
 
     def _open(self, method: str, path: str, body: Any = None, headers: Optional[Dict[str, str]] = None,
               deadline: Optional[float] = -1.0, queued: bool = False,
@@ -396,6 +402,26 @@ class Session:
         raises the session's error when it ends; close the watch (or use
         it with `with`) to stop. The session needs processes=True."""
         return Watch(self.client, _wire.watch_path(self.id, path, recursive))
+
+    def terminal(self, argv: Optional[Sequence[str]] = None, cols: int = 80, rows: int = 24,
+                 env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> Terminal:
+        """Opens a terminal in the session's sandbox: argv (default
+        ["/bin/bash", "-i", "-l"]) on a pseudo-terminal of cols x rows, as
+        the sandbox's user, in /workspace (or cwd); env is added (TERM is
+        xterm-256color unless set). Returns a Terminal once the process
+        runs: write() to it, iterate it (or read()) for its output,
+        resize(), signal(), wait() for its exit code; close() (or leaving
+        its with block) kills it. The session needs processes=True
+        (InvalidArgument without)."""
+        return terminal.open_sync(self.client, self.id, terminal.terminal_body(argv, cols, rows, env, cwd))
+
+    def port(self, port: int) -> Port:
+        """A port of the session's sandbox (no request is made): request()
+        sends HTTP to the server listening on it (on 127.0.0.1 or 0.0.0.0
+        in the sandbox), connect() opens a raw connection to it, forward()
+        serves a local TCP port for it (a browser, urllib), as `nsbox
+        session port` does."""
+        return Port(self.client, self.id, port)
 
     def close(self) -> None:
         """Ends the session (idempotent)."""

@@ -7,7 +7,7 @@ from typing import Optional
 
 __all__ = [
     "NsboxError", "DaemonUnreachable", "InvalidArgument", "Forbidden", "NotFound",
-    "Conflict", "SessionDead", "SessionBusy", "SessionParked", "Exists", "InUse", "PayloadTooLarge", "ResourceExhausted", "InternalError", "Unavailable", "RequestTimeout",
+    "Conflict", "SessionDead", "SessionBusy", "SessionParked", "Exists", "InUse", "PayloadTooLarge", "ResourceExhausted", "InternalError", "BadGateway", "Unavailable", "RequestTimeout",
 ]
 
 
@@ -86,6 +86,11 @@ class InternalError(NsboxError):
     """500: the sandbox could not be set up."""
 
 
+class BadGateway(NsboxError):
+    """502 bad_gateway: a request to a session's port (Session.port) found
+    nothing listening on it, or its server closed without an HTTP answer."""
+
+
 class Unavailable(NsboxError):
     """503: the daemon is shutting down."""
 
@@ -94,12 +99,12 @@ class Unavailable(NsboxError):
 # that is not the daemon's, or a code this client does not know).
 BY_STATUS = {
     400: InvalidArgument, 403: Forbidden, 404: NotFound, 409: Conflict,
-    413: PayloadTooLarge, 429: ResourceExhausted, 500: InternalError, 503: Unavailable,
+    413: PayloadTooLarge, 429: ResourceExhausted, 500: InternalError, 502: BadGateway, 503: Unavailable,
 }
 
 BY_CODE = {
     "invalid_argument": InvalidArgument, "forbidden": Forbidden, "not_found": NotFound,
     "session_dead": SessionDead, "session_busy": SessionBusy, "session_parked": SessionParked,
     "exists": Exists, "in_use": InUse, "payload_too_large": PayloadTooLarge, "resource_exhausted": ResourceExhausted,
-    "internal": InternalError, "unavailable": Unavailable,
+    "internal": InternalError, "bad_gateway": BadGateway, "unavailable": Unavailable,
 }

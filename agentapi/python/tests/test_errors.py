@@ -24,6 +24,11 @@ class ErrorFromTest(unittest.TestCase):
                 self.assertIsInstance(e, nsbox.Conflict)
                 self.assertEqual((e.status, e.code, e.message), (409, code, "m"))
 
+    def test_bad_gateway(self):
+        # A session's port with nothing listening (Session.port).
+        self.assertIs(type(error_from(502, body("bad_gateway"), None)), nsbox.BadGateway)
+        self.assertIs(type(error_from(502, b"<html>", None)), nsbox.BadGateway)
+
     def test_busy_is_not_dead(self):
         self.assertNotIsInstance(error_from(409, body("session_busy"), None), nsbox.SessionDead)
 
