@@ -143,8 +143,7 @@ func (x *extractor) copyDir(ctx context.Context, src string) error {
 		}
 		hdr, err := tar.FileInfoHeader(info, target)
 		if err != nil { // sockets
-			x.reject(rel, "not a file, directory or symlink: "+info.Mode().Type().String())
-			return nil
+			return x.reject(rel, "not a file, directory or symlink: "+info.Mode().Type().String())
 		}
 		hdr.Name = rel
 		if st, ok := info.Sys().(*syscall.Stat_t); ok && info.Mode().IsRegular() && st.Nlink > 1 {
