@@ -149,12 +149,15 @@ func TestPullRefusesDotDot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "escape.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("escape.txt written: %v", err)
 	}
+	refused(t, "hard link target ../../../etc/passwd is outside the tree",
+		layer(t, dir("etc/"), entry{name: "etc/pw", typ: tar.TypeLink, link: "../../../etc/passwd"}))
 }
 
 func TestPullRefusesDeviceNode(t *testing.T) {
 	requireRoot(t)
 	refused(t, "/dev/evil: device node", layer(t, dir("dev/"), entry{name: "dev/evil", typ: tar.TypeChar, mode: 0o666}))
 	refused(t, "/dev/sda: device node", layer(t, dir("dev/"), entry{name: "dev/sda", typ: tar.TypeBlock, mode: 0o660}))
+	refused(t, "/run/pipe: fifo", layer(t, dir("run/"), entry{name: "run/pipe", typ: tar.TypeFifo, mode: 0o600}))
 }
 
 // A symlink that points out of the tree, then a file written through it:
