@@ -75,7 +75,16 @@ func (l *Layers) Apply(ctx context.Context, r io.Reader) error {
 		}
 		switch {
 		case base == whiteoutOpaque:
+			// The directory is this layer's, made if no entry made it.
+			pfd, _, err := l.x.openParent(rel, true)
+			if err != nil {
+				return l.x.fail(rel, err)
+			}
+			unix.Close(pfd)
 			opaque = append(opaque, dir)
+			for p := dir; p != ""; p = parentOf(p) {
+				written[p] = true
+			}
 		case strings.HasPrefix(base, whiteoutMeta):
 		case strings.HasPrefix(base, whiteoutPrefix):
 			name := base[len(whiteoutPrefix):]
@@ -121,15 +130,22 @@ func parentOf(p string) string {
 
 // remove deletes rel (a whole directory) from the tree, if it is there.
 func (l *Layers) remove(rel string) error {
-	if strings.HasSuffix(rel, "/") || rel == "" {
+	dir, base := parentOf(rel), rel[strings.LastIndexByte(rel, '/')+1:]
+	if base == "" {
 		return l.x.reject(rel+whiteoutPrefix, "a whiteout that names no file")
 	}
-	pfd, base, err := l.x.openParent(rel, false)
-	if errors.Is(err, errEntryRejected) && strings.HasSuffix(err.Error(), "does not exist") {
-		return nil
+	var pfd int
+	var err error
+	if dir == "" {
+		pfd, err = unix.Dup(l.x.rootFd)
+	} else {
+		pfd, err = beneath(l.x.rootFd, dir, unix.O_PATH|unix.O_DIRECTORY)
+	}
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return nil // nothing of that name below
 	}
 	if err != nil {
-		return l.x.fail(rel, fmt.Errorf("whiteout: %w", err))
+		return l.x.fail(rel, fmt.Errorf("whiteout: %w", explainResolve(err)))
 	}
 	defer unix.Close(pfd)
 	if err := removeAt(pfd, base); err != nil {

@@ -57,7 +57,15 @@ func Detect(path string) (Format, error) {
 			if err != nil {
 				break // the end, or not a tar: the importer says which
 			}
-			if n := strings.TrimPrefix(hdr.Name, "./"); hdr.Typeflag == tar.TypeReg && !strings.Contains(n, "/") {
+			n := strings.TrimPrefix(hdr.Name, "./")
+			if n == "." {
+				continue
+			}
+			first, _, nested := strings.Cut(n, "/")
+			if first != "" && !inImageArchive(first) {
+				return NotImage, nil // a tree's top directory (etc, usr): stop reading
+			}
+			if hdr.Typeflag == tar.TypeReg && !nested {
 				top[n] = true
 			}
 		}
@@ -69,6 +77,27 @@ func Detect(path string) (Format, error) {
 		return OCILayout, nil
 	}
 	return NotImage, nil
+}
+
+// inImageArchive reports a top-level name an image archive may hold: the
+// OCI layout's, and docker save's (manifest.json, repositories, layers and
+// configs named by their digests: HEX/, HEX.json, HEX.tar.gz,
+// sha256:HEX).
+func inImageArchive(name string) bool {
+	switch name {
+	case "oci-layout", "index.json", "blobs", "manifest.json", "repositories":
+		return true
+	}
+	hex, _, _ := strings.Cut(strings.TrimPrefix(name, "sha256:"), ".") // .json, .tar, .tar.gz
+	if len(hex) != 64 {
+		return false
+	}
+	for _, c := range hex {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // openMaybeGzip opens a file, decompressing it when it starts with gzip's

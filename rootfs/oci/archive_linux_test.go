@@ -152,3 +152,14 @@ func TestImportPicksPlatform(t *testing.T) {
 		t.Errorf("err = %v, want the platforms listed", err)
 	}
 }
+
+func TestInImageArchive(t *testing.T) {
+	hex := "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for n, want := range map[string]bool{"oci-layout": true, "index.json": true, "blobs": true, "manifest.json": true, "repositories": true,
+		hex: true, hex + ".json": true, hex + ".tar.gz": true, "sha256:" + hex: true,
+		"etc": false, "usr": false, ".dockerenv": false, hex[:63]: false, "0123456789ABCDEF" + hex[16:]: false} {
+		if inImageArchive(n) != want {
+			t.Errorf("inImageArchive(%q) = %v", n, !want)
+		}
+	}
+}

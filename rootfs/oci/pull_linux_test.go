@@ -40,6 +40,9 @@ func TestPullAppliesLayers(t *testing.T) {
 			dir("srv/x/"), file("srv/x/y", "y"),
 			file("data/d", "a file now"),
 			exe("bin/sgid", "#!sgid", 0o2755),
+			file("nodir/.wh.x", ""),         // hides what no layer below has
+			file("newdir/.wh..wh..opq", ""), // an opaque directory with no entry of its own
+			file("var/keep.txt/.wh.x", ""),  // a whiteout under a file: nothing to hide
 		),
 	)
 	ref := serve(t, img)
@@ -66,6 +69,12 @@ func TestPullAppliesLayers(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(r.Dir, p)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: %v, want it removed by the second layer", p, err)
 		}
+	}
+	if fi, err := os.Stat(filepath.Join(r.Dir, "newdir")); err != nil || !fi.IsDir() {
+		t.Errorf("newdir, opaque in the second layer: %v %v", fi, err)
+	}
+	if _, err := os.Lstat(filepath.Join(r.Dir, "nodir")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("nodir made for a whiteout: %v", err)
 	}
 	if l, _ := os.Readlink(filepath.Join(r.Dir, "usr/bin/python3")); l != "python3.11" {
 		t.Errorf("usr/bin/python3 -> %q", l)
