@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/nsbox/nsbox/cmd/nsbox/internal/cmdline"
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/nsbox/nsbox/rootfs/importer"
 	"github.com/nsbox/nsbox/rootfs/oci"
@@ -30,7 +31,7 @@ func pullCommand(store cli.Flag) *cli.Command {
 
 func rootfsPull(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return fmt.Errorf("usage: nsbox rootfs pull REF [--name NAME] [--platform linux/ARCH] [--insecure] [--force], e.g. nsbox rootfs pull python:3.12-slim")
+		return cmdline.UsageError(c, "give one image reference, e.g. nsbox rootfs pull python:3.12-slim")
 	}
 	ref := c.Args().First()
 	name := c.String("name")
