@@ -20,24 +20,24 @@ type Rootfs struct {
 
 // Meta describes a rootfs; it is stored as meta.json beside the tree.
 type Meta struct {
-	Name    string `json:"name"`
-	Profile string `json:"profile"` // "minimal", "datasci", "imported" or "image"
-	Suite   string `json:"suite,omitempty"`
-	Mirror  string `json:"mirror,omitempty"`
-	Python  string `json:"python"` // e.g. "3.11.2"; empty when the tree has none
-	// ArgvOnly says the sandbox's PATH finds no python3 in the tree, or one
-	// older than MinPython: runs on it are commands (argv), never Python
-	// code through the runner.
-	ArgvOnly bool `json:"argv_only,omitempty"`
-	// Image is the OCI image the tree was made from (rootfs/oci); nil
-	// for builds and plain imports.
-	Image     *Image    `json:"image,omitempty"`
+	Name      string    `json:"name"`
+	Profile   string    `json:"profile"` // "minimal", "datasci", "imported" or "image"
+	Suite     string    `json:"suite,omitempty"`
+	Mirror    string    `json:"mirror,omitempty"`
+	Python    string    `json:"python"` // e.g. "3.11.2"; empty when the tree has none
 	Packages  []Package `json:"packages"`
 	Created   time.Time `json:"created"`
 	SizeBytes int64     `json:"size_bytes"`
 	Digest    string    `json:"digest"` // "sha256:..." over the tree's file list and contents
 	// Trim says what a build left out or removed; nil for imports.
 	Trim *Trim `json:"trim,omitempty"`
+	// ArgvOnly says the sandbox's PATH finds no python3 in the tree, or one
+	// older than MinPython: runs on it are commands (argv), never Python
+	// code through the runner.
+	ArgvOnly bool `json:"argv_only,omitempty"`
+	// Image is the OCI image the tree was made from (rootfs/oci); nil
+	// for builds and plain imports.
+	Image *Image `json:"image,omitempty"`
 }
 
 // Trim records what a build left out of the tree, so a missing file can be
