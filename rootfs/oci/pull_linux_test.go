@@ -184,6 +184,29 @@ func TestPullRefusesWriteThroughSymlink(t *testing.T) {
 	}
 }
 
+// Set-id bits are stripped, not refused: the image is taken, its files
+// without them, and the pull lists each.
+func TestPullStripsSetid(t *testing.T) {
+	requireRoot(t)
+	_, r, rep, err := pull(t, serve(t, image(t, "", layer(t,
+		dir("usr/"), dir("usr/bin/"), exe("usr/bin/su", "#!su", 0o4755), exe("usr/bin/wall", "#!wall", 0o2755),
+		entry{name: "usr/bin/both", typ: tar.TypeReg, mode: 0o6711, body: "#!both"},
+		entry{name: "var/", typ: tar.TypeDir, mode: 0o755}, entry{name: "var/mail/", typ: tar.TypeDir, mode: 0o2775},
+	))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{"usr/bin/su": 0o755, "usr/bin/wall": 0o755, "usr/bin/both": 0o711, "var/mail": os.ModeDir | 0o775} {
+		fi, err := os.Lstat(filepath.Join(r.Dir, p))
+		if err != nil || fi.Mode()&(os.ModeType|os.ModePerm|os.ModeSetuid|os.ModeSetgid) != want {
+			t.Errorf("%s: %v, %v; want %v", p, fi.Mode(), err, want)
+		}
+	}
+	if got := strings.Join(rep.StrippedSetid, " "); got != "usr/bin/su usr/bin/wall usr/bin/both var/mail" {
+		t.Errorf("stripped %q", got)
+	}
+}
+
 // A whiteout cannot name a parent directory: ".wh..." would otherwise
 // remove the directory holding it, or more.
 func TestPullRefusesWhiteoutOfParent(t *testing.T) {
