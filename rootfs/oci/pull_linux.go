@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/nsbox/nsbox/rootfs/importer"
 )
@@ -54,7 +56,7 @@ func Pull(ctx context.Context, s rootfs.Store, ref string, o Options) (*rootfs.R
 	return install(ctx, s, o, want, ref, func(string) (v1.Image, error) {
 		img, err := remote.Image(r, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("pull %s: %w", r, err)
+			return nil, fmt.Errorf("pull %s: %w%s", r, err, registryHint(err, r.Context().RegistryStr()))
 		}
 		return img, nil
 	})
@@ -82,6 +84,21 @@ func Import(ctx context.Context, s rootfs.Store, path string, o Options) (*rootf
 	return install(ctx, s, o, want, abs, func(scratch string) (v1.Image, error) {
 		return openArchive(path, f, want, scratch)
 	})
+}
+
+// registryHint says what to do about a registry's refusal.
+func registryHint(err error, registry string) string {
+	var terr *transport.Error
+	if !errors.As(err, &terr) {
+		return ""
+	}
+	switch terr.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return "; log in with docker login " + registry + " or podman login " + registry + " (nsbox reads the credentials they save), or check the name"
+	case http.StatusNotFound:
+		return "; the registry has no such repository, tag or digest: check the reference"
+	}
+	return ""
 }
 
 // install makes the rootfs from the image open returns, through
@@ -177,7 +194,7 @@ func applyLayer(ctx context.Context, l *importer.Layers, layer v1.Layer) error {
 		return err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != diffID.Hex {
-		return fmt.Errorf("%w: its content is sha256:%s, and the image's config says %s: the archive or the registry's copy is damaged", ErrBadImage, got, diffID)
+		return fmt.Errorf("%w: its content is sha256:%s, and the image's config says %s: the archive or the registry's copy is damaged; save or push the image again", ErrBadImage, got, diffID)
 	}
 	return nil
 }

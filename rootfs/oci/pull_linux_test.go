@@ -229,6 +229,17 @@ func TestPullRefusesPlainHTTPWithoutInsecure(t *testing.T) {
 	}
 }
 
+// A reference the registry does not have says so.
+func TestPullMissingTag(t *testing.T) {
+	requireRoot(t)
+	ref := serve(t, image(t, "", layer(t, file("a", "a"))))
+	s, _, _, err := pull(t, strings.Replace(ref, ":v1", ":v2", 1))
+	if err == nil || !strings.Contains(err.Error(), "no such repository, tag or digest") {
+		t.Fatalf("err = %v, want the hint", err)
+	}
+	assertEmptyStore(t, s)
+}
+
 func TestPullRefusesOtherPlatform(t *testing.T) {
 	requireRoot(t)
 	s := rootfs.Store{Root: t.TempDir()}
