@@ -89,9 +89,13 @@ func (s Store) Create(ctx context.Context, name string, force bool, progress fun
 	if err != nil {
 		return nil, fmt.Errorf("rootfs %q: read package list: %w", name, err)
 	}
+	py, found := treePython(tree, meta.Packages)
 	if meta.Python == "" {
-		meta.Python = pythonVersion(tree, meta.Packages)
+		meta.Python = py
 	}
+	// An unknown version of a python3 that is there is given the benefit of
+	// the doubt: a run then fails with Python's own error.
+	meta.ArgvOnly = !found || (meta.Python != "" && !PythonSupported(meta.Python))
 	meta.Digest, meta.SizeBytes, err = treeDigest(ctx, tree)
 	if err != nil {
 		return nil, fmt.Errorf("rootfs %q: digest: %w", name, err)

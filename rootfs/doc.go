@@ -1,8 +1,8 @@
 // Package rootfs keeps the read-only root filesystems that nsbox sandboxes
 // run in: the store, its metadata and the locks that keep a tree in use from
 // being deleted. Making trees is left to its subpackages, rootfs/build
-// (Debian packages with mmdebstrap) and rootfs/importer (a directory or a
-// tar), which both go through Store.Create.
+// (Debian packages with mmdebstrap), rootfs/importer (a directory or a
+// tar) and rootfs/oci (an OCI image), which all go through Store.Create.
 //
 // A store (default /var/lib/nsbox/rootfs) holds one directory per rootfs:
 //

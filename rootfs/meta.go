@@ -21,7 +21,7 @@ type Rootfs struct {
 // Meta describes a rootfs; it is stored as meta.json beside the tree.
 type Meta struct {
 	Name      string    `json:"name"`
-	Profile   string    `json:"profile"` // "minimal", "datasci" or "imported"
+	Profile   string    `json:"profile"` // "minimal", "datasci", "imported" or "image"
 	Suite     string    `json:"suite,omitempty"`
 	Mirror    string    `json:"mirror,omitempty"`
 	Python    string    `json:"python"` // e.g. "3.11.2"; empty when the tree has none
@@ -31,6 +31,13 @@ type Meta struct {
 	Digest    string    `json:"digest"` // "sha256:..." over the tree's file list and contents
 	// Trim says what a build left out or removed; nil for imports.
 	Trim *Trim `json:"trim,omitempty"`
+	// ArgvOnly says the sandbox's PATH finds no python3 in the tree, or one
+	// older than MinPython: runs on it are commands (argv), never Python
+	// code through the runner.
+	ArgvOnly bool `json:"argv_only,omitempty"`
+	// Image is the OCI image the tree was made from (rootfs/oci); nil
+	// for builds and plain imports.
+	Image *Image `json:"image,omitempty"`
 }
 
 // Trim records what a build left out of the tree, so a missing file can be
@@ -44,6 +51,23 @@ type Trim struct {
 	RemovedDevices []string `json:"removed_devices,omitempty"` // device nodes, fifos and sockets deleted
 	BytesBefore    int64    `json:"bytes_before"`              // tree size before purge and removal
 	FontCache      string   `json:"font_cache,omitempty"`      // prebuilt matplotlib font cache dir in the tree
+}
+
+// Image names the OCI image a rootfs was made from.
+type Image struct {
+	// Ref is what it was pulled as (a registry reference) or imported
+	// from (the archive's path).
+	Ref string `json:"ref"`
+	// Digest is the image manifest's digest ("sha256:..."): the registry
+	// serves that image under REPO@DIGEST.
+	Digest string `json:"digest"`
+	// Config is the config blob's digest: the image ID docker and podman
+	// show.
+	Config string `json:"config"`
+	// Platform is the image's OS and architecture ("linux/amd64").
+	Platform string `json:"platform"`
+	// Layers is the number of layers applied.
+	Layers int `json:"layers"`
 }
 
 // Package is one installed Debian package.

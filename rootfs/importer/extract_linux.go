@@ -18,12 +18,24 @@ type extractor struct {
 	rootFd int
 	rep    *Report
 	root   bool // running as root: keep owners
+	// strict: an entry the rules would skip fails the import instead
+	// (ErrRefused): an image's layers (Layers).
+	strict bool
+	// layers: a later entry replaces an earlier directory too, as a
+	// later image layer does.
+	layers bool
 }
 
 func (x *extractor) close() { unix.Close(x.rootFd) }
 
-func (x *extractor) reject(path, reason string) {
+// reject records that the entry path is not imported, and why; in strict
+// mode it returns ErrRefused, which ends the import.
+func (x *extractor) reject(path, reason string) error {
 	x.rep.Rejected = append(x.rep.Rejected, Rejection{Path: path, Reason: reason})
+	if x.strict {
+		return fmt.Errorf("%w: /%s: %s", ErrRefused, path, reason)
+	}
+	return nil
 }
 
 // cleanEntryName makes an archive name relative to the tree. Absolute names
@@ -106,23 +118,19 @@ func explainResolve(err error) error {
 func (x *extractor) add(hdr *tar.Header, r io.Reader) error {
 	rel, err := cleanEntryName(hdr.Name)
 	if err != nil {
-		x.reject(hdr.Name, err.Error())
-		return nil
+		return x.reject(hdr.Name, err.Error())
 	}
 	if rel == "" {
 		return nil // the root itself
 	}
 	switch hdr.Typeflag {
 	case tar.TypeChar, tar.TypeBlock:
-		x.reject(rel, "device node")
-		return nil
+		return x.reject(rel, "device node")
 	case tar.TypeFifo:
-		x.reject(rel, "fifo")
-		return nil
+		return x.reject(rel, "fifo")
 	case tar.TypeDir, tar.TypeReg, tar.TypeSymlink, tar.TypeLink:
 	default:
-		x.reject(rel, fmt.Sprintf("unsupported entry type %q", hdr.Typeflag))
-		return nil
+		return x.reject(rel, fmt.Sprintf("unsupported entry type %q", hdr.Typeflag))
 	}
 	mode := uint32(hdr.Mode) & 0o7777
 	if mode&(unix.S_ISUID|unix.S_ISGID) != 0 && hdr.Typeflag != tar.TypeSymlink {
@@ -166,13 +174,18 @@ func (x *extractor) add(hdr *tar.Header, r io.Reader) error {
 		return unix.Fchmod(fd, mode)
 	}
 
-	// A later entry replaces an earlier file or symlink, never a directory.
+	// A later entry replaces an earlier file or symlink, never a directory
+	// (but a later layer's does).
 	if err := unix.Unlinkat(pfd, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		if errors.Is(err, unix.EISDIR) {
-			x.reject(rel, "a directory of that name exists")
-			return nil
+		if !errors.Is(err, unix.EISDIR) {
+			return x.fail(rel, err)
 		}
-		return x.fail(rel, err)
+		if !x.layers {
+			return x.reject(rel, "a directory of that name exists")
+		}
+		if err := removeAt(pfd, base); err != nil {
+			return x.fail(rel, err)
+		}
 	}
 	switch hdr.Typeflag {
 	case tar.TypeSymlink:
@@ -185,8 +198,7 @@ func (x *extractor) add(hdr *tar.Header, r io.Reader) error {
 	case tar.TypeLink:
 		target, err := cleanEntryName(hdr.Linkname)
 		if err != nil || target == "" {
-			x.reject(rel, "hard link target "+hdr.Linkname+" is outside the tree")
-			return nil
+			return x.reject(rel, "hard link target "+hdr.Linkname+" is outside the tree")
 		}
 		tfd, tbase, err := x.openParent(target, false)
 		if err != nil {
@@ -231,8 +243,7 @@ func (x *extractor) own(fd int, hdr *tar.Header) error {
 // when it is an I/O failure the import cannot survive.
 func (x *extractor) fail(rel string, err error) error {
 	if errors.Is(err, errEntryRejected) {
-		x.reject(rel, strings.TrimPrefix(err.Error(), errEntryRejected.Error()+": "))
-		return nil
+		return x.reject(rel, strings.TrimPrefix(err.Error(), errEntryRejected.Error()+": "))
 	}
 	if errors.Is(err, unix.ENOSPC) {
 		return fmt.Errorf("%s: %w", rel, err) // Store.Create makes it ErrNoSpace

@@ -60,23 +60,13 @@ func Run(ctx context.Context, s rootfs.Store, name, src string, force bool) (*ro
 		} else {
 			err = x.extractFile(ctx, src)
 		}
-		if err != nil {
-			return m, err
-		}
-		// A link to python3.N is resolved inside the tree, as in a sandbox.
-		python, err := unix.Openat2(x.rootFd, "usr/bin/python3", &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-		})
-		if err != nil {
-			rep.Warnings = append(rep.Warnings, "no /usr/bin/python3 in the tree: Python runs will fail in it")
-		} else {
-			unix.Close(python)
-		}
-		return m, nil
+		return m, err
 	})
 	if err != nil {
 		return nil, rep, err
+	}
+	if r.Meta.ArgvOnly {
+		rep.Warnings = append(rep.Warnings, ArgvOnlyWarning(r.Meta))
 	}
 	return r, rep, nil
 }
@@ -153,8 +143,7 @@ func (x *extractor) copyDir(ctx context.Context, src string) error {
 		}
 		hdr, err := tar.FileInfoHeader(info, target)
 		if err != nil { // sockets
-			x.reject(rel, "not a file, directory or symlink: "+info.Mode().Type().String())
-			return nil
+			return x.reject(rel, "not a file, directory or symlink: "+info.Mode().Type().String())
 		}
 		hdr.Name = rel
 		if st, ok := info.Sys().(*syscall.Stat_t); ok && info.Mode().IsRegular() && st.Nlink > 1 {
@@ -175,6 +164,15 @@ func (x *extractor) copyDir(ctx context.Context, src string) error {
 		defer f.Close()
 		return x.add(hdr, io.LimitReader(f, hdr.Size))
 	})
+}
+
+// ArgvOnlyWarning says why a rootfs is argv-only and what that means.
+func ArgvOnlyWarning(m rootfs.Meta) string {
+	why := "no python3 in the sandbox's PATH (/usr/local/bin, /usr/bin, /bin, ...)"
+	if m.Python != "" {
+		why = "its python3 is " + m.Python + ", older than the " + rootfs.MinPython + " the runner needs"
+	}
+	return why + ": the rootfs is argv-only (commands, e.g. nsbox exec --rootfs " + m.Name + " -- CMD; no Python code or sessions)"
 }
 
 var errEntryRejected = errors.New("entry rejected")

@@ -1,6 +1,6 @@
-// Package rootfscmd is `nsbox rootfs`: build, import, list and remove the
-// root filesystems in a store (the rootfs package), with a live progress
-// line for builds.
+// Package rootfscmd is `nsbox rootfs`: build, pull, import, list and
+// remove the root filesystems in a store (the rootfs package), with a live
+// progress line for builds and pulls.
 package rootfscmd
 
 import (
@@ -18,6 +18,7 @@ import (
 	"github.com/nsbox/nsbox/rootfs"
 	"github.com/nsbox/nsbox/rootfs/build"
 	"github.com/nsbox/nsbox/rootfs/importer"
+	"github.com/nsbox/nsbox/rootfs/oci"
 	"github.com/urfave/cli/v2"
 )
 
@@ -31,7 +32,7 @@ func Command() *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "rootfs",
-		Usage: "build, import, list and remove the root filesystems sandboxes run in",
+		Usage: "build, pull, import, list and remove the root filesystems sandboxes run in",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "build",
@@ -47,12 +48,17 @@ func Command() *cli.Command {
 				},
 				Action: rootfsBuild,
 			},
+			pullCommand(store),
 			{
 				Name:      "import",
-				Usage:     "import a directory or a tar/tar.gz (e.g. docker export) as a rootfs",
+				Usage:     "import a directory, a tar/tar.gz (e.g. docker export), an OCI image layout or a docker save archive as a rootfs",
 				ArgsUsage: "NAME PATH",
-				Flags:     []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "replace an existing rootfs of that name"}, store},
-				Action:    rootfsImport,
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "force", Usage: "replace an existing rootfs of that name"},
+					&cli.StringFlag{Name: "platform", Usage: "for an archive of several images: the one for `OS/ARCH` (default: this machine's)"},
+					store,
+				},
+				Action: rootfsImport,
 			},
 			{
 				Name:   "list",
@@ -141,6 +147,9 @@ func rootfsImport(c *cli.Context) error {
 	if c.NArg() != 2 {
 		return fmt.Errorf("usage: nsbox rootfs import NAME PATH [--force]")
 	}
+	if f, err := oci.Detect(c.Args().Get(1)); err == nil && f != oci.NotImage {
+		return importImage(c, c.Args().Get(0), c.Args().Get(1))
+	}
 	ctx, cancel := signalContext(c)
 	defer cancel()
 	st := rootfs.Store{Root: c.String("store")}
@@ -181,11 +190,15 @@ func rootfsList(c *cli.Context) error {
 		return enc.Encode(metas)
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPROFILE\tPYTHON\tNODE\tESBUILD\tPACKAGES\tSIZE\tCREATED\tDIGEST")
+	fmt.Fprintln(tw, "NAME\tPROFILE\tPYTHON\tNODE\tESBUILD\tPACKAGES\tSIZE\tCREATED\tDIGEST\tIMAGE")
 	for _, r := range list {
 		m := r.Meta
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Name, m.Profile, orDash(m.Python),
-			orDash(m.Version("nodejs")), orDash(m.Version("esbuild")), len(m.Packages), rootfs.HumanSize(m.SizeBytes), m.Created.Local().Format("2006-01-02 15:04"), shortDigest(m.Digest))
+		image := "-"
+		if m.Image != nil {
+			image = shortDigest(m.Image.Digest)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Name, m.Profile, pythonColumn(m),
+			orDash(m.Version("nodejs")), orDash(m.Version("esbuild")), len(m.Packages), rootfs.HumanSize(m.SizeBytes), m.Created.Local().Format("2006-01-02 15:04"), shortDigest(m.Digest), image)
 	}
 	return tw.Flush()
 }
@@ -205,9 +218,25 @@ func rootfsRemove(c *cli.Context) error {
 func printSummary(r *rootfs.Rootfs, took time.Duration) {
 	m := r.Meta
 	fmt.Printf("rootfs %s ready in %s\n", r.Name, took.Round(100*time.Millisecond))
-	fmt.Printf("  profile   %s\n  python    %s\n  node      %s\n  esbuild   %s\n  size      %s\n  packages  %d\n  digest    %s\n  path      %s\n",
-		m.Profile, orDash(m.Python), orDash(m.Version("nodejs")), orDash(m.Version("esbuild")),
-		rootfs.HumanSize(m.SizeBytes), len(m.Packages), m.Digest, r.Dir)
+	fmt.Printf("  profile   %s\n  python    %s\n  node      %s\n  esbuild   %s\n  size      %s\n  packages  %d\n  digest    %s\n",
+		m.Profile, pythonColumn(m), orDash(m.Version("nodejs")), orDash(m.Version("esbuild")),
+		rootfs.HumanSize(m.SizeBytes), len(m.Packages), m.Digest)
+	if im := m.Image; im != nil {
+		fmt.Printf("  image     %s (%s, layers: %d)\n  from      %s\n", im.Digest, im.Platform, im.Layers, im.Ref)
+	}
+	fmt.Printf("  path      %s\n", r.Dir)
+}
+
+// pythonColumn is a rootfs's Python version, and "argv-only" when runs on
+// it are commands only (no python3 the runner runs on).
+func pythonColumn(m rootfs.Meta) string {
+	switch {
+	case m.ArgvOnly && m.Python != "":
+		return m.Python + " (argv-only)"
+	case m.ArgvOnly:
+		return "argv-only"
+	}
+	return orDash(m.Python)
 }
 
 func orDash(s string) string {
