@@ -249,20 +249,23 @@ class ScriptedTest(unittest.TestCase):
     def test_deadline_follows_the_profile(self):
         # A run that names no timeout_ms gets its profile's time limit (not
         # the daemon's default) plus the client's timeout as its deadline.
+        # The client's timeout (2 s) is also what /v1/info has to answer
+        # in, on a loaded machine too; the run the default deadline must
+        # cut off answers only after a minute.
         info = {"default_limits": {"timeout_ms": 100},
-                "profiles": [{"name": "slow", "limits": {"timeout_ms": 5000}}]}
+                "profiles": [{"name": "slow", "limits": {"timeout_ms": 60000}}]}
         for make in (Client, AsyncClient):
             with self.subTest(client=make.__name__):
-                srv, path = self.serve(_json(info), _run_answer(running=1.0), _run_answer(running=1.0))
-                c = make(socket_path=path, timeout=0.3)
+                srv, path = self.serve(_json(info), _run_answer(running=3.0), _run_answer(running=60.0))
+                c = make(socket_path=path, timeout=2.0)
 
                 def call(**kw):
                     r = c.run(code="x", **kw)
                     return asyncio.run(r) if asyncio.iscoroutine(r) else r
 
-                self.assertEqual(call(profile="slow").status, "ok")
+                self.assertEqual(call(profile="slow").status, "ok")  # 3 s under 60 s + 2 s
                 with self.assertRaises(nsbox.RequestTimeout):
-                    call()  # the default: 0.1 s + 0.3 s
+                    call()  # the default: 0.1 s + 2 s
                 self.assertEqual(len(srv.times), 3, "/v1/info is read once")
 
     def test_queue_wait_is_not_the_runs_deadline(self):
@@ -311,7 +314,13 @@ class DaemonRetryTest(unittest.TestCase):
         busy = threading.Thread(target=lambda: Client(socket_path=ONE_SESSION).run(code="import time; time.sleep(2)"))
         busy.start()
         try:
-            time.sleep(0.5)
+            # The busy run holds the slot (in flight) before the second is
+            # sent: then the second waits at least its 2 s sleep.
+            admin = Client(socket_path=ONE_SESSION)
+            deadline = time.monotonic() + 60
+            while admin.info().get("in_flight", 0) < 1:
+                self.assertLess(time.monotonic(), deadline, "the busy run never took the slot")
+                time.sleep(0.01)
             t0 = time.monotonic()
             res = Client(socket_path=ONE_SESSION, timeout=0.3).run(code="print(6 * 7)", limits={"timeout_ms": 500})
             self.assertEqual((res.status, res.stdout), ("ok", "42\n"))
