@@ -75,10 +75,13 @@ func LeftoverCgroups(t testing.TB, name string) []string {
 	return left
 }
 
-// RemoveCgroups removes what a SIGKILLed daemon could not: its (by then
-// empty, the sandboxes die with their daemon) sandbox cgroups, their
+// RemoveCgroups removes what a SIGKILLed daemon could not: its sandbox
+// cgroups (empty once the sandboxes have died with their daemon), their
 // liveness lock files and its cgroup parent, so test runs leave nothing
-// on the host.
+// on the host. A daemon killed inside a v1 kill (freeze, SIGKILL every
+// process, thaw) leaves its sandbox frozen, its processes unable to die
+// until thawed (a new daemon's Recover does that): they are thawed here,
+// and whatever is still in them killed.
 func RemoveCgroups(t testing.TB, name, runDir string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -86,9 +89,15 @@ func RemoveCgroups(t testing.TB, name, runDir string) {
 		for {
 			ents, _ := os.ReadDir(parent)
 			for _, e := range ents {
-				if e.IsDir() && syscall.Rmdir(filepath.Join(parent, e.Name())) == nil {
-					RemoveFreeLock(LiveLock(runDir, e.Name()))
+				dir := filepath.Join(parent, e.Name())
+				if !e.IsDir() {
+					continue
 				}
+				if syscall.Rmdir(dir) == nil {
+					RemoveFreeLock(LiveLock(runDir, e.Name()))
+					continue
+				}
+				thawAndKill(dir)
 			}
 			err := syscall.Rmdir(parent)
 			if err == nil || errors.Is(err, syscall.ENOENT) {
@@ -244,4 +253,16 @@ func RSS(pid int) (now, peak int64) {
 		}
 	}
 	return now, peak
+}
+
+// thawAndKill thaws a v1 freezer cgroup dir (other hierarchies have no
+// freezer.state) and SIGKILLs the processes still listed in it.
+func thawAndKill(dir string) {
+	_ = os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0)
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
