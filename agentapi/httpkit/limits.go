@@ -131,7 +131,7 @@ func (l Limits) Server(h http.Handler, base context.Context, log *slog.Logger) *
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &http.Server{
-		Handler:           h,
+		Handler:           closeUnread(h),
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		IdleTimeout:       l.IdleTimeout,

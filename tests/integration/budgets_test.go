@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -31,43 +33,79 @@ func TestBudgetsConfig(t *testing.T) {
 	}
 
 	const size = 40 * mib
-	held, err := net.Dial("unix", d.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
-	if _, err := fmt.Fprintf(held, "POST /v1/runs HTTP/1.1\r\nHost: nsbox\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", size); err != nil {
-		t.Fatal(err)
+	hold := func() net.Conn {
+		held, err := net.Dial("unix", d.sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fmt.Fprintf(held, "POST /v1/runs HTTP/1.1\r\nHost: nsbox\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", size); err != nil {
+			t.Fatal(err)
+		}
+		return held
 	}
 	body := `{"argv":["true"],"env":{"PAD":"` + strings.Repeat("y", size-40) + `"}}`
-	// The held body is reserved once its handler runs; until then the
-	// second one may still fit (and is answered as any run).
-	until429(t, "a second 40 MiB body beside a held one", `[budgets] bodies = "64M"`, "64 MiB budget", func() (*http.Response, error) {
+	until429(t, "a second 40 MiB body beside a held one", `[budgets] bodies = "64M"`, "64 MiB budget", hold, func() (*http.Response, error) {
 		return d.http.Post("http://nsbox/v1/runs", "application/json", strings.NewReader(body))
 	})
 }
 
-// until429 sends what until it is answered 429, whose body must name
-// the budget (want) that config sets. The minute's deadline only ends a
-// server that never refuses it.
-func until429(t *testing.T, what, config, want string, send func() (*http.Response, error)) {
+// until429 holds a request open (hold sends all but its body's end) and
+// sends what beside it until one of the two is answered 429, whose body
+// must name the budget (want) that config sets. The held request counts
+// once its handler runs; until then what is served as any request, and
+// on a loaded machine what may be counted first: then the held one is
+// the one refused (the server answers a refusal at once, without waiting
+// for the body it will never get). A held request answered otherwise (its
+// body's deadline) is held again. The minute's deadline only ends a
+// server that never refuses.
+func until429(t *testing.T, what, config, want string, hold func() net.Conn, send func() (*http.Response, error)) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+	held := hold()
+	defer func() { held.Close() }()
+	refused := func(status int, msg []byte) bool {
+		if status != http.StatusTooManyRequests {
+			return false
+		}
+		if !strings.Contains(string(msg), want) {
+			t.Errorf("429 %s: want it to name the budget (%q)", msg, want)
+		}
+		return true
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
 		resp, err := send()
 		if err != nil {
 			t.Fatal(err)
 		}
 		msg, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusTooManyRequests {
-			if !strings.Contains(string(msg), want) {
-				t.Errorf("429 %s: want it to name the budget (%q)", msg, want)
-			}
+		if refused(resp.StatusCode, msg) {
 			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: %d %.300s; want 429 under %s", what, resp.StatusCode, msg, config)
 		}
+		// Has the held request been answered? A short look, not a verdict.
+		held.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+		br := bufio.NewReader(held)
+		if _, err := br.Peek(1); err != nil {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() { // closed unanswered (a connection parked past its wait)
+				held.Close()
+				held = hold()
+			}
+			continue
+		}
+		held.SetReadDeadline(time.Now().Add(time.Minute))
+		hr, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("the held request's answer: %v", err)
+		}
+		hmsg, _ := io.ReadAll(hr.Body)
+		if refused(hr.StatusCode, hmsg) {
+			return
+		}
+		held.Close()
+		held = hold()
 	}
 }
 
@@ -88,17 +126,17 @@ func TestE2BKeyRequestsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[e2b]\nlisten = %q\nkeys_file = %q\nkey_requests = 1\n", addr, keys)))
-	held, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
+	hold := func() net.Conn {
+		held, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fmt.Fprintf(held, "POST /sandboxes HTTP/1.1\r\nHost: %s\r\nX-API-KEY: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", addr, key); err != nil {
+			t.Fatal(err)
+		}
+		return held
 	}
-	defer held.Close()
-	if _, err := fmt.Fprintf(held, "POST /sandboxes HTTP/1.1\r\nHost: %s\r\nX-API-KEY: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", addr, key); err != nil {
-		t.Fatal(err)
-	}
-	// The held create counts once its handler runs; until then the list
-	// is served.
-	until429(t, "the key's second request beside a held one", "[e2b] key_requests = 1", "1 requests in flight", func() (*http.Response, error) {
+	until429(t, "the key's second request beside a held one", "[e2b] key_requests = 1", "1 requests in flight", hold, func() (*http.Response, error) {
 		req, _ := http.NewRequest("GET", "http://"+addr+"/sandboxes", nil)
 		req.Header.Set("X-API-KEY", key)
 		return http.DefaultClient.Do(req)
