@@ -1,23 +1,14 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/nsbox/nsbox/rootfs/oci/ocitest"
 )
 
 // TestRootfsPullAndList: `nsbox rootfs pull` from a registry on loopback
@@ -28,33 +19,10 @@ func TestRootfsPullAndList(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("requires root: the store chowns its trees to root")
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	tw.WriteHeader(&tar.Header{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755})
-	tw.WriteHeader(&tar.Header{Name: "bin/hello", Typeflag: tar.TypeReg, Mode: 0o755, Size: 2})
-	tw.Write([]byte("hi"))
-	tw.Close()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err = mutate.ConfigFile(img, &v1.ConfigFile{OS: "linux", Architecture: "amd64", RootFS: v1.RootFS{Type: "layers", DiffIDs: mustDiffIDs(t, img)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := ocitest.Image(t, "amd64", ocitest.Layer(t, ocitest.Dir("bin/"), ocitest.Exe("bin/hello", "hi", 0o755)))
 	digest, _ := img.Digest()
-
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	ref := strings.TrimPrefix(srv.URL, "http://") + "/tools/hello:v1"
+	ref := ocitest.Serve(t, "tools/hello:v1", img)
 	r, _ := name.ParseReference(ref)
-	if err := remote.Write(r, img); err != nil {
-		t.Fatal(err)
-	}
 	saved := filepath.Join(t.TempDir(), "hello.tar")
 	if err := tarball.WriteToFile(saved, r, img); err != nil {
 		t.Fatal(err)
@@ -84,13 +52,4 @@ func TestRootfsPullAndList(t *testing.T) {
 			t.Errorf("rootfs list: %s's line %q, want profile image, argv-only and %s:\n%s", n, line, short, out)
 		}
 	}
-}
-
-func mustDiffIDs(t *testing.T, img v1.Image) []v1.Hash {
-	t.Helper()
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cf.RootFS.DiffIDs
 }

@@ -31,7 +31,7 @@ func TestPullAppliesLayers(t *testing.T) {
 			dir("srv/"), file("srv/x", "a file first"),
 			dir("data/"), dir("data/d/"), file("data/d/f", "f"),
 			dir("bin/"), exe("bin/tool", "#!tool", 0o4755),
-			entry{name: "usr/bin/py-link", typ: tar.TypeLink, link: "usr/bin/python3.11"},
+			entry{Name: "usr/bin/py-link", Type: tar.TypeLink, Link: "usr/bin/python3.11"},
 		),
 		layer(t,
 			file("var/.wh.gone.txt", ""),
@@ -159,14 +159,14 @@ func TestPullRefusesDotDot(t *testing.T) {
 		t.Errorf("escape.txt written: %v", err)
 	}
 	refused(t, "hard link target ../../../etc/passwd is outside the tree",
-		layer(t, dir("etc/"), entry{name: "etc/pw", typ: tar.TypeLink, link: "../../../etc/passwd"}))
+		layer(t, dir("etc/"), entry{Name: "etc/pw", Type: tar.TypeLink, Link: "../../../etc/passwd"}))
 }
 
 func TestPullRefusesDeviceNode(t *testing.T) {
 	requireRoot(t)
-	refused(t, "/dev/evil: device node", layer(t, dir("dev/"), entry{name: "dev/evil", typ: tar.TypeChar, mode: 0o666}))
-	refused(t, "/dev/sda: device node", layer(t, dir("dev/"), entry{name: "dev/sda", typ: tar.TypeBlock, mode: 0o660}))
-	refused(t, "/run/pipe: fifo", layer(t, dir("run/"), entry{name: "run/pipe", typ: tar.TypeFifo, mode: 0o600}))
+	refused(t, "/dev/evil: device node", layer(t, dir("dev/"), entry{Name: "dev/evil", Type: tar.TypeChar, Mode: 0o666}))
+	refused(t, "/dev/sda: device node", layer(t, dir("dev/"), entry{Name: "dev/sda", Type: tar.TypeBlock, Mode: 0o660}))
+	refused(t, "/run/pipe: fifo", layer(t, dir("run/"), entry{Name: "run/pipe", Type: tar.TypeFifo, Mode: 0o600}))
 }
 
 // A symlink that points out of the tree, then a file written through it:
@@ -190,8 +190,8 @@ func TestPullStripsSetid(t *testing.T) {
 	requireRoot(t)
 	_, r, rep, err := pull(t, serve(t, image(t, "", layer(t,
 		dir("usr/"), dir("usr/bin/"), exe("usr/bin/su", "#!su", 0o4755), exe("usr/bin/wall", "#!wall", 0o2755),
-		entry{name: "usr/bin/both", typ: tar.TypeReg, mode: 0o6711, body: "#!both"},
-		entry{name: "var/", typ: tar.TypeDir, mode: 0o755}, entry{name: "var/mail/", typ: tar.TypeDir, mode: 0o2775},
+		entry{Name: "usr/bin/both", Type: tar.TypeReg, Mode: 0o6711, Body: "#!both"},
+		entry{Name: "var/", Type: tar.TypeDir, Mode: 0o755}, entry{Name: "var/mail/", Type: tar.TypeDir, Mode: 0o2775},
 	))))
 	if err != nil {
 		t.Fatal(err)

@@ -2,46 +2,24 @@ package interactive
 
 import (
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nsbox/nsbox/scripts/bench/benchd"
+	"github.com/nsbox/nsbox/scripts/bench/benchd/benchtest"
 )
 
 // TestRunTiny runs the section at a tiny scale through a real private
 // daemon (nsbox and nsbox-init built from this tree) so that it cannot
 // rot: every row is there, counted, with figures on both sides.
 func TestRunTiny(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("requires root: the bench's daemon runs sandboxes")
-	}
-	store := os.Getenv("NSBOX_TEST_ROOTFS_STORE")
-	if store == "" {
-		store = "/var/lib/nsbox/rootfs"
-	}
-	name := os.Getenv("NSBOX_TEST_ROOTFS_NAME")
-	if name == "" {
-		name = "minimal"
-	}
-	if _, err := os.Stat(filepath.Join(store, name, "rootfs")); err != nil {
-		t.Skipf("requires the rootfs %q in %s: %v", name, store, err)
-	}
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("requires python3 on the host: the direct side's server")
 	}
-	dir := t.TempDir()
-	for _, pkg := range []string{"nsbox", "nsbox-init"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, pkg), "./cmd/"+pkg)
-		cmd.Dir = filepath.Join("..", "..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
-	d, err := benchd.Start(filepath.Join(dir, "nsbox"), store, name, "", "--pool-size", "0")
+	nsbox, store, name := benchtest.Setup(t)
+	d, err := benchd.Start(nsbox, store, name, "", "--pool-size", "0")
 	if err != nil {
 		t.Fatal(err)
 	}

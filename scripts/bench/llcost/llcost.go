@@ -27,6 +27,10 @@ type Options struct {
 	Store  string // the rootfs store
 	Rootfs string // the rootfs of every run (needs python3)
 	Runs   int    // rounds per path, each one run with and one without
+	// NoSettle skips the wait, up to 30 s before each path, for a mostly
+	// idle CPU: for a run that only checks the section works (its figures
+	// then carry the machine's load).
+	NoSettle bool
 }
 
 // Blocks is how many consecutive blocks of rounds the noise is read
@@ -88,6 +92,7 @@ func Run(ctx context.Context, o Options) (rows []Row, load string, err error) {
 		if err != nil {
 			return nil, "", err
 		}
+		d.NoSettle = o.NoSettle
 		ds = append(ds, d)
 	}
 	for _, d := range ds {
@@ -116,7 +121,8 @@ func Run(ctx context.Context, o Options) (rows []Row, load string, err error) {
 		{path: "zygote, pre-forked", on: ds[2], off: ds[3], warm: true},
 	} {
 		// The pair idle first (the last path's teardown is not this
-		// one's); Idle also waits, up to 30 s, for a mostly idle CPU.
+		// one's); Idle also waits, up to 30 s, for a mostly idle CPU
+		// (not with o.NoSettle).
 		for _, d := range []*benchd.Daemon{p.on, p.off} {
 			if err := d.Idle(ctx); err != nil {
 				return nil, "", err

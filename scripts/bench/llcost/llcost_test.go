@@ -2,14 +2,12 @@ package llcost
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nsbox/nsbox/container/sandboxinit"
+	"github.com/nsbox/nsbox/scripts/bench/benchd/benchtest"
 )
 
 // TestRunTiny runs the section at its smallest scale through real private
@@ -18,34 +16,13 @@ import (
 // its row names (Run checks each answer's pooled flag), and the figures
 // are there.
 func TestRunTiny(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("requires root: the bench's daemons run sandboxes")
-	}
 	if sandboxinit.LandlockABI() == 0 {
 		t.Skip("this kernel has no Landlock: the section has nothing to compare")
 	}
-	store := os.Getenv("NSBOX_TEST_ROOTFS_STORE")
-	if store == "" {
-		store = "/var/lib/nsbox/rootfs"
-	}
-	name := os.Getenv("NSBOX_TEST_ROOTFS_NAME")
-	if name == "" {
-		name = "minimal"
-	}
-	if _, err := os.Stat(filepath.Join(store, name, "rootfs")); err != nil {
-		t.Skipf("requires the rootfs %q in %s: %v", name, store, err)
-	}
-	dir := t.TempDir()
-	for _, pkg := range []string{"nsbox", "nsbox-init"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, pkg), "./cmd/"+pkg)
-		cmd.Dir = filepath.Join("..", "..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang, not a slow machine (Idle waits up to 30 s for a quiet CPU, six times)
+	nsbox, store, name := benchtest.Setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang, not a slow machine
 	defer cancel()
-	rows, _, err := Run(ctx, Options{Nsbox: filepath.Join(dir, "nsbox"), Store: store, Rootfs: name, Runs: Blocks})
+	rows, _, err := Run(ctx, Options{Nsbox: nsbox, Store: store, Rootfs: name, Runs: Blocks, NoSettle: true})
 	if err != nil {
 		t.Fatal(err)
 	}
