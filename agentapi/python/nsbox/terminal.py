@@ -169,6 +169,16 @@ class _Base:
             raise InvalidArgument("invalid_argument", "%s: the terminal has ended (%s)" % (
                 self._what, self.exit.get("status")), 400)
 
+    def _not_seen(self, got: bytes, marker: bytes, timeout: Optional[float]) -> RequestTimeout:
+        """read_until's timeout: what came is kept for the next read."""
+        self._pending = got + self._pending
+        return RequestTimeout("timeout", "%s: %r not seen within %ss; the output: %r" % (
+            self._what, marker, timeout, got[-500:]))
+
+    def _ended_before(self, got: bytes, marker: bytes) -> NsboxError:
+        return NsboxError("internal", "%s: the terminal ended (%s) before %r; the output: %r" % (
+            self._what, (self.exit or {}).get("status"), marker, got[-500:]))
+
     def _until(self, got: bytes, marker: bytes) -> Optional[bytes]:
         i = got.find(marker)
         if i < 0:
@@ -282,12 +292,9 @@ class Terminal(_Base):
             try:
                 out = self.read(left)
             except RequestTimeout as e:
-                self._pending = got + self._pending
-                raise RequestTimeout("timeout", "%s: %r not seen within %ss; the output: %r" % (
-                    self._what, marker, timeout, got[-500:])) from e
+                raise self._not_seen(got, marker, timeout) from e
             if not out:
-                raise NsboxError("internal", "%s: the terminal ended (%s) before %r; the output: %r" % (
-                    self._what, (self.exit or {}).get("status"), marker, got[-500:]))
+                raise self._ended_before(got, marker)
             got += out
             found = self._until(got, marker)
             if found is not None:
@@ -412,12 +419,9 @@ class AsyncTerminal(_Base):
             try:
                 out = await self.read(left)
             except RequestTimeout as e:
-                self._pending = got + self._pending
-                raise RequestTimeout("timeout", "%s: %r not seen within %ss; the output: %r" % (
-                    self._what, marker, timeout, got[-500:])) from e
+                raise self._not_seen(got, marker, timeout) from e
             if not out:
-                raise NsboxError("internal", "%s: the terminal ended (%s) before %r; the output: %r" % (
-                    self._what, (self.exit or {}).get("status"), marker, got[-500:]))
+                raise self._ended_before(got, marker)
             got += out
             found = self._until(got, marker)
             if found is not None:

@@ -87,6 +87,22 @@ class TerminalTest(unittest.TestCase):
                 self.assertEqual(t.wait(timeout=WAIT), -1)
                 self.assertEqual(t.exit["signal"], 9)
 
+    def test_read_until_misses(self):
+        # A marker not seen in time: RequestTimeout naming it, and what
+        # came meanwhile is kept for the next read. The end before it:
+        # NsboxError with the status and the output.
+        with self.nsbox.session(processes=True) as s:
+            with s.terminal(["/bin/sh", "-c", "echo START-$((1+1)); exec sleep 1000"]) as t:
+                with self.assertRaises(nsbox.RequestTimeout) as cm:
+                    t.read_until("NEVER", timeout=0.5)
+                self.assertIn("'NEVER' not seen within 0.5s", cm.exception.message)
+                self.assertIn(b"START-2", t.read_until("START-2", timeout=WAIT))
+            with s.terminal(["/bin/sh", "-c", "echo BYE-$((1+1)); exit 3"]) as t:
+                with self.assertRaises(nsbox.NsboxError) as cm:
+                    t.read_until("NEVER", timeout=WAIT)
+                self.assertIn("ended (exit status 3) before", cm.exception.message)
+                self.assertIn("BYE-2", cm.exception.message)
+
     def test_refused(self):
         with self.nsbox.session() as plain:
             with self.assertRaises(nsbox.InvalidArgument) as cm:
@@ -159,6 +175,25 @@ class AsyncTerminalTest(unittest.TestCase):
         self.assertEqual(code, 4)
         self.assertIn(b"one", out)
         self.assertEqual(code2, 3)
+
+    def test_read_until_misses(self):
+        async def go():
+            c = AsyncClient(socket_path=SOCKET)
+            async with await c.session(processes=True) as s:
+                async with await s.terminal(["/bin/sh", "-c", "echo START-$((1+1)); exec sleep 1000"]) as t:
+                    with self.assertRaises(nsbox.RequestTimeout) as timed:
+                        await t.read_until("NEVER", timeout=0.5)
+                    kept = await t.read_until("START-2", timeout=WAIT)
+                async with await s.terminal(["/bin/sh", "-c", "echo BYE-$((1+1)); exit 3"]) as t:
+                    with self.assertRaises(nsbox.NsboxError) as ended:
+                        await t.read_until("NEVER", timeout=WAIT)
+                return timed.exception, kept, ended.exception
+
+        timed, kept, ended = asyncio.run(go())
+        self.assertIn("'NEVER' not seen within 0.5s", timed.message)
+        self.assertIn(b"START-2", kept)
+        self.assertIn("ended (exit status 3) before", ended.message)
+        self.assertIn("BYE-2", ended.message)
 
     def test_refused(self):
         async def go():
