@@ -12,11 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/runner/guest"
+	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/rootfs"
 )
 
 // Descriptor is one language.
@@ -160,14 +163,33 @@ func PooledNames() []string {
 	return out
 }
 
-// OnRootfs reports whether the rootfs at dir has what the language needs.
+// OnRootfs reports whether the rootfs at dir has what the language needs:
+// Python a tree that is not argv-only (rootfs.ArgvOnly: its python3 runs
+// the runner), the others their Needs.
 func (d *Descriptor) OnRootfs(dir string) bool {
+	if d.argvOnly(dir) {
+		return false
+	}
 	for _, f := range d.Needs {
 		if !hasFile(dir, f) {
 			return false
 		}
 	}
 	return true
+}
+
+// argvOnly reports a Python language on a rootfs whose meta.json says it
+// is argv-only (no python3 3.9 or newer in its PATH).
+func (d *Descriptor) argvOnly(dir string) bool {
+	return d.Runner == runner.Python && rootfs.ArgvOnly(dir)
+}
+
+// argvOnlyError refuses the language name on the argv-only rootfs
+// rootfsName, which runs has.
+func argvOnlyError(name, rootfsName string, has []string) error {
+	return errdefs.Field("language", "%q needs python3 %s or newer in the rootfs, and rootfs %q is argv-only (nsbox rootfs list says why; it runs %s): "+
+		"run a command there with argv (a run's \"argv\", nsbox exec --rootfs %s -- CMD), or use a rootfs with python3 %s or newer",
+		name, rootfs.MinPython, rootfsName, strings.Join(has, ", "), rootfsName, rootfs.MinPython)
 }
 
 // Sessions reports a language sessions run: one with a runner kind.

@@ -13,8 +13,8 @@ import (
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
-// rootfs makes a tree with the files rel (empty, or symlinks when link).
-func rootfs(t *testing.T, link bool, rel ...string) string {
+// tree makes a tree with the files rel (empty, or symlinks when link).
+func tree(t *testing.T, link bool, rel ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, r := range rel {
@@ -31,6 +31,22 @@ func rootfs(t *testing.T, link bool, rel ...string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	return dir
+}
+
+// argvOnlyTree makes a store's tree (<entry>/rootfs) with the files rel,
+// whose meta.json says it is argv-only, as rootfs.Create writes it for a
+// tree without python3 3.9 or newer.
+func argvOnlyTree(t *testing.T, rel ...string) string {
+	t.Helper()
+	entry := t.TempDir()
+	dir := filepath.Join(entry, "rootfs")
+	if err := os.Rename(tree(t, false, rel...), dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(entry, "meta.json"), []byte(`{"name": "alpine", "python": "", "argv_only": true}`), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
@@ -111,9 +127,11 @@ func TestOnRootfs(t *testing.T) {
 		want              []string
 	}{
 		{"unknown tree", "default", "", []string{"python", "bash", "lua"}},
-		{"minimal", "default", rootfs(t, false, "usr/bin/python3"), []string{"python", "bash", "lua"}},
-		{"node", "default", rootfs(t, false, "usr/bin/node"), []string{"python", "bash", "javascript", "lua"}},
-		{"node and esbuild, links", "stats", rootfs(t, true, "usr/bin/node", "usr/bin/esbuild"), []string{"python", "bash", "javascript", "typescript", "lua", "r"}},
+		{"minimal", "default", tree(t, false, "usr/bin/python3"), []string{"python", "bash", "lua"}},
+		{"node", "default", tree(t, false, "usr/bin/node"), []string{"python", "bash", "javascript", "lua"}},
+		{"node and esbuild, links", "stats", tree(t, true, "usr/bin/node", "usr/bin/esbuild"), []string{"python", "bash", "javascript", "typescript", "lua", "r"}},
+		{"argv-only", "alpine", argvOnlyTree(t, "usr/bin/python3"), []string{"bash", "lua"}},
+		{"argv-only with node", "alpine", argvOnlyTree(t, "usr/bin/node"), []string{"bash", "javascript", "lua"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := r.On(tc.rootfs, tc.dir); !slices.Equal(got, tc.want) {
@@ -128,7 +146,8 @@ func TestResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := rootfs(t, false, "usr/bin/node")
+	node := tree(t, false, "usr/bin/node")
+	argvOnly := argvOnlyTree(t)
 	for _, tc := range []struct {
 		name, rootfs, dir string
 		want, err         string
@@ -137,6 +156,10 @@ func TestResolve(t *testing.T) {
 		{"javascript", "default", node, "javascript", ""},
 		{"javascript", "default", "", "", `"javascript" needs Node.js in the rootfs, and rootfs "default" has python, bash;`},
 		{"typescript", "default", node, "", `"typescript" needs Node.js and esbuild in the rootfs, and rootfs "default" has python, bash, javascript;`},
+		{"python", "alpine", argvOnly, "", `"python" needs python3 3.9 or newer in the rootfs, and rootfs "alpine" is argv-only (nsbox rootfs list says why; it runs bash): ` +
+			`run a command there with argv (a run's "argv", nsbox exec --rootfs alpine -- CMD), or use a rootfs with python3 3.9 or newer`},
+		{"python3", "alpine", argvOnly, "", `"python3" needs python3 3.9 or newer in the rootfs, and rootfs "alpine" is argv-only`},
+		{"bash", "alpine", argvOnly, "bash", ""},
 		{"r", "stats", "", "r", ""},
 		{"r", "default", "", "", `"r" is declared for rootfs stats only`},
 		{"ruby", "default", "", "", `"ruby" is not a language of this daemon; rootfs "default" has python, bash (the operator declares more in [languages.NAME])`},
@@ -199,9 +222,9 @@ func TestOneShotBash(t *testing.T) {
 	for _, tc := range []struct {
 		dir, want string
 	}{
-		{rootfs(t, false, "bin/sh"), "/bin/sh"},
-		{rootfs(t, true, "usr/bin/bash"), "bash"},
-		{rootfs(t, false, "bin/bash"), "bash"},
+		{tree(t, false, "bin/sh"), "/bin/sh"},
+		{tree(t, true, "usr/bin/bash"), "bash"},
+		{tree(t, false, "bin/bash"), "bash"},
 	} {
 		if p, _ := d.OneShot("echo", tc.dir); p.Argv[0] != tc.want || strings.Join(p.Argv[1:], " ") != "-c echo" {
 			t.Errorf("argv %v, want %s -c echo", p.Argv, tc.want)

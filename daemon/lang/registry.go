@@ -55,6 +55,9 @@ func (r *Registry) On(rootfs, dir string) []string {
 // tree is dir, or a FieldError on "language" that says what the rootfs has.
 func (r *Registry) Resolve(name, rootfs, dir string) (*Descriptor, error) {
 	if d, ok := Builtin(name); ok {
+		if d.argvOnly(dir) {
+			return nil, argvOnlyError(name, rootfs, r.On(rootfs, dir))
+		}
 		if !d.OnRootfs(dir) {
 			return nil, errdefs.Field("language", "%q needs %s in the rootfs, and rootfs %q has %s; use a rootfs of the datasci profile (nsbox rootfs build --profile datasci)",
 				name, d.needsWhat, rootfs, strings.Join(r.On(rootfs, dir), ", "))

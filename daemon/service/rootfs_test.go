@@ -1,10 +1,17 @@
 package service
 
 import (
+	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nsbox/nsbox/container/pool"
+	"github.com/nsbox/nsbox/container/runner"
+	"github.com/nsbox/nsbox/container/zygote"
+	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/config"
 	"github.com/nsbox/nsbox/daemon/policy"
 	"github.com/nsbox/nsbox/rootfs"
@@ -60,5 +67,50 @@ func TestReloadRefusesMissingDefaultRootfs(t *testing.T) {
 	next.DefaultRootfs = "nsbox-no-such-rootfs"
 	if err := apply(next); err == nil || !strings.Contains(err.Error(), "nsbox rootfs build") || calls != 0 {
 		t.Errorf("apply: %v, core reconfigured %d times; want a refusal naming the build command and none", err, calls)
+	}
+}
+
+// TestPoolsAndZygotesWhereRunnable: no pool or zygote of Python runners
+// is kept on an argv-only rootfs, nor a Node pool on a rootfs without
+// node; a Python one on a rootfs the store does not have yet is (it waits
+// for it).
+func TestPoolsAndZygotesWhereRunnable(t *testing.T) {
+	root := t.TempDir()
+	for name, meta := range map[string]string{
+		"alpine": `{"name": "alpine", "python": "", "argv_only": true}`,
+		"py":     `{"name": "py", "python": "3.11.2"}`,
+	} {
+		if err := os.MkdirAll(filepath.Join(root, name, "rootfs", "usr/bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name, "meta.json"), []byte(meta), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := daemon.Store{Store: rootfs.Store{Root: root}}
+	log := slog.New(slog.DiscardHandler)
+
+	pools := poolsWhereRunnable([]pool.Profile{
+		{Name: "default", Rootfs: "alpine"},
+		{Name: "node", Rootfs: "alpine", Language: runner.JavaScript},
+		{Name: "py", Rootfs: "py"},
+		{Name: "node-py", Rootfs: "py", Language: runner.JavaScript},
+		{Name: "later", Rootfs: "missing"},
+	}, store, log)
+	var names []string
+	for _, p := range pools {
+		names = append(names, p.Name)
+	}
+	if want := []string{"py", "later"}; !slices.Equal(names, want) {
+		t.Errorf("pools kept: %v, want %v", names, want)
+	}
+
+	zygotes := zygotesWhereRunnable([]zygote.Profile{{Rootfs: "alpine"}, {Rootfs: "alpine", Lean: true}, {Rootfs: "py"}, {Rootfs: "missing"}}, store, log)
+	names = names[:0]
+	for _, z := range zygotes {
+		names = append(names, z.Rootfs)
+	}
+	if want := []string{"py", "missing"}; !slices.Equal(names, want) {
+		t.Errorf("zygotes kept on %v, want on %v", names, want)
 	}
 }

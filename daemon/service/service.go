@@ -33,7 +33,6 @@ import (
 	"github.com/nsbox/nsbox/container/zygote"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/config"
-	"github.com/nsbox/nsbox/daemon/lang"
 	"github.com/nsbox/nsbox/daemon/volume"
 	"github.com/nsbox/nsbox/rootfs"
 )
@@ -172,7 +171,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	// Python runs, sessions and pool refills on a rootfs with a zygote are
 	// forked from it; everything else (and everything while it is down)
 	// starts on the engine.
-	if profiles := cfg.ZygoteProfiles(); len(profiles) > 0 {
+	if profiles := zygotesWhereRunnable(cfg.ZygoteProfiles(), store, log); len(profiles) > 0 {
 		zs, err := zygote.New(zygote.Config{Engine: eng, Acquire: store.Acquire, Profiles: profiles, Env: runner.ZygoteEnv(), Prelude: runner.ZygotePrelude(), Held: runner.ZygoteHeld(), Logger: log.With("component", "zygote")})
 		if err != nil {
 			return fmt.Errorf("zygotes: %w", err)
@@ -278,28 +277,6 @@ func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func() er
 	}()
 	log.Info("serving metrics", "addr", ln.Addr().String())
 	return ms.Close, nil
-}
-
-// poolsWhereRunnable drops the pools whose rootfs lacks what their
-// language needs (daemon/lang: the built-in "node" pool on a minimal
-// default rootfs has no Node.js): they could never start a runner.
-func poolsWhereRunnable(profiles []pool.Profile, store daemon.Store, log *slog.Logger) []pool.Profile {
-	out := profiles[:0:0]
-	for _, p := range profiles {
-		if l := lang.OfRunner(p.Language); len(l.Needs) > 0 {
-			dir, err := store.Dir(p.Rootfs)
-			if err != nil {
-				log.Info("no pool: its rootfs is not in the store", "pool", p.Name, "language", l.Name, "rootfs", p.Rootfs, "err", err)
-				continue
-			}
-			if !l.OnRootfs(dir) {
-				log.Info("no pool: the rootfs lacks what its language needs (the datasci profile has it)", "pool", p.Name, "language", l.Name, "rootfs", p.Rootfs, "needs", l.Needs)
-				continue
-			}
-		}
-		out = append(out, p)
-	}
-	return out
 }
 
 // landlockInfo is /v1/info's report of the engine's Landlock.

@@ -167,7 +167,7 @@ test("file operations reach the sandbox's tree as its user", { timeout: 60_000 }
   assert.equal(await sbx.files.exists("/tmp/e2b"), false);
 
   // The read-only rootfs reads, as the sandbox's user, and refuses a
-  // write as envd answers a permission error (500, the kernel's words).
+  // write (400: read-only file system, and where writes go).
   const passwd = (await sbx.commands.run("cat /etc/passwd")).stdout;
   assert.equal(await sbx.files.read("/etc/passwd"), passwd);
   await assert.rejects(sbx.files.write("/etc/nsbox-e2b", "x"), /read-only file system/);

@@ -3,6 +3,7 @@ package envd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 
@@ -46,10 +47,13 @@ func retryInSandbox(err error) bool { return errors.Is(err, errdefs.ErrInvalidAr
 
 // fileError gives an agent file operation's error its class, as envd
 // answers them: a missing path is not found, an existing one exists, a
-// full tmpfs is no space, a wrong kind of file is an invalid argument; a
-// permission error (EACCES, EPERM, EROFS: the read-only rootfs) stays
-// unclassified, a 500 or Connect "internal" with the kernel's words, as
-// envd's own permission errors are.
+// full tmpfs is no space, a wrong kind of file is an invalid argument. A
+// change on a read-only filesystem (EROFS: the rootfs, or a volume
+// mounted read-only) is an invalid argument too, saying where writes go:
+// envd's root is writable, so E2B never answers one, and a 500 would
+// blame the sandbox. Another permission error (EACCES, EPERM: root's
+// files) stays unclassified, a 500 or Connect "internal" with the
+// kernel's words, as envd's own are.
 func fileError(err error) error {
 	var fe *procs.FileError
 	switch {
@@ -65,6 +69,8 @@ func fileError(err error) error {
 			return errdefs.In(errdefs.ErrNoSpace, err)
 		case unix.EISDIR, unix.ENOTDIR, unix.EINVAL, unix.E2BIG, unix.ENAMETOOLONG, unix.ELOOP, unix.EXDEV:
 			return errdefs.In(errdefs.ErrInvalidArgument, err)
+		case unix.EROFS:
+			return errdefs.In(errdefs.ErrInvalidArgument, fmt.Errorf("%w (the sandbox's root filesystem, or a volume mounted read-only): write under %s (the workspace), /tmp or /dev/shm", err, Home))
 		case unix.EMFILE:
 			return errdefs.In(errdefs.ErrExhausted, err)
 		}
