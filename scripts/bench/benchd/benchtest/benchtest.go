@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nsbox/nsbox/tests/testenv"
 )
 
 // Setup skips t unless it runs as root and the test rootfs is there
@@ -20,28 +22,14 @@ func Setup(t testing.TB) (nsbox, store, name string) {
 	if os.Geteuid() != 0 {
 		t.Skip("requires root: the bench's daemons run sandboxes")
 	}
-	store = os.Getenv("NSBOX_TEST_ROOTFS_STORE")
-	if store == "" {
-		store = "/var/lib/nsbox/rootfs"
-	}
-	name = os.Getenv("NSBOX_TEST_ROOTFS_NAME")
-	if name == "" {
-		name = "minimal"
-	}
-	if _, err := os.Stat(filepath.Join(store, name, "rootfs")); err != nil {
-		t.Skipf("requires the rootfs %q in %s: %v", name, store, err)
-	}
+	store, name = testenv.Rootfs(t)
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil || strings.TrimSpace(string(gomod)) == "" {
 		t.Fatalf("go env GOMOD: %v (%q): the tree to build nsbox from", err, gomod)
 	}
-	dir := t.TempDir()
-	for _, pkg := range []string{"nsbox", "nsbox-init"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, pkg), "./cmd/"+pkg)
-		cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
+	nsbox, err = testenv.Build(filepath.Dir(strings.TrimSpace(string(gomod))), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(dir, "nsbox"), store, name
+	return nsbox, store, name
 }
