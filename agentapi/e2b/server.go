@@ -28,11 +28,12 @@ const (
 	InterpreterPort = 49999
 )
 
-// EnvdVersion is the envd version nsbox answers as: new enough for every
-// SDK feature it implements (stdin control, octet-stream uploads), below
-// 0.6.2 so that SDKs refuse file metadata, which it does not keep, with
-// their own clear error.
-const EnvdVersion = "0.6.1"
+// EnvdVersion is the envd version nsbox answers as, the SDKs' gate on
+// what they ask of envd: 0.6.2 file metadata (user.e2b.* extended
+// attributes, package envd's metadata.go), 0.6.3 a watch event's entry
+// (include_entry), 0.6.4 allow_network_mounts on a watch (accepted: a
+// sandbox mounts no network filesystem, so it changes nothing).
+const EnvdVersion = "0.6.4"
 
 // Keys are the endpoint's API keys (package apikeys); NewKeys and LoadKeys
 // make them.

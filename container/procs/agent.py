@@ -12,9 +12,11 @@
 #                {"id", "op": "frename", "path", "to"} | {"id", "op": "fopen", "path", "write"}
 #                {"id", "op": "fread", "fh"} | {"id", "op": "fwrite", "fh", "data"} | {"id", "op": "fclose", "fh"}
 #                {"id", "op": "fwatch", "path", "recursive"} | {"id", "op": "funwatch", "wid"}
+#                {"id", "op": "fsetmeta", "path" | "fh", "meta"} | {"id", "op": "fmeta", "paths"}
 # agent -> host: {"id", "pid"} (started) | {"id"} (done) | {"id", "error", "kind"}
 #                {"pid", "out" | "err" | "pty": data} | {"pid", "end": true, "code" | "signal"}
 #                {"id", "entry"} | {"id", "entries"} | {"id", "created"} | {"id", "fh", "size"} | {"id", "data"}
+#                {"id", "meta"} | {"id", "metas"}
 #                {"id", "wid"} | {"wid", "ev": [[op, name], ...]} | {"wid", "end": true, "error"}
 try:  # first: non-dumpable, so that same-uid code in the sandbox (a cell,
     # a command) can neither open /proc/<agent>/mem nor ptrace it to forge
@@ -369,7 +371,77 @@ def entry(path):
             e['target'], e['target_mode'] = os.path.realpath(path), to.st_mode
         except OSError:
             pass
+    m = _meta(path)
+    if m:
+        e['meta'] = m
     return e
+
+
+# File metadata, as envd keeps it: user.e2b.KEY extended attributes
+# (a symlink's are its target's). Read best effort, as envd reads them:
+# names or values that are not UTF-8 are left out, and so is what goes
+# past META_MAX (envd's bound on a write: the names with their prefix and
+# the values), names in order, so that an entry's frame stays bounded
+# whatever was set from inside the sandbox.
+META = 'user.e2b.'
+META_MAX = 4096
+
+
+def _meta(p):
+    try:
+        names = sorted(n for n in os.listxattr(p) if n.startswith(META))
+    except OSError:
+        return None
+    m, size = {}, 0
+    for n in names:
+        try:
+            k, v = n[len(META):], os.getxattr(p, n)
+            k.encode('utf-8'), v.decode('utf-8')
+        except (OSError, UnicodeError):
+            continue
+        if size + len(n) + len(v) > META_MAX:
+            continue
+        size += len(n) + len(v)
+        m[k] = v.decode('utf-8')
+    return m or None
+
+
+def f_setmeta(req):
+    # Replaces the file's metadata with meta (none: cleared), as envd does
+    # after each upload: truncating a file keeps its xattrs. A filesystem
+    # that keeps no user xattrs fails (EOPNOTSUPP) unless there is nothing
+    # to set; the metadata read back is the reply.
+    meta, fd = req.get('meta') or {}, files.get(req.get('fh'))
+    own = fd is None
+    if own:
+        fd = os.open(req['path'], os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        _regular(fd)
+        try:
+            names = os.listxattr(fd)
+        except OSError as e:
+            if e.errno == errno.EOPNOTSUPP and not meta:
+                return {}
+            raise
+        for n in names:
+            if n.startswith(META) and n[len(META):] not in meta:
+                os.removexattr(fd, n)
+        for k, v in meta.items():
+            os.setxattr(fd, META + k, v.encode('utf-8'))
+        return {'meta': _meta(fd)}
+    finally:
+        if own:
+            os.close(fd)
+
+
+META_PATHS = 128     # paths of one fmeta: its reply stays under the host's frame
+
+
+def f_meta(req):
+    paths = req.get('paths') or []
+    if len(paths) > META_PATHS:
+        raise OSError(errno.E2BIG, 'more than %d paths' % META_PATHS)
+    return {'metas': [_meta(p) for p in paths]}
 
 
 def f_stat(req):
@@ -656,7 +728,7 @@ def f_unwatch(req):
 
 FILE_OPS = {'fstat': f_stat, 'flist': f_list, 'fmkdir': f_mkdir, 'frename': f_rename,
             'fremove': f_remove, 'fopen': f_open, 'fread': f_read, 'fwrite': f_write, 'fclose': f_close,
-            'fwatch': f_watch, 'funwatch': f_unwatch}
+            'fwatch': f_watch, 'funwatch': f_unwatch, 'fsetmeta': f_setmeta, 'fmeta': f_meta}
 
 
 def from_host(fd, _):

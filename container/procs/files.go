@@ -49,6 +49,8 @@ type FileEntry struct {
 	Link       string `json:"link,omitempty"`
 	Target     string `json:"target,omitempty"`
 	TargetMode uint32 `json:"target_mode,omitempty"`
+	// Meta is the entry's file metadata (meta.go), nil when it has none.
+	Meta map[string]string `json:"meta,omitempty"`
 }
 
 // ModTime is the entry's modification time.

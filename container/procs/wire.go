@@ -19,6 +19,9 @@ type request struct {
 	Depth int    `json:"depth,omitempty"`
 	Write bool   `json:"write,omitempty"`
 	Fh    uint64 `json:"fh,omitempty"`
+	// File metadata's (meta.go): what fsetmeta sets; whose fmeta reads.
+	Meta  map[string]string `json:"meta,omitempty"`
+	Paths []string          `json:"paths,omitempty"`
 	// The watches' (watch.go).
 	Recursive bool   `json:"recursive,omitempty"`
 	Wid       uint64 `json:"wid,omitempty"`
@@ -45,6 +48,9 @@ type message struct {
 	Fh      uint64      `json:"fh"`
 	Size    int64       `json:"size"`
 	Data    []byte      `json:"data"`
+	// File metadata's (meta.go): fsetmeta's read back; fmeta's, one a path.
+	Meta  map[string]string   `json:"meta"`
+	Metas []map[string]string `json:"metas"`
 	// A watch's: its id (a reply to fwatch, or its events, Ev, or its
 	// End), events as [op, name] pairs.
 	Wid uint64      `json:"wid"`

@@ -12,13 +12,12 @@ import (
 	"testing"
 )
 
-// TestE2BWriteOnReadOnlyRoot: through a real daemon's E2B endpoint, a file
-// written (/files) or a directory made (the filesystem service) outside
-// the sandbox's writable places lands on its read-only rootfs: a 400
-// (Connect invalid_argument) naming the path, the read-only filesystem
-// and where writes go, not envd's 500; /tmp takes the same write.
-func TestE2BWriteOnReadOnlyRoot(t *testing.T) {
-	const addr = "127.0.0.1:49991"
+// e2bEnvd starts a daemon whose E2B endpoint listens on addr, creates a
+// sandbox there (deleted at cleanup) and returns it as the create answered
+// (its envdVersion too) with a function that POSTs to its envd: path,
+// Content-Type, body and header pairs.
+func e2bEnvd(t *testing.T, addr string) (map[string]any, func(path, ctype string, b []byte, hdr ...string) (int, string)) {
+	t.Helper()
 	key := "e2b_" + strings.Repeat("3c", 20)
 	keys := filepath.Join(t.TempDir(), "e2b-keys")
 	if err := os.WriteFile(keys, []byte(key+"\n"), 0o600); err != nil {
@@ -40,25 +39,38 @@ func TestE2BWriteOnReadOnlyRoot(t *testing.T) {
 	req.Header.Set("X-API-KEY", key)
 	req.Header.Set("Content-Type", "application/json")
 	code, body := do(req)
-	var sb struct{ SandboxID, EnvdAccessToken string }
+	var sb map[string]any
 	if code != http.StatusCreated || json.Unmarshal([]byte(body), &sb) != nil {
 		t.Fatalf("create: %d %s", code, body)
 	}
+	id, _ := sb["sandboxID"].(string)
+	token, _ := sb["envdAccessToken"].(string)
 	t.Cleanup(func() {
-		req, _ := http.NewRequest("DELETE", "http://"+addr+"/sandboxes/"+sb.SandboxID, nil)
+		req, _ := http.NewRequest("DELETE", "http://"+addr+"/sandboxes/"+id, nil)
 		req.Header.Set("X-API-KEY", key)
 		do(req)
 	})
-	envd := func(path, ctype string, b []byte) (int, string) {
+	return sb, func(path, ctype string, b []byte, hdr ...string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", "http://"+addr+path, bytes.NewReader(b))
 		req.Header.Set("Content-Type", ctype)
-		req.Header.Set("E2b-Sandbox-Id", sb.SandboxID)
+		req.Header.Set("E2b-Sandbox-Id", id)
 		req.Header.Set("E2b-Sandbox-Port", "49983")
-		req.Header.Set("X-Access-Token", sb.EnvdAccessToken)
+		req.Header.Set("X-Access-Token", token)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
 		return do(req)
 	}
+}
 
+// TestE2BWriteOnReadOnlyRoot: through a real daemon's E2B endpoint, a file
+// written (/files) or a directory made (the filesystem service) outside
+// the sandbox's writable places lands on its read-only rootfs: a 400
+// (Connect invalid_argument) naming the path, the read-only filesystem
+// and where writes go, not envd's 500; /tmp takes the same write.
+func TestE2BWriteOnReadOnlyRoot(t *testing.T) {
+	_, envd := e2bEnvd(t, "127.0.0.1:49991")
 	if code, body := envd("/files?path=/tmp/x", "application/octet-stream", []byte("x")); code != http.StatusOK {
 		t.Fatalf("write /tmp/x: %d %s", code, body)
 	}
@@ -73,8 +85,63 @@ func TestE2BWriteOnReadOnlyRoot(t *testing.T) {
 			}
 		}
 	}
-	code, body = envd("/filesystem.Filesystem/MakeDir", "application/json", []byte(`{"path": "/newdir"}`))
+	code, body := envd("/filesystem.Filesystem/MakeDir", "application/json", []byte(`{"path": "/newdir"}`))
 	if code != http.StatusBadRequest || !strings.Contains(body, `"code":"invalid_argument"`) || !strings.Contains(body, "/newdir: read-only file system") {
 		t.Errorf("MakeDir /newdir: %d %s, want 400 invalid_argument naming /newdir", code, body)
+	}
+}
+
+// TestE2BFileMetadata: through a real daemon's E2B endpoint, which
+// answers as envd 0.6.4, file metadata in the workspace (a tmpfs, written
+// by the core, its xattrs by the process agent): an upload's X-Metadata-*
+// headers are answered back and surfaced by Stat, ListDir and Move; an
+// overwrite without them clears them; envd's whole bound (4,096 bytes) is
+// stored; metadata past it is a 400 and writes nothing.
+func TestE2BFileMetadata(t *testing.T) {
+	sb, envd := e2bEnvd(t, "127.0.0.1:49992")
+	if v := sb["envdVersion"]; v != "0.6.4" {
+		t.Errorf("envdVersion %v, want 0.6.4", v)
+	}
+	const meta = `"metadata":{"author":"mish","purpose":"upload"}`
+	upload := func(path string, hdr ...string) (int, string) {
+		t.Helper()
+		return envd("/files?path="+path, "application/octet-stream", []byte("content"), hdr...)
+	}
+	rpc := func(method, body string) string {
+		t.Helper()
+		code, out := envd("/filesystem.Filesystem/"+method, "application/json", []byte(body))
+		if code != http.StatusOK {
+			t.Fatalf("%s %s: %d %s", method, body, code, out)
+		}
+		return out
+	}
+	if code, body := upload("m/a.txt", "X-Metadata-Author", "mish", "X-Metadata-Purpose", "upload"); code != http.StatusOK || !strings.Contains(body, meta) {
+		t.Fatalf("upload with metadata: %d %s, want %s", code, body, meta)
+	}
+	if out := rpc("Stat", `{"path": "/home/user/m/a.txt"}`); !strings.Contains(out, meta) {
+		t.Errorf("Stat: %s lacks %s", out, meta)
+	}
+	if out := rpc("ListDir", `{"path": "m"}`); !strings.Contains(out, meta) {
+		t.Errorf("ListDir: %s lacks %s", out, meta)
+	}
+	if out := rpc("Move", `{"source": "m/a.txt", "destination": "m/b.txt"}`); !strings.Contains(out, meta) {
+		t.Errorf("Move: %s lacks %s", out, meta)
+	}
+	if code, body := upload("m/b.txt"); code != http.StatusOK || strings.Contains(body, "metadata") {
+		t.Errorf("overwrite without metadata: %d %s, want none", code, body)
+	}
+	if out := rpc("Stat", `{"path": "m/b.txt"}`); strings.Contains(out, "metadata") {
+		t.Errorf("Stat after the overwrite: %s, want no metadata", out)
+	}
+
+	a, b := strings.Repeat("x", 4096-2*len("user.e2b.a")-2000), strings.Repeat("y", 2000)
+	if code, body := upload("m/max.txt", "X-Metadata-A", a, "X-Metadata-B", b); code != http.StatusOK || !strings.Contains(body, `"b":"`+b+`"`) {
+		t.Errorf("4,096 bytes of metadata: %d %.300s, want 200 with all of it", code, body)
+	}
+	if code, body := upload("m/over.txt", "X-Metadata-A", a, "X-Metadata-B", b+"y"); code != http.StatusBadRequest || !strings.Contains(body, "at most 4096") {
+		t.Errorf("4,097 bytes of metadata: %d %.300s, want 400 saying the bound", code, body)
+	}
+	if code, body := envd("/filesystem.Filesystem/Stat", "application/json", []byte(`{"path": "m/over.txt"}`)); code != http.StatusNotFound {
+		t.Errorf("the refused upload's file: Stat %d %s, want not found", code, body)
 	}
 }

@@ -120,6 +120,7 @@ func agentEntryInfo(e procs.FileEntry) *filesystem.EntryInfo {
 	out := &filesystem.EntryInfo{
 		Name: e.Name, Path: e.Path, Size: e.Size, Permissions: mode.String(),
 		Owner: e.Owner, Group: e.Group, ModifiedTime: timestamppb.New(e.ModTime()),
+		Metadata: e.Meta,
 	}
 	if e.IsSymlink() {
 		typ, perm = filesystem.FileType_FILE_TYPE_UNSPECIFIED, 0

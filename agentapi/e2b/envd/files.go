@@ -20,9 +20,10 @@ import (
 
 // entryJSON is envd's EntryInfo as /files answers it.
 type entryJSON struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
-	Path string `json:"path"`
+	Name     string            `json:"name"`
+	Type     string            `json:"type"`
+	Path     string            `json:"path"`
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 func (s *server) handleEnvs(w http.ResponseWriter, r *http.Request) {
@@ -87,34 +88,48 @@ func (s *server) handleDownload(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeAnywhere streams body into the file at abs through the agent (made
-// or truncated, parents made); a write that fails removes the file, as
-// the workspace's does.
-func (s *server) writeAnywhere(ctx context.Context, abs string, body io.Reader) error {
+// or truncated, parents made) and replaces its metadata with meta; it
+// returns the metadata the file holds. A write that fails removes the
+// file, as the workspace's does.
+func (s *server) writeAnywhere(ctx context.Context, abs string, body io.Reader, meta map[string]string) (map[string]string, error) {
 	a, err := s.agent(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f, err := a.Create(ctx, abs)
 	if err != nil {
-		return fileError(err)
+		return nil, fileError(err)
 	}
+	var got map[string]string
 	_, err = io.Copy(f, body)
+	if err == nil {
+		if got, err = f.SetMeta(meta); err != nil {
+			err = metaError(abs, err)
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = fileError(cerr)
 	}
 	if err != nil {
 		_ = a.RemoveAll(context.WithoutCancel(ctx), abs)
-		return fileError(err)
+		return nil, fileError(err)
 	}
-	return nil
+	return got, nil
 }
 
 // handleUpload is POST /files: a multipart form of "file" parts (each
 // part's file name is its path when ?path is absent) or, with
 // Content-Type application/octet-stream, the body as the file at ?path
 // (gzip when Content-Encoding says so). Parent directories are made.
+// Every file gets the X-Metadata-* headers' metadata (metadata.go), none
+// when there are none.
 func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	id := s.id(r.Context())
+	meta, err := uploadMeta(r.Header)
+	if err != nil {
+		writeError(w, fmt.Errorf("upload: %w", err))
+		return
+	}
 	// Streamed into the workspace, never held whole: capped and due within
 	// UploadTimeout (a client that stops sending mid-body does not hold
 	// its connection, and a place of MaxConns, for ever), but taking
@@ -129,6 +144,7 @@ func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	var out []entryJSON
 	root := rootUser(r.Header, r.URL.Query().Get("username"))
 	write := func(p string, body io.Reader) error {
+		var got map[string]string
 		t, err := sandboxTarget("path", p)
 		if err == nil {
 			err = checkWrite(t, root)
@@ -140,11 +156,17 @@ func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
 			return errdefs.Field("path", "%q is the home directory itself; name a file under it", p)
 		case t.ws:
 			cr := &countReader{r: body}
-			if _, err = s.core.WriteFrom(r.Context(), id, t.rel, cr); retryInSandbox(err) && cr.n == 0 {
-				err = s.writeAnywhere(r.Context(), t.abs, body)
+			_, err = s.core.WriteFrom(r.Context(), id, t.rel, cr)
+			switch {
+			case retryInSandbox(err) && cr.n == 0:
+				got, err = s.writeAnywhere(r.Context(), t.abs, body, meta)
+			case err == nil:
+				if got, err = s.setMeta(r.Context(), sandboxPath(t.rel), meta); err != nil {
+					_ = s.core.RemoveAll(context.WithoutCancel(r.Context()), id, t.rel)
+				}
 			}
 		default:
-			err = s.writeAnywhere(r.Context(), t.abs, body)
+			got, err = s.writeAnywhere(r.Context(), t.abs, body, meta)
 		}
 		if err != nil {
 			return err
@@ -153,7 +175,7 @@ func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		if t.ws {
 			abs = sandboxPath(t.rel)
 		}
-		out = append(out, entryJSON{Name: path.Base(abs), Type: "file", Path: abs})
+		out = append(out, entryJSON{Name: path.Base(abs), Type: "file", Path: abs, Metadata: got})
 		return nil
 	}
 	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))

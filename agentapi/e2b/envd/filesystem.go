@@ -168,7 +168,9 @@ func (fs *filesystemService) stat(ctx context.Context, rel string) (*filesystem.
 	if err != nil {
 		return nil, err
 	}
-	return fs.info(ctx, *f), nil
+	e := fs.info(ctx, *f)
+	fs.withMeta(ctx, e)
+	return e, nil
 }
 
 // anyStat describes a path through the agent.
@@ -288,6 +290,7 @@ func (fs *filesystemService) ListDir(ctx context.Context, req *connect.Request[f
 			for _, f := range files {
 				out.Entries = append(out.Entries, fs.info(ctx, f))
 			}
+			fs.withMeta(ctx, out.Entries...)
 			return connect.NewResponse(out), nil
 		}
 		if !retryInSandbox(err) {
