@@ -16,9 +16,10 @@ import (
 
 // WriteTar writes the whole workspace to tw (a parked session's archive, a
 // fork's copy): directories, regular files and symlinks with their modes
-// and mtimes. It walks directory fds, each element opened beneath its
-// parent with nothing followed: a symlink is archived as a symlink, its
-// target as written, never read through. FIFOs, sockets and devices are
+// and mtimes, and the metadata of files and directories (meta_linux.go).
+// It walks directory fds, each element opened beneath its parent with
+// nothing followed: a symlink is archived as a symlink, its target as
+// written, never read through. FIFOs, sockets and devices are
 // skipped. A file that shrinks while it is read is padded with zeros (a
 // background process may write meanwhile; the caller holds the session).
 func (w *Workspace) WriteTar(tw *tar.Writer) error {
@@ -68,6 +69,10 @@ func writeDir(tw *tar.Writer, dfd int, dir string, budget *int64) error {
 			if err != nil {
 				return mapErr("archive", p, err)
 			}
+			if hdr.PAXRecords, err = readMeta(sub); err != nil {
+				unix.Close(sub)
+				return mapErr("archive", p, err)
+			}
 			if err := tw.WriteHeader(hdr); err != nil {
 				unix.Close(sub)
 				return err
@@ -112,6 +117,9 @@ func writeFile(tw *tar.Writer, dfd int, name string, hdr *tar.Header, budget *in
 		return nil
 	}
 	hdr.Typeflag, hdr.Size = tar.TypeReg, st.Size()
+	if hdr.PAXRecords, err = readMeta(fd); err != nil {
+		return mapErr("archive", hdr.Name, err)
+	}
 	if *budget -= hdr.Size; *budget < 0 {
 		return fmt.Errorf("archive %s: %w: the workspace's files add up to more than its size (a sparse file, or hard links): delete or shrink them first", hdr.Name, ErrTooLarge)
 	}
@@ -137,9 +145,12 @@ func (zeros) Read(b []byte) (int, error) {
 
 // ReadTar extracts an archive written by WriteTar into the workspace
 // (empty, as a new sandbox's is): directories, regular files and symlinks,
-// with their modes, owned by the sandbox user. Every path is checked as a
-// caller's is (ValidPath) and reached with nothing followed; a symlink is
-// created as a symlink, never written through. Other entry types are
+// with their modes, owned by the sandbox user, and the metadata of files
+// and directories: only user.e2b.*, bounded (meta_linux.go); a filesystem
+// without user xattrs restores them without it (MetaLost counts them).
+// Every path is checked as a caller's is (ValidPath) and reached with
+// nothing followed; a symlink is created as a symlink, never written
+// through. Other entry types are
 // refused. The workspace's size bounds it (ErrFull).
 func (w *Workspace) ReadTar(tr *tar.Reader) error {
 	for {
@@ -157,9 +168,9 @@ func (w *Workspace) ReadTar(tr *tar.Reader) error {
 		mode := uint32(hdr.Mode) & 0o7777
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			err = w.extractDir(p, mode)
+			err = w.extractDir(p, mode, hdr.PAXRecords)
 		case tar.TypeReg:
-			err = w.extractFile(p, tr, mode, hdr.ModTime)
+			err = w.extractFile(p, tr, mode, hdr.ModTime, hdr.PAXRecords)
 		case tar.TypeSymlink:
 			err = w.symlink(p, hdr.Linkname)
 		default:
@@ -171,7 +182,7 @@ func (w *Workspace) ReadTar(tr *tar.Reader) error {
 	}
 }
 
-func (w *Workspace) extractDir(p string, mode uint32) error {
+func (w *Workspace) extractDir(p string, mode uint32, recs map[string]string) error {
 	if err := w.hold(); err != nil {
 		return err
 	}
@@ -184,10 +195,20 @@ func (w *Workspace) extractDir(p string, mode uint32) error {
 	if err := unix.Fchmod(fd, mode); err != nil {
 		return fmt.Errorf("chmod %s: %w", p, err)
 	}
-	return nil
+	return w.restoreMeta(fd, p, recs)
 }
 
-func (w *Workspace) extractFile(p string, r io.Reader, mode uint32, mtime time.Time) error {
+// restoreMeta sets an entry's metadata on fd, counting it lost where the
+// filesystem keeps no user xattrs.
+func (w *Workspace) restoreMeta(fd int, p string, recs map[string]string) error {
+	lost, err := applyMeta(fd, p, recs)
+	if lost {
+		w.metaLost.Add(1)
+	}
+	return err
+}
+
+func (w *Workspace) extractFile(p string, r io.Reader, mode uint32, mtime time.Time, recs map[string]string) error {
 	f, err := w.create(p, mode)
 	if err != nil {
 		return err
@@ -207,6 +228,9 @@ func (w *Workspace) extractFile(p string, r io.Reader, mode uint32, mtime time.T
 			return fmt.Errorf("write %s: %w", p, ErrFull)
 		}
 		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := w.restoreMeta(int(f.Fd()), p, recs); err != nil {
+		return err
 	}
 	if !mtime.IsZero() {
 		ts := unix.NsecToTimespec(mtime.UnixNano())

@@ -108,6 +108,10 @@ func FuzzReadTarStaysBeneath(f *testing.F) {
 	}
 	f.Add("../x", byte(tar.TypeReg), "", []byte("x"))
 	f.Add("ok/file", byte(tar.TypeReg), "", []byte("data"))
+	for _, l := range []string{"host", "d/host", "e/host"} { // raw archives with metadata, through the links
+		f.Add("ok/file", byte(tar.TypeReg), "", metaArchive(f, l+"/victim", tar.TypeReg))
+		f.Add("ok/file", byte(tar.TypeReg), "", metaArchive(f, l+"/vdir/", tar.TypeDir))
+	}
 	c := newHostCanary(f)
 	f.Fuzz(func(t *testing.T, name string, typ byte, link string, data []byte) {
 		w := newTestWorkspace(t, 1<<20)
@@ -129,6 +133,21 @@ func FuzzReadTarStaysBeneath(f *testing.F) {
 		_ = w.ReadTar(tar.NewReader(bytes.NewReader(data))) // raw bytes as an archive
 		c.check(t)
 	})
+}
+
+// metaArchive is an archive of one entry carrying metadata and a record
+// of another namespace.
+func metaArchive(f *testing.F, name string, typ byte) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	hdr := &tar.Header{Name: name, Typeflag: typ, Mode: 0o644, Format: tar.FormatPAX, PAXRecords: map[string]string{
+		"SCHILY.xattr.user.e2b.k": "v", "SCHILY.xattr.trusted.k": "v",
+	}}
+	if err := tw.WriteHeader(hdr); err != nil {
+		f.Fatal(err)
+	}
+	tw.Close()
+	return buf.Bytes()
 }
 
 // TestWriteTarSparse: a sparse file larger than the workspace (its data

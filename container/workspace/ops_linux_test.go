@@ -105,6 +105,15 @@ func (c hostCanary) check(t testing.TB) {
 	if b, err := os.ReadFile(filepath.Join(c.dir, "victim")); err != nil || string(b) != "host data" {
 		t.Fatalf("host victim: %q, %v", b, err)
 	}
+	for _, p := range []string{"victim", "vdir"} { // no metadata an archive could carry
+		list := make([]byte, 64<<10)
+		n, _ := unix.Llistxattr(filepath.Join(c.dir, p), list)
+		for _, name := range strings.Split(string(list[:max(n, 0)]), "\x00") {
+			if strings.HasPrefix(name, "user.") || strings.HasPrefix(name, "trusted.") {
+				t.Fatalf("host %s now has the extended attribute %s", p, name)
+			}
+		}
+	}
 }
 
 // escapeLinks are symlinks a sandbox may plant: to the host's root, to a

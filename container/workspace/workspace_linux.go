@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,6 +31,8 @@ type Workspace struct {
 	// that operation could be reused for another file (another sandbox's
 	// workspace) before its next openat2.
 	mu sync.RWMutex
+	// metaLost counts the files ReadTar restored without their metadata.
+	metaLost atomic.Int64
 }
 
 // hold takes the workspace for one operation (release with w.mu.RUnlock).

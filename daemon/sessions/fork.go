@@ -145,7 +145,11 @@ func (k *Keeper) branch(ctx context.Context, o *origin, uid int64, n int, fo *Fo
 				so.Meta = fo.Meta[i]
 			}
 			out[i], errs[i] = k.carry(ctx, o, so, st, func(dst *container.Workspace) error {
-				return ws.CopyTo(dst.Workspace)
+				if err := ws.CopyTo(dst.Workspace); err != nil {
+					return err
+				}
+				k.metaLost(ctx, dst, "fork_branch", i)
+				return nil
 			})
 		}()
 	}

@@ -169,7 +169,11 @@ func (k *Keeper) revive(ctx context.Context, p *parked) (*agentapi.CarriedSessio
 			return err
 		}
 		defer a.Close()
-		return ws.ReadTar(tar.NewReader(bufio.NewReaderSize(a, 1<<20)))
+		if err := ws.ReadTar(tar.NewReader(bufio.NewReaderSize(a, 1<<20))); err != nil {
+			return err
+		}
+		k.metaLost(ctx, ws, "session", id)
+		return nil
 	})
 	if err != nil {
 		return nil, k.core.Classify(err)
@@ -177,6 +181,16 @@ func (k *Keeper) revive(ctx context.Context, p *parked) (*agentapi.CarriedSessio
 	k.parked.remove(p)
 	k.log.Info("session revived", append(caller.Attrs(ctx), "session", id, "parked_for", time.Since(p.rec.ParkedAt))...)
 	return &out, nil
+}
+
+// metaLost logs the files and directories a restored workspace holds
+// without their metadata (user.e2b.* xattrs): its filesystem keeps no user
+// xattrs (workspace.MetaLost). A tmpfs keeps them since Linux 6.6.
+func (k *Keeper) metaLost(ctx context.Context, ws *container.Workspace, attrs ...any) {
+	if n := ws.MetaLost(); n > 0 {
+		k.log.Warn("workspace restored without some files' metadata: its filesystem keeps no user xattrs",
+			append(append(caller.Attrs(ctx), attrs...), "files", n)...)
+	}
 }
 
 // deleteParked removes a parked session's files.

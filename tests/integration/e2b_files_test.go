@@ -18,39 +18,52 @@ import (
 // Content-Type, body and header pairs.
 func e2bEnvd(t *testing.T, addr string) (map[string]any, func(path, ctype string, b []byte, hdr ...string) (int, string)) {
 	t.Helper()
+	api := e2bDaemon(t, addr)
+	sb := e2bCreate(t, api)
+	return sb, e2bEnvdOf(t, addr, sb)
+}
+
+// e2bDaemon starts a daemon whose E2B endpoint listens on addr and returns
+// a function that sends its control plane a request with its API key:
+// method, path, JSON body.
+func e2bDaemon(t *testing.T, addr string) func(method, path, body string) (int, string) {
+	t.Helper()
 	key := "e2b_" + strings.Repeat("3c", 20)
 	keys := filepath.Join(t.TempDir(), "e2b-keys")
 	if err := os.WriteFile(keys, []byte(key+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	startDaemon(t, "--config", writeConf(t, fmt.Sprintf("[e2b]\nlisten = %q\nkeys_file = %q\n", addr, keys)))
-
-	do := func(req *http.Request) (int, string) {
+	return func(method, path, body string) (int, string) {
 		t.Helper()
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(b)
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("X-API-KEY", key)
+		req.Header.Set("Content-Type", "application/json")
+		return e2bDo(t, req)
 	}
-	req, _ := http.NewRequest("POST", "http://"+addr+"/sandboxes", strings.NewReader(`{}`))
-	req.Header.Set("X-API-KEY", key)
-	req.Header.Set("Content-Type", "application/json")
-	code, body := do(req)
+}
+
+// e2bCreate creates a sandbox through api (e2bDaemon's), deleted at
+// cleanup, and returns it as the create answered.
+func e2bCreate(t *testing.T, api func(method, path, body string) (int, string)) map[string]any {
+	t.Helper()
+	code, body := api("POST", "/sandboxes", `{}`)
 	var sb map[string]any
 	if code != http.StatusCreated || json.Unmarshal([]byte(body), &sb) != nil {
 		t.Fatalf("create: %d %s", code, body)
 	}
 	id, _ := sb["sandboxID"].(string)
+	t.Cleanup(func() { api("DELETE", "/sandboxes/"+id, "") })
+	return sb
+}
+
+// e2bEnvdOf returns a function that POSTs to the envd of sb (a sandbox
+// as the endpoint on addr answered it): path, Content-Type, body and
+// header pairs.
+func e2bEnvdOf(t *testing.T, addr string, sb map[string]any) func(path, ctype string, b []byte, hdr ...string) (int, string) {
+	id, _ := sb["sandboxID"].(string)
 	token, _ := sb["envdAccessToken"].(string)
-	t.Cleanup(func() {
-		req, _ := http.NewRequest("DELETE", "http://"+addr+"/sandboxes/"+id, nil)
-		req.Header.Set("X-API-KEY", key)
-		do(req)
-	})
-	return sb, func(path, ctype string, b []byte, hdr ...string) (int, string) {
+	return func(path, ctype string, b []byte, hdr ...string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", "http://"+addr+path, bytes.NewReader(b))
 		req.Header.Set("Content-Type", ctype)
@@ -60,8 +73,19 @@ func e2bEnvd(t *testing.T, addr string) (map[string]any, func(path, ctype string
 		for i := 0; i+1 < len(hdr); i += 2 {
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
-		return do(req)
+		return e2bDo(t, req)
 	}
+}
+
+func e2bDo(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
 }
 
 // TestE2BWriteOnReadOnlyRoot: through a real daemon's E2B endpoint, a file
@@ -144,4 +168,49 @@ func TestE2BFileMetadata(t *testing.T) {
 	if code, body := envd("/filesystem.Filesystem/Stat", "application/json", []byte(`{"path": "m/over.txt"}`)); code != http.StatusNotFound {
 		t.Errorf("the refused upload's file: Stat %d %s, want not found", code, body)
 	}
+}
+
+// TestE2BFileMetadataKept: a file's and a directory's metadata (user.e2b.*
+// xattrs in the workspace) are kept across a pause and resume (the
+// session parked, its workspace archived on disk and restored) and in a
+// fork (the workspace copied), read back by Stat through the endpoint.
+func TestE2BFileMetadataKept(t *testing.T) {
+	const addr = "127.0.0.1:49993"
+	api := e2bDaemon(t, addr)
+	sb := e2bCreate(t, api)
+	id, _ := sb["sandboxID"].(string)
+	envd := e2bEnvdOf(t, addr, sb)
+	const meta = `"metadata":{"author":"mish","purpose":"kept"}`
+	if code, body := envd("/files?path=kept/a.txt", "application/octet-stream", []byte("content"),
+		"X-Metadata-Author", "mish", "X-Metadata-Purpose", "kept"); code != http.StatusOK || !strings.Contains(body, meta) {
+		t.Fatalf("upload with metadata: %d %s, want %s", code, body, meta)
+	}
+	stat := func(envd func(path, ctype string, b []byte, hdr ...string) (int, string), when string) {
+		t.Helper()
+		code, out := envd("/filesystem.Filesystem/Stat", "application/json", []byte(`{"path": "kept/a.txt"}`))
+		if code != http.StatusOK || !strings.Contains(out, meta) {
+			t.Errorf("Stat %s: %d %s, want %s", when, code, out, meta)
+		}
+	}
+	if code, body := api("POST", "/sandboxes/"+id+"/pause", `{}`); code != http.StatusNoContent {
+		t.Fatalf("pause: %d %s", code, body)
+	}
+	code, body := api("POST", "/sandboxes/"+id+"/connect", `{"timeout": 300}`)
+	if code != http.StatusCreated {
+		t.Fatalf("connect (resume): %d %s", code, body)
+	}
+	var resumed map[string]any
+	if err := json.Unmarshal([]byte(body), &resumed); err != nil {
+		t.Fatal(err)
+	}
+	stat(e2bEnvdOf(t, addr, resumed), "after a pause and resume")
+
+	code, body = api("POST", "/sandboxes/"+id+"/fork", `{"count": 1}`)
+	var forks []struct{ Sandbox map[string]any }
+	if code != http.StatusCreated && code != http.StatusOK || json.Unmarshal([]byte(body), &forks) != nil || len(forks) != 1 || forks[0].Sandbox == nil {
+		t.Fatalf("fork: %d %s", code, body)
+	}
+	fid, _ := forks[0].Sandbox["sandboxID"].(string)
+	t.Cleanup(func() { api("DELETE", "/sandboxes/"+fid, "") })
+	stat(e2bEnvdOf(t, addr, forks[0].Sandbox), "in a fork")
 }
