@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
@@ -33,6 +34,12 @@ type fakeCore struct {
 
 func newFakeCore() *fakeCore {
 	return &fakeCore{sessions: map[string]*agentapi.Session{}, lifetime: map[string]time.Duration{}, meta: map[string]json.RawMessage{}}
+}
+
+// Processes: the fake's sessions have no process agent, as a sandbox
+// that is ending has none (file metadata is then neither set nor read).
+func (f *fakeCore) Processes(context.Context, string) (*procs.Agent, error) {
+	return nil, errdefs.New(errdefs.ErrUnavailable, "the fake core's sessions have no process agent")
 }
 
 func (f *fakeCore) Info(context.Context) (*agentapi.Info, error) {
