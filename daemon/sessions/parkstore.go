@@ -55,6 +55,8 @@ type parkRecord struct {
 	StateBytes     int64               `json:"state_bytes"`
 	ArchiveBytes   int64               `json:"archive_bytes"`
 	NotCarried     []runner.NotCarried `json:"not_carried"`
+	// Of is a snapshot's session (snapshots.go); empty in a park's.
+	Of string `json:"snapshot_of,omitempty"`
 	// Meta is the session's transport's record of it (Options.Meta,
 	// SetSessionMeta), kept as it was given; absent when none was set.
 	Meta json.RawMessage `json:"meta,omitempty"`
@@ -184,6 +186,16 @@ func (s *parkStore) used() int64 {
 		n += p.bytes()
 	}
 	return n
+}
+
+// usedNow is used, under s.mu; 0 for a nil store.
+func (s *parkStore) usedNow() int64 {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used()
 }
 
 // expireAt removes p at its rec.Expires, unless it is gone by then: a
