@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -96,7 +97,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	action := "end" // lifecycle.onTimeout "pause": the timeout parks the session
+	action := "" // the timeout ends the session; lifecycle.onTimeout "pause": parks it
 	if req.AutoPause != nil && *req.AutoPause {
 		action = "park"
 	}
@@ -104,7 +105,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var sess *agentapi.Session
 	if snap, ok := s.snaps.Lookup(r, req.TemplateID); ok { // a snapshot's copy
 		var c *agentapi.CarriedSession
-		if c, err = s.core.StartFromSnapshot(r.Context(), snap, sessions.FromSnapshotOptions{ID: id, Lifetime: timeout, LifetimeAction: action}); err == nil {
+		if c, err = s.core.StartFromSnapshot(r.Context(), snap, sessions.FromSnapshotOptions{ID: id, Lifetime: timeout, LifetimeAction: cmp.Or(action, "end")}); err == nil {
 			sess = &c.Session
 		}
 	} else {

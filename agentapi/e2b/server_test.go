@@ -19,6 +19,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/sessions"
 )
 
 // fakeCore keeps sessions in a map; what a test does not use panics (the
@@ -34,6 +35,9 @@ type fakeCore struct {
 func newFakeCore() *fakeCore {
 	return &fakeCore{sessions: map[string]*agentapi.Session{}, lifetime: map[string]time.Duration{}, meta: map[string]json.RawMessage{}}
 }
+
+// Snapshots: none (agentapi/e2b/snapshots tests them).
+func (f *fakeCore) Snapshots(context.Context) []sessions.Snapshot { return nil }
 
 func (f *fakeCore) Info(context.Context) (*agentapi.Info, error) {
 	return &agentapi.Info{Rootfs: []string{"default", "minimal"}, DefaultRootfs: "default",

@@ -151,6 +151,9 @@ func matches(s *sessions.Snapshot, rec *record, ref string) bool {
 // Lookup is the request's key's snapshot that template names (its id, or
 // its name: the newest of that name), if there is one.
 func (h *Handler) Lookup(r *http.Request, template string) (id string, ok bool) {
+	if template == "" { // the default template
+		return "", false
+	}
 	snaps, recs := h.owned(r)
 	for i := len(snaps) - 1; i >= 0; i-- {
 		if matches(&snaps[i], &recs[i], template) {
