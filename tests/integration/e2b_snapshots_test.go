@@ -190,7 +190,7 @@ func TestE2BSnapshots(t *testing.T) {
 
 // TestE2BSnapshotFull: a snapshot past [sessions] park_max_bytes (which
 // parked sessions and snapshots share) is a 507 that leaves no files, and
-// the sandbox runs on.
+// the sandbox runs on; a paused sandbox's snapshot is a 409.
 func TestE2BSnapshotFull(t *testing.T) {
 	const addr = "127.0.0.1:49993"
 	d, api, _ := e2bKeyed(t, addr, "[sessions]\npark_max_bytes = 100000")
@@ -208,5 +208,12 @@ func TestE2BSnapshotFull(t *testing.T) {
 	}
 	if code, got := e2bRead(t, addr, src, "big"); code != http.StatusOK || len(got) != 200000 {
 		t.Errorf("the sandbox after a refused snapshot: %d, %d bytes", code, len(got))
+	}
+	small, _ := e2bCreate(t, api)["sandboxID"].(string)
+	if code, body := api("POST", "/sandboxes/"+small+"/pause", `{}`); code != http.StatusNoContent {
+		t.Fatalf("pause: %d %s", code, body)
+	}
+	if code, body := api("POST", "/sandboxes/"+small+"/snapshots", `{}`); code != http.StatusConflict {
+		t.Errorf("snapshot of a paused sandbox: %d %s, want 409", code, body)
 	}
 }
