@@ -62,12 +62,13 @@ type parkRecord struct {
 	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
-// parked is one parked session. mu is held by a revive or a delete; gone
-// is set once its files are removed.
+// parked is one parked session (or a snapshot). mu is held by a revive
+// or a delete, read-held by each start from a snapshot; gone is set once
+// its files are removed.
 type parked struct {
 	dir string
 	rec parkRecord
-	mu  sync.Mutex
+	mu  sync.RWMutex
 	// gone: revived, deleted or expired (its files removed).
 	gone bool
 	// expiry removes it at rec.Expires.

@@ -182,8 +182,8 @@ func (k *Keeper) StartFromSnapshot(ctx context.Context, id string, fo FromSnapsh
 	if err != nil {
 		return nil, err
 	}
-	p.mu.Lock() // a delete waits for the files to be read
-	defer p.mu.Unlock()
+	p.mu.RLock() // a delete waits for the files to be read; other starts do not
+	defer p.mu.RUnlock()
 	if p.gone {
 		return nil, fmt.Errorf("snapshot %q: %w", id, ErrSnapshotNotFound)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -88,10 +89,10 @@ func e2bSnapshotIDs(t *testing.T, api func(method, path, body string) (int, stri
 
 // TestE2BSnapshots: through a real daemon's E2B endpoint, a snapshot of a
 // running sandbox keeps its files and Python variables while the sandbox
-// runs on; two sandboxes started from it each get them, apart; it is
-// listed (by sandbox, by name) and started from again after a daemon
-// restart; another API key can neither list, start from, delete nor take
-// it; a delete removes its files.
+// runs on; two sandboxes started from it each get them, apart, and so do
+// four started at once; it is listed (by sandbox, by name) and started
+// from again after a daemon restart; another API key can neither list,
+// start from, delete nor take it; a delete removes its files.
 func TestE2BSnapshots(t *testing.T) {
 	const addr = "127.0.0.1:49993"
 	d, api, other := e2bKeyed(t, addr)
@@ -160,6 +161,34 @@ func TestE2BSnapshots(t *testing.T) {
 	}
 	if out := e2bRunCode(t, addr, two, "kept + 1"); !strings.Contains(out, `"42"`) {
 		t.Errorf("the second copy's Python variable: %s, want 42", out)
+	}
+
+	// Started from at once: each copy gets the snapshot's file.
+	var wg sync.WaitGroup
+	got := make([]string, 4)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, body := api("POST", "/sandboxes", `{"templateID": "`+snap.SnapshotID+`"}`)
+			var sb map[string]any
+			if code != http.StatusCreated || json.Unmarshal([]byte(body), &sb) != nil {
+				got[i] = fmt.Sprintf("create: %d %s", code, body)
+				return
+			}
+			sid, _ := sb["sandboxID"].(string)
+			defer api("DELETE", "/sandboxes/"+sid, "")
+			code, got[i] = e2bRead(t, addr, sb, "app/a.txt")
+			if code != http.StatusOK {
+				got[i] = fmt.Sprintf("read: %d %s", code, got[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for i, g := range got {
+		if g != "taken" {
+			t.Errorf("copy %d of 4 started at once: %q, want %q", i, g, "taken")
+		}
 	}
 
 	if err := d.signal(t, syscall.SIGTERM); err != nil {
