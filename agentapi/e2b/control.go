@@ -105,7 +105,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var sess *agentapi.Session
 	if snap, ok := s.snaps.Lookup(r, req.TemplateID); ok { // a snapshot's copy
 		var c *agentapi.CarriedSession
-		if c, err = s.core.StartFromSnapshot(r.Context(), snap, sessions.FromSnapshotOptions{ID: id, Lifetime: timeout, LifetimeAction: cmp.Or(action, "end")}); err == nil {
+		if c, err = s.core.StartFromSnapshot(r.Context(), snap, sessions.FromSnapshotOptions{ID: id, Lifetime: timeout, LifetimeAction: cmp.Or(action, "end"), Env: req.EnvVars}); err == nil {
 			sess = &c.Session
 		}
 	} else {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"strings"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
@@ -42,14 +44,13 @@ type Snapshot struct {
 	// Of is the session it was taken of.
 	Of        string
 	CreatedAt time.Time
-	ExpiresAt time.Time
 	// Bytes is what it holds on disk (state and workspace archive).
 	Bytes int64
 	Meta  json.RawMessage
 }
 
 func (p *parked) snapshot() Snapshot {
-	return Snapshot{ID: p.rec.Session.ID, Of: p.rec.Of, CreatedAt: p.rec.ParkedAt, ExpiresAt: p.rec.Expires, Bytes: p.bytes(), Meta: p.rec.Meta}
+	return Snapshot{ID: p.rec.Session.ID, Of: p.rec.Of, CreatedAt: p.rec.ParkedAt, Bytes: p.bytes(), Meta: p.rec.Meta}
 }
 
 // SnapshotSession keeps session id's state as snapshot so.ID, owned by
@@ -105,15 +106,7 @@ func (k *Keeper) SnapshotSession(ctx context.Context, id string, so SnapshotOpti
 
 // validSnapshotID: the id names the snapshot's directory.
 func validSnapshotID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for _, c := range id {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-			return false
-		}
-	}
-	return true
+	return id != "" && len(id) <= 64 && strings.Trim(id, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
 }
 
 // Snapshots lists the snapshots the caller may use, oldest first.
@@ -159,13 +152,15 @@ func (k *Keeper) DeleteSnapshot(ctx context.Context, id string) error {
 }
 
 // FromSnapshotOptions are what a transport sets of a session started
-// from a snapshot: as Options.ID and Options.Meta, and its lifetime and
-// lifetime action instead of the snapshot's session's.
+// from a snapshot: as Options.ID and Options.Meta, its lifetime and
+// lifetime action instead of the snapshot's session's, and Env, added to
+// its environment.
 type FromSnapshotOptions struct {
 	ID             string
 	Meta           json.RawMessage
 	Lifetime       time.Duration
 	LifetimeAction string
+	Env            map[string]string
 }
 
 // StartFromSnapshot makes a new session from snapshot id: its state
@@ -193,6 +188,14 @@ func (k *Keeper) StartFromSnapshot(ctx context.Context, id string, fo FromSnapsh
 	}
 	if fo.LifetimeAction != "" {
 		o.Request.LifetimeAction = fo.LifetimeAction
+	}
+	if len(fo.Env) > 0 { // the record's map stays as it is
+		env := maps.Clone(o.Request.Env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		maps.Copy(env, fo.Env)
+		o.Request.Env = env
 	}
 	owner := p.rec.Owner
 	out, err := k.load(ctx, p, &o, Options{ID: fo.ID, Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, Home: o.Home, Meta: fo.Meta, owner: &owner})

@@ -90,7 +90,7 @@ func e2bSnapshotIDs(t *testing.T, api func(method, path, body string) (int, stri
 // TestE2BSnapshots: through a real daemon's E2B endpoint, a snapshot of a
 // running sandbox keeps its files and Python variables while the sandbox
 // runs on; two sandboxes started from it each get them, apart, and so do
-// four started at once; it is listed (by sandbox, by name) and started
+// four started at once; a copy gets the envVars it is created with; it is listed (by sandbox, by name) and started
 // from again after a daemon restart; another API key can neither list,
 // start from, delete nor take it; a delete removes its files.
 func TestE2BSnapshots(t *testing.T) {
@@ -161,6 +161,18 @@ func TestE2BSnapshots(t *testing.T) {
 	}
 	if out := e2bRunCode(t, addr, two, "kept + 1"); !strings.Contains(out, `"42"`) {
 		t.Errorf("the second copy's Python variable: %s, want 42", out)
+	}
+
+	// A copy's envVars are added to its environment.
+	code, body = api("POST", "/sandboxes", `{"templateID": "`+snap.SnapshotID+`", "envVars": {"COPY_ENV": "given"}}`)
+	var withEnv map[string]any
+	if code != http.StatusCreated || json.Unmarshal([]byte(body), &withEnv) != nil {
+		t.Fatalf("create from the snapshot with envVars: %d %s", code, body)
+	}
+	wid, _ := withEnv["sandboxID"].(string)
+	t.Cleanup(func() { api("DELETE", "/sandboxes/"+wid, "") })
+	if out := e2bRunCode(t, addr, withEnv, "import os; os.environ.get('COPY_ENV')"); !strings.Contains(out, `"given"`) {
+		t.Errorf("a copy's envVars: %s, want given", out)
 	}
 
 	// Started from at once: each copy gets the snapshot's file.
