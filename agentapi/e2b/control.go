@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -96,18 +97,20 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	sreq, err := s.sessionRequest(r.Context(), req.TemplateID, req.EnvVars)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	sreq.LifetimeMs = timeout.Milliseconds()
+	action := "" // the timeout ends the session; lifecycle.onTimeout "pause": parks it
 	if req.AutoPause != nil && *req.AutoPause {
-		// lifecycle.onTimeout "pause": the timeout parks the session.
-		sreq.LifetimeAction = "park"
+		action = "park"
 	}
 	id := randomHex(16)
-	sess, err := s.core.CreateSessionWith(r.Context(), sreq, daemon.SessionOptions{ID: id, Processes: true, NoIdleEnd: true, Home: envd.Home})
+	var sess *agentapi.Session
+	if snap, ok := s.snaps.Lookup(r, req.TemplateID); ok { // a snapshot's copy
+		var c *agentapi.CarriedSession
+		if c, err = s.core.StartFromSnapshot(r.Context(), snap, sessions.FromSnapshotOptions{ID: id, Lifetime: timeout, LifetimeAction: cmp.Or(action, "end"), Env: req.EnvVars}); err == nil {
+			sess = &c.Session
+		}
+	} else {
+		sess, err = s.newSession(r.Context(), &req, id, timeout, action)
+	}
 	if err != nil {
 		s.log.Info("e2b: create refused", "template", req.TemplateID, "err", err)
 		writeErr(w, err)
@@ -121,7 +124,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		id: sess.ID, key: keyOf(r.Context()), token: randomHex(24), traffic: randomHex(24),
 		template: template, alias: req.Alias, metadata: req.Metadata, envs: req.EnvVars, started: sess.CreatedAt,
 		cpus: sess.Limits.CPUs, memoryMB: sess.Limits.MemoryBytes >> 20, diskMB: sess.Limits.DiskBytes >> 20,
-		contexts: map[string]codeContext{}, autoPause: sreq.LifetimeAction == "park",
+		contexts: map[string]codeContext{}, autoPause: action == "park",
 	}
 	if err := s.keepRecord(r.Context(), sb); err != nil {
 		_ = s.core.DeleteSession(r.Context(), sb.id)
@@ -134,6 +137,16 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	s.log.Info("e2b: sandbox created", "sandbox", sb.id, "template", template, "rootfs", sess.Rootfs, "timeout", timeout)
 	writeJSON(w, http.StatusCreated, s.describe(sb, sess, true))
+}
+
+// newSession makes a sandbox's session from its template, as id.
+func (s *Server) newSession(ctx context.Context, req *createRequest, id string, timeout time.Duration, action string) (*agentapi.Session, error) {
+	sreq, err := s.sessionRequest(ctx, req.TemplateID, req.EnvVars)
+	if err != nil {
+		return nil, err
+	}
+	sreq.LifetimeMs, sreq.LifetimeAction = timeout.Milliseconds(), action
+	return s.core.CreateSessionWith(ctx, sreq, daemon.SessionOptions{ID: id, Processes: true, NoIdleEnd: true, Home: envd.Home})
 }
 
 // timeoutOr is a request's timeout in seconds, which must be positive;
@@ -442,6 +455,18 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		Timestamp: now.UTC(), TimestampUnix: now.Unix(), CPUCount: sb.cpus, CPUUsedPct: pct,
 		MemUsed: st.MemoryBytes, MemTotal: sb.memoryMB << 20, DiskUsed: st.DiskUsedBytes, DiskTotal: sb.diskMB << 20,
 	}})
+}
+
+// running is the template of a running sandbox of r's key (snapshots).
+func (s *Server) running(r *http.Request, id string) (string, error) {
+	sb, sess, err := s.live(r.Context(), id)
+	if err == nil && sess.State == agentapi.SessionParked {
+		err = errdefs.In(errdefs.ErrSessionParked, errors.New(errPaused(id)))
+	}
+	if err != nil {
+		return "", err
+	}
+	return sb.template, nil
 }
 
 func (s *Server) handleUnsupported(op string) http.HandlerFunc {

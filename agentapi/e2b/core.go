@@ -8,6 +8,7 @@ import (
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd"
+	"github.com/nsbox/nsbox/agentapi/e2b/snapshots"
 	"github.com/nsbox/nsbox/daemon"
 )
 
@@ -17,6 +18,7 @@ import (
 // file operations.
 type Core interface {
 	envd.Core
+	snapshots.Core
 
 	CreateSessionWith(ctx context.Context, req *agentapi.SessionRequest, opts daemon.SessionOptions) (*agentapi.Session, error)
 	Session(ctx context.Context, id string) (*agentapi.Session, error)

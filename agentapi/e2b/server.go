@@ -17,6 +17,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd"
 	"github.com/nsbox/nsbox/agentapi/e2b/interp"
+	"github.com/nsbox/nsbox/agentapi/e2b/snapshots"
 	"github.com/nsbox/nsbox/agentapi/httpkit"
 	"github.com/nsbox/nsbox/daemon"
 )
@@ -82,6 +83,7 @@ type Server struct {
 	core        Core
 	log         *slog.Logger
 	control     *http.ServeMux
+	snaps       *snapshots.Handler
 	envd        http.Handler
 	interpreter *http.ServeMux
 	cwds        interp.Cwds // Python contexts' working directories
@@ -131,6 +133,7 @@ func New(cfg Config) (*Server, error) {
 	if n := len(s.sandboxes); n > 0 {
 		s.log.Info("e2b: paused sandboxes loaded", "count", n)
 	}
+	s.snaps = &snapshots.Handler{Core: cfg.Core, Key: func(r *http.Request) string { return cfg.Keys.Fingerprint(keyOf(r.Context())) }, Sandbox: s.running, Decode: s.decode, WriteErr: writeErr, Log: s.log}
 	s.control = s.controlRoutes()
 	var err error
 	if s.envd, err = envd.New(envd.Config{
@@ -162,9 +165,8 @@ func (s *Server) controlRoutes() *http.ServeMux {
 	m.HandleFunc("POST /sandboxes/{id}/refreshes", s.handleRefresh)
 	m.HandleFunc("GET /sandboxes/{id}/metrics", s.handleMetrics)
 	m.HandleFunc("POST /sandboxes/{id}/fork", s.handleFork)
-	for _, op := range []string{"snapshots", "network"} {
-		m.HandleFunc("/sandboxes/{id}/"+op, s.handleUnsupported(op))
-	}
+	m.HandleFunc("/sandboxes/{id}/network", s.handleUnsupported("network"))
+	s.snaps.Register(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotFound, fmt.Sprintf("%s %s is not part of nsbox's E2B endpoint (docs/E2B.md lists what is)", r.Method, r.URL.Path))
 	})

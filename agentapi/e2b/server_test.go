@@ -20,6 +20,7 @@ import (
 	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/errdefs"
+	"github.com/nsbox/nsbox/daemon/sessions"
 )
 
 // fakeCore keeps sessions in a map; what a test does not use panics (the
@@ -41,6 +42,9 @@ func newFakeCore() *fakeCore {
 func (f *fakeCore) Processes(context.Context, string) (*procs.Agent, error) {
 	return nil, errdefs.New(errdefs.ErrUnavailable, "the fake core's sessions have no process agent")
 }
+
+// Snapshots: none (agentapi/e2b/snapshots tests them).
+func (f *fakeCore) Snapshots(context.Context) []sessions.Snapshot { return nil }
 
 func (f *fakeCore) Info(context.Context) (*agentapi.Info, error) {
 	return &agentapi.Info{Rootfs: []string{"default", "minimal"}, DefaultRootfs: "default",

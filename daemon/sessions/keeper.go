@@ -11,6 +11,7 @@ package sessions
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/container"
@@ -93,6 +94,7 @@ type Keeper struct {
 
 	mgr    *session.Manager // nil without a Starter
 	parked *parkStore       // nil without a ParkDir or sessions
+	snaps  *parkStore       // the snapshots (snapshots.go), beside parked
 	ports  *ports.Book      // the connections to the sessions' ports (ports.go)
 }
 
@@ -126,6 +128,9 @@ func New(cfg Config) (*Keeper, error) {
 		if k.parked, err = openParkStore(cfg.ParkDir, k.log.With("component", "park"), k.clock); err != nil {
 			return nil, err
 		}
+		if k.snaps, err = openParkStore(filepath.Join(filepath.Dir(cfg.ParkDir), "snapshots"), k.log.With("component", "snapshots"), k.clock); err != nil {
+			return nil, err
+		}
 	}
 	return k, nil
 }
@@ -157,5 +162,6 @@ func (k *Keeper) Close() {
 	}
 	if k.parked != nil {
 		k.parked.close()
+		k.snaps.close()
 	}
 }

@@ -90,7 +90,7 @@ func (k *Keeper) park(ctx context.Context, sess *session.Session, o *origin) (*a
 		rec := parkRecord{Version: parkVersion, Session: wire, Origin: *o, Owner: info.Owner,
 			ParkedAt: now, Expires: now.Add(k.core.Policy().Sessions.ParkRetention), LifetimeLeftMs: max(left.Milliseconds(), 1), NotCarried: st.NotCarried,
 			Meta: m}
-		p, err := k.parked.write(rec, st, ws, k.core.Policy().Sessions.ParkMaxBytes)
+		p, err := k.parked.write(rec, st, ws, k.core.Policy().Sessions.ParkMaxBytes-k.snaps.usedNow())
 		if err != nil {
 			return err
 		}
@@ -153,6 +153,19 @@ func (k *Keeper) revive(ctx context.Context, p *parked) (*agentapi.CarriedSessio
 	o := p.rec.Origin
 	o.Request.LifetimeMs = max(left.Milliseconds(), 1)
 	owner := p.rec.Owner
+	out, err := k.load(ctx, p, &o, Options{ID: id, Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, Home: o.Home, Meta: p.rec.Meta, owner: &owner})
+	if err != nil {
+		return nil, err
+	}
+	k.parked.remove(p)
+	k.log.Info("session revived", append(caller.Attrs(ctx), "session", id, "parked_for", time.Since(p.rec.ParkedAt))...)
+	return out, nil
+}
+
+// load makes a session of so from p's files (a parked session's or a
+// snapshot's) and o: its state restored, its workspace extracted.
+func (k *Keeper) load(ctx context.Context, p *parked, o *origin, so Options) (*agentapi.CarriedSession, error) {
+	id := p.rec.Session.ID
 	f, err := os.Open(p.path(parkState))
 	if err != nil {
 		return nil, fmt.Errorf("session %s: parked state: %w", id, err)
@@ -163,7 +176,7 @@ func (k *Keeper) revive(ctx context.Context, p *parked) (*agentapi.CarriedSessio
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
 	defer st.Close()
-	out, err := k.carry(ctx, &o, Options{ID: id, Processes: o.Processes, NoIdleEnd: o.NoIdleEnd, Home: o.Home, Meta: p.rec.Meta, owner: &owner}, st, func(ws *container.Workspace) error {
+	out, err := k.carry(ctx, o, so, st, func(ws *container.Workspace) error {
 		a, err := os.Open(p.path(parkArchive))
 		if err != nil {
 			return err
@@ -172,14 +185,12 @@ func (k *Keeper) revive(ctx context.Context, p *parked) (*agentapi.CarriedSessio
 		if err := ws.ReadTar(tar.NewReader(bufio.NewReaderSize(a, 1<<20))); err != nil {
 			return err
 		}
-		k.metaLost(ctx, ws, "session", id)
+		k.metaLost(ctx, ws, "session", so.ID)
 		return nil
 	})
 	if err != nil {
 		return nil, k.core.Classify(err)
 	}
-	k.parked.remove(p)
-	k.log.Info("session revived", append(caller.Attrs(ctx), "session", id, "parked_for", time.Since(p.rec.ParkedAt))...)
 	return &out, nil
 }
 

@@ -55,17 +55,20 @@ type parkRecord struct {
 	StateBytes     int64               `json:"state_bytes"`
 	ArchiveBytes   int64               `json:"archive_bytes"`
 	NotCarried     []runner.NotCarried `json:"not_carried"`
+	// Of is a snapshot's session (snapshots.go); empty in a park's.
+	Of string `json:"snapshot_of,omitempty"`
 	// Meta is the session's transport's record of it (Options.Meta,
 	// SetSessionMeta), kept as it was given; absent when none was set.
 	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
-// parked is one parked session. mu is held by a revive or a delete; gone
-// is set once its files are removed.
+// parked is one parked session (or a snapshot). mu is held by a revive
+// or a delete, read-held by each start from a snapshot; gone is set once
+// its files are removed.
 type parked struct {
 	dir string
 	rec parkRecord
-	mu  sync.Mutex
+	mu  sync.RWMutex
 	// gone: revived, deleted or expired (its files removed).
 	gone bool
 	// expiry removes it at rec.Expires.
@@ -184,6 +187,16 @@ func (s *parkStore) used() int64 {
 		n += p.bytes()
 	}
 	return n
+}
+
+// usedNow is used, under s.mu; 0 for a nil store.
+func (s *parkStore) usedNow() int64 {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used()
 }
 
 // expireAt removes p at its rec.Expires, unless it is gone by then: a
