@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -142,13 +143,14 @@ func TestE2BFileMetadata(t *testing.T) {
 	if code, body := upload("m/a.txt", "X-Metadata-Author", "mish", "X-Metadata-Purpose", "upload"); code != http.StatusOK || !strings.Contains(body, meta) {
 		t.Fatalf("upload with metadata: %d %s, want %s", code, body, meta)
 	}
-	if out := rpc("Stat", `{"path": "/home/user/m/a.txt"}`); !strings.Contains(out, meta) {
+	want := map[string]string{"author": "mish", "purpose": "upload"}
+	if out := rpc("Stat", `{"path": "/home/user/m/a.txt"}`); !entryMeta(t, out, want) {
 		t.Errorf("Stat: %s lacks %s", out, meta)
 	}
-	if out := rpc("ListDir", `{"path": "m"}`); !strings.Contains(out, meta) {
+	if out := rpc("ListDir", `{"path": "m"}`); !entryMeta(t, out, want) {
 		t.Errorf("ListDir: %s lacks %s", out, meta)
 	}
-	if out := rpc("Move", `{"source": "m/a.txt", "destination": "m/b.txt"}`); !strings.Contains(out, meta) {
+	if out := rpc("Move", `{"source": "m/a.txt", "destination": "m/b.txt"}`); !entryMeta(t, out, want) {
 		t.Errorf("Move: %s lacks %s", out, meta)
 	}
 	if code, body := upload("m/b.txt"); code != http.StatusOK || strings.Contains(body, "metadata") {
@@ -188,7 +190,7 @@ func TestE2BFileMetadataKept(t *testing.T) {
 	stat := func(envd func(path, ctype string, b []byte, hdr ...string) (int, string), when string) {
 		t.Helper()
 		code, out := envd("/filesystem.Filesystem/Stat", "application/json", []byte(`{"path": "kept/a.txt"}`))
-		if code != http.StatusOK || !strings.Contains(out, meta) {
+		if code != http.StatusOK || !entryMeta(t, out, map[string]string{"author": "mish", "purpose": "kept"}) {
 			t.Errorf("Stat %s: %d %s, want %s", when, code, out, meta)
 		}
 	}
@@ -213,4 +215,30 @@ func TestE2BFileMetadataKept(t *testing.T) {
 	fid, _ := forks[0].Sandbox["sandboxID"].(string)
 	t.Cleanup(func() { api("DELETE", "/sandboxes/"+fid, "") })
 	stat(e2bEnvdOf(t, addr, forks[0].Sandbox), "in a fork")
+}
+
+// entryMeta reports whether the entry (Stat, Move: "entry") or every
+// entry (ListDir: "entries") of a Connect JSON answer has the metadata
+// want. Decoded, never compared as text: protojson's output varies its
+// spacing from run to run on purpose.
+func entryMeta(t *testing.T, out string, want map[string]string) bool {
+	t.Helper()
+	type entry struct{ Metadata map[string]string }
+	var a struct {
+		Entry   *entry
+		Entries []entry
+	}
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	entries := a.Entries
+	if a.Entry != nil {
+		entries = append(entries, *a.Entry)
+	}
+	for _, e := range entries {
+		if !maps.Equal(e.Metadata, want) {
+			return false
+		}
+	}
+	return len(entries) > 0
 }
