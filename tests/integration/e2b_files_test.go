@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nsbox/nsbox/tests/testenv"
 )
 
 // e2bEnvd starts a daemon whose E2B endpoint listens on addr, creates a
@@ -123,6 +125,7 @@ func TestE2BWriteOnReadOnlyRoot(t *testing.T) {
 // overwrite without them clears them; envd's whole bound (4,096 bytes) is
 // stored; metadata past it is a 400 and writes nothing.
 func TestE2BFileMetadata(t *testing.T) {
+	testenv.SkipWithoutTmpfsUserXattrs(t)
 	sb, envd := e2bEnvd(t, "127.0.0.1:49992")
 	if v := sb["envdVersion"]; v != "0.6.4" {
 		t.Errorf("envdVersion %v, want 0.6.4", v)
@@ -177,6 +180,7 @@ func TestE2BFileMetadata(t *testing.T) {
 // session parked, its workspace archived on disk and restored) and in a
 // fork (the workspace copied), read back by Stat through the endpoint.
 func TestE2BFileMetadataKept(t *testing.T) {
+	testenv.SkipWithoutTmpfsUserXattrs(t)
 	const addr = "127.0.0.1:49993"
 	api := e2bDaemon(t, addr)
 	sb := e2bCreate(t, api)

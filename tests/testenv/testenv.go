@@ -5,11 +5,14 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Build builds nsbox and, next to it as `make install` lays them out,
@@ -43,4 +46,31 @@ func Rootfs(t testing.TB) (store, name string) {
 		t.Skipf("requires the rootfs %q in %s (build it with `nsbox rootfs build --profile minimal --name %s`, or set NSBOX_TEST_ROOTFS_STORE/NSBOX_TEST_ROOTFS_NAME): %v", name, store, name, err)
 	}
 	return store, name
+}
+
+// SkipWithoutTmpfsUserXattrs skips t unless a tmpfs keeps user extended
+// attributes (kernel 6.6 and later), as the sandboxes' workspace must for
+// file metadata: it mounts a tmpfs of its own on a temp dir, sets one on a
+// file there, and unmounts it. Needs root (the mount).
+func SkipWithoutTmpfsUserXattrs(t testing.TB) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=64k"); err != nil {
+		t.Fatalf("mount a tmpfs to probe its user xattrs: %v", err)
+	}
+	defer func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount the probe tmpfs %s: %v", dir, err)
+		}
+	}()
+	f := filepath.Join(dir, "probe")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(f, "user.e2b.probe", []byte("x"), 0); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			t.Skipf("this kernel's tmpfs keeps no user extended attributes (kernel 6.6 and later do), so sandboxes keep no file metadata: %v", err)
+		}
+		t.Fatalf("setxattr on the probe tmpfs: %v", err)
+	}
 }
