@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nsbox/nsbox/container/procs"
+	"github.com/nsbox/nsbox/tests/testenv"
 )
 
 // TestFileMeta: file metadata is user.e2b.* extended attributes, set and
@@ -20,6 +21,7 @@ import (
 // UTF-8 or goes past MetaMax; a filesystem that keeps no user extended
 // attributes (procfs) refuses metadata with EOPNOTSUPP and takes a clear.
 func TestFileMeta(t *testing.T) {
+	testenv.SkipWithoutTmpfsUserXattrs(t) // the sandbox's /tmp
 	_, a := startAgent(t)
 	ctx := fileCtx(t)
 	want := map[string]string{"author": "mish", "purpose": "upload"}

@@ -51,9 +51,12 @@ func Rootfs(t testing.TB) (store, name string) {
 // SkipWithoutTmpfsUserXattrs skips t unless a tmpfs keeps user extended
 // attributes (kernel 6.6 and later), as the sandboxes' workspace must for
 // file metadata: it mounts a tmpfs of its own on a temp dir, sets one on a
-// file there, and unmounts it. Needs root (the mount).
+// file there, and unmounts it; without root it skips.
 func SkipWithoutTmpfsUserXattrs(t testing.TB) {
 	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("requires root: the probe mounts a tmpfs (and the test runs sandboxes)")
+	}
 	dir := t.TempDir()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=64k"); err != nil {
 		t.Fatalf("mount a tmpfs to probe its user xattrs: %v", err)
