@@ -15,6 +15,7 @@ import (
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd"
 	"github.com/nsbox/nsbox/agentapi/e2b/listing"
+	"github.com/nsbox/nsbox/agentapi/e2b/network"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 	"github.com/nsbox/nsbox/daemon/sessions"
@@ -36,11 +37,13 @@ type createRequest struct {
 	Secure              *bool             `json:"secure"`
 	AllowInternetAccess *bool             `json:"allow_internet_access"`
 	AutoPause           *bool             `json:"autoPause"`
-	Network             any               `json:"network"`
+	Network             *network.Config   `json:"network"`
 	VolumeMounts        any               `json:"volumeMounts"`
 	MCP                 any               `json:"mcp"`
 	AutoResume          *autoResume       `json:"autoResume"`
 	Alias               string            `json:"alias"`
+
+	egress *agentapi.Network // from Network: the session's egress policy
 }
 
 // sandboxJSON is E2B's Sandbox / SandboxDetail / ListedSandbox in one.
@@ -60,6 +63,7 @@ type sandboxJSON struct {
 	Metadata           map[string]string `json:"metadata,omitempty"`
 	State              string            `json:"state,omitempty"`
 	Lifecycle          *lifecycle        `json:"lifecycle,omitempty"`
+	Network            *network.Info     `json:"network,omitempty"`
 }
 
 // autoResume is the create body's autoResume: {"enabled": bool}.
@@ -101,9 +105,19 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if req.AutoPause != nil && *req.AutoPause {
 		action = "park"
 	}
+	snap, fromSnapshot := s.snaps.Lookup(r, req.TemplateID)
+	var netInfo *network.Info
+	if req.Network != nil {
+		var egress *agentapi.Network
+		if netInfo, egress, err = req.Network.Parse(fromSnapshot); err != nil {
+			writeErr(w, err)
+			return
+		}
+		req.egress = egress
+	}
 	id := randomHex(16)
 	var sess *agentapi.Session
-	if snap, ok := s.snaps.Lookup(r, req.TemplateID); ok { // a snapshot's copy
+	if fromSnapshot { // a snapshot's copy
 		var c *agentapi.CarriedSession
 		if c, err = s.core.StartFromSnapshot(r.Context(), snap, sessions.FromSnapshotOptions{ID: id, Lifetime: timeout, LifetimeAction: cmp.Or(action, "end"), Env: req.EnvVars}); err == nil {
 			sess = &c.Session
@@ -124,7 +138,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		id: sess.ID, key: keyOf(r.Context()), token: randomHex(24), traffic: randomHex(24),
 		template: template, alias: req.Alias, metadata: req.Metadata, envs: req.EnvVars, started: sess.CreatedAt,
 		cpus: sess.Limits.CPUs, memoryMB: sess.Limits.MemoryBytes >> 20, diskMB: sess.Limits.DiskBytes >> 20,
-		contexts: map[string]codeContext{}, autoPause: action == "park",
+		contexts: map[string]codeContext{}, autoPause: action == "park", network: netInfo,
 	}
 	if err := s.keepRecord(r.Context(), sb); err != nil {
 		_ = s.core.DeleteSession(r.Context(), sb.id)
@@ -145,7 +159,7 @@ func (s *Server) newSession(ctx context.Context, req *createRequest, id string, 
 	if err != nil {
 		return nil, err
 	}
-	sreq.LifetimeMs, sreq.LifetimeAction = timeout.Milliseconds(), action
+	sreq.LifetimeMs, sreq.LifetimeAction, sreq.Network = timeout.Milliseconds(), action, req.egress
 	return s.core.CreateSessionWith(ctx, sreq, daemon.SessionOptions{ID: id, Processes: true, NoIdleEnd: true, Home: envd.Home})
 }
 
@@ -166,8 +180,6 @@ func unsupportedCreate(req *createRequest) error {
 	switch {
 	case req.AutoResume != nil && req.AutoResume.Enabled:
 		return errdefs.Field("autoResume", "resuming a paused sandbox on traffic is not supported by nsbox's E2B endpoint: Sandbox.connect resumes it")
-	case req.Network != nil:
-		return errdefs.Field("network", "E2B network rules are not supported; nsbox sandboxes have loopback only, and per-run egress is configured through nsbox's own API (docs/NETWORK.md)")
 	case req.VolumeMounts != nil:
 		return errdefs.Field("volumeMounts", "volumes are not supported by nsbox's E2B endpoint")
 	case req.MCP != nil:
@@ -242,6 +254,7 @@ func (s *Server) describe(sb *sandbox, sess *agentapi.Session, secrets bool) san
 	if sb.autoPause {
 		out.Lifecycle.OnTimeout = "pause"
 	}
+	out.Network = sb.networkInfo()
 	if out.Metadata == nil {
 		out.Metadata = map[string]string{}
 	}
@@ -467,14 +480,4 @@ func (s *Server) running(r *http.Request, id string) (string, error) {
 		return "", err
 	}
 	return sb.template, nil
-}
-
-func (s *Server) handleUnsupported(op string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.owned(keyOf(r.Context()), r.PathValue("id")) == nil {
-			writeAPIError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", r.PathValue("id")))
-			return
-		}
-		writeAPIError(w, http.StatusNotImplemented, fmt.Sprintf("%s is not supported by nsbox's E2B endpoint yet (docs/E2B.md); the sandbox is unchanged", op))
-	}
 }

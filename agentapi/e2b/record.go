@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/e2b/network"
 	"github.com/nsbox/nsbox/daemon"
 )
 
@@ -39,6 +40,8 @@ type record struct {
 	Contexts map[string]codeContext `json:"contexts"`
 	// AutoPause: its timeout pauses it (lifecycle.onTimeout "pause").
 	AutoPause bool `json:"auto_pause,omitempty"`
+	// Network is its network option (E2B's names), if create had one.
+	Network *network.Info `json:"network,omitempty"`
 }
 
 // metaDoc is the session's Meta: the endpoint's record under its name.
@@ -52,7 +55,7 @@ func recordOf(sb *sandbox, keys *Keys) *record {
 	defer sb.mu.Unlock()
 	return &record{ID: sb.id, Key: keys.Fingerprint(sb.key), Token: sb.token, Traffic: sb.traffic, Template: sb.template,
 		Alias: sb.alias, Metadata: sb.metadata, Envs: sb.envs, Started: sb.started, CPUs: sb.cpus, MemoryMB: sb.memoryMB,
-		DiskMB: sb.diskMB, Contexts: maps.Clone(sb.contexts), AutoPause: sb.autoPause}
+		DiskMB: sb.diskMB, Contexts: maps.Clone(sb.contexts), AutoPause: sb.autoPause, Network: sb.network}
 }
 
 func (rec *record) meta() (json.RawMessage, error) {
@@ -67,7 +70,7 @@ func (rec *record) sandbox(key int) *sandbox {
 	}
 	return &sandbox{id: rec.ID, key: key, token: rec.Token, traffic: rec.Traffic, template: rec.Template,
 		alias: rec.Alias, metadata: rec.Metadata, envs: rec.Envs, started: rec.Started, cpus: rec.CPUs,
-		memoryMB: rec.MemoryMB, diskMB: rec.DiskMB, contexts: contexts, autoPause: rec.AutoPause}
+		memoryMB: rec.MemoryMB, diskMB: rec.DiskMB, contexts: contexts, autoPause: rec.AutoPause, network: rec.Network}
 }
 
 // recordFrom reads the record in a session's Meta: nil when the session

@@ -2,16 +2,12 @@ package e2b
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"github.com/nsbox/nsbox/agentapi/e2b/apikeys"
-	"github.com/nsbox/nsbox/agentapi/e2b/interp"
-	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/nsbox/nsbox/agentapi/e2b/interp"
+	"github.com/nsbox/nsbox/agentapi/e2b/network"
 )
 
 // sandbox is what the endpoint keeps of an E2B sandbox beyond its nsbox
@@ -39,9 +35,19 @@ type sandbox struct {
 
 	mu       sync.Mutex
 	contexts map[string]codeContext
+	// network is its network option (nil: none given); replaced whole
+	// by updateNetwork.
+	network *network.Info
 	// The last CPU sample, for metrics' cpuUsedPct.
 	lastCPU time.Duration
 	lastAt  time.Time
+}
+
+// networkInfo is sb's network option now (nil: none given).
+func (sb *sandbox) networkInfo() *network.Info {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.network
 }
 
 // codeContext is one code interpreter context (interp.Context).
@@ -52,35 +58,6 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// signature checks a signed /files URL as the SDKs make it (downloadUrl,
-// uploadUrl): signature = "v1_" + base64(sha256(
-// "PATH:OPERATION:USER:TOKEN[:EXPIRATION]")) without padding. signed: this
-// sandbox's token made it; expired: its signature_expiration (seconds
-// since the epoch) passed, which envd tells apart.
-func (sb *sandbox) signature(r *http.Request, now time.Time) (signed, expired bool) {
-	q := r.URL.Query()
-	sig := q.Get("signature")
-	if sig == "" {
-		return false, false
-	}
-	op := "read"
-	if r.Method == http.MethodPost {
-		op = "write"
-	}
-	raw := q.Get("path") + ":" + op + ":" + q.Get("username") + ":" + sb.token
-	if exp := q.Get("signature_expiration"); exp != "" {
-		n, err := strconv.ParseInt(exp, 10, 64)
-		if err != nil {
-			return false, false
-		}
-		raw += ":" + exp
-		expired = n < now.Unix()
-	}
-	sum := sha256.Sum256([]byte(raw))
-	want := "v1_" + strings.TrimRight(base64.StdEncoding.EncodeToString(sum[:]), "=")
-	return apikeys.EqualToken(sig, want), expired
 }
 
 // lookup returns the live sandbox with id, or nil.

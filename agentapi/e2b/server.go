@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nsbox/nsbox/agentapi/e2b/apikeys"
-	"github.com/nsbox/nsbox/agentapi/e2b/hostports"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/nsbox/nsbox/agentapi/e2b/apikeys"
+	"github.com/nsbox/nsbox/agentapi/e2b/hostports"
 
 	"github.com/nsbox/nsbox/agentapi"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd"
@@ -165,7 +165,7 @@ func (s *Server) controlRoutes() *http.ServeMux {
 	m.HandleFunc("POST /sandboxes/{id}/refreshes", s.handleRefresh)
 	m.HandleFunc("GET /sandboxes/{id}/metrics", s.handleMetrics)
 	m.HandleFunc("POST /sandboxes/{id}/fork", s.handleFork)
-	m.HandleFunc("/sandboxes/{id}/network", s.handleUnsupported("network"))
+	m.HandleFunc("PUT /sandboxes/{id}/network", s.handleUpdateNetwork)
 	s.snaps.Register(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotFound, fmt.Sprintf("%s %s is not part of nsbox's E2B endpoint (docs/E2B.md lists what is)", r.Method, r.URL.Path))
@@ -194,7 +194,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes)
 	id, port := r.Header.Get("E2b-Sandbox-Id"), r.Header.Get("E2b-Sandbox-Port")
 	if id == "" {
-		port, id = hostRoute(r.Host)
+		port, id = hostports.Route(r.Host)
 	}
 	if id == "" && r.URL.Path == "/files" && r.URL.Query().Get("signature") != "" {
 		// A signed URL (uploadUrl, downloadUrl) on E2B_SANDBOX_URL has
@@ -228,7 +228,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		plane, userPort = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			hostports.Serve(w, r, s.core, sandboxOf(r.Context()).id, n, s.log)
+			sb := sandboxOf(r.Context())
+			r.Host = sb.networkInfo().MaskHost(r.Host, port)
+			hostports.Serve(w, r, s.core, sb.id, n, s.log)
 		}), true
 	}
 	// Credentials first, and one answer without them whatever the id
@@ -238,9 +240,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ended {
 		sb = s.endedOne(id)
 	}
-	if sb == nil || !s.authorized(r, sb, !userPort) {
+	// A live sandbox created with allowPublicTraffic: true serves its own
+	// servers to anyone who reaches the endpoint, as E2B's proxy does.
+	public := userPort && !ended && sb.networkInfo().Public()
+	if sb == nil || !public && !s.authorized(r, sb, !userPort) {
 		if sb != nil && r.URL.Path == "/files" {
-			if signed, expired := sb.signature(r, time.Now()); signed && expired { // no oracle: only the token makes one
+			if signed, expired := apikeys.SignedURL(r, sb.token, time.Now()); signed && expired { // no oracle: only the token makes one
 				writeAPIError(w, http.StatusUnauthorized, "signature is already expired")
 				return
 			}
@@ -293,7 +298,7 @@ func (s *Server) authorized(r *http.Request, sb *sandbox, signed bool) bool {
 	if k := r.Header.Get("X-API-KEY"); k != "" && s.cfg.Keys.Match(k) == sb.key {
 		return true
 	}
-	ok, expired := sb.signature(r, time.Now())
+	ok, expired := apikeys.SignedURL(r, sb.token, time.Now())
 	return signed && r.URL.Path == "/files" && ok && !expired
 }
 
@@ -310,27 +315,11 @@ func (s *Server) signedBy(r *http.Request) *sandbox {
 	for _, sb := range all {
 		// An expired signature still names its sandbox, which says
 		// it expired.
-		if signed, _ := sb.signature(r, now); signed {
+		if signed, _ := apikeys.SignedURL(r, sb.token, now); signed {
 			return sb
 		}
 	}
 	return nil
-}
-
-// hostRoute reads a Host of the form PORT-ID.DOMAIN (E2B's sandbox hosts).
-func hostRoute(host string) (port, id string) {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	first, _, ok := strings.Cut(host, ".")
-	if !ok {
-		return "", ""
-	}
-	port, id, ok = strings.Cut(first, "-")
-	if !ok || port == "" || id == "" || strings.Trim(port, "0123456789") != "" {
-		return "", ""
-	}
-	return port, id
 }
 
 // Run serves ln until ctx is done, then shuts down: new connections stop,

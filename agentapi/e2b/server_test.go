@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/e2b/apikeys"
+	"github.com/nsbox/nsbox/agentapi/e2b/hostports"
 	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/daemon"
 	"github.com/nsbox/nsbox/daemon/errdefs"
@@ -31,10 +33,11 @@ type fakeCore struct {
 	sessions map[string]*agentapi.Session
 	lifetime map[string]time.Duration
 	meta     map[string]json.RawMessage
+	network  map[string]*agentapi.Network // each session's egress policy
 }
 
 func newFakeCore() *fakeCore {
-	return &fakeCore{sessions: map[string]*agentapi.Session{}, lifetime: map[string]time.Duration{}, meta: map[string]json.RawMessage{}}
+	return &fakeCore{sessions: map[string]*agentapi.Session{}, lifetime: map[string]time.Duration{}, meta: map[string]json.RawMessage{}, network: map[string]*agentapi.Network{}}
 }
 
 // Processes: the fake's sessions have no process agent, as a sandbox
@@ -67,6 +70,7 @@ func (f *fakeCore) CreateSessionWith(_ context.Context, req *agentapi.SessionReq
 	s := &agentapi.Session{ID: so.ID, Rootfs: rfs, State: agentapi.SessionIdle, CreatedAt: now,
 		ExpiresAt: now.Add(time.Duration(req.LifetimeMs) * time.Millisecond), Limits: *req.Limits, LifetimeAction: req.LifetimeAction}
 	f.sessions[s.ID] = s
+	f.network[s.ID] = req.Network
 	return s, nil
 }
 
@@ -270,7 +274,14 @@ func TestCreate(t *testing.T) {
 		{"autoPause", `{"autoPause":true}`, http.StatusCreated, "default"},
 		{"autoResume", `{"autoPause":true,"autoResume":{"enabled":true}}`, http.StatusBadRequest, ""},
 		{"autoResume off", `{"autoPause":true,"autoResume":{"enabled":false}}`, http.StatusCreated, "default"},
-		{"network rules", `{"network":{"allowOut":["1.1.1.1"]}}`, http.StatusBadRequest, ""},
+		{"network: allowOut", `{"network":{"allowOut":["1.1.1.1"]}}`, http.StatusCreated, "default"},
+		{"network: deny all", `{"network":{"denyOut":["0.0.0.0/0"],"allowPublicTraffic":false}}`, http.StatusCreated, "default"},
+		{"network: allow all", `{"network":{"allowOut":["0.0.0.0/0"]}}`, http.StatusBadRequest, ""},
+		{"network: transforms", `{"network":{"rules":{"api.test":[{"transform":{"headers":{"A":"b"}}}]}}}`, http.StatusBadRequest, ""},
+		{"network: no transforms", `{"network":{"rules":{ }}}`, http.StatusCreated, "default"},
+		{"network: a proxy", `{"network":{"egressProxy":{"address":"p.test:1080"}}}`, http.StatusBadRequest, ""},
+		{"network: not a host", `{"network":{"denyOut":["a b"]}}`, http.StatusBadRequest, ""},
+		{"network: a bad mask", `{"network":{"maskRequestHost":"a/b"}}`, http.StatusBadRequest, ""},
 		{"bad JSON", `{"timeout":`, http.StatusBadRequest, ""},
 		{"a lone surrogate", `{"metadata":{"k":"\udc00"}}`, http.StatusBadRequest, ""},
 		{"a surrogate pair", `{"metadata":{"k":"\ud83d\ude00"}}`, http.StatusCreated, "default"},
@@ -394,8 +405,8 @@ func TestHostRoute(t *testing.T) {
 		{"-abc.example.com", "", ""},
 		{"49983-.example.com", "", ""},
 	} {
-		if port, id := hostRoute(tc.host); port != tc.port || id != tc.id {
-			t.Errorf("hostRoute(%q) = %q, %q; want %q, %q", tc.host, port, id, tc.port, tc.id)
+		if port, id := hostports.Route(tc.host); port != tc.port || id != tc.id {
+			t.Errorf("Route(%q) = %q, %q; want %q, %q", tc.host, port, id, tc.port, tc.id)
 		}
 	}
 }
@@ -421,7 +432,7 @@ func TestSignedURL(t *testing.T) {
 		{"none", "GET", "path=/a", false},
 	} {
 		r := httptest.NewRequest(tc.method, "/files?"+tc.query, nil)
-		if signed, expired := sb.signature(r, now); (signed && !expired) != tc.want {
+		if signed, expired := apikeys.SignedURL(r, sb.token, now); (signed && !expired) != tc.want {
 			t.Errorf("%s: signed %v, expired %v; want valid %v", tc.name, signed, expired, tc.want)
 		}
 	}

@@ -1,7 +1,8 @@
 // Package e2bclient drives nsbox's E2B-compatible endpoint with the
 // official, unmodified E2B JavaScript SDKs (e2b, @e2b/code-interpreter,
 // pinned in package-lock.json): it starts a private daemon with
-// --e2b-listen and --e2b-keys, runs the node:test scripts here against it
+// --e2b-listen, --e2b-keys and a [network] config that lets sandboxes
+// reach one test server on 127.0.0.1, runs the node:test scripts here against it
 // with nothing but E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY, and then
 // checks that nothing is left: no session, cgroup, mount or process. It
 // needs root, node, `make deps` (node_modules) and the minimal and
@@ -16,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,8 +52,9 @@ func TestE2BClient(t *testing.T) {
 	}
 	key, other, keys := keyFile(t)
 	addr := freeLoopback(t)
+	egress := egressUpstream(t)
 	d := testdaemon.New(t, bin, "nsbox-e2b-", "--log-level", "debug", "--default-rootfs", datasci,
-		"--e2b-listen", addr, "--e2b-keys", keys)
+		"--e2b-listen", addr, "--e2b-keys", keys, "--config", egressConfig(t, egress))
 	d.Start(t)
 	t.Logf("daemon on %s (minimal rootfs %s, default %s), E2B endpoint http://%s", d.Sock, minimal, datasci, addr)
 	d.Settle(t)
@@ -84,6 +87,7 @@ func TestE2BClient(t *testing.T) {
 		"NSBOX_E2B_OTHER_KEY="+other,
 		"NSBOX_E2B_TEMPLATE_DATASCI="+datasci,
 		"NSBOX_E2B_HOST_CANARY="+canary,
+		"NSBOX_E2B_EGRESS="+egress,
 		"NO_COLOR=1",
 	)
 	out := &lineLogger{t: t}
@@ -167,6 +171,34 @@ func keyFile(t *testing.T) (key, other, path string) {
 		t.Fatal(err)
 	}
 	return key, other, path
+}
+
+// egressUpstream serves /hello ("hello from upstream") on 127.0.0.1 and
+// returns the name:port the sandboxes reach it by (egressConfig's).
+func egressUpstream(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/hello" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, "hello from upstream")
+	}))
+	t.Cleanup(srv.Close)
+	return fmt.Sprintf("egress.test:%d", srv.Listener.Addr().(*net.TCPAddr).Port)
+}
+
+// egressConfig writes the daemon's config: [network] allows egress, a
+// name the daemon resolves to 127.0.0.1 (network.test.mjs).
+func egressConfig(t *testing.T, egress string) string {
+	t.Helper()
+	_, port, _ := strings.Cut(egress, ":")
+	conf := fmt.Sprintf("[network]\nallow = [%q]\nopen = [\"127.0.0.1:%s\"]\n\n[network.hosts]\n\"egress.test\" = \"127.0.0.1\"\n", egress, port)
+	p := filepath.Join(t.TempDir(), "nsbox.toml")
+	if err := os.WriteFile(p, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // freeLoopback returns a 127.0.0.1 address with a port nobody listens on

@@ -5,39 +5,16 @@
 // https://HOST, for which the domain would have to resolve to the
 // endpoint and carry TLS: docs/E2B.md, getHost).
 import assert from "node:assert/strict";
-import http from "node:http";
 import { test } from "node:test";
 import { Sandbox } from "e2b";
-import { create, API_URL } from "./lib.mjs";
-
-// viaHost sends GET path to the endpoint with Host: host and headers.
-function viaHost(host, path, headers = {}) {
-  const u = new URL(API_URL);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, path, headers: { host, ...headers }, timeout: 15_000 }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c) => (body += c));
-      res.on("end", () => resolve({ status: res.statusCode, body }));
-    });
-    req.on("timeout", () => req.destroy(new Error("timed out")));
-    req.on("error", reject);
-    req.end();
-  });
-}
+import { create, untilListening, viaHost } from "./lib.mjs";
 
 test("getHost: a server in the sandbox, reached with its traffic token", { timeout: 90_000 }, async (t) => {
   const sbx = await create(t, Sandbox);
   await sbx.files.write("/home/user/www/hello.txt", "hello from the sandbox\n");
   const srv = await sbx.commands.run("cd /home/user/www && exec python3 -m http.server 8000 --bind 127.0.0.1", { background: true });
   t.after(() => srv.kill().catch(() => {}));
-  // Listening once a connection is taken (bounded by the test's timeout).
-  await sbx.commands.run(`python3 -c 'import socket, time
-while True:
-    try:
-        socket.create_connection(("127.0.0.1", 8000)).close(); break
-    except OSError:
-        time.sleep(0.05)'`, { timeoutMs: 60_000 });
+  await untilListening(sbx, 8000);
 
   const host = sbx.getHost(8000);
   assert.match(host, new RegExp(`^8000-${sbx.sandboxId}\\.`));

@@ -4,6 +4,7 @@
 // when that test ends, whatever happened.
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
+import http from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 
 for (const name of ["E2B_API_URL", "E2B_SANDBOX_URL", "E2B_API_KEY"]) {
@@ -104,4 +105,32 @@ export async function run(sbx, code, opts) {
 // value runs code and returns its main result's text, failing on an error.
 export async function value(sbx, code, opts) {
   return (await run(sbx, code, opts)).text;
+}
+
+// viaHost sends GET path to the endpoint with Host: host (getHost's
+// PORT-ID.DOMAIN) and headers, and resolves to its status and body.
+export function viaHost(host, path, headers = {}) {
+  const u = new URL(API_URL);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path, headers: { host, ...headers }, timeout: 15_000 }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode, body }));
+    });
+    req.on("timeout", () => req.destroy(new Error("timed out")));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+// untilListening waits in sbx until something listens on 127.0.0.1:port
+// (bounded by the caller's test timeout).
+export async function untilListening(sbx, port) {
+  await sbx.commands.run(`python3 -c 'import socket, time
+while True:
+    try:
+        socket.create_connection(("127.0.0.1", ${port})).close(); break
+    except OSError:
+        time.sleep(0.05)'`, { timeoutMs: 60_000 });
 }

@@ -7,13 +7,17 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // keyPattern is the form the SDKs accept without E2B_VALIDATE_API_KEY=false.
@@ -117,4 +121,33 @@ func (k *Keys) ByFingerprint(fp string) int {
 // matches.
 func EqualToken(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// SignedURL checks a signed /files URL as the SDKs make it (downloadUrl,
+// uploadUrl): signature = "v1_" + base64(sha256(
+// "PATH:OPERATION:USER:TOKEN[:EXPIRATION]")) without padding. signed: token
+// made it; expired: its signature_expiration (seconds
+// since the epoch) passed, which envd tells apart.
+func SignedURL(r *http.Request, token string, now time.Time) (signed, expired bool) {
+	q := r.URL.Query()
+	sig := q.Get("signature")
+	if sig == "" {
+		return false, false
+	}
+	op := "read"
+	if r.Method == http.MethodPost {
+		op = "write"
+	}
+	raw := q.Get("path") + ":" + op + ":" + q.Get("username") + ":" + token
+	if exp := q.Get("signature_expiration"); exp != "" {
+		n, err := strconv.ParseInt(exp, 10, 64)
+		if err != nil {
+			return false, false
+		}
+		raw += ":" + exp
+		expired = n < now.Unix()
+	}
+	sum := sha256.Sum256([]byte(raw))
+	want := "v1_" + strings.TrimRight(base64.StdEncoding.EncodeToString(sum[:]), "=")
+	return EqualToken(sig, want), expired
 }

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/nsbox/nsbox/agentapi/portproxy"
 	"github.com/nsbox/nsbox/daemon/errdefs"
@@ -83,4 +84,20 @@ func write(w http.ResponseWriter, a answer) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(a.Code)
 	_ = json.NewEncoder(w).Encode(a)
+}
+
+// Route reads a Host of the form PORT-ID.DOMAIN (E2B's sandbox hosts).
+func Route(host string) (port, id string) {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	first, _, ok := strings.Cut(host, ".")
+	if !ok {
+		return "", ""
+	}
+	port, id, ok = strings.Cut(first, "-")
+	if !ok || port == "" || id == "" || strings.Trim(port, "0123456789") != "" {
+		return "", ""
+	}
+	return port, id
 }
