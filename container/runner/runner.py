@@ -302,7 +302,12 @@ def _user_site():
 def _run(count, code, ns=_ns, ctx=''):
     name = '<cell %s:%d>' % (ctx, count) if ctx else '<cell %d>' % count
     linecache.cache[name] = (len(code), None, code.splitlines(True), name)
-    tree = compile(code, name, 'exec', ast.PyCF_ONLY_AST)
+    try:
+        tree = compile(code, name, 'exec', ast.PyCF_ONLY_AST)
+    except SyntaxError:
+        tree = _with_shell_escapes(code, name)
+        if tree is None:
+            raise  # the cell's own error, not the rewritten cell's
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
@@ -316,6 +321,62 @@ def _run(count, code, ns=_ns, ctx=''):
                 r = r[:_REPR_CAP] + '...'
             return r, _rich(v)
     return None, None
+
+
+def _with_shell_escapes(code, name):
+    """IPython's shell escapes, for a cell that does not parse as Python:
+    a line `!cmd` runs cmd in /bin/sh, its output the cell's; `x = !cmd`
+    gives x the lines cmd printed. {expr} in cmd is the expression's value
+    (left as written when it fails). Lines within a multi-line string are
+    left alone; the cell keeps its line numbers. The parsed cell, or None
+    when it has no such line or still does not parse."""
+    import io, re, tokenize
+    lines = code.splitlines(True)
+    inside = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                inside.update(range(tok.start[0], tok.end[0]))
+    except (tokenize.TokenError, SyntaxError):
+        pass  # an unterminated string after a `!`: judged by line alone
+    esc = re.compile(r'^([ \t]*)(?:([A-Za-z_][A-Za-z_0-9]*)[ \t]*=[ \t]*)?!(?!=)(.*?)(\r?\n)?$')
+    n = 0
+    for i, line in enumerate(lines):
+        m = None if i in inside else esc.match(line)
+        if m:
+            ind, var, cmd, nl = m.groups()
+            lines[i] = '%s%s__nsbox_shell__(%r, %s)%s' % (ind, var + ' = ' if var else '', cmd, bool(var), nl or '')
+            n += 1
+    if not n:
+        return None
+    try:
+        return compile(''.join(lines), name, 'exec', ast.PyCF_ONLY_AST)
+    except SyntaxError:
+        return None
+
+
+def _shell(cmd, capture):
+    """A shell escape's command (see _with_shell_escapes), run in the
+    cell's working directory and environment; its exit status is the
+    cell's _exit_code, as IPython's."""
+    import re, subprocess
+    f = sys._getframe(1)
+
+    def expand(m):
+        try:
+            return str(eval(m.group(1), f.f_globals, f.f_locals))
+        except Exception:
+            return m.group(0)
+    cmd = re.sub(r'\{([^{}]+)\}', expand, cmd)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    p = subprocess.run(cmd, shell=True, stdout=subprocess.PIPE if capture else None, stdin=subprocess.DEVNULL)
+    f.f_globals['_exit_code'] = p.returncode
+    if capture:
+        return p.stdout.decode('utf-8', 'replace').splitlines()
+
+
+sys.modules['builtins'].__nsbox_shell__ = _shell  # what a rewritten cell calls
 
 
 # A DataFrame's data is returned up to this many cells (its repr always).

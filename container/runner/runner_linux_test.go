@@ -33,6 +33,22 @@ func TestCells(t *testing.T) {
 	})
 }
 
+// TestShellEscapes: IPython's `!cmd` and `x = !cmd` lines in a cell that
+// is not Python otherwise; a multi-line string keeps its `!` lines, and a
+// cell that still does not parse runs nothing and reports its own error.
+func TestShellEscapes(t *testing.T) {
+	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
+	runCells(t, r, []string{"nsbox-runner", "__nsbox_shell__"}, []cell{
+		{name: "a command's output", code: "print('py')\n!echo sh\n!echo err >&2", status: StatusOK, stdout: "py\nsh\n", stderr: "err\n"},
+		{name: "its directory", code: "import os\nos.chdir('/tmp')\n!pwd", status: StatusOK, stdout: "/tmp\n"},
+		{name: "captured, with {expr}", code: "v = 6\nout = !echo {v + 1} {nope}\nout", status: StatusOK, value: "['7 {nope}']"},
+		{name: "indented, exit code", code: "if v:\n    !exit 3\n_exit_code", status: StatusOK, value: "3"},
+		{name: "a string keeps its lines", code: "s = '''\n!x\n'''\n!true\ns", status: StatusOK, value: `'\n!x\n'`},
+		{name: "still a syntax error", code: "!echo ran\ndef f(:", status: StatusException, exc: "SyntaxError"},
+		{name: "!= is Python's", code: "v != 6", status: StatusOK, value: "False"},
+	})
+}
+
 func TestTracebackPointsAtUserLine(t *testing.T) {
 	r := startRunner(t, newEngine(t), testenv.Rootfs(t))
 	exec(t, r, "def f(d):\n    return 1 / d")
