@@ -137,7 +137,11 @@ func TestPausedSessionOfKilledDaemon(t *testing.T) {
 	var ids []string
 	for range 2 {
 		id := newSession(t, d, &agentapi.SessionRequest{})
-		execOK(t, d, id, fmt.Sprintf("import subprocess\np = subprocess.Popen(['sh', '-c', 'sleep 3600', %q])", marker))
+		// The marker is in the environment of a process that forks
+		// nothing: Popen returns once it has exec'd, so each session has
+		// exactly one (a shell's fork for sleep, frozen between fork and
+		// exec under load, showed the marker twice).
+		execOK(t, d, id, fmt.Sprintf("import os, subprocess\np = subprocess.Popen(['sleep', '3600'], env=dict(os.environ, NSBOX_MARK=%q))", marker))
 		if s, err := d.client.PauseSession(ctx, id); err != nil || s.State != agentapi.SessionPaused {
 			t.Fatalf("pause: %+v %v", s, err)
 		}

@@ -3,6 +3,7 @@ package testdaemon
 import (
 	"bufio"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -85,7 +86,19 @@ func LeftoverCgroups(t testing.TB, name string) []string {
 func RemoveCgroups(t testing.TB, name, runDir string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for _, parent := range CgroupParents(t, name) {
+	parents := CgroupParents(t, name)
+	// Frozen sandboxes first (paused sessions of a killed daemon): their
+	// processes die only once thawed, which only the freezer hierarchy
+	// can do, and every hierarchy's directories stay busy until then.
+	for _, parent := range parents {
+		_ = filepath.WalkDir(parent, func(p string, e fs.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				thawAndKill(p)
+			}
+			return nil
+		})
+	}
+	for _, parent := range parents {
 		for {
 			ents, _ := os.ReadDir(parent)
 			for _, e := range ents {
