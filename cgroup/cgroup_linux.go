@@ -15,6 +15,9 @@ import (
 const (
 	cfsPeriodUs = 100000
 	killTimeout = 2 * time.Second
+	// freezeTimeout bounds Freeze (a session's pause): a loaded machine
+	// may take seconds to stop every process of a cgroup.
+	freezeTimeout = 10 * time.Second
 )
 
 // Stats is the resource usage of a sandbox cgroup.
@@ -242,7 +245,7 @@ func (c *Cgroup) Freeze() error {
 			return fmt.Errorf("cgroup %s: freezer: %w", c.id, ErrController)
 		}
 	}
-	if !c.freeze(true, time.Now().Add(killTimeout)) {
+	if !c.freeze(true, time.Now().Add(freezeTimeout)) {
 		c.freeze(false, time.Now())
 		return fmt.Errorf("cgroup %s: %w", c.id, ErrFreezeTimeout)
 	}
@@ -290,7 +293,21 @@ func (c *Cgroup) freeze(on bool, deadline time.Time) bool {
 	if err := writeFile(leaf, file, val); err != nil || !on {
 		return false
 	}
-	for {
+	for i := 1; ; i++ {
+		if !c.v2 {
+			// A v1 freezer may stay FREEZING while processes keep
+			// appearing (fork, clone) or on a slow machine: as runc does,
+			// ask again each round, and now and then thaw, let the
+			// stragglers run a moment and start over (v2's freezer has no
+			// such flaw: it is asked once).
+			if i%50 == 0 {
+				_ = writeFile(leaf, file, "THAWED")
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := writeFile(leaf, file, val); err != nil {
+				return false
+			}
+		}
 		if c.v2 {
 			var a small
 			ev, err := readFile(leaf, "cgroup.events", a[:0])

@@ -638,3 +638,39 @@ func TestRemoveIdle(t *testing.T) {
 		t.Fatalf("the process in the busy cgroup: %v, want alive", err)
 	}
 }
+
+// TestFreezeWhileForking: a cgroup whose processes keep starting others
+// (four shells each starting /bin/true in a loop) is frozen, again and
+// again: on v1 the freezer may stay FREEZING while new processes appear,
+// which Freeze asks again for (a session's pause failed so under two busy
+// loops). Frozen, no new process appears.
+func TestFreezeWhileForking(t *testing.T) {
+	m := newTestManager(t)
+	c := create(t, m, "forking", Limits{})
+	g := startGated(t, `for i in 1 2 3 4; do (while :; do /bin/true; done) & done; wait`)
+	if err := c.Add(g.cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	g.release(t)
+	for round := range 20 {
+		if err := c.Freeze(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		before, err := c.pids()
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		after, _ := c.pids()
+		if !slices.Equal(before, after) {
+			t.Fatalf("round %d: processes changed while frozen: %v then %v", round, before, after)
+		}
+		if err := c.Thaw(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/cgroup"
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/runner"
 	"github.com/nsbox/nsbox/container/session"
@@ -233,6 +234,7 @@ func TestClassify(t *testing.T) {
 		{container.ErrNotRegular, errdefs.ErrInvalidArgument},
 		{rootfs.ErrNotFound, errdefs.ErrInvalidArgument},
 		{container.ErrTooLarge, errdefs.ErrTooLarge},
+		{cgroup.ErrFreezeTimeout, errdefs.ErrUnavailable},
 	} {
 		wrapped := fmt.Errorf("context: %w", tc.err)
 		got := classify(wrapped)

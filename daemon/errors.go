@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nsbox/nsbox/cgroup"
+
 	"github.com/nsbox/nsbox/container"
 	"github.com/nsbox/nsbox/container/procs"
 	"github.com/nsbox/nsbox/container/runner"
@@ -72,6 +74,10 @@ func classify(err error) error {
 		class = errdefs.ErrInUse
 	case errors.Is(err, volume.ErrNoTools):
 		class = errdefs.ErrUnavailable
+	case errors.Is(err, cgroup.ErrFreezeTimeout):
+		// Its processes did not all stop in time (they kept starting,
+		// or the machine is loaded); it was thawed and runs on: again later.
+		return errdefs.In(errdefs.ErrUnavailable, fmt.Errorf("%w: the session was left running; pause it again", err))
 	case errors.Is(err, session.ErrNotPython):
 		class = errdefs.ErrInvalidArgument
 	case errors.Is(err, runner.ErrStateTooLarge):
