@@ -232,6 +232,22 @@ func (s *Server) sessionRequest(ctx context.Context, template string, envs map[s
 	return req, nil
 }
 
+// handleAlias is GET /templates/aliases/{alias} (Template.exists): 200 for
+// a name Sandbox.create takes (a default template, a rootfs, a profile,
+// or a snapshot of the caller's key), else the 404 create would answer.
+func (s *Server) handleAlias(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("alias")
+	if id, ok := s.snaps.Lookup(r, name); ok {
+		writeJSON(w, http.StatusOK, map[string]any{"templateID": id, "public": false})
+		return
+	}
+	if _, err := s.sessionRequest(r.Context(), name, nil); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"templateID": name, "public": true})
+}
+
 // describe is a sandbox as E2B reports it; secrets only to its creator's
 // create and connect answers.
 func (s *Server) describe(sb *sandbox, sess *agentapi.Session, secrets bool) sandboxJSON {

@@ -166,6 +166,7 @@ func (s *Server) controlRoutes() *http.ServeMux {
 	m.HandleFunc("GET /sandboxes/{id}/metrics", s.handleMetrics)
 	m.HandleFunc("POST /sandboxes/{id}/fork", s.handleFork)
 	m.HandleFunc("PUT /sandboxes/{id}/network", s.handleUpdateNetwork)
+	m.HandleFunc("GET /templates/aliases/{alias}", s.handleAlias)
 	s.snaps.Register(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusNotFound, fmt.Sprintf("%s %s is not part of nsbox's E2B endpoint (docs/E2B.md lists what is)", r.Method, r.URL.Path))

@@ -519,3 +519,21 @@ func TestExpiredSignedURL(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateAlias: Template.exists's GET /templates/aliases/{alias}
+// knows the names Sandbox.create takes, and only those.
+func TestTemplateAlias(t *testing.T) {
+	s, _ := newTestServer(t)
+	for name, want := range map[string]int{"base": 200, "code-interpreter-v1": 200, "minimal": 200, "strict": 200, "nonexistent-1": 404} {
+		w := do(t, s, "GET", "/templates/aliases/"+name, "", map[string]string{"X-API-KEY": keyA})
+		if w.Code != want {
+			t.Errorf("%s: %d %s, want %d", name, w.Code, w.Body, want)
+		}
+		if want == 200 && !strings.Contains(w.Body.String(), `"templateID":"`+name+`"`) {
+			t.Errorf("%s: %s", name, w.Body)
+		}
+	}
+	if w := do(t, s, "GET", "/templates/aliases/base", "", nil); w.Code != http.StatusUnauthorized {
+		t.Errorf("without a key: %d", w.Code)
+	}
+}
