@@ -14,7 +14,7 @@ APT_PACKAGES := build-essential pkg-config libseccomp-dev mmdebstrap bubblewrap 
 
 export CGO_ENABLED := 1
 
-.PHONY: help deps deps-build install-bin build python-wheel generate test test-unit test-loaded docs-test rootfs-test rootfs-default demo lint bench soak loadtest image test-image clean install uninstall
+.PHONY: help deps deps-build install-bin build python-wheel generate test test-unit test-loaded docs-test rootfs-test rootfs-default rootfs-polyglot demo lint bench soak loadtest image test-image clean install uninstall
 
 help: ## show this help
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -56,6 +56,11 @@ rootfs-default: $(if $(NSBOX_BUILT),,build) ## build the data-science rootfs as 
 	@if $(BIN) rootfs list --store $(STORE) --json | grep -q '"name": *"default"'; then \
 		echo "rootfs-default: default present"; \
 	else $(BIN) rootfs build --store $(STORE) --profile datasci --name default; fi
+
+rootfs-polyglot: $(if $(NSBOX_BUILT),,build) ## build the polyglot rootfs (datasci, R and Java) as "polyglot" (skipped when present)
+	@if $(BIN) rootfs list --store $(STORE) --json | grep -q '"name": *"polyglot"'; then \
+		echo "rootfs-polyglot: polyglot present"; \
+	else $(BIN) rootfs build --store $(STORE) --profile polyglot --name polyglot; fi
 
 TEST_PKGS ?= ./...
 test: deps rootfs-test rootfs-default ## set up and run every test (as root: real namespaces, cgroups, seccomp); TEST_PKGS narrows it

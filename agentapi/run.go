@@ -11,6 +11,11 @@ const (
 	// (esbuild, in the sandbox) and is not type-checked.
 	LanguageJavaScript = "javascript"
 	LanguageTypeScript = "typescript"
+	// R and Java run on a rootfs that has them (the polyglot profile):
+	// R as a one-shot Rscript, and both beside a session's interpreter
+	// (E2B's code interpreter), R in one R session, Java in JShell.
+	LanguageR    = "r"
+	LanguageJava = "java"
 )
 
 // RunRequest is the body of POST /v1/runs. Exactly one of Argv or

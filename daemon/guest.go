@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/nsbox/nsbox/agentapi"
@@ -24,7 +23,7 @@ type GuestRef struct {
 }
 
 // GuestExec runs a cell in a guest interpreter beside session id's own
-// (container/runner/guest): bash, JavaScript or TypeScript next to a
+// (container/runner/guest): bash, JavaScript, TypeScript, R or Java next to a
 // Python session with processes (an E2B sandbox), in its sandbox, with
 // its files. The context's guest starts at its first cell; its variables
 // (and bash's cwd) stay from cell to cell. A zero req.TimeoutMs takes the
@@ -32,18 +31,11 @@ type GuestRef struct {
 // and the guest's lifetime output counts against the process agent's
 // cap. A guest is not carried by a park or a fork.
 func (d *Daemon) GuestExec(ctx context.Context, id string, ref GuestRef, req *agentapi.ExecRequest, opts RunOptions) (*agentapi.RunResult, error) {
-	l, kind, err := guestLanguage(ref.Language)
-	if err != nil {
-		return nil, err
-	}
 	timeout, err := d.pol.Load().ValidateExec(req)
 	if err != nil {
 		return nil, err
 	}
-	if err := policy.ValidContext(ref.Context); err != nil {
-		return nil, err
-	}
-	sess, err := d.Session(ctx, id)
+	l, kind, sess, err := d.guestFor(ctx, id, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -84,11 +76,8 @@ func (d *Daemon) GuestExec(ctx context.Context, id string, ref GuestRef, req *ag
 // StartGuest starts a session context's guest interpreter now, if it has
 // none: a cwd that is no directory is refused here, not at its first cell.
 func (d *Daemon) StartGuest(ctx context.Context, id string, ref GuestRef) error {
-	_, kind, err := guestLanguage(ref.Language)
+	_, kind, _, err := d.guestFor(ctx, id, ref)
 	if err != nil {
-		return err
-	}
-	if err := policy.ValidContext(ref.Context); err != nil {
 		return err
 	}
 	a, err := d.Processes(ctx, id)
@@ -106,15 +95,22 @@ func (d *Daemon) HasGuest(id, context string) bool { return d.guests.Has(id, con
 // its next cell starts a fresh one.
 func (d *Daemon) DropGuest(id, context string) { d.guests.Drop(id, context) }
 
-// guestLanguage returns the language name names and its guest kind, or a
-// field error that lists those a guest runs.
-func guestLanguage(name string) (*lang.Descriptor, guest.Kind, error) {
-	if l, ok := lang.Builtin(name); ok {
-		if k, ok := l.Guest(); ok {
-			return l, k, nil
-		}
+// guestFor resolves ref for session id: its language, guest kind and
+// context, on the session's rootfs (a field error on language that says
+// what the rootfs has, else).
+func (d *Daemon) guestFor(ctx context.Context, id string, ref GuestRef) (*lang.Descriptor, guest.Kind, *agentapi.Session, error) {
+	l, kind, err := lang.GuestOf(ref.Language)
+	if err == nil {
+		err = policy.ValidContext(ref.Context)
 	}
-	return nil, "", errdefs.Field("language", "%q: beside a session's interpreter nsbox runs %s", name, strings.Join(lang.Guests(), ", "))
+	if err != nil {
+		return nil, "", nil, err
+	}
+	sess, err := d.Session(ctx, id)
+	if err == nil {
+		_, err = d.pol.Load().Language(l.Name, sess.Rootfs)
+	}
+	return l, kind, sess, err
 }
 
 // guestErr classes a guest's errors: what the request asked that cannot

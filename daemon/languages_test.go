@@ -50,6 +50,7 @@ func TestLanguagesThroughTheRegistry(t *testing.T) {
 	fs := &fakeStore{dirs: map[string]string{
 		"default": withFiles(t, "bin/sh"),
 		"other":   withFiles(t, "usr/bin/node", "usr/bin/esbuild"),
+		"poly":    withFiles(t, "usr/bin/Rscript", "usr/bin/jshell"),
 	}}
 	d, err := New(Config{Engine: r, Rootfs: treeStore{fs}, MaxConcurrent: 2})
 	if err != nil {
@@ -67,6 +68,9 @@ func TestLanguagesThroughTheRegistry(t *testing.T) {
 		{"javascript", "default", "", `"javascript" needs Node.js in the rootfs, and rootfs "default" has python, bash;`},
 		{"typescript", "other", "", "typescript needs its runner (javascript)"},
 		{"ruby", "other", "", `rootfs "other" has python, bash, javascript, typescript`},
+		{"r", "poly", "Rscript --vanilla -e 1", ""},
+		{"r", "default", "", `"r" needs R (Rscript) in the rootfs, and rootfs "default" has python, bash; use a rootfs of the polyglot profile`},
+		{"java", "poly", "", `java runs only beside a session's interpreter, in contexts (E2B's code interpreter: runCode with language "java")`},
 	} {
 		t.Run(tc.lang+"/"+tc.rootfs, func(t *testing.T) {
 			before := r.count()

@@ -60,6 +60,11 @@ func (d *Daemon) Run(ctx context.Context, req *agentapi.RunRequest, opts RunOpti
 	// Code of a language with a runner kind goes to a runner; an argv run,
 	// code whose language has none, or a run with an init, to the engine.
 	viaRunner := d.cfg.Starter != nil && j.Lang != nil && j.Lang.Runner != "" && opts.Seccomp == nil && !j.Init
+	if j.Lang != nil && j.Lang.Runner == "" && !j.Lang.HasOneShot() {
+		d.metrics.Run("invalid")
+		return nil, errdefs.Field("language", "%s runs only beside a session's interpreter, in contexts (E2B's code interpreter: runCode with language %q); a run of it is not supported",
+			j.Language, j.Language)
+	}
 	if j.Lang != nil && !viaRunner && !j.Lang.HasOneShot() {
 		d.metrics.Run("invalid")
 		return nil, errdefs.Field("language", "%s needs its runner (%s), and this run goes to the engine directly (a custom seccomp filter, init, or no runner); run it without those",

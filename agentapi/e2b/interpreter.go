@@ -65,6 +65,12 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	if interp.Guest(c.Language) { // a language the rootfs lacks is refused here, not after the head
+		if err := s.core.StartGuest(r.Context(), sb.id, daemon.GuestRef{Language: c.Language, Context: c.ID, Cwd: c.Cwd}); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
 	// The head goes out now: the SDK's timeoutMs counts from it, and a
 	// cell may print nothing for a long time.
 	w.Header().Set("Content-Type", "application/x-ndjson")

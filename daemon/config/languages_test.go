@@ -12,9 +12,9 @@ import (
 
 func TestLanguages(t *testing.T) {
 	c, err := Load(writeConf(t, `
-[languages.r]
-argv = ["Rscript", "{file}"]
-extension = ".R"
+[languages.octave]
+argv = ["octave", "{file}"]
+extension = ".m"
 rootfs = ["default"]
 
 [languages.awk]
@@ -30,18 +30,18 @@ argv = ["python3", "-"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(pol.Languages("default"), ","); got != "python,bash,awk,py-stdin,r" {
+	if got := strings.Join(pol.Languages("default"), ","); got != "python,bash,awk,octave,py-stdin" {
 		t.Errorf("languages on default: %s", got)
 	}
 	if got := strings.Join(pol.Languages("minimal"), ","); got != "python,bash,awk,py-stdin" {
 		t.Errorf("languages on minimal: %s", got)
 	}
-	j, err := pol.Validate(&agentapi.RunRequest{Language: "r", Code: "cat(42)", Rootfs: "default"})
+	j, err := pol.Validate(&agentapi.RunRequest{Language: "octave", Code: "disp(42)", Rootfs: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sp := j.Spec("id", "/dir")
-	if strings.Join(sp.Argv, " ") != "Rscript /workspace/.nsbox/main.R" || len(sp.Files) != 1 || sp.Files[0].Path != ".nsbox/main.R" || string(sp.Files[0].Data) != "cat(42)" || sp.Stdin != nil {
+	if strings.Join(sp.Argv, " ") != "octave /workspace/.nsbox/main.m" || len(sp.Files) != 1 || sp.Files[0].Path != ".nsbox/main.m" || string(sp.Files[0].Data) != "disp(42)" || sp.Stdin != nil {
 		t.Errorf("spec %+v", sp)
 	}
 	j, err = pol.Validate(&agentapi.RunRequest{Language: "py-stdin", Code: "print(1)"})
@@ -55,8 +55,8 @@ argv = ["python3", "-"]
 		req  agentapi.RunRequest
 		want string
 	}{
-		{agentapi.RunRequest{Language: "r", Code: "1", Rootfs: "minimal"}, `"r" is declared for rootfs default only; rootfs "minimal" has python, bash, awk, py-stdin`},
-		{agentapi.RunRequest{Language: "cobol", Code: "1"}, `"cobol" is not a language of this daemon; rootfs "default" has python, bash, awk, py-stdin, r`},
+		{agentapi.RunRequest{Language: "octave", Code: "1", Rootfs: "minimal"}, `"octave" is declared for rootfs default only; rootfs "minimal" has python, bash, awk, py-stdin`},
+		{agentapi.RunRequest{Language: "cobol", Code: "1"}, `"cobol" is not a language of this daemon; rootfs "default" has python, bash, awk, octave, py-stdin`},
 		{agentapi.RunRequest{Language: "py-stdin", Code: "1", Stdin: "x"}, "reads its program from standard input"},
 	} {
 		_, err := pol.Validate(&c.req)

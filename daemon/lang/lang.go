@@ -51,6 +51,8 @@ type Descriptor struct {
 	// guest is the guest interpreter that runs its cells beside another
 	// language's session (container/runner/guest), "" for none.
 	guest guest.Kind
+	// profile is the rootfs profile that has what it Needs.
+	profile string
 	// pool names the built-in pool of its runners on the default rootfs
 	// ([pool] node_size), if it has one.
 	pool string
@@ -90,7 +92,7 @@ var builtin = []*Descriptor{
 	},
 	{
 		Name: agentapi.LanguageJavaScript, Runner: runner.JavaScript, guest: guest.JavaScript,
-		Needs: []string{"usr/bin/node"}, needsWhat: "Node.js", pool: "node",
+		Needs: []string{"usr/bin/node"}, needsWhat: "Node.js", profile: "datasci", pool: "node",
 		Title: "JavaScript",
 		Description: "JavaScript on Node.js, like a Node REPL cell: the last expression's value is returned as the Node REPL shows it, " +
 			"an exception with its stack (<cell N>:LINE:COL); top-level await works, and require() or await import() load Node's " +
@@ -100,8 +102,21 @@ var builtin = []*Descriptor{
 	{
 		// No one-shot program: node cannot strip the types.
 		Name: agentapi.LanguageTypeScript, Runner: runner.JavaScript, Transform: runner.StripTypes, guest: guest.JavaScript,
-		Needs: []string{"usr/bin/node", "usr/bin/esbuild"}, needsWhat: "Node.js and esbuild",
+		Needs: []string{"usr/bin/node", "usr/bin/esbuild"}, needsWhat: "Node.js and esbuild", profile: "datasci",
 		Title: "TypeScript", Description: "TypeScript on Node.js: its types are stripped (not checked) with esbuild, then it runs as JavaScript.",
+	},
+	{
+		Name: agentapi.LanguageR, guest: guest.R, codeInArgv: true,
+		Needs: []string{"usr/bin/Rscript"}, needsWhat: "R (Rscript)", profile: "polyglot",
+		Title: "R", Description: "R code, run with Rscript; beside a session's interpreter, in one R session whose variables stay, the last visible value printed as R's console prints it.",
+		oneShot: func(code, _ string) Program { return Program{Argv: []string{"Rscript", "--vanilla", "-e", code}} },
+	},
+	{
+		// No one-shot program: a JShell script prints what its feedback
+		// mode says, not the program's output alone.
+		Name: agentapi.LanguageJava, guest: guest.Java,
+		Needs: []string{"usr/bin/jshell"}, needsWhat: "Java (OpenJDK's jshell)", profile: "polyglot",
+		Title: "Java", Description: "Java snippets in JShell, beside a session's interpreter (E2B's code interpreter): declarations stay, the last expression's value is returned, and the environment is given as system properties (System.getProperty).",
 	},
 }
 
@@ -216,6 +231,15 @@ func (d *Descriptor) Contexts() bool { return d.Runner != "" && d.Runner.Context
 // session of another language (a sandbox with processes: E2B's code
 // interpreter), if it has one.
 func (d *Descriptor) Guest() (guest.Kind, bool) { return d.guest, d.guest != "" }
+
+// GuestOf returns the language name names and its guest kind, or a field
+// error on language that lists those a guest runs.
+func GuestOf(name string) (*Descriptor, guest.Kind, error) {
+	if d, ok := Builtin(name); ok && d.guest != "" {
+		return d, d.guest, nil
+	}
+	return nil, "", errdefs.Field("language", "%q: beside a session's interpreter nsbox runs %s", name, strings.Join(Guests(), ", "))
+}
 
 // Guests lists the built-in languages that have a guest interpreter.
 func Guests() []string {

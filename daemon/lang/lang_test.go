@@ -116,7 +116,7 @@ func TestRunnerLanguages(t *testing.T) {
 
 func TestOnRootfs(t *testing.T) {
 	r, err := New([]Declared{
-		{Name: "r", Argv: []string{"Rscript", FileArg}, Rootfs: []string{"stats"}},
+		{Name: "octave", Argv: []string{"Rscript", FileArg}, Rootfs: []string{"stats"}},
 		{Name: "lua", Argv: []string{"lua", "-"}},
 	})
 	if err != nil {
@@ -129,7 +129,8 @@ func TestOnRootfs(t *testing.T) {
 		{"unknown tree", "default", "", []string{"python", "bash", "lua"}},
 		{"minimal", "default", tree(t, false, "usr/bin/python3"), []string{"python", "bash", "lua"}},
 		{"node", "default", tree(t, false, "usr/bin/node"), []string{"python", "bash", "javascript", "lua"}},
-		{"node and esbuild, links", "stats", tree(t, true, "usr/bin/node", "usr/bin/esbuild"), []string{"python", "bash", "javascript", "typescript", "lua", "r"}},
+		{"node and esbuild, links", "stats", tree(t, true, "usr/bin/node", "usr/bin/esbuild"), []string{"python", "bash", "javascript", "typescript", "lua", "octave"}},
+		{"R and Java, links", "default", tree(t, true, "usr/bin/python3", "usr/bin/Rscript", "usr/bin/jshell"), []string{"python", "bash", "r", "java", "lua"}},
 		{"argv-only", "alpine", argvOnlyTree(t, "usr/bin/python3"), []string{"bash", "lua"}},
 		{"argv-only with node", "alpine", argvOnlyTree(t, "usr/bin/node"), []string{"bash", "javascript", "lua"}},
 	} {
@@ -142,7 +143,7 @@ func TestOnRootfs(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
-	r, err := New([]Declared{{Name: "r", Argv: []string{"Rscript", FileArg}, Rootfs: []string{"stats"}}})
+	r, err := New([]Declared{{Name: "octave", Argv: []string{"Rscript", FileArg}, Rootfs: []string{"stats"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +161,10 @@ func TestResolve(t *testing.T) {
 			`run a command there with argv (a run's "argv", nsbox exec --rootfs alpine -- CMD), or use a rootfs with python3 3.9 or newer`},
 		{"python3", "alpine", argvOnly, "", `"python3" needs python3 3.9 or newer in the rootfs, and rootfs "alpine" is argv-only`},
 		{"bash", "alpine", argvOnly, "bash", ""},
-		{"r", "stats", "", "r", ""},
-		{"r", "default", "", "", `"r" is declared for rootfs stats only`},
+		{"r", "default", "", "", `"r" needs R (Rscript) in the rootfs, and rootfs "default" has python, bash; use a rootfs of the polyglot profile (nsbox rootfs build --profile polyglot)`},
+		{"java", "default", tree(t, false, "usr/bin/jshell"), "java", ""},
+		{"octave", "stats", "", "octave", ""},
+		{"octave", "default", "", "", `"octave" is declared for rootfs stats only`},
 		{"ruby", "default", "", "", `"ruby" is not a language of this daemon; rootfs "default" has python, bash (the operator declares more in [languages.NAME])`},
 	} {
 		t.Run(tc.name+"/"+tc.rootfs, func(t *testing.T) {
@@ -188,25 +191,25 @@ func TestDeclared(t *testing.T) {
 		{Declared{Name: "python3", Argv: []string{"x"}}, "built in"},
 		{Declared{Name: "typescript", Argv: []string{"x"}}, "built in"},
 		{Declared{Name: "R", Argv: []string{"x"}}, "use 1 to 32"},
-		{Declared{Name: "r"}, "argv is empty"},
-		{Declared{Name: "r", Argv: []string{"x"}, Extension: "R"}, "starting with a dot"},
+		{Declared{Name: "octave"}, "argv is empty"},
+		{Declared{Name: "octave", Argv: []string{"x"}, Extension: "R"}, "starting with a dot"},
 	} {
 		if err := tc.l.Check(); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%+v: Check() = %v, want %q", tc.l, err, tc.err)
 		}
 	}
-	if _, err := New([]Declared{{Name: "r", Argv: []string{"a"}}, {Name: "r", Argv: []string{"b"}}}); err == nil || !strings.Contains(err.Error(), "declared twice") {
+	if _, err := New([]Declared{{Name: "octave", Argv: []string{"a"}}, {Name: "octave", Argv: []string{"b"}}}); err == nil || !strings.Contains(err.Error(), "declared twice") {
 		t.Errorf("a language declared twice: %v", err)
 	}
 
-	r, err := New([]Declared{{Name: "r", Argv: []string{"Rscript", FileArg}, Extension: ".R"}, {Name: "lua", Argv: []string{"lua", "-"}}})
+	r, err := New([]Declared{{Name: "octave", Argv: []string{"Rscript", FileArg}, Extension: ".R"}, {Name: "lua", Argv: []string{"lua", "-"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := r.Resolve("r", "default", "")
+	d, _ := r.Resolve("octave", "default", "")
 	p, ok := d.OneShot("cat(1)", "")
 	if !ok || strings.Join(p.Argv, " ") != "Rscript /workspace/.nsbox/main.R" || p.File == nil || string(p.File.Data) != "cat(1)" || p.Stdin || d.StdinIsProgram() {
-		t.Errorf("r: %+v %v stdin-is-program %v", p, ok, d.StdinIsProgram())
+		t.Errorf("octave: %+v %v stdin-is-program %v", p, ok, d.StdinIsProgram())
 	}
 	d, _ = r.Resolve("lua", "default", "")
 	if p, _ = d.OneShot("print(1)", ""); strings.Join(p.Argv, " ") != "lua -" || p.File != nil || !p.Stdin || !d.StdinIsProgram() {
@@ -240,13 +243,13 @@ func TestOneShotBash(t *testing.T) {
 // every one titled and described, the default one marked, the
 // capabilities read from the runner kind, declared rows last.
 func TestInfo(t *testing.T) {
-	r, err := New([]Declared{{Name: "r", Argv: []string{"Rscript", FileArg}}})
+	r, err := New([]Declared{{Name: "octave", Argv: []string{"Rscript", FileArg}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	info := r.Info()
-	if len(info) != len(builtin)+1 || info[len(info)-1].Name != "r" || info[len(info)-1].Sessions || !info[len(info)-1].OneShot {
-		t.Fatalf("info %+v: want the built-in rows, then r (one-shot, no sessions)", info)
+	if len(info) != len(builtin)+1 || info[len(info)-1].Name != "octave" || info[len(info)-1].Sessions || !info[len(info)-1].OneShot {
+		t.Fatalf("info %+v: want the built-in rows, then octave (one-shot, no sessions)", info)
 	}
 	defaults := 0
 	for _, l := range info {

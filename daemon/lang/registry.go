@@ -59,8 +59,8 @@ func (r *Registry) Resolve(name, rootfs, dir string) (*Descriptor, error) {
 			return nil, argvOnlyError(name, rootfs, r.On(rootfs, dir))
 		}
 		if !d.OnRootfs(dir) {
-			return nil, errdefs.Field("language", "%q needs %s in the rootfs, and rootfs %q has %s; use a rootfs of the datasci profile (nsbox rootfs build --profile datasci)",
-				name, d.needsWhat, rootfs, strings.Join(r.On(rootfs, dir), ", "))
+			return nil, errdefs.Field("language", "%q needs %s in the rootfs, and rootfs %q has %s; use a rootfs of the %s profile (nsbox rootfs build --profile %s)",
+				name, d.needsWhat, rootfs, strings.Join(r.On(rootfs, dir), ", "), d.profile, d.profile)
 		}
 		return d, nil
 	}

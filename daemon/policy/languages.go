@@ -16,6 +16,12 @@ func (pol *Rules) language(name, rootfs string) (*lang.Descriptor, error) {
 	return pol.langs.Resolve(name, rootfs, pol.rootfsDir(rootfs))
 }
 
+// Language resolves the language name on rootfs: a field error on
+// "language" that says what the rootfs has when it cannot run there.
+func (pol *Rules) Language(name, rootfs string) (*lang.Descriptor, error) {
+	return pol.language(name, rootfs)
+}
+
 // rootfsDir is the tree of the rootfs name, for what it has; "" when
 // unknown.
 func (pol *Rules) rootfsDir(name string) string {

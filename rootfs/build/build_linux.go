@@ -93,6 +93,12 @@ func Run(ctx context.Context, s rootfs.Store, o Options, progress func(rootfs.Pr
 				return m, err
 			}
 		}
+		if prof.shellCheck != "" {
+			progress(rootfs.Progress{Phase: "check", Percent: -1, Message: "R and Java in the new tree"})
+			if err := checkShell(ctx, tree, prof.shellCheck); err != nil {
+				return m, err
+			}
+		}
 		return m, nil
 	})
 }
@@ -109,6 +115,9 @@ func mmdebstrapArgs(tree string, o Options, prof profile) []string {
 	}
 	for _, p := range commonIncludes() {
 		args = append(args, "--dpkgopt=path-include="+p)
+	}
+	for _, d := range prof.dirs {
+		args = append(args, `--setup-hook=mkdir -p "$1"`+d)
 	}
 	return append(args, o.Suite, tree, o.Mirror)
 }

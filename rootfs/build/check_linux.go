@@ -111,3 +111,16 @@ func firstLines(out []byte) string {
 	}
 	return strings.Join(lines, " | ")
 }
+
+// checkShell runs script with /bin/sh in the new tree, in a mount and pid
+// namespace of its own where the tree has a /proc and the host's /dev
+// (a JVM reads both): both mounts go with the namespace.
+func checkShell(ctx context.Context, tree, script string) error {
+	cmd := exec.CommandContext(ctx, "unshare", "--mount", "--pid", "--fork", "--propagation", "private", "/bin/sh", "-c",
+		`mount -t proc proc "$1/proc" && mount --rbind /dev "$1/dev" && exec chroot "$1" /bin/sh -c "$2"`, "sh", tree, script)
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp", "LANG=C.UTF-8"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: the R and Java check failed in the new tree: %v: %s", ErrBuildFailed, err, lastLine(strings.TrimSpace(string(out))))
+	}
+	return nil
+}

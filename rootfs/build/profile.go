@@ -26,7 +26,21 @@ type profile struct {
 	// fontCache builds matplotlib's font cache into the tree and seeds a
 	// sandbox's cache dir from it at Python start-up.
 	fontCache bool
+	// dirs are made in the tree before any package is installed: those a
+	// maintainer script needs that path-exclude keeps dpkg from making.
+	dirs []string
+	// shellCheck is a /bin/sh script run last in the new tree, with a
+	// /proc and the host's /dev (checkShell): a smoke test of what needs
+	// them (a JVM).
+	shellCheck string
 }
+
+// polyglotCheck runs R and Java's JShell as the r and java guests do
+// (container/runner/guest).
+const polyglotCheck = `set -e
+test "$(Rscript --vanilla -e 'cat(sum(1:10))')" = 55
+printf 'System.out.println(6 * 7)\n/exit\n' | jshell -q | grep -q 42
+`
 
 // has reports whether the profile installs pkg.
 func (p profile) has(pkg string) bool { return slices.Contains(p.packages, pkg) }
@@ -133,45 +147,56 @@ finally:
 `
 
 func profiles() map[string]profile {
+	datasci := profile{
+		packages: []string{
+			"python3", "python3-numpy", "python3-pandas", "python3-scipy",
+			"python3-matplotlib", "python3-sklearn", "python3-statsmodels",
+			"python3-sympy", "python3-mpmath", "python3-openpyxl", "python3-xlrd",
+			"python3-pil", "python3-seaborn", "python3-tqdm", "python3-dateutil",
+			"python3-tz", "python3-joblib",
+			// fork and park carry cell-defined functions, classes and
+			// lambdas (docs/SESSIONS.md)
+			"python3-cloudpickle",
+			// pip and venv for installs through the egress proxy
+			// (docs/NETWORK.md), and requests, the HTTP client agents use
+			"python3-pip", "python3-venv", "python3-requests",
+			// JavaScript and TypeScript (issue 18): Node.js, acorn
+			// (the runner's top-level await), esbuild (strips types)
+			"nodejs", "node-acorn", "esbuild",
+			// git and curl, which E2B's sandboxes have and its SDK's
+			// sandbox.git drives (git's perl scripts go with perl:
+			// commonPurge; the commands the SDK runs are built in)
+			"git", "curl",
+		},
+		imports: datasciCheck,
+		purge:   append(commonPurge(), datasciPurge()...),
+		// esbuild's WebAssembly build (11 MiB), for platforms without
+		// the native binary; require("esbuild") runs /usr/bin/esbuild
+		exclude:   []string{"/usr/lib/*/nodejs/esbuild-wasm/*"},
+		fontCache: true,
+		trimTests: []string{
+			"numpy", "pandas", "scipy", "sklearn", "matplotlib", "mpl_toolkits",
+			"statsmodels", "sympy", "mpmath", "openpyxl", "PIL", "seaborn", "joblib",
+			"tqdm", "dateutil", "pytz",
+		},
+	}
+	polyglot := datasci
+	// R and Java (E2B's code interpreter has both): R's interpreter and
+	// OpenJDK with JShell, which the r and java guests drive.
+	polyglot.packages = append(slices.Clip(datasci.packages), "r-base-core", "openjdk-17-jdk-headless")
+	polyglot.shellCheck = polyglotCheck
+	// OpenJDK's postinst links its man pages into /usr/share/man/man1
+	// with update-alternatives, which fails when the directory is missing
+	// (commonExcludes keeps dpkg from making it).
+	polyglot.dirs = []string{"/usr/share/man/man1"}
 	return map[string]profile{
 		"minimal": {
 			packages: []string{"python3"},
 			imports:  "import json, sqlite3, ssl, decimal",
 			purge:    commonPurge(),
 		},
-		"datasci": {
-			packages: []string{
-				"python3", "python3-numpy", "python3-pandas", "python3-scipy",
-				"python3-matplotlib", "python3-sklearn", "python3-statsmodels",
-				"python3-sympy", "python3-mpmath", "python3-openpyxl", "python3-xlrd",
-				"python3-pil", "python3-seaborn", "python3-tqdm", "python3-dateutil",
-				"python3-tz", "python3-joblib",
-				// fork and park carry cell-defined functions, classes and
-				// lambdas (docs/SESSIONS.md)
-				"python3-cloudpickle",
-				// pip and venv for installs through the egress proxy
-				// (docs/NETWORK.md), and requests, the HTTP client agents use
-				"python3-pip", "python3-venv", "python3-requests",
-				// JavaScript and TypeScript (issue 18): Node.js, acorn
-				// (the runner's top-level await), esbuild (strips types)
-				"nodejs", "node-acorn", "esbuild",
-				// git and curl, which E2B's sandboxes have and its SDK's
-				// sandbox.git drives (git's perl scripts go with perl:
-				// commonPurge; the commands the SDK runs are built in)
-				"git", "curl",
-			},
-			imports: datasciCheck,
-			purge:   append(commonPurge(), datasciPurge()...),
-			// esbuild's WebAssembly build (11 MiB), for platforms without
-			// the native binary; require("esbuild") runs /usr/bin/esbuild
-			exclude:   []string{"/usr/lib/*/nodejs/esbuild-wasm/*"},
-			fontCache: true,
-			trimTests: []string{
-				"numpy", "pandas", "scipy", "sklearn", "matplotlib", "mpl_toolkits",
-				"statsmodels", "sympy", "mpmath", "openpyxl", "PIL", "seaborn", "joblib",
-				"tqdm", "dateutil", "pytz",
-			},
-		},
+		"datasci":  datasci,
+		"polyglot": polyglot,
 	}
 }
 

@@ -88,6 +88,7 @@ func TestE2BClient(t *testing.T) {
 		"NSBOX_E2B_TEMPLATE_DATASCI="+datasci,
 		"NSBOX_E2B_HOST_CANARY="+canary,
 		"NSBOX_E2B_EGRESS="+egress,
+		"NSBOX_E2B_TEMPLATE_POLYGLOT="+testdaemon.PolyglotRootfs(t),
 		"NO_COLOR=1",
 	)
 	out := &lineLogger{t: t}

@@ -1,12 +1,13 @@
 // runCode in JavaScript, TypeScript and bash (nsbox's guest interpreters
 // beside the sandbox's Python), their default contexts, contexts of those
-// languages and their cwd, a Python context's cwd, and the refusal of a
-// language nsbox does not run.
+// languages and their cwd, a Python context's cwd, the refusal of a
+// language nsbox does not run (and of R and Java on a rootfs without
+// them), and R and Java on the polyglot rootfs when it is there.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Sandbox } from "@e2b/code-interpreter";
 import { SandboxError, TimeoutError } from "e2b";
-import { JUPYTER_PORT, create, rawSandboxFetch, run } from "./lib.mjs";
+import { JUPYTER_PORT, POLYGLOT, create, rawSandboxFetch, run } from "./lib.mjs";
 
 test("JavaScript: state, logs, the last value, imports, errors, files shared with Python", { timeout: 120_000 }, async (t) => {
   const sbx = await create(t, Sandbox);
@@ -99,11 +100,9 @@ test("a Python context's cwd", { timeout: 120_000 }, async (t) => {
   assert.equal((await run(sbx, "1 + 1", { context: root })).text, "2");
 });
 
-test("a language nsbox does not run is refused, naming those it does", { timeout: 60_000 }, async (t) => {
+test("a language nsbox does not run is refused, naming those it does; R and Java name the rootfs profile that has them", { timeout: 60_000 }, async (t) => {
   const sbx = await create(t, Sandbox);
-  for (const language of ["r", "java"]) {
-    await assert.rejects(sbx.runCode("1", { language }), /400/);
-    await assert.rejects(sbx.createCodeContext({ language }), /400/);
+  const execute = async (language) => {
     const res = await rawSandboxFetch("/execute", {
       sandboxId: sbx.sandboxId,
       port: JUPYTER_PORT,
@@ -111,10 +110,18 @@ test("a language nsbox does not run is refused, naming those it does", { timeout
       body: JSON.stringify({ code: "1", language }),
       headers: { "X-Access-Token": sbx.envdAccessToken, "Content-Type": "application/json" },
     });
-    const body = await res.text();
-    assert.equal(res.status, 400, body);
-    assert.match(body, /runs python, bash, javascript, typescript /);
-    assert.match(body, /R and Java need a rootfs with them/);
+    return { status: res.status, body: await res.text() };
+  };
+  for (const language of ["cobol", "r", "java"]) {
+    await assert.rejects(sbx.runCode("1", { language }), /400/);
+    await assert.rejects(sbx.createCodeContext({ language }), /400/);
+    const { status, body } = await execute(language);
+    assert.equal(status, 400, body);
+    if (language === "cobol") {
+      assert.match(body, /runs python, bash, javascript, typescript, r, java/);
+    } else {
+      assert.match(body, /needs (R|Java).* in the rootfs.*use a rootfs of the polyglot profile/);
+    }
   }
   await assert.rejects(sbx.runCode("1", { language: "js", context: await sbx.createCodeContext() }), "a context and a language at once");
 });
@@ -133,4 +140,27 @@ test("after a pause, JavaScript, bash and Python contexts run again, JavaScript'
   assert.equal((await run(same, "echo ${b:-gone}", { language: "bash" })).logs.stdout.join(""), "gone\n");
   assert.equal((await run(same, "import os\nos.getcwd()", { context: pyctx })).text, "/tmp");
   assert.equal((await run(same, "import os\nos.getcwd()")).text, "/home/user");
+});
+
+test("R and Java on the polyglot rootfs: state, the last value, envs, errors, cwd", { timeout: 300_000, skip: POLYGLOT ? false : "no polyglot rootfs (make rootfs-polyglot)" }, async (t) => {
+  const sbx = await create(t, Sandbox, { envs: { TEST_ENV_VAR: "supertest" } }, POLYGLOT);
+  assert.equal((await run(sbx, "getwd()", { language: "r" })).text, '[1] "/home/user"');
+  assert.equal((await run(sbx, "x <- 41", { language: "r" })).text, undefined);
+  const r = await run(sbx, "cat('from r\\n')\nx + 1", { language: "r" });
+  assert.equal(r.text, "[1] 42");
+  assert.deepEqual(r.logs.stdout, ["from r\n"]);
+  assert.equal((await run(sbx, 'Sys.getenv("TEST_ENV_VAR")', { language: "r" })).text, '[1] "supertest"');
+  assert.equal((await run(sbx, 'Sys.getenv("FOO")', { language: "r", envs: { FOO: "bar" } })).text, '[1] "bar"');
+  const rerr = await sbx.runCode("stop('boom')", { language: "r" });
+  assert.equal(rerr.error?.name, "Error");
+  assert.equal(rerr.error?.value, "boom");
+
+  assert.equal((await run(sbx, 'System.getProperty("user.dir")', { language: "java" })).text, "/home/user");
+  await run(sbx, "int y = 6;", { language: "java" });
+  assert.equal((await run(sbx, "y * 7", { language: "java" })).text, "42");
+  assert.equal((await run(sbx, 'System.getProperty("TEST_ENV_VAR")', { language: "java" })).text, "supertest");
+  assert.equal((await run(sbx, 'System.getProperty("FOO")', { language: "java", envs: { FOO: "bar" } })).text, "bar");
+  assert.equal((await run(sbx, 'System.getProperty("FOO", "default")', { language: "java" })).text, "default");
+  const jerr = await sbx.runCode('Integer.parseInt("x")', { language: "java" });
+  assert.equal(jerr.error?.name, "java.lang.NumberFormatException");
 });

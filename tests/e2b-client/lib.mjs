@@ -25,6 +25,10 @@ export const API_KEY = process.env.E2B_API_KEY;
 // "code-interpreter-v1"), which nsbox maps to its default rootfs.
 export const DATASCI = process.env.NSBOX_E2B_TEMPLATE_DATASCI || "default";
 
+// POLYGLOT names the rootfs of the polyglot profile (R and Java) as a
+// template, "" when the store has none (its tests skip).
+export const POLYGLOT = process.env.NSBOX_E2B_TEMPLATE_POLYGLOT || "";
+
 // envd's and the code interpreter's ports, as the SDKs send them in
 // E2b-Sandbox-Port.
 export const ENVD_PORT = 49983;

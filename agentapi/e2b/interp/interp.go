@@ -49,13 +49,13 @@ func Normalize(name string) string {
 func Languages() []string { return append([]string{lang.Default().Name}, lang.Guests()...) }
 
 // Check refuses a language the code interpreter does not run, naming
-// those it does (R and Java need a rootfs that has them; none does yet).
+// those it does (R and Java run where the sandbox's rootfs has them: the
+// core refuses them elsewhere, saying which profile does).
 func Check(language string) error {
 	if slices.Contains(Languages(), language) {
 		return nil
 	}
-	return errdefs.Field("language", "%q: nsbox's code interpreter runs %s (R and Java need a rootfs with them, which nsbox does not ship yet)",
-		language, strings.Join(Languages(), ", "))
+	return errdefs.Field("language", "%q: nsbox's code interpreter runs %s", language, strings.Join(Languages(), ", "))
 }
 
 // Guest reports a language that runs in a guest interpreter.

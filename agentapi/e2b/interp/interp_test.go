@@ -25,8 +25,9 @@ func TestResolve(t *testing.T) {
 		{ctx: "default-bash", want: Context{ID: "default-bash", Language: "bash", Cwd: "/h"}},
 		{ctx: "c1", want: created["c1"]},
 		{ctx: "c1", lang: "python", class: errdefs.ErrInvalidArgument},
-		{lang: "r", class: errdefs.ErrInvalidArgument},
-		{lang: "java", class: errdefs.ErrInvalidArgument},
+		{lang: "R", want: Context{ID: "default-r", Language: "r", Cwd: "/h"}},
+		{lang: "java", want: Context{ID: "default-java", Language: "java", Cwd: "/h"}},
+		{lang: "cobol", class: errdefs.ErrInvalidArgument},
 		{ctx: "nope", class: errdefs.ErrNotFound},
 	} {
 		got, err := Resolve(tc.ctx, tc.lang, "/h", lookup)
@@ -40,8 +41,8 @@ func TestResolve(t *testing.T) {
 			t.Errorf("Resolve(%q, %q) = %+v, %v; want %+v", tc.ctx, tc.lang, got, err, tc.want)
 		}
 	}
-	if _, err := Resolve("", "r", "/h", lookup); !strings.Contains(err.Error(), "python, bash, javascript, typescript") {
-		t.Errorf("the refusal of r names no languages: %v", err)
+	if _, err := Resolve("", "cobol", "/h", lookup); !strings.Contains(err.Error(), "python, bash, javascript, typescript, r, java") {
+		t.Errorf("the refusal of cobol names no languages: %v", err)
 	}
 }
 

@@ -86,3 +86,26 @@ func NodeRootfs(t testing.TB) string {
 	}
 	return dir
 }
+
+// PolyglotRootfs returns the rootfs of the polyglot profile, which has R
+// and Java: NSBOX_TEST_POLYGLOT_ROOTFS_NAME (default "polyglot") in the
+// store NSBOX_TEST_ROOTFS_STORE or StoreRoot; it skips when Rscript or
+// jshell is not in it.
+func PolyglotRootfs(t testing.TB) string {
+	t.Helper()
+	name := os.Getenv("NSBOX_TEST_POLYGLOT_ROOTFS_NAME")
+	if name == "" {
+		name = "polyglot"
+	}
+	store := os.Getenv("NSBOX_TEST_ROOTFS_STORE")
+	if store == "" {
+		store = StoreRoot
+	}
+	dir := filepath.Join(store, name, "rootfs")
+	for _, f := range []string{"usr/bin/Rscript", "usr/bin/jshell"} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err != nil {
+			t.Skipf("no polyglot rootfs %q with R and Java at %s (make rootfs-polyglot builds it): %v", name, dir, err)
+		}
+	}
+	return dir
+}

@@ -1,11 +1,13 @@
 package guest
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,6 +56,42 @@ func bashRequest(marker string, req *ExecRequest) ([]byte, error) {
 	return []byte(marker + "\x00" + env.String() + "\x00" + req.Code + "\x00"), nil
 }
 
+// fieldsRequest is an R or Java cell as its driver reads it: fields, each
+// a 10-digit byte count and the bytes: the marker, the number of
+// environment variables, each name and value, the code. R's strings
+// cannot hold a NUL byte.
+func fieldsRequest(kind Kind, marker string, req *ExecRequest) ([]byte, error) {
+	var b bytes.Buffer
+	field := func(s string) error {
+		if kind == R && strings.IndexByte(s, 0) >= 0 {
+			return fmt.Errorf("an R cell or variable cannot hold a NUL byte: %w", runner.ErrUnsupported)
+		}
+		if len(s) > 9_999_999_999 {
+			return fmt.Errorf("a cell of %d bytes: %w", len(s), runner.ErrUnsupported)
+		}
+		fmt.Fprintf(&b, "%010d%s", len(s), s)
+		return nil
+	}
+	names := make([]string, 0, len(req.Env))
+	for k := range req.Env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	fields := []string{marker, strconv.Itoa(len(names))}
+	for _, k := range names {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return nil, fmt.Errorf("environment variable %q: %w", k, runner.ErrUnsupported)
+		}
+		fields = append(fields, k, req.Env[k])
+	}
+	for _, f := range append(fields, req.Code) {
+		if err := field(f); err != nil {
+			return nil, err
+		}
+	}
+	return b.Bytes(), nil
+}
+
 type nodeCell struct {
 	Code    string            `json:"code"`
 	Marker  string            `json:"marker"`
@@ -90,17 +128,22 @@ func (g *Guest) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 	}
 	marker := newMarker()
 	var in []byte
-	if g.kind == Bash {
+	switch g.kind {
+	case JavaScript:
+		in = frame(nodeCell{Code: req.Code, Marker: marker, Stream: true, Context: req.Context, Env: req.Env, Lang: string(req.Transform)})
+	default:
 		if req.Transform != "" || req.Context != "" {
-			return nil, fmt.Errorf("a bash guest has no transforms or contexts: %w", runner.ErrUnsupported)
+			return nil, fmt.Errorf("a %s guest has no transforms or contexts: %w", g.kind, runner.ErrUnsupported)
 		}
-		b, err := bashRequest(marker, &req)
+		var err error
+		if g.kind == Bash {
+			in, err = bashRequest(marker, &req)
+		} else {
+			in, err = fieldsRequest(g.kind, marker, &req)
+		}
 		if err != nil {
 			return nil, err
 		}
-		in = b
-	} else {
-		in = frame(nodeCell{Code: req.Code, Marker: marker, Stream: true, Context: req.Context, Env: req.Env, Lang: string(req.Transform)})
 	}
 	start := time.Now()
 	c := g.begin(marker, &req, true)

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -32,7 +33,24 @@ type Kind string
 const (
 	Bash       Kind = "bash"       // one bash process: variables, functions and cwd stay between cells
 	JavaScript Kind = "javascript" // the Node runner (runner.NodeArgv); TypeScript cells too
+	R          Kind = "r"          // one R session (Rscript): its global environment stays
+	Java       Kind = "java"       // one JShell in one JVM: its snippets stay
 )
+
+// The R and Java guests' drivers (fieldsRequest is how they read a cell).
+var (
+	//go:embed r_driver.R
+	rDriver string
+	//go:embed NsboxJava.java
+	javaDriver string
+)
+
+// javaStart writes the Java driver ($1) into a directory of its own and
+// runs it from source; the driver removes the directory once the JVM has
+// compiled it. The JVM is sized for a notebook: the serial collector and
+// the first JIT tier start fastest.
+const javaStart = `d=$(mktemp -d) && printf '%s' "$1" > "$d/NsboxJava.java" && ` +
+	`exec java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto "$d/NsboxJava.java" "$d"`
 
 // ErrNoBytes: a bash cell or a value holds a NUL byte, which bash cannot.
 var ErrNoBytes = errors.New("a bash cell cannot hold a NUL byte")
@@ -98,6 +116,10 @@ func Start(ctx context.Context, a *procs.Agent, kind Kind, o Options) (*Guest, e
 	case JavaScript:
 		argv := runner.NodeArgv()
 		cfg = procs.Config{Cmd: argv[0], Args: argv[1:]}
+	case R:
+		cfg = procs.Config{Cmd: "Rscript", Args: []string{"--vanilla", "-e", rDriver}}
+	case Java:
+		cfg = procs.Config{Cmd: "/bin/sh", Args: []string{"-c", javaStart, "sh", javaDriver}}
 	default:
 		return nil, fmt.Errorf("guest %q: %w", kind, runner.ErrUnsupported)
 	}

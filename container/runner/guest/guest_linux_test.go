@@ -200,3 +200,84 @@ func TestBashForgedEnd(t *testing.T) {
 		t.Fatalf("the session after: %s %q %s", res.Status, res.Stdout, res.Error)
 	}
 }
+
+// TestRGuest: an R guest keeps its global environment from cell to cell,
+// prints every visible value as R's console does (the last one is the
+// cell's value), gives a cell's environment to that cell alone, reports
+// an error with its message, passes warnings to stderr, and stops a cell
+// at its timeout with the session kept.
+func TestRGuest(t *testing.T) {
+	g := start(t, agent(t, testenv.PolyglotRootfs(t)), guest.R, guest.Options{Cwd: "/tmp", Env: map[string]string{"SANDBOX_VAR": "kept"}})
+	steps := []struct {
+		code, value, stdout string
+		env                 map[string]string
+	}{
+		{code: "getwd()", value: `[1] "/tmp"`},
+		{code: `Sys.getenv("SANDBOX_VAR")`, value: `[1] "kept"`},
+		{code: "x <- 41\ninvisible(x)"},
+		{code: "x + 1\ncat('out\\n')\nc(a = 1, b = 2)", value: "a b \n1 2 ", stdout: "[1] 42\nout\n"},
+		{code: `Sys.getenv("FOO")`, env: map[string]string{"FOO": "bar"}, value: `[1] "bar"`},
+		{code: `Sys.getenv("FOO", unset = "default")`, value: `[1] "default"`},
+		{code: `"it's \"quoted\"\n"`, value: `[1] "it's \"quoted\"\n"`},
+	}
+	for _, s := range steps {
+		res := run(t, g, guest.ExecRequest{Code: s.code, Env: s.env})
+		if res.Status != runner.StatusOK || res.Value != s.value || string(res.Stdout) != s.stdout {
+			t.Fatalf("%q: %s value %q stdout %q (stderr %q, %+v); want value %q stdout %q", s.code, res.Status, res.Value, res.Stdout, res.Stderr, res.Exception, s.value, s.stdout)
+		}
+	}
+	res := run(t, g, guest.ExecRequest{Code: "as.integer('a')\nstop('no such thing')"})
+	if res.Status != runner.StatusException || res.Exception == nil || res.Exception.Value != "no such thing" || !strings.Contains(string(res.Stderr), "NAs introduced by coercion") {
+		t.Fatalf("an error: %s %+v stderr %q", res.Status, res.Exception, res.Stderr)
+	}
+	res = run(t, g, guest.ExecRequest{Code: "repeat {}", Timeout: 2 * time.Second})
+	if res.Status != runner.StatusTimeout || res.Killed {
+		t.Fatalf("a cell past its timeout: %s killed %v (%s)", res.Status, res.Killed, res.Error)
+	}
+	if res := run(t, g, guest.ExecRequest{Code: "x"}); res.Value != "[1] 41" {
+		t.Fatalf("after the timeout: %s %q %+v: the session was lost", res.Status, res.Value, res.Exception)
+	}
+}
+
+// TestJavaGuest: a Java guest keeps its snippets from cell to cell,
+// returns the last expression's value (a String as it is), gives the
+// environment as system properties (the sandbox's, and a cell's for that
+// cell alone) as E2B's Java kernel does, reports compile errors and
+// exceptions, and stops a cell at its timeout with the session kept.
+func TestJavaGuest(t *testing.T) {
+	g := start(t, agent(t, testenv.PolyglotRootfs(t)), guest.Java, guest.Options{Cwd: "/tmp", Env: map[string]string{"SANDBOX_VAR": "kept"}})
+	steps := []struct {
+		code, value, stdout string
+		env                 map[string]string
+	}{
+		{code: `System.getProperty("user.dir")`, value: "/tmp"},
+		{code: `System.getProperty("SANDBOX_VAR")`, value: "kept"},
+		{code: "int x = 41;\nString twice(String s) { return s + s; }"},
+		{code: "System.out.println(\"out\");\nx + 1", value: "42", stdout: "out\n"},
+		{code: `twice("ab")`, value: "abab"},
+		{code: `System.getProperty("FOO")`, env: map[string]string{"FOO": "bar"}, value: "bar"},
+		{code: `System.getProperty("FOO", "default")`, value: "default"},
+		{code: `"tab\there"`, value: "tab\there"},
+	}
+	for _, s := range steps {
+		res := run(t, g, guest.ExecRequest{Code: s.code, Env: s.env, Timeout: time.Minute})
+		if res.Status != runner.StatusOK || res.Value != s.value || string(res.Stdout) != s.stdout {
+			t.Fatalf("%q: %s value %q stdout %q (stderr %q, %+v); want value %q stdout %q", s.code, res.Status, res.Value, res.Stdout, res.Stderr, res.Exception, s.value, s.stdout)
+		}
+	}
+	res := run(t, g, guest.ExecRequest{Code: "int y = \"no\";", Timeout: time.Minute})
+	if res.Status != runner.StatusException || res.Exception == nil || res.Exception.Name != "CompilationError" || !strings.Contains(res.Exception.Value, "incompatible types") {
+		t.Fatalf("a compile error: %s %+v", res.Status, res.Exception)
+	}
+	res = run(t, g, guest.ExecRequest{Code: "Integer.parseInt(\"x\")", Timeout: time.Minute})
+	if res.Status != runner.StatusException || res.Exception == nil || res.Exception.Name != "java.lang.NumberFormatException" {
+		t.Fatalf("an exception: %s %+v", res.Status, res.Exception)
+	}
+	res = run(t, g, guest.ExecRequest{Code: "while (true) { }", Timeout: 3 * time.Second})
+	if res.Status != runner.StatusTimeout || res.Killed {
+		t.Fatalf("a cell past its timeout: %s killed %v (%s)", res.Status, res.Killed, res.Error)
+	}
+	if res := run(t, g, guest.ExecRequest{Code: "x", Timeout: time.Minute}); res.Value != "41" {
+		t.Fatalf("after the timeout: %s %q %+v: the session was lost", res.Status, res.Value, res.Exception)
+	}
+}

@@ -54,6 +54,25 @@ func DataSciRootfs(t testing.TB) string {
 	return name
 }
 
+// PolyglotRootfs returns the name of the polyglot rootfs (R and Java;
+// NSBOX_TEST_POLYGLOT_ROOTFS_NAME, default "polyglot") when the test store
+// has it, else "": the tests of R and Java skip (make rootfs-polyglot).
+func PolyglotRootfs(t testing.TB) string {
+	t.Helper()
+	store, _ := Rootfs(t)
+	name := os.Getenv("NSBOX_TEST_POLYGLOT_ROOTFS_NAME")
+	if name == "" {
+		name = "polyglot"
+	}
+	for _, f := range []string{"usr/bin/Rscript", "usr/bin/jshell"} {
+		if _, err := os.Lstat(filepath.Join(store, name, "rootfs", f)); err != nil {
+			t.Logf("no polyglot rootfs %q with R and Java in %s: its tests skip (make rootfs-polyglot)", name, store)
+			return ""
+		}
+	}
+	return name
+}
+
 // RandomName returns prefix and eight random hex digits.
 func RandomName(prefix string) string {
 	var b [4]byte

@@ -126,8 +126,9 @@ func rootfsBuild(c *cli.Context) error {
 // profileAbout says what building each profile costs, measured on a 2-core
 // VM with a nearby mirror (README.md has the sizes).
 var profileAbout = map[string]string{
-	"datasci": "Python with numpy, pandas, scipy, matplotlib, scikit-learn and more, Node.js, esbuild, git and curl; 650 MiB, 3 to 7 minutes",
-	"minimal": "python3 only; 108 MiB, about 40 s",
+	"datasci":  "Python with numpy, pandas, scipy, matplotlib, scikit-learn and more, Node.js, esbuild, git and curl; 650 MiB, 3 to 7 minutes",
+	"minimal":  "python3 only; 108 MiB, about 40 s",
+	"polyglot": "datasci, and R and Java (OpenJDK 17 with JShell) for the r and java languages",
 }
 
 // profileChoices lists the profiles with what each costs, each after
