@@ -75,8 +75,7 @@ func classify(err error) error {
 	case errors.Is(err, volume.ErrNoTools):
 		class = errdefs.ErrUnavailable
 	case errors.Is(err, cgroup.ErrFreezeTimeout):
-		// Its processes did not all stop in time (they kept starting,
-		// or the machine is loaded); it was thawed and runs on: again later.
+		// Its processes kept starting, or the machine is loaded: thawed, it runs on.
 		return errdefs.In(errdefs.ErrUnavailable, fmt.Errorf("%w: the session was left running; pause it again", err))
 	case errors.Is(err, session.ErrNotPython):
 		class = errdefs.ErrInvalidArgument
