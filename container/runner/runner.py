@@ -324,10 +324,11 @@ def _run(count, code, ns=_ns, ctx=''):
 
 
 def _with_shell_escapes(code, name):
-    """IPython's shell escapes, for a cell that does not parse as Python:
-    a line `!cmd` runs cmd in /bin/sh, its output the cell's; `x = !cmd`
-    gives x the lines cmd printed. {expr} in cmd is the expression's value
-    (left as written when it fails). Lines within a multi-line string are
+    """IPython's shell escapes and line magics, for a cell that does not
+    parse as Python: a line `!cmd` runs cmd in /bin/sh, its output the
+    cell's; `x = !cmd` gives x the lines cmd printed; `%pip`, `%cd`, `%env`
+    and `%pwd` do what IPython's do (_magic). {expr} in cmd is the
+    expression's value (left as written when it fails). Lines within a multi-line string are
     left alone; the cell keeps its line numbers. The parsed cell, or None
     when it has no such line or still does not parse."""
     import io, re, tokenize
@@ -340,12 +341,19 @@ def _with_shell_escapes(code, name):
     except (tokenize.TokenError, SyntaxError):
         pass  # an unterminated string after a `!`: judged by line alone
     esc = re.compile(r'^([ \t]*)(?:([A-Za-z_][A-Za-z_0-9]*)[ \t]*=[ \t]*)?!(?!=)(.*?)(\r?\n)?$')
+    magic = re.compile(r'^([ \t]*)(?:([A-Za-z_][A-Za-z_0-9]*)[ \t]*=[ \t]*)?%%(%s)(?![A-Za-z0-9_])[ \t]*(.*?)(\r?\n)?$' % '|'.join(_MAGICS))
     n = 0
     for i, line in enumerate(lines):
-        m = None if i in inside else esc.match(line)
+        if i in inside:
+            continue
+        m = esc.match(line)
         if m:
             ind, var, cmd, nl = m.groups()
             lines[i] = '%s%s__nsbox_shell__(%r, %s)%s' % (ind, var + ' = ' if var else '', cmd, bool(var), nl or '')
+            n += 1
+        elif magic.match(line):
+            ind, var, name, arg, nl = magic.match(line).groups()
+            lines[i] = '%s%s__nsbox_magic__(%r, %r)%s' % (ind, var + ' = ' if var else '', name, arg, nl or '')
             n += 1
     if not n:
         return None
@@ -355,12 +363,12 @@ def _with_shell_escapes(code, name):
         return None
 
 
-def _shell(cmd, capture):
+def _shell(cmd, capture, f=None):
     """A shell escape's command (see _with_shell_escapes), run in the
     cell's working directory and environment; its exit status is the
-    cell's _exit_code, as IPython's."""
+    cell's _exit_code, as IPython's. f: the cell's frame."""
     import re, subprocess
-    f = sys._getframe(1)
+    f = f or sys._getframe(1)
 
     def expand(m):
         try:
@@ -376,7 +384,38 @@ def _shell(cmd, capture):
         return p.stdout.decode('utf-8', 'replace').splitlines()
 
 
+_MAGICS = ('pip', 'cd', 'env', 'pwd')
+
+
+def _magic(name, arg):
+    """IPython's line magics agents use most: `%pip ARGS` runs this
+    interpreter's pip (through the sandbox's egress, when it has some),
+    `%cd DIR` changes the directory and prints it, `%env` lists the
+    environment, `%env NAME` gives a variable, `%env NAME=VALUE` (or
+    `NAME VALUE`) sets it, `%pwd` gives the directory."""
+    f = sys._getframe(1)
+    if name == 'pip':
+        import shlex
+        return _shell(shlex.quote(sys.executable) + ' -m pip ' + arg, False, f)
+    if name == 'cd':
+        os.chdir(os.path.expanduser(arg.strip().strip('\'"') or '~'))
+        print(os.getcwd())
+        return None
+    if name == 'pwd':
+        return os.getcwd()
+    arg = arg.strip()
+    if not arg:
+        return dict(os.environ)
+    k, sep, v = arg.partition('=') if '=' in arg else arg.partition(' ')
+    if not sep:
+        return os.environ.get(k)
+    os.environ[k.strip()] = v.strip()
+    print('env: %s=%s' % (k.strip(), v.strip()))
+    return None
+
+
 sys.modules['builtins'].__nsbox_shell__ = _shell  # what a rewritten cell calls
+sys.modules['builtins'].__nsbox_magic__ = _magic
 
 
 # A DataFrame's data is returned up to this many cells (its repr always).

@@ -46,7 +46,17 @@ func TestShellEscapes(t *testing.T) {
 		{name: "a string keeps its lines", code: "s = '''\n!x\n'''\n!true\ns", status: StatusOK, value: `'\n!x\n'`},
 		{name: "still a syntax error", code: "!echo ran\ndef f(:", status: StatusException, exc: "SyntaxError"},
 		{name: "!= is Python's", code: "v != 6", status: StatusOK, value: "False"},
+		{name: "%cd", code: "%cd /tmp\nimport os\nos.getcwd()", status: StatusOK, stdout: "/tmp\n", value: "'/tmp'"},
+		{name: "%pwd", code: "here = %pwd\nhere", status: StatusOK, value: "'/tmp'"},
+		{name: "%env sets", code: "%env NSBOX_T=it is\nimport os\nos.environ['NSBOX_T']", status: StatusOK, stdout: "env: NSBOX_T=it is\n", value: "'it is'"},
+		{name: "%env gets", code: "%env NSBOX_T", status: StatusOK, value: "'it is'"},
 	})
+	// %pip is this interpreter's pip (the test rootfs may have none: then
+	// python3 -m pip says so).
+	res := exec(t, r, "%pip --version\n_exit_code")
+	if out := string(res.Stdout) + string(res.Stderr); !strings.Contains(out, "pip") || res.Status != StatusOK {
+		t.Fatalf("%%pip --version: %s %q %q", res.Status, out, res.Value)
+	}
 }
 
 func TestTracebackPointsAtUserLine(t *testing.T) {
