@@ -128,8 +128,8 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	if res.Value != "" {
 		main := true
 		m := res.ValueMime
-		emit(line{Type: "result", Text: plainText(res.Value), Data: res.ValueData, IsMainResult: &main, HTML: m["text/html"],
-			Markdown: m["text/markdown"], SVG: m["image/svg+xml"], LaTeX: m["text/latex"], JSON: jsonOrNil(m["application/json"])})
+		emit(line{Type: "result", Text: interp.PlainText(res.Value), Data: res.ValueData, IsMainResult: &main, HTML: m["text/html"],
+			Markdown: m["text/markdown"], SVG: m["image/svg+xml"], LaTeX: m["text/latex"], JSON: json.RawMessage(m["application/json"])})
 	}
 	if name, value, tb, ok := interp.Error(res); ok {
 		emit(line{Type: "error", Name: name, Value: value, Traceback: tb})
@@ -137,27 +137,6 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	n := res.ExecutionCount
 	emit(line{Type: "number_of_executions", ExecutionCount: &n})
 	emit(line{Type: "end_of_execution"})
-}
-
-// jsonOrNil is JSON text as a raw message, nil when there is none.
-func jsonOrNil(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	return json.RawMessage(s)
-}
-
-// plainText is a result's text as E2B's code interpreter sends it: the
-// text/plain form (a Python value's repr) less one pair of quotes that
-// begin and end it, as its server's Result model strips them from every
-// result (template/server/api/models/result.py), so a str 'bar' is bar
-// while ['bar'] and 1 keep their repr. A quote alone is "", as there.
-// /v1's value stays the repr, which tells the str "1" from the int 1.
-func plainText(repr string) string {
-	if n := len(repr); n > 0 && (repr[0] == '\'' || repr[0] == '"') && repr[n-1] == repr[0] {
-		return repr[1:max(n-1, 1)]
-	}
-	return repr
 }
 
 // context returns a context created in the sandbox.
