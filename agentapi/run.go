@@ -144,12 +144,17 @@ type RunResult struct {
 	// figures open at the end or shown, and the images shown with
 	// display() (PIL's show and save too) or ending the code. ValueData is
 	// the last expression's data when it is a pandas DataFrame:
-	// {column: [values]}. ExecutionCount numbers a session's execs from 1.
-	Value          string          `json:"value,omitempty"`
-	ValueData      json.RawMessage `json:"value_data,omitempty"`
-	Exception      *Exception      `json:"exception,omitempty"`
-	Figures        []Figure        `json:"figures,omitempty"`
-	ExecutionCount int             `json:"execution_count,omitempty"`
+	// {column: [values]}. ValueMime is the last expression's rich forms by
+	// MIME type, as IPython finds them (its _repr_html_, _repr_markdown_,
+	// _repr_svg_, _repr_latex_, _repr_json_): text/html, text/markdown,
+	// image/svg+xml, text/latex, application/json (JSON text).
+	// ExecutionCount numbers a session's execs from 1.
+	Value          string            `json:"value,omitempty"`
+	ValueData      json.RawMessage   `json:"value_data,omitempty"`
+	ValueMime      map[string]string `json:"value_mime,omitempty"`
+	Exception      *Exception        `json:"exception,omitempty"`
+	Figures        []Figure          `json:"figures,omitempty"`
+	ExecutionCount int               `json:"execution_count,omitempty"`
 	// SessionDead is set on a session exec that ended the session (OOM,
 	// crash, a cell that ignored its interrupt); Error says why.
 	SessionDead bool `json:"session_dead,omitempty"`

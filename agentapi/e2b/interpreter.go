@@ -40,6 +40,12 @@ type line struct {
 	// shapes are E2B's Chart and data (docs/API.md), passed through.
 	Chart json.RawMessage `json:"chart,omitempty"`
 	Data  json.RawMessage `json:"data,omitempty"`
+	// The value's rich forms (RunResult.ValueMime), as E2B's Result has them.
+	HTML     string          `json:"html,omitempty"`
+	Markdown string          `json:"markdown,omitempty"`
+	SVG      string          `json:"svg,omitempty"`
+	LaTeX    string          `json:"latex,omitempty"`
+	JSON     json.RawMessage `json:"json,omitempty"`
 	// error
 	Name      string `json:"name,omitempty"`
 	Value     string `json:"value,omitempty"`
@@ -121,7 +127,9 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	}
 	if res.Value != "" {
 		main := true
-		emit(line{Type: "result", Text: plainText(res.Value), Data: res.ValueData, IsMainResult: &main})
+		m := res.ValueMime
+		emit(line{Type: "result", Text: interp.PlainText(res.Value), Data: res.ValueData, IsMainResult: &main, HTML: m["text/html"],
+			Markdown: m["text/markdown"], SVG: m["image/svg+xml"], LaTeX: m["text/latex"], JSON: json.RawMessage(m["application/json"])})
 	}
 	if name, value, tb, ok := interp.Error(res); ok {
 		emit(line{Type: "error", Name: name, Value: value, Traceback: tb})
@@ -129,19 +137,6 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	n := res.ExecutionCount
 	emit(line{Type: "number_of_executions", ExecutionCount: &n})
 	emit(line{Type: "end_of_execution"})
-}
-
-// plainText is a result's text as E2B's code interpreter sends it: the
-// text/plain form (a Python value's repr) less one pair of quotes that
-// begin and end it, as its server's Result model strips them from every
-// result (template/server/api/models/result.py), so a str 'bar' is bar
-// while ['bar'] and 1 keep their repr. A quote alone is "", as there.
-// /v1's value stays the repr, which tells the str "1" from the int 1.
-func plainText(repr string) string {
-	if n := len(repr); n > 0 && (repr[0] == '\'' || repr[0] == '"') && repr[n-1] == repr[0] {
-		return repr[1:max(n-1, 1)]
-	}
-	return repr
 }
 
 // context returns a context created in the sandbox.

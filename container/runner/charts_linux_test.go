@@ -171,6 +171,34 @@ func TestDataFrameData(t *testing.T) {
 	}
 }
 
+// TestRichForms: the last expression's _repr_*_ forms by MIME type, as
+// IPython's display formatter finds them: an object's own (a (data,
+// metadata) pair, a None form left out, one that raises skipped), a
+// DataFrame's HTML table; a plain value has none.
+func TestRichForms(t *testing.T) {
+	r := startRunner(t, newEngine(t), testenv.DataSciRootfs(t))
+	exec(t, r, `class R:
+    def _repr_html_(self): return '<b>hi</b>'
+    def _repr_markdown_(self): return ('**hi**', {'isolated': True})
+    def _repr_latex_(self): return None
+    def _repr_svg_(self): raise ValueError('no svg')
+    def _repr_json_(self): return {'k': [1, 2]}`)
+	res := exec(t, r, "R()")
+	want := map[string]string{"text/html": "<b>hi</b>", "text/markdown": "**hi**", "application/json": `{"k": [1, 2]}`}
+	if res.Status != StatusOK || !reflect.DeepEqual(res.ValueMime, want) {
+		t.Fatalf("value_mime %v (%s %+v), want %v", res.ValueMime, res.Status, res.Exception, want)
+	}
+	res = exec(t, r, "import pandas as pd\npd.DataFrame({'a': [1, 2]})")
+	if h := res.ValueMime["text/html"]; !strings.Contains(h, "<table") || !strings.Contains(h, "<th>a</th>") {
+		t.Errorf("a DataFrame's HTML: %q", h)
+	}
+	for _, code := range []string{"1", "'x'", "[1, 2]", "None"} {
+		if res := exec(t, r, code); res.ValueMime != nil {
+			t.Errorf("%s: value_mime %v", code, res.ValueMime)
+		}
+	}
+}
+
 func TestShownImages(t *testing.T) {
 	r := startRunner(t, newEngine(t), testenv.DataSciRootfs(t))
 	exec(t, r, "from PIL import Image\nimport matplotlib.pyplot as plt\nimg = Image.new('RGBA', (16, 8), 'red')")

@@ -87,8 +87,10 @@ type reply struct {
 	// ValueData is the last expression's data, when it is a pandas
 	// DataFrame: {column: [values]}.
 	ValueData json.RawMessage `json:"value_data,omitempty"`
-	Unmarked  bool            `json:"unmarked,omitempty"` // a marker could not be written
-	Skipped   []string        `json:"skipped,omitempty"`  // modules a setup could not import
+	// ValueMime is the last expression's rich forms by MIME type.
+	ValueMime map[string]string `json:"value_mime,omitempty"`
+	Unmarked  bool              `json:"unmarked,omitempty"` // a marker could not be written
+	Skipped   []string          `json:"skipped,omitempty"`  // modules a setup could not import
 	// ElapsedUs is the cell's run time as the runner measured it, inside
 	// the sandbox.
 	ElapsedUs int64 `json:"elapsed_us,omitempty"`

@@ -33,6 +33,11 @@ type Result struct {
 	// ValueData is the last expression's data as JSON, when it is a
 	// pandas DataFrame (at most 100,000 cells): {column: [values]}.
 	ValueData []byte
+	// ValueMime is the last expression's rich forms (its _repr_html_,
+	// _repr_markdown_, _repr_svg_, _repr_latex_, _repr_json_) by MIME
+	// type: text/html, text/markdown, image/svg+xml, text/latex,
+	// application/json (JSON text).
+	ValueMime map[string]string
 
 	Stdout, Stderr                   []byte // capped at ExecRequest.OutputBytes each
 	StdoutBytes, StderrBytes         int64  // produced, including what was cut

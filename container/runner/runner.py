@@ -319,8 +319,8 @@ def _run(count, code, ns=_ns, ctx=''):
             r = repr(v)
             if len(r) > _REPR_CAP:
                 r = r[:_REPR_CAP] + '...'
-            return r, _rich(v)
-    return None, None
+            return r, _rich(v), _mime(v)
+    return None, None, None
 
 
 def _with_shell_escapes(code, name):
@@ -445,6 +445,38 @@ def _rich(v):
         if f is not None:
             _keep(f)
     return None
+
+
+# The forms of a value beyond its repr that IPython shows (its
+# _repr_*_ methods), by MIME type; each at most _REPR_CAP * 16.
+_MIME = (('_repr_html_', 'text/html'), ('_repr_markdown_', 'text/markdown'),
+         ('_repr_svg_', 'image/svg+xml'), ('_repr_latex_', 'text/latex'),
+         ('_repr_json_', 'application/json'))
+
+
+def _mime(v):
+    """The last expression's rich forms, as IPython's display formatter
+    finds them (a DataFrame's HTML table, a sympy expression's LaTeX, an
+    object's own _repr_html_): {mime: text}, application/json as JSON
+    text; None when it has none. Only type attributes are looked up: a
+    plain value costs five lookups."""
+    t, out = type(v), None
+    for meth, mime in _MIME:
+        if getattr(t, meth, None) is None:
+            continue
+        try:
+            x = getattr(v, meth)()
+            if isinstance(x, tuple):  # (data, metadata)
+                x = x[0]
+            if x is None:
+                continue
+            x = json.dumps(x, allow_nan=False) if mime == 'application/json' else str(x)
+        except Exception:
+            continue
+        if len(x) <= _REPR_CAP * 16:
+            out = out or {}
+            out[mime] = x
+    return out
 
 
 def _jsonable(x):
@@ -1067,7 +1099,7 @@ def main():
                     try:
                         if env:
                             os.environ.update(env)
-                        v, data = _run(n, req['code'], ns, cid)
+                        v, data, mime = _run(n, req['code'], ns, cid)
                     finally:
                         if saved:
                             _restore_env(saved)
@@ -1079,6 +1111,8 @@ def main():
                         rep['value'] = v
                     if data is not None:
                         rep['value_data'] = data
+                    if mime:
+                        rep['value_mime'] = mime
             except SystemExit as e:
                 if e.code not in (None, 0):
                     rep['exception'] = _exception(e)

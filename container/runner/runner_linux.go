@@ -435,7 +435,7 @@ func (r *Runner) cell(ctx context.Context, req ExecRequest, setup bool, preimpor
 			}
 			r.finish(res, start)
 			res.Count, res.Exception, res.Figures = rep.Count, rep.Exception, rep.Figures
-			res.ValueData = rep.ValueData
+			res.ValueData, res.ValueMime = rep.ValueData, rep.ValueMime
 			skipped = rep.Skipped
 			if rep.Value != nil {
 				res.Value = *rep.Value

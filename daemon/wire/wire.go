@@ -78,7 +78,7 @@ func Mime(p string, content []byte) string {
 // Cell copies a cell's rich outputs and its output into out.
 func Cell(out *agentapi.RunResult, res *runner.Result) {
 	out.Value = res.Value
-	out.ValueData = res.ValueData
+	out.ValueData, out.ValueMime = res.ValueData, res.ValueMime
 	out.ExecutionCount = res.Count
 	if e := res.Exception; e != nil {
 		out.Exception = &agentapi.Exception{Name: e.Name, Value: e.Value, Traceback: e.Traceback}

@@ -79,6 +79,11 @@ test("a figure's chart, a DataFrame's data, a PIL image shown", { timeout: 120_0
   assert.equal(df.results[0].isMainResult, true);
   assert.deepEqual(df.results[0].data, { a: [1, 2], b: ["x", null] });
   assert.match(df.results[0].text, /a +b/, "the text is still the repr");
+  assert.match(df.results[0].html ?? "", /<table[\s\S]*<th>a<\/th>/, "a DataFrame's HTML table, as E2B's html");
+
+  const rich = await run(sbx, "class R:\n    def _repr_markdown_(self): return '**hi**'\n    def _repr_json_(self): return {'k': 1}\nR()");
+  assert.equal(rich.results[0].markdown, "**hi**");
+  assert.deepEqual(rich.results[0].json, { k: 1 });
 
   const img = await run(sbx, "from PIL import Image\nim = Image.new('RGB', (4, 4))\nim.show()\nim.save('x.png')\nprint('done')");
   assert.equal(img.results.length, 2, "show() and save() each display the image");

@@ -121,3 +121,16 @@ func Error(res *agentapi.RunResult) (name, value, traceback string, ok bool) {
 	}
 	return "", "", "", false
 }
+
+// PlainText is a result's text as E2B's code interpreter sends it: the
+// text/plain form (a Python value's repr) less one pair of quotes that
+// begin and end it, as its server's Result model strips them from every
+// result (template/server/api/models/result.py), so a str 'bar' is bar
+// while ['bar'] and 1 keep their repr. A quote alone is "", as there.
+// /v1's value stays the repr, which tells the str "1" from the int 1.
+func PlainText(repr string) string {
+	if n := len(repr); n > 0 && (repr[0] == '\'' || repr[0] == '"') && repr[n-1] == repr[0] {
+		return repr[1:max(n-1, 1)]
+	}
+	return repr
+}
