@@ -42,15 +42,7 @@ func Rootfs(t testing.TB) string {
 // skips when matplotlib is not in it.
 func DataSciRootfs(t testing.TB) string {
 	t.Helper()
-	name := os.Getenv("NSBOX_TEST_DATASCI_ROOTFS_NAME")
-	if name == "" {
-		name = "default"
-	}
-	store := os.Getenv("NSBOX_TEST_ROOTFS_STORE")
-	if store == "" {
-		store = StoreRoot
-	}
-	dir := filepath.Join(store, name, "rootfs")
+	name, dir := storeTree("NSBOX_TEST_DATASCI_ROOTFS_NAME", "default")
 	if _, err := os.Stat(filepath.Join(dir, "usr/lib/python3/dist-packages/matplotlib")); err != nil {
 		t.Skipf("no data-science rootfs %q with matplotlib at %s (build it: nsbox rootfs build --profile datasci --name %s): %v", name, dir, name, err)
 	}
@@ -93,19 +85,26 @@ func NodeRootfs(t testing.TB) string {
 // jshell is not in it.
 func PolyglotRootfs(t testing.TB) string {
 	t.Helper()
-	name := os.Getenv("NSBOX_TEST_POLYGLOT_ROOTFS_NAME")
-	if name == "" {
-		name = "polyglot"
-	}
-	store := os.Getenv("NSBOX_TEST_ROOTFS_STORE")
-	if store == "" {
-		store = StoreRoot
-	}
-	dir := filepath.Join(store, name, "rootfs")
+	name, dir := storeTree("NSBOX_TEST_POLYGLOT_ROOTFS_NAME", "polyglot")
 	for _, f := range []string{"usr/bin/Rscript", "usr/bin/jshell"} {
 		if _, err := os.Lstat(filepath.Join(dir, f)); err != nil {
 			t.Skipf("no polyglot rootfs %q with R and Java at %s (make rootfs-polyglot builds it): %v", name, dir, err)
 		}
 	}
 	return dir
+}
+
+// storeTree is the rootfs named by the variable nameVar (def when unset)
+// in the store NSBOX_TEST_ROOTFS_STORE (StoreRoot when unset): its name
+// and its tree.
+func storeTree(nameVar, def string) (name, dir string) {
+	name = os.Getenv(nameVar)
+	if name == "" {
+		name = def
+	}
+	store := os.Getenv("NSBOX_TEST_ROOTFS_STORE")
+	if store == "" {
+		store = StoreRoot
+	}
+	return name, filepath.Join(store, name, "rootfs")
 }

@@ -208,10 +208,7 @@ func TestBashForgedEnd(t *testing.T) {
 // at its timeout with the session kept.
 func TestRGuest(t *testing.T) {
 	g := start(t, agent(t, testenv.PolyglotRootfs(t)), guest.R, guest.Options{Cwd: "/tmp", Env: map[string]string{"SANDBOX_VAR": "kept"}})
-	steps := []struct {
-		code, value, stdout string
-		env                 map[string]string
-	}{
+	runSteps(t, g, []step{
 		{code: "getwd()", value: `[1] "/tmp"`},
 		{code: `Sys.getenv("SANDBOX_VAR")`, value: `[1] "kept"`},
 		{code: "x <- 41\ninvisible(x)"},
@@ -219,13 +216,7 @@ func TestRGuest(t *testing.T) {
 		{code: `Sys.getenv("FOO")`, env: map[string]string{"FOO": "bar"}, value: `[1] "bar"`},
 		{code: `Sys.getenv("FOO", unset = "default")`, value: `[1] "default"`},
 		{code: `"it's \"quoted\"\n"`, value: `[1] "it's \"quoted\"\n"`},
-	}
-	for _, s := range steps {
-		res := run(t, g, guest.ExecRequest{Code: s.code, Env: s.env})
-		if res.Status != runner.StatusOK || res.Value != s.value || string(res.Stdout) != s.stdout {
-			t.Fatalf("%q: %s value %q stdout %q (stderr %q, %+v); want value %q stdout %q", s.code, res.Status, res.Value, res.Stdout, res.Stderr, res.Exception, s.value, s.stdout)
-		}
-	}
+	})
 	res := run(t, g, guest.ExecRequest{Code: "as.integer('a')\nstop('no such thing')"})
 	if res.Status != runner.StatusException || res.Exception == nil || res.Exception.Value != "no such thing" || !strings.Contains(string(res.Stderr), "NAs introduced by coercion") {
 		t.Fatalf("an error: %s %+v stderr %q", res.Status, res.Exception, res.Stderr)
@@ -246,10 +237,7 @@ func TestRGuest(t *testing.T) {
 // exceptions, and stops a cell at its timeout with the session kept.
 func TestJavaGuest(t *testing.T) {
 	g := start(t, agent(t, testenv.PolyglotRootfs(t)), guest.Java, guest.Options{Cwd: "/tmp", Env: map[string]string{"SANDBOX_VAR": "kept"}})
-	steps := []struct {
-		code, value, stdout string
-		env                 map[string]string
-	}{
+	runSteps(t, g, []step{
 		{code: `System.getProperty("user.dir")`, value: "/tmp"},
 		{code: `System.getProperty("SANDBOX_VAR")`, value: "kept"},
 		{code: "int x = 41;\nString twice(String s) { return s + s; }"},
@@ -258,13 +246,7 @@ func TestJavaGuest(t *testing.T) {
 		{code: `System.getProperty("FOO")`, env: map[string]string{"FOO": "bar"}, value: "bar"},
 		{code: `System.getProperty("FOO", "default")`, value: "default"},
 		{code: `"tab\there"`, value: "tab\there"},
-	}
-	for _, s := range steps {
-		res := run(t, g, guest.ExecRequest{Code: s.code, Env: s.env, Timeout: time.Minute})
-		if res.Status != runner.StatusOK || res.Value != s.value || string(res.Stdout) != s.stdout {
-			t.Fatalf("%q: %s value %q stdout %q (stderr %q, %+v); want value %q stdout %q", s.code, res.Status, res.Value, res.Stdout, res.Stderr, res.Exception, s.value, s.stdout)
-		}
-	}
+	})
 	res := run(t, g, guest.ExecRequest{Code: "int y = \"no\";", Timeout: time.Minute})
 	if res.Status != runner.StatusException || res.Exception == nil || res.Exception.Name != "CompilationError" || !strings.Contains(res.Exception.Value, "incompatible types") {
 		t.Fatalf("a compile error: %s %+v", res.Status, res.Exception)
@@ -279,5 +261,23 @@ func TestJavaGuest(t *testing.T) {
 	}
 	if res := run(t, g, guest.ExecRequest{Code: "x", Timeout: time.Minute}); res.Value != "41" {
 		t.Fatalf("after the timeout: %s %q %+v: the session was lost", res.Status, res.Value, res.Exception)
+	}
+}
+
+// step is one cell of runSteps: its code and env, and the value and
+// stdout it must give (status ok).
+type step struct {
+	code, value, stdout string
+	env                 map[string]string
+}
+
+// runSteps runs each step's cell in g, in order, with a minute each.
+func runSteps(t *testing.T, g *guest.Guest, steps []step) {
+	t.Helper()
+	for _, s := range steps {
+		res := run(t, g, guest.ExecRequest{Code: s.code, Env: s.env, Timeout: time.Minute})
+		if res.Status != runner.StatusOK || res.Value != s.value || string(res.Stdout) != s.stdout {
+			t.Fatalf("%q: %s value %q stdout %q (stderr %q, %+v); want value %q stdout %q", s.code, res.Status, res.Value, res.Stdout, res.Stderr, res.Exception, s.value, s.stdout)
+		}
 	}
 }

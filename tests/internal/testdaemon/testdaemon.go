@@ -44,10 +44,7 @@ func Rootfs(t testing.TB) (store, name string) {
 func DataSciRootfs(t testing.TB) string {
 	t.Helper()
 	store, _ := Rootfs(t)
-	name := os.Getenv("NSBOX_TEST_DATASCI_ROOTFS_NAME")
-	if name == "" {
-		name = "default"
-	}
+	name := envOr("NSBOX_TEST_DATASCI_ROOTFS_NAME", "default")
 	if _, err := os.Stat(filepath.Join(store, name, "rootfs/usr/lib/python3/dist-packages/pandas")); err != nil {
 		t.Skipf("requires the data-science rootfs %q with pandas and matplotlib in %s (build it: nsbox rootfs build --profile default --name %s): %v", name, store, name, err)
 	}
@@ -60,10 +57,7 @@ func DataSciRootfs(t testing.TB) string {
 func PolyglotRootfs(t testing.TB) string {
 	t.Helper()
 	store, _ := Rootfs(t)
-	name := os.Getenv("NSBOX_TEST_POLYGLOT_ROOTFS_NAME")
-	if name == "" {
-		name = "polyglot"
-	}
+	name := envOr("NSBOX_TEST_POLYGLOT_ROOTFS_NAME", "polyglot")
 	for _, f := range []string{"usr/bin/Rscript", "usr/bin/jshell"} {
 		if _, err := os.Lstat(filepath.Join(store, name, "rootfs", f)); err != nil {
 			t.Logf("no polyglot rootfs %q with R and Java in %s: its tests skip (make rootfs-polyglot)", name, store)
@@ -71,6 +65,14 @@ func PolyglotRootfs(t testing.TB) string {
 		}
 	}
 	return name
+}
+
+// envOr is the variable k's value, def when it is unset or empty.
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
 }
 
 // RandomName returns prefix and eight random hex digits.
