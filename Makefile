@@ -213,7 +213,7 @@ VM_SUITE   = scripts/cgroup2-vm/suite.sh --host-usr \
 	--ro-share $(CURDIR) --share $(CURDIR)/$(VM_TESTS) --share $(STORE) \
 	--env NSBOX_VM_NSBOX_BIN=$(CURDIR)/$(VM_TESTS)/nsbox \
 	--env NSBOX_TEST_ROOTFS_STORE=$(STORE) --env NSBOX_TEST_ROOTFS_NAME=$(TEST_ROOTFS) \
-	--env NSBOX_TEST_DATASCI_ROOTFS_NAME=none-in-the-vm --env NSBOX_TEST_POLYGLOT_ROOTFS_NAME=none-in-the-vm
+	--env NSBOX_TEST_DATASCI_ROOTFS_NAME=none-in-the-vm
 VM_ARGS    = $(CURDIR) $(CURDIR)/$(VM_TESTS) NSBOX_TEST_ROOTFS=$(STORE)/$(TEST_ROOTFS)/rootfs
 
 .PHONY: test-cgroup2
