@@ -42,8 +42,6 @@ type createRequest struct {
 	MCP                 any               `json:"mcp"`
 	AutoResume          *autoResume       `json:"autoResume"`
 	Alias               string            `json:"alias"`
-
-	egress *agentapi.Network // from Network: the session's egress policy
 }
 
 // sandboxJSON is E2B's Sandbox / SandboxDetail / ListedSandbox in one.
@@ -107,13 +105,12 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	snap, fromSnapshot := s.snaps.Lookup(r, req.TemplateID)
 	var netInfo *network.Info
+	var egress *agentapi.Network
 	if req.Network != nil {
-		var egress *agentapi.Network
 		if netInfo, egress, err = req.Network.Parse(fromSnapshot); err != nil {
 			writeErr(w, err)
 			return
 		}
-		req.egress = egress
 	}
 	id := randomHex(16)
 	var sess *agentapi.Session
@@ -123,7 +120,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 			sess = &c.Session
 		}
 	} else {
-		sess, err = s.newSession(r.Context(), &req, id, timeout, action)
+		sess, err = s.newSession(r.Context(), &req, id, timeout, action, egress)
 	}
 	if err != nil {
 		s.log.Info("e2b: create refused", "template", req.TemplateID, "err", err)
@@ -153,13 +150,14 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, s.describe(sb, sess, true))
 }
 
-// newSession makes a sandbox's session from its template, as id.
-func (s *Server) newSession(ctx context.Context, req *createRequest, id string, timeout time.Duration, action string) (*agentapi.Session, error) {
+// newSession makes a sandbox's session from its template, as id, with
+// the egress policy of its network option (nil: none).
+func (s *Server) newSession(ctx context.Context, req *createRequest, id string, timeout time.Duration, action string, egress *agentapi.Network) (*agentapi.Session, error) {
 	sreq, err := s.sessionRequest(ctx, req.TemplateID, req.EnvVars)
 	if err != nil {
 		return nil, err
 	}
-	sreq.LifetimeMs, sreq.LifetimeAction, sreq.Network = timeout.Milliseconds(), action, req.egress
+	sreq.LifetimeMs, sreq.LifetimeAction, sreq.Network = timeout.Milliseconds(), action, egress
 	return s.core.CreateSessionWith(ctx, sreq, daemon.SessionOptions{ID: id, Processes: true, NoIdleEnd: true, Home: envd.Home})
 }
 

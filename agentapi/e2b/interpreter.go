@@ -71,17 +71,26 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if interp.Guest(c.Language) { // a language the rootfs lacks is refused here, not after the head
-		if err := s.core.StartGuest(r.Context(), sb.id, daemon.GuestRef{Language: c.Language, Context: c.ID, Cwd: c.Cwd}); err != nil {
-			writeErr(w, err)
+	// The head goes out before the cell runs: the SDK's timeoutMs counts
+	// from it, and a cell may print nothing for a long time. Python's now;
+	// a guest's once the core has it (OnStart), so that a language the
+	// rootfs lacks, or a guest that cannot start, is the request's error.
+	flusher, _ := w.(http.Flusher)
+	started := false
+	head := func(string) {
+		if started {
 			return
 		}
+		started = true
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+		if flusher != nil {
+			flusher.Flush()
+		}
 	}
-	// The head goes out now: the SDK's timeoutMs counts from it, and a
-	// cell may print nothing for a long time.
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
+	if !interp.Guest(c.Language) {
+		head("")
+	}
 	var mu sync.Mutex
 	emit := func(l line) {
 		mu.Lock()
@@ -92,11 +101,9 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
-	if flusher != nil {
-		flusher.Flush()
-	}
 	now := func() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 	opts := daemon.RunOptions{
+		OnStart:  head,
 		OnStdout: func(b []byte) { emit(line{Type: "stdout", Text: string(b), Timestamp: now()}) },
 		OnStderr: func(b []byte) { emit(line{Type: "stderr", Text: string(b), Timestamp: now()}) },
 	}
@@ -114,6 +121,10 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 		if sess, serr := s.core.Session(r.Context(), sb.id); errors.Is(serr, errdefs.ErrNotFound) || serr == nil && (sess.State == agentapi.SessionDead || sess.State == agentapi.SessionParked) {
 			panic(http.ErrAbortHandler)
 		}
+	}
+	if err != nil && !started {
+		writeErr(w, err)
+		return
 	}
 	if err != nil {
 		emit(line{Type: "error", Name: "SandboxError", Value: err.Error()})

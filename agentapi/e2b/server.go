@@ -11,11 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nsbox/nsbox/agentapi/e2b/apikeys"
-	"github.com/nsbox/nsbox/agentapi/e2b/hostports"
-
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/agentapi/e2b/apikeys"
 	"github.com/nsbox/nsbox/agentapi/e2b/envd"
+	"github.com/nsbox/nsbox/agentapi/e2b/hostports"
 	"github.com/nsbox/nsbox/agentapi/e2b/interp"
 	"github.com/nsbox/nsbox/agentapi/e2b/snapshots"
 	"github.com/nsbox/nsbox/agentapi/httpkit"

@@ -227,11 +227,6 @@ func (d *Descriptor) Processes() bool { return d.Runner != "" && d.Runner.Agent(
 // Contexts reports a language E2B's code interpreter runs in contexts.
 func (d *Descriptor) Contexts() bool { return d.Runner != "" && d.Runner.Contexts() }
 
-// Guest is the guest interpreter that runs the language's cells beside a
-// session of another language (a sandbox with processes: E2B's code
-// interpreter), if it has one.
-func (d *Descriptor) Guest() (guest.Kind, bool) { return d.guest, d.guest != "" }
-
 // GuestOf returns the language name names and its guest kind, or a field
 // error on language that lists those a guest runs.
 func GuestOf(name string) (*Descriptor, guest.Kind, error) {

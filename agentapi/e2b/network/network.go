@@ -4,15 +4,14 @@
 package network
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/nsbox/nsbox/agentapi"
+	"github.com/nsbox/nsbox/daemon/egress"
 	"github.com/nsbox/nsbox/daemon/errdefs"
 )
 
@@ -40,12 +39,12 @@ import (
 
 // Config is the create body's network.
 type Config struct {
-	AllowOut           []string        `json:"allowOut"`
-	DenyOut            []string        `json:"denyOut"`
-	AllowPublicTraffic *bool           `json:"allowPublicTraffic"`
-	MaskRequestHost    *string         `json:"maskRequestHost"`
-	Rules              json.RawMessage `json:"rules"`
-	EgressProxy        json.RawMessage `json:"egressProxy"`
+	AllowOut           []string                   `json:"allowOut"`
+	DenyOut            []string                   `json:"denyOut"`
+	AllowPublicTraffic *bool                      `json:"allowPublicTraffic"`
+	MaskRequestHost    *string                    `json:"maskRequestHost"`
+	Rules              map[string]json.RawMessage `json:"rules"`
+	EgressProxy        map[string]json.RawMessage `json:"egressProxy"`
 }
 
 // Info is what a sandbox keeps of its network option (in its
@@ -60,20 +59,15 @@ type Info struct {
 // PortPlaceholder is what maskRequestHost's port is written as.
 const PortPlaceholder = "${PORT}"
 
-// given: the JSON member was sent with a value other than null.
-func given(m json.RawMessage) bool {
-	return len(m) > 0 && !bytes.Equal(bytes.TrimSpace(m), []byte("null"))
-}
-
 // Parse checks n and returns what the sandbox keeps of it and the egress
 // policy its session gets (nil: none, loopback only). fromSnapshot: the
 // sandbox is a snapshot's copy, whose session keeps the snapshot's
 // egress.
 func (n *Config) Parse(fromSnapshot bool) (*Info, *agentapi.Network, error) {
-	if given(n.Rules) && !bytes.Equal(bytes.Join(bytes.Fields(n.Rules), nil), []byte("{}")) {
+	if len(n.Rules) > 0 {
 		return nil, nil, errdefs.Field("network.rules", "egress transforms are not supported by nsbox's E2B endpoint: nsbox's proxy puts secrets into the requests to their own hosts ([network.secrets], docs/NETWORK.md)")
 	}
-	if given(n.EgressProxy) {
+	if n.EgressProxy != nil {
 		return nil, nil, errdefs.Field("network.egressProxy", "an upstream proxy of the caller's is not supported: the daemon's egress proxy reaches the hosts itself")
 	}
 	info := &Info{DenyOut: n.DenyOut}
@@ -81,14 +75,16 @@ func (n *Config) Parse(fromSnapshot bool) (*Info, *agentapi.Network, error) {
 		info.AllowPublicTraffic = *n.AllowPublicTraffic
 	}
 	for i, d := range n.DenyOut {
-		if err := checkSelector(d); err != nil {
-			return nil, nil, errdefs.Field(fmt.Sprintf("network.denyOut[%d]", i), "%q: %v", d, err)
+		if _, err := netip.ParsePrefix(d); err != nil {
+			if _, err := egress.ParseRule(d); err != nil {
+				return nil, nil, errdefs.Field(fmt.Sprintf("network.denyOut[%d]", i), "%v, or a CIDR", err)
+			}
 		}
 	}
 	for i, a := range n.AllowOut {
 		e, err := allowEntry(a)
 		if err != nil {
-			return nil, nil, errdefs.Field(fmt.Sprintf("network.allowOut[%d]", i), "%q: %v", a, err)
+			return nil, nil, errdefs.Field(fmt.Sprintf("network.allowOut[%d]", i), "%v", err)
 		}
 		info.AllowOut = append(info.AllowOut, e)
 	}
@@ -107,55 +103,21 @@ func (n *Config) Parse(fromSnapshot bool) (*Info, *agentapi.Network, error) {
 	return info, &agentapi.Network{Allow: info.AllowOut}, nil
 }
 
-// allowEntry is a as an entry of nsbox's egress policy: a host, host:port,
-// *.domain or one address. Whether the operator allows it is the core's
-// to say.
+// allowEntry is a as an entry of nsbox's egress policy: what its rules
+// take (egress.ParseRule: a host, host:port, *.domain, an address), or a
+// CIDR of one address, taken as that address. Whether the operator
+// allows it is the core's to say.
 func allowEntry(a string) (string, error) {
-	if err := checkSelector(a); err != nil {
-		return "", err
-	}
 	if p, err := netip.ParsePrefix(a); err == nil {
 		if p.Bits() != p.Addr().BitLen() {
-			return "", fmt.Errorf("a range of addresses; nsbox's egress lets out named hosts and single addresses, each within the operator's [network] allow (E2B's allTraffic cannot be allowed): name the hosts")
+			return "", fmt.Errorf("%q is a range of addresses; nsbox's egress lets out named hosts and single addresses, each within the operator's [network] allow (E2B's allTraffic cannot be allowed): name the hosts", a)
 		}
 		return p.Addr().String(), nil
 	}
+	if _, err := egress.ParseRule(a); err != nil {
+		return "", err
+	}
 	return a, nil
-}
-
-// checkSelector: s is an address, a CIDR, a host name (or *.domain),
-// each with an optional port.
-func checkSelector(s string) error {
-	if s == "" {
-		return fmt.Errorf("empty: an IP address, a CIDR or a host name")
-	}
-	if _, err := netip.ParsePrefix(s); err == nil {
-		return nil
-	}
-	if _, err := netip.ParseAddr(s); err == nil {
-		return nil
-	}
-	host := s
-	if h, _, err := net.SplitHostPort(s); err == nil {
-		host = h
-	}
-	host = strings.TrimPrefix(host, "*.")
-	if len(host) > 253 || !hostName(host) {
-		return fmt.Errorf("not an IP address, a CIDR or a host name")
-	}
-	return nil
-}
-
-// hostName: h is a DNS name, its labels of letters, digits and inner
-// hyphens.
-func hostName(h string) bool {
-	for _, l := range strings.Split(strings.TrimSuffix(h, "."), ".") {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' ||
-			strings.Trim(strings.ToLower(l), "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
-			return false
-		}
-	}
-	return true
 }
 
 // checkMask: m is a Host header once its ${PORT} is a port.
@@ -183,11 +145,11 @@ func (n *Info) Public() bool { return n != nil && n.AllowPublicTraffic }
 // (Sandbox.updateNetwork): the egress rules, replaced whole.
 // AllowInternetAccess is ignored, as on create.
 type Update struct {
-	AllowOut            []string        `json:"allowOut"`
-	DenyOut             []string        `json:"denyOut"`
-	Rules               json.RawMessage `json:"rules"`
-	EgressProxy         json.RawMessage `json:"egressProxy"`
-	AllowInternetAccess *bool           `json:"allow_internet_access"`
+	AllowOut            []string                   `json:"allowOut"`
+	DenyOut             []string                   `json:"denyOut"`
+	Rules               map[string]json.RawMessage `json:"rules"`
+	EgressProxy         map[string]json.RawMessage `json:"egressProxy"`
+	AllowInternetAccess *bool                      `json:"allow_internet_access"`
 }
 
 // Updated is the network option of a running sandbox that has now (nil:

@@ -21,7 +21,8 @@ func TestParse(t *testing.T) {
 		{allow: []string{"a.test", "::/0"}, err: "allowOut[1]"},
 		{allow: []string{"-a.test"}, err: "allowOut[0]"},
 		{allow: []string{"a..test"}, err: "allowOut[0]"},
-		{allow: []string{"a_b.test"}, err: "allowOut[0]"},
+		{allow: []string{"a!b.test"}, err: "allowOut[0]"},
+		{allow: []string{"*"}, err: "allowOut[0]"},
 		{deny: []string{""}, err: "denyOut[0]"},
 		{deny: []string{"x", "a b"}, err: "denyOut[1]"},
 	} {
@@ -43,8 +44,14 @@ func TestParse(t *testing.T) {
 	if _, _, err := (&Config{AllowOut: []string{"a.test"}}).Parse(true); err == nil {
 		t.Error("allowOut on a snapshot's copy was taken")
 	}
-	if _, _, err := (&Config{Rules: json.RawMessage(`null`), EgressProxy: json.RawMessage(` null `)}).Parse(false); err != nil {
-		t.Errorf("null rules and egressProxy: %v", err)
+	for _, body := range []string{`{"rules": null, "egressProxy": null}`, `{"rules": {}}`} {
+		var c Config
+		if err := json.Unmarshal([]byte(body), &c); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Parse(false); err != nil {
+			t.Errorf("%s: %v", body, err)
+		}
 	}
 }
 
